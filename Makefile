@@ -1,0 +1,169 @@
+# node-agent: build, test, install.
+#
+#   make                      build the three programs into $(B)/
+#   make check                unit tests, then integration tests (root: real sshd, nspawn)
+#   make check-sanitize       the same under ASan + UBSan
+#   make fuzz                 build the libFuzzer targets and run each for FUZZ_SECONDS
+#   make lint bench install uninstall clean
+#
+# Variables: PREFIX DESTDIR CFLAGS LDFLAGS V=1 B=<build dir> CC.
+
+PREFIX        ?= /usr
+DESTDIR       ?=
+SBINDIR       ?= $(PREFIX)/sbin
+LIBEXECDIR    ?= $(PREFIX)/libexec/node-agent
+MANDIR        ?= $(PREFIX)/share/man
+DATADIR       ?= $(PREFIX)/share/node-agent
+SYSCONFDIR    ?= /etc
+PKG_CONFIG    ?= pkg-config
+SYSTEMDUNITDIR ?= $(shell $(PKG_CONFIG) --variable=systemdsystemunitdir systemd 2>/dev/null || echo /lib/systemd/system)
+TMPFILESDIR   ?= $(shell $(PKG_CONFIG) --variable=tmpfilesdir systemd 2>/dev/null || echo /usr/lib/tmpfiles.d)
+SYSUSERSDIR   ?= $(shell $(PKG_CONFIG) --variable=sysusersdir systemd 2>/dev/null || echo /usr/lib/sysusers.d)
+
+B             ?= build
+CC            ?= cc
+FUZZ_CC       ?= clang
+FUZZ_SECONDS  ?= 60
+
+ifeq ($(V),1)
+Q :=
+else
+Q := @
+endif
+
+CFLAGS  ?= -O2 -g
+WARN    := -Wall -Wextra -Wshadow -Wformat=2 -Wmissing-prototypes -Wstrict-prototypes \
+           -Wpointer-arith -Wcast-qual -Wwrite-strings -Wvla -Wundef -Wno-unused-parameter
+ifneq ($(NO_WERROR),1)
+WARN    += -Werror
+endif
+HARDEN  := -D_FORTIFY_SOURCE=3 -fstack-protector-strong -fstack-clash-protection \
+           -fcf-protection=full -fPIE
+HARDEN_LD := -pie -Wl,-z,relro,-z,now,-z,noexecstack,--as-needed
+
+PKGS    := openssl libcurl libcjson libsystemd libseccomp yaml-0.1 libxxhash
+PKG_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(PKGS))
+PKG_LIBS   := $(shell $(PKG_CONFIG) --libs $(PKGS))
+CMOCKA_CFLAGS := $(shell $(PKG_CONFIG) --cflags cmocka)
+CMOCKA_LIBS   := $(shell $(PKG_CONFIG) --libs cmocka)
+
+ALL_CFLAGS := -std=gnu11 -D_GNU_SOURCE $(WARN) $(HARDEN) -Ilib $(PKG_CFLAGS) $(CFLAGS) -MMD -MP
+ALL_LDFLAGS := $(HARDEN_LD) $(LDFLAGS)
+
+# Sanitizer build: `make check-sanitize` re-runs everything from $(B)-sanitize.
+ifeq ($(SANITIZE),1)
+ALL_CFLAGS += -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer -DNA_SANITIZER=1
+ALL_LDFLAGS += -fsanitize=address,undefined
+endif
+
+# ---- sources ---------------------------------------------------------------
+# Every directory contributes all of its .c files; main.c is the only file
+# that is not put in the directory's archive, so unit tests can link the rest.
+LIB_SRCS   := $(wildcard lib/*.c)
+AGENT_SRCS := $(filter-out agent/main.c,$(wildcard agent/*.c))
+AKC_SRCS   := $(filter-out authkeys-cmd/main.c,$(wildcard authkeys-cmd/*.c))
+EXEC_SRCS  := $(filter-out cloud-config-exec/main.c,$(wildcard cloud-config-exec/*.c))
+TEST_SRCS  := $(wildcard tests/unit/test-*.c)
+FUZZ_SRCS  := $(wildcard tests/fuzz/fuzz-*.c)
+
+obj = $(patsubst %.c,$(B)/%.o,$(1))
+
+LIB_A   := $(B)/libnodeagent.a
+AGENT_A := $(B)/agent.a
+AKC_A   := $(B)/authkeys-cmd.a
+EXEC_A  := $(B)/cloud-config-exec.a
+
+# A program is built once its directory has a main.c.
+PROGS := $(if $(wildcard agent/main.c),$(B)/node-agent) \
+         $(if $(wildcard authkeys-cmd/main.c),$(B)/authkeys-cmd) \
+         $(if $(wildcard cloud-config-exec/main.c),$(B)/cloud-config-exec)
+TESTS := $(patsubst tests/unit/%.c,$(B)/tests/%,$(TEST_SRCS))
+
+.PHONY: all check check-unit check-integration check-sanitize fuzz fuzz-build \
+        fuzz-replay lint bench install uninstall clean
+.DEFAULT_GOAL := all
+
+all: $(PROGS) $(TESTS)
+
+$(B)/%.o: %.c
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC      $<")
+	$(Q)$(CC) $(ALL_CFLAGS) -c -o $@ $<
+
+$(B)/%.a:
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  AR      $@")
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(LIB_A):   $(call obj,$(LIB_SRCS))
+$(AGENT_A): $(call obj,$(AGENT_SRCS))
+$(AKC_A):   $(call obj,$(AKC_SRCS))
+$(EXEC_A):  $(call obj,$(EXEC_SRCS))
+
+# An empty archive is fine: `ar` with no members still writes a valid file.
+$(B)/node-agent: $(B)/agent/main.o $(AGENT_A) $(LIB_A)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $^ $(PKG_LIBS)
+
+$(B)/cloud-config-exec: $(B)/cloud-config-exec/main.o $(EXEC_A) $(LIB_A)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $^ $(PKG_LIBS)
+
+# authkeys-cmd runs twice per ssh login: it links only what it uses.
+AKC_LIBS ?= $(shell $(PKG_CONFIG) --libs libsystemd libseccomp libxxhash)
+$(B)/authkeys-cmd: $(B)/authkeys-cmd/main.o $(AKC_A) $(LIB_A)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $^ $(AKC_LIBS)
+
+$(B)/tests/%: $(B)/tests/unit/%.o $(AGENT_A) $(EXEC_A) $(AKC_A) $(LIB_A)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $^ $(PKG_LIBS) $(CMOCKA_LIBS)
+
+$(B)/tests/unit/%.o: ALL_CFLAGS += $(CMOCKA_CFLAGS) -Itests/unit
+
+# ---- tests -----------------------------------------------------------------
+check: check-unit check-integration
+
+check-unit: $(TESTS)
+	$(Q)tests/run-unit $(TESTS)
+
+check-integration: $(PROGS) $(TESTS)
+	$(Q)B=$(abspath $(B)) tests/run-integration
+
+check-sanitize:
+	$(Q)$(MAKE) B=$(B)-sanitize SANITIZE=1 CC=clang check
+
+# ---- fuzzing ---------------------------------------------------------------
+FUZZ_CFLAGS := -std=gnu11 -D_GNU_SOURCE -g -O1 -Ilib $(PKG_CFLAGS) \
+               -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -DNA_FUZZING=1
+FUZZ_BINS := $(patsubst tests/fuzz/%.c,$(B)/fuzz/%,$(FUZZ_SRCS))
+
+$(B)/fuzz/%: tests/fuzz/%.c $(LIB_SRCS) $(wildcard lib/*.h)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  FUZZ    $@")
+	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $< $(LIB_SRCS) $(PKG_LIBS)
+
+fuzz-build: $(FUZZ_BINS)
+
+# Replays every seed corpus, then fuzzes each target for FUZZ_SECONDS.
+fuzz: fuzz-build
+	$(Q)B=$(abspath $(B)) FUZZ_SECONDS=$(FUZZ_SECONDS) tests/run-fuzz $(FUZZ_BINS)
+
+fuzz-replay: fuzz-build
+	$(Q)B=$(abspath $(B)) FUZZ_SECONDS=0 tests/run-fuzz $(FUZZ_BINS)
+
+# ---- lint, bench -----------------------------------------------------------
+lint:
+	$(Q)tests/lint
+
+bench: $(PROGS)
+	$(Q)B=$(abspath $(B)) tests/bench/run
+
+# ---- install ---------------------------------------------------------------
+include install.mk
+
+clean:
+	rm -rf $(B) $(B)-sanitize
+
+-include $(shell find $(B) -name '*.d' 2>/dev/null)

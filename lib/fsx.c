@@ -1,0 +1,255 @@
+/* Safe file operations; see fsx.h. */
+#include <fcntl.h>
+#include <limits.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+#include "cleanup.h"
+#include "fsx.h"
+
+int fsx_read_fd(int fd, size_t max, char **ret, size_t *ret_len)
+{
+	struct stat st;
+	if (fstat(fd, &st) < 0)
+		return negerrno();
+	if (!S_ISREG(st.st_mode))
+		return -EBADFD;
+	if ((uint64_t)st.st_size > max)
+		return -EFBIG;
+
+	size_t cap = (size_t)st.st_size + 1, len = 0;
+	_cleanup_free_ char *buf = malloc(cap);
+	if (!buf)
+		return -ENOMEM;
+	for (;;) {
+		if (len + 1 >= cap) {
+			/* Full: either at EOF, or the file grew while we read it. */
+			char probe;
+			ssize_t k = pread(fd, &probe, 1, (off_t)len);
+			if (k < 0 && errno == EINTR)
+				continue;
+			if (k < 0)
+				return negerrno();
+			if (k == 0)
+				break;
+			if (len + 1 > max)
+				return -EFBIG;
+			size_t ncap = cap * 2 > max + 1 ? max + 1 : cap * 2;
+			char *n = realloc(buf, ncap);
+			if (!n)
+				return -ENOMEM;
+			buf = n;
+			cap = ncap;
+		}
+		ssize_t k = pread(fd, buf + len, cap - 1 - len, (off_t)len);
+		if (k < 0) {
+			if (errno == EINTR)
+				continue;
+			return negerrno();
+		}
+		if (k == 0)
+			break;
+		len += (size_t)k;
+	}
+	buf[len] = '\0';
+	*ret = TAKE_PTR(buf);
+	if (ret_len)
+		*ret_len = len;
+	return 0;
+}
+
+int fsx_read_at(int dirfd, const char *name, size_t max, char **ret, size_t *ret_len)
+{
+	_cleanup_close_ int parent = -1;
+	const char *base = name;
+
+	if (strchr(name, '/')) {
+		parent = fsx_open_parent_at(dirfd, name, 0, 0, &base);
+		if (parent < 0)
+			return parent;
+		dirfd = parent;
+	}
+	_cleanup_close_ int fd = openat(dirfd, base, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
+	if (fd < 0)
+		return negerrno();
+	return fsx_read_fd(fd, max, ret, ret_len);
+}
+
+static bool same_file(int dirfd, const char *name, const void *data, size_t len, mode_t mode, uid_t uid,
+		      gid_t gid)
+{
+	_cleanup_close_ int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
+	if (fd < 0)
+		return false;
+	struct stat st;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || (size_t)st.st_size != len || st.st_nlink != 1)
+		return false;
+	if ((st.st_mode & 07777) != (mode & 07777))
+		return false;
+	if ((uid != FSX_UID_KEEP && st.st_uid != uid) || (gid != FSX_GID_KEEP && st.st_gid != gid))
+		return false;
+	_cleanup_free_ char *cur = NULL;
+	size_t cur_len;
+	if (fsx_read_fd(fd, len, &cur, &cur_len) < 0 || cur_len != len)
+		return false;
+	return memcmp(cur, data, len) == 0;
+}
+
+static int write_all(int fd, const void *data, size_t len)
+{
+	const char *p = data;
+	while (len > 0) {
+		ssize_t k = write(fd, p, len);
+		if (k < 0) {
+			if (errno == EINTR)
+				continue;
+			return negerrno();
+		}
+		p += k;
+		len -= (size_t)k;
+	}
+	return 0;
+}
+
+int fsx_write_atomic_at(int dirfd, const char *name, const void *data, size_t len, mode_t mode,
+			uid_t uid, gid_t gid, unsigned flags)
+{
+	if (!*name || strchr(name, '/') || strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
+		return -EINVAL;
+	if ((flags & FSX_SKIP_IF_SAME) && same_file(dirfd, name, data, len, mode, uid, gid))
+		return 0;
+
+	char tmp[NAME_MAX + 1];
+	_cleanup_close_ int fd = -1;
+	for (int attempt = 0; fd < 0; attempt++) {
+		uint64_t rnd;
+		if (getrandom(&rnd, sizeof(rnd), 0) != sizeof(rnd))
+			return negerrno();
+		/* ".#<name>.<16 hex>" stays within NAME_MAX for names up to 236 bytes. */
+		int n = snprintf(tmp, sizeof(tmp), ".#%.*s.%016llx", 200, name, (unsigned long long)rnd);
+		if (n < 0 || (size_t)n >= sizeof(tmp))
+			return -ENAMETOOLONG;
+		fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+		if (fd < 0 && (errno != EEXIST || attempt > 16))
+			return negerrno();
+	}
+
+	int r = write_all(fd, data, len);
+	if (r >= 0 && (uid != FSX_UID_KEEP || gid != FSX_GID_KEEP))
+		r = RET_NERRNO(fchown(fd, uid, gid));
+	if (r >= 0)
+		r = RET_NERRNO(fchmod(fd, mode & 07777));
+	if (r >= 0)
+		r = RET_NERRNO(fsync(fd));
+	if (r >= 0)
+		r = RET_NERRNO(renameat(dirfd, tmp, dirfd, name));
+	if (r < 0) {
+		unlinkat(dirfd, tmp, 0);
+		return r;
+	}
+	r = fsx_fsync_dir(dirfd);
+	return r < 0 ? r : 1;
+}
+
+int fsx_fsync_dir(int dirfd)
+{
+	return RET_NERRNO(fsync(dirfd));
+}
+
+int fsx_open_root(const char *root)
+{
+	if (!root || !*root)
+		root = "/";
+	return RET_NERRNO(open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+}
+
+int fsx_open_dir_at(int dirfd, const char *path, unsigned flags, mode_t mode)
+{
+	_cleanup_close_ int cur = RET_NERRNO(openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+	if (cur < 0)
+		return cur;
+
+	const char *p = path;
+	while (*p) {
+		while (*p == '/')
+			p++;
+		if (!*p)
+			break;
+		size_t n = strcspn(p, "/");
+		if (n > NAME_MAX)
+			return -ENAMETOOLONG;
+		char comp[NAME_MAX + 1];
+		memcpy(comp, p, n);
+		comp[n] = '\0';
+		p += n;
+		if (strcmp(comp, ".") == 0)
+			continue;
+		if (strcmp(comp, "..") == 0)
+			return -EPERM;
+
+		int next = openat(cur, comp, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+		if (next < 0 && errno == ENOENT && (flags & FSX_MKDIR)) {
+			if (mkdirat(cur, comp, mode) < 0 && errno != EEXIST)
+				return negerrno();
+			next = openat(cur, comp, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+		}
+		if (next < 0) {
+			int r = negerrno();
+			struct stat st;
+			/* O_NOFOLLOW|O_DIRECTORY reports a symlink as ENOTDIR: say ELOOP. */
+			if (r == -ENOTDIR && fstatat(cur, comp, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode))
+				return -ELOOP;
+			return r;
+		}
+		close(cur);
+		cur = next;
+	}
+	return TAKE_FD(cur);
+}
+
+int fsx_open_parent_at(int dirfd, const char *path, unsigned flags, mode_t mode, const char **ret_name)
+{
+	size_t len = strlen(path);
+	while (len > 0 && path[len - 1] == '/')
+		return -EINVAL; /* "dir/" names no file */
+	const char *slash = memrchr(path, '/', len);
+	const char *name = slash ? slash + 1 : path;
+	if (!*name || strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
+		return -EINVAL;
+
+	_cleanup_free_ char *dir = strndup(path, (size_t)(name - path));
+	if (!dir)
+		return -ENOMEM;
+	int fd = fsx_open_dir_at(dirfd, dir, flags, mode);
+	if (fd < 0)
+		return fd;
+	*ret_name = name;
+	return fd;
+}
+
+bool fsx_path_is_safe(const char *path, size_t max)
+{
+	size_t len = strnlen(path, max + 1);
+	if (len == 0 || len > max || path[0] != '/')
+		return false;
+	if (len > 1 && path[len - 1] == '/')
+		return false;
+	for (const char *p = path; *p; p++)
+		if ((unsigned char)*p < 0x20 || *p == 0x7f)
+			return false;
+	for (const char *p = path; *p;) {
+		p++; /* skip '/' */
+		size_t n = strcspn(p, "/");
+		if (n == 0 && len > 1)
+			return false; /* "//" */
+		if ((n == 1 && p[0] == '.') || (n == 2 && p[0] == '.' && p[1] == '.'))
+			return false;
+		if (n > NAME_MAX)
+			return false;
+		p += n;
+	}
+	return true;
+}

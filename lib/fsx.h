@@ -1,0 +1,68 @@
+/* Safe file operations: bounded reads, crash-safe atomic replacement, and
+ * directory walks that never follow a symlink.
+ *
+ * All functions return >= 0 on success and -errno on failure, never log above
+ * debug level, and take directory file descriptors so that callers resolve a
+ * path once, from a directory they have verified, instead of re-resolving it
+ * (and racing whoever else can write there). */
+#ifndef NA_FSX_H
+#define NA_FSX_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+
+#define FSX_UID_KEEP ((uid_t)-1)
+#define FSX_GID_KEEP ((gid_t)-1)
+
+enum {
+	/* fsx_write_atomic_at: leave an existing file alone when its content,
+	 * mode and owner already match (returns 0 instead of 1). */
+	FSX_SKIP_IF_SAME = 1 << 0,
+	/* fsx_open_dir_at: create missing components (mode from the call). */
+	FSX_MKDIR = 1 << 1,
+};
+
+/* Reads all of fd (from offset 0 onwards, a regular file only) into a new
+ * NUL-terminated buffer. -EFBIG if it holds more than max bytes, -EBADFD when
+ * fd is not a regular file. On success *ret (owned by the caller) and
+ * *ret_len are set. */
+int fsx_read_fd(int fd, size_t max, char **ret, size_t *ret_len);
+
+/* Opens name (a single component, or a relative path whose every component is
+ * opened without following symlinks) below dirfd and reads it as above.
+ * O_NONBLOCK keeps a planted FIFO from blocking us; -ELOOP for a symlink. */
+int fsx_read_at(int dirfd, const char *name, size_t max, char **ret, size_t *ret_len);
+
+/* Atomically replaces dirfd/name with data: a temporary file in the same
+ * directory is written, chowned (unless FSX_*_KEEP), chmodded to mode,
+ * fsynced, renamed over name, and the directory is fsynced. name must be a
+ * single path component. Returns 1 when the file was written, 0 when
+ * FSX_SKIP_IF_SAME found it already identical. */
+int fsx_write_atomic_at(int dirfd, const char *name, const void *data, size_t len, mode_t mode,
+			uid_t uid, gid_t gid, unsigned flags);
+
+/* Opens the directory at the relative path below dirfd, one component at a
+ * time with O_NOFOLLOW, so neither a symlink nor ".." can lead outside dirfd.
+ * Absolute paths are taken relative to dirfd (dirfd is "the root"). With
+ * FSX_MKDIR, missing components are created with mode (as root:root unless
+ * the caller's credentials say otherwise). Returns the new O_DIRECTORY fd. */
+int fsx_open_dir_at(int dirfd, const char *path, unsigned flags, mode_t mode);
+
+/* Opens the parent directory of path below dirfd (as fsx_open_dir_at) and
+ * returns it; *ret_name points into path at the final component. -EINVAL for
+ * a path without a final component ("/", "a/.."). */
+int fsx_open_parent_at(int dirfd, const char *path, unsigned flags, mode_t mode, const char **ret_name);
+
+/* Opens the root prefix ("/" when root is NULL or empty) as a directory fd. */
+int fsx_open_root(const char *root);
+
+/* fsync() of a directory fd. */
+int fsx_fsync_dir(int dirfd);
+
+/* True when path is absolute, normalised (no "//", no "." or ".."
+ * components, no trailing "/"), free of control bytes and at most max bytes. */
+bool fsx_path_is_safe(const char *path, size_t max);
+
+#endif

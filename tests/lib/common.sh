@@ -1,0 +1,32 @@
+# Shared helpers for tests/integration/*.sh: TAP-ish results and scratch dirs.
+# Source it; then call ok/fail/check and finally `finish`.
+set -uo pipefail
+: "${B:?B must point at the build directory}"
+TESTS_DIR=${TESTS_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}
+_pass=0 _fail=0
+_cleanups=()
+
+ok()   { echo "ok - $*"; _pass=$((_pass + 1)); }
+fail() { echo "not ok - $*"; _fail=$((_fail + 1)); }
+# check "description" command args...: ok when the command succeeds.
+check() { local d=$1; shift; if "$@"; then ok "$d"; else fail "$d"; fi; }
+# check_not "description" command args...: ok when the command fails.
+check_not() { local d=$1; shift; if "$@"; then fail "$d"; else ok "$d"; fi; }
+skip_all() { echo "SKIP: $*"; exit 77; }
+require_root() { [ "$(id -u)" -eq 0 ] || skip_all "needs root (sshd, chown, namespaces)"; }
+
+# Runs registered cleanups in reverse order on exit.
+on_exit() { _cleanups+=("$*"); }
+_run_cleanups() {
+	local i
+	for ((i = ${#_cleanups[@]} - 1; i >= 0; i--)); do eval "${_cleanups[$i]}" >/dev/null 2>&1 || true; done
+}
+trap _run_cleanups EXIT
+
+# scratch: a fresh directory removed on exit.
+scratch() { local d; d=$(mktemp -d "${TMPDIR:-/tmp}/na-test.XXXXXX"); on_exit "rm -rf '$d'"; echo "$d"; }
+
+finish() {
+	echo "$_pass passed, $_fail failed"
+	[ "$_fail" -eq 0 ]
+}
