@@ -1,0 +1,79 @@
+/* The node's configuration file (JSON, strict), shared by node-agent and
+ * cloud-config-exec; man page node-agent.conf(5).
+ *
+ * Unknown keys and wrong types are errors naming the file and the key
+ * ("/etc/node-agent/config.json: apiServer.caFile: expected a string").
+ * Defaults are filled after parsing. Pure: config_parse() takes bytes;
+ * config_load() opens the file, checks it on the fd (regular file, owned by
+ * root or the caller, not world-writable) and parses it. */
+#ifndef NA_CONFIG_H
+#define NA_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define CONFIG_PATH_DEFAULT "/etc/node-agent/config.json"
+#define CONFIG_MAX (256u << 10)
+
+struct config {
+	/* apiServer */
+	char *server;               /* "https://host[:port]" */
+	char *ca_file;
+	char *token_file;           /* bearer token, re-read when it changes */
+	char *client_cert_file;
+	char *client_key_file;
+	char *bootstrap_token_file;
+	char *https_proxy;          /* NULL: no proxy, whatever the environment says */
+	char *no_proxy;
+
+	/* node */
+	char *node_name;            /* default: lowercased hostname */
+	char *kubernetes_version;   /* for the worker.gardener.cloud/kubernetes-version label */
+
+	/* osc */
+	char *secret_namespace;     /* default "kube-system" */
+	char *secret_name;
+	bool follow_secret_name_label; /* default true */
+
+	/* ssh */
+	char *login_user;           /* default "gardener" */
+	bool keys_exclusive;        /* default false: keep keys we do not manage */
+	bool create_user;           /* default true */
+	char *sudoers;              /* default "ALL=(ALL) NOPASSWD:ALL"; "" = no sudoers entry */
+	unsigned rsa_min_bits;      /* default 2048 */
+	bool keys_from_node_annotation; /* default false */
+	char *key_document_path;    /* OSC file carrying the expiring-key document;
+	                               default "/var/lib/node-agent/authorized-keys.json" */
+	double max_key_shrink;      /* default 0.5: refuse to drop more than half the managed keys */
+	bool allow_root;            /* default false: authkeys-cmd never serves root */
+
+	/* paths (all below --root) */
+	char *state_dir;            /* default "/var/lib/node-agent" (agent-owned) */
+	char *exec_state_dir;       /* default "/var/lib/cloud-config-exec" (root-owned) */
+	char *snapshot_path;        /* default "/var/lib/cloud-config-exec/authkeys.snap" */
+
+	/* timeouts, milliseconds */
+	unsigned connect_timeout_ms;  /* default 10000 */
+	unsigned request_timeout_ms;  /* default 30000 (non-watch requests) */
+	unsigned watch_idle_timeout_ms; /* default 120000: no byte, not even a bookmark */
+	unsigned resync_interval_ms;  /* default 300000 */
+	unsigned apply_timeout_ms;    /* default 300000: --once waits this long for a result */
+	size_t response_max;          /* default 16 MiB */
+};
+
+/* Parses len bytes of JSON into *ret (defaults filled). On failure returns
+ * -EINVAL and writes "key: reason" to err (errlen bytes). */
+int config_parse(const char *data, size_t len, struct config *ret, char *err, size_t errlen);
+
+/* Opens, checks and parses path (relative to nothing: config paths are host
+ * paths, not below --root). Error text is prefixed with the path. */
+int config_load(const char *path, struct config *ret, char *err, size_t errlen);
+
+/* A config with every default filled and no API server (for the executor and
+ * authkeys-cmd when no file exists). */
+int config_defaults(struct config *ret);
+
+void config_done(struct config *c);
+
+#endif

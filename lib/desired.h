@@ -1,0 +1,56 @@
+/* The desired state: what node-agent hands cloud-config-exec.
+ *
+ * node-agent writes it (0600, atomically) to <state dir>/desired.json after it
+ * verified the Secret's checksum and validated the OSC; the path unit starts
+ * cloud-config-exec on it. The document carries the verified osc.yaml bytes
+ * themselves rather than a re-serialised model: the root side must not trust
+ * the unprivileged side, so it re-checks the checksum and re-parses the OSC
+ * with the same osc_parse() the agent used, and there is one parser, not two.
+ *
+ *   {"version": 1,
+ *    "checksum": "<sha256 hex of osc>",          the Secret's checksum/data-script
+ *    "osc": "<osc.yaml bytes>",
+ *    "keyDocument": "<JSON key list>" | absent, from the Node annotation, when enabled
+ *    "sshAccess": true | false,                   false: the control plane disabled SSH
+ *    "restart": {"id": "<opaque>", "units": ["a.service", ...]} | absent,
+ *    "generation": <uint>}                        bumps on every write by the agent
+ *
+ * Pure functions: no I/O, no logging. */
+#ifndef NA_DESIRED_H
+#define NA_DESIRED_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define DESIRED_VERSION 1
+#define DESIRED_MAX (16u << 20)
+#define DESIRED_RESTART_UNITS_MAX 64
+#define DESIRED_KEY_DOCUMENT_MAX (1u << 20)
+
+struct desired {
+	char checksum[65];          /* lowercase hex SHA-256 of osc */
+	char *osc;                  /* osc.yaml bytes, NUL-terminated */
+	size_t osc_len;
+	char *key_document;         /* NULL when absent */
+	bool ssh_access;            /* true unless the document says false */
+	char *restart_id;           /* NULL when no restart request */
+	char **restart_units;       /* NULL-terminated, NULL when none */
+	uint64_t generation;
+};
+
+/* Serialises d as JSON. Returns 0 and a malloc'ed NUL-terminated buffer. */
+int desired_format(const struct desired *d, char **ret, size_t *ret_len);
+
+/* Parses and checks a desired-state document: version, field types, the
+ * checksum against SHA-256 of osc (-EBADMSG on mismatch), restart unit names
+ * (osc_unit_name_is_valid), ceilings. On failure *err (may be NULL) receives a
+ * static string naming the field. Release with desired_done(). */
+int desired_parse(const char *data, size_t len, struct desired *ret, const char **err);
+
+void desired_done(struct desired *d);
+
+/* Lowercase hex SHA-256 of data (OpenSSL). */
+void desired_sha256_hex(const void *data, size_t len, char out[static 65]);
+
+#endif
