@@ -64,6 +64,7 @@ AGENT_SRCS := $(filter-out agent/main.c,$(wildcard agent/*.c))
 AKC_SRCS   := $(filter-out authkeys-cmd/main.c,$(wildcard authkeys-cmd/*.c))
 EXEC_SRCS  := $(filter-out cloud-config-exec/main.c,$(wildcard cloud-config-exec/*.c))
 TEST_SRCS  := $(wildcard tests/unit/test-*.c)
+TOOL_SRCS  := $(wildcard tests/tools/*.c)
 FUZZ_SRCS  := $(wildcard tests/fuzz/fuzz-*.c)
 
 obj = $(patsubst %.c,$(B)/%.o,$(1))
@@ -78,12 +79,14 @@ PROGS := $(if $(wildcard agent/main.c),$(B)/node-agent) \
          $(if $(wildcard authkeys-cmd/main.c),$(B)/authkeys-cmd) \
          $(if $(wildcard cloud-config-exec/main.c),$(B)/cloud-config-exec)
 TESTS := $(patsubst tests/unit/%.c,$(B)/tests/%,$(TEST_SRCS))
+# Test-only programs (fixture generators), linked like the unit tests.
+TOOLS := $(patsubst tests/tools/%.c,$(B)/tools/%,$(TOOL_SRCS))
 
 .PHONY: all check check-unit check-integration check-sanitize fuzz fuzz-build \
         fuzz-replay lint bench install uninstall clean
 .DEFAULT_GOAL := all
 
-all: $(PROGS) $(TESTS)
+all: $(PROGS) $(TESTS) $(TOOLS)
 
 $(B)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -120,6 +123,11 @@ $(B)/tests/%: $(B)/tests/unit/%.o $(AGENT_A) $(EXEC_A) $(AKC_A) $(LIB_A)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $^ $(PKG_LIBS) $(CMOCKA_LIBS)
 
+$(B)/tools/%: $(B)/tests/tools/%.o $(AGENT_A) $(EXEC_A) $(AKC_A) $(LIB_A)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $^ $(PKG_LIBS)
+
 $(B)/tests/unit/%.o: ALL_CFLAGS += $(CMOCKA_CFLAGS) -Itests/unit
 
 # ---- tests -----------------------------------------------------------------
@@ -128,7 +136,7 @@ check: check-unit check-integration
 check-unit: $(TESTS)
 	$(Q)tests/run-unit $(TESTS)
 
-check-integration: $(PROGS) $(TESTS)
+check-integration: $(PROGS) $(TESTS) $(TOOLS)
 	$(Q)B=$(abspath $(B)) tests/run-integration
 
 check-sanitize:
