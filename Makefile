@@ -85,6 +85,8 @@ TOOLS := $(patsubst tests/tools/%.c,$(B)/tools/%,$(TOOL_SRCS))
 .PHONY: all check check-unit check-integration check-sanitize fuzz fuzz-build \
         fuzz-replay lint bench install uninstall clean
 .DEFAULT_GOAL := all
+# Keep intermediate objects (unit-test .o files are built through a chain).
+.SECONDARY:
 
 all: $(PROGS) $(TESTS) $(TOOLS)
 
