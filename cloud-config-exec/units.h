@@ -1,0 +1,136 @@
+/* The systemd half of an apply: which units change, and doing it.
+ *
+ * units_plan_compute() is pure: from the last applied OSC, the new one, the
+ * files that changed in this apply and the restart requests it decides, per
+ * unit, what happens, with the rules of gardener-node-agent's
+ * computeUnitDiffs (../shared/notes/gardener.md 4.9) minus its known bugs:
+ *
+ *  - restart exactly the units that are new, whose definition (content,
+ *    enable, command, dropIns, filePaths) changed, or one of whose filePaths
+ *    is among the changed files; `command: stop` or `enable: false` stops
+ *    instead. Unchanged units are not touched.
+ *  - units the agent created (they had `content`) and the OSC dropped are
+ *    stopped, disabled and removed with their drop-ins (and the .d directory
+ *    when it is empty);
+ *  - OS units the OSC only added drop-ins to (no `content`) and then dropped
+ *    lose our drop-ins and are restarted; the unit and foreign drop-ins are
+ *    never removed (Gardener #10809 / PR #11015);
+ *  - restart requests (the Node's worker.gardener.cloud/restart-systemd-services
+ *    annotation, ".service" optional) are restarted after everything else;
+ *  - gardener-user.service and gardener-user.path are superseded by
+ *    cloud-config-exec's native key handling: never written, enabled or
+ *    started.
+ *
+ * units_apply() carries a plan out below a root directory and, when given a
+ * bus, against the system manager (systemd.h). */
+#ifndef CCE_UNITS_H
+#define CCE_UNITS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "osc.h"
+
+struct sd_bus;
+struct units_plan;
+
+/* Where unit files and drop-ins go, relative to the root. */
+#define UNITS_DIR "etc/systemd/system"
+/* Default deadline for one systemd job (gardener-node-agent PR #8919). */
+#define UNITS_JOB_TIMEOUT_MS_DEFAULT 10000u
+
+/* What happens to a unit; an entry carries a set of these bits. */
+enum {
+	UNITS_WRITE = 1 << 0,          /* write unit file / drop-ins (new or changed) */
+	UNITS_REMOVE = 1 << 1,         /* remove our unit file, drop-ins, empty .d dir */
+	UNITS_REMOVE_DROPINS = 1 << 2, /* remove drop-ins of ours the OSC no longer lists */
+	UNITS_ENABLE = 1 << 3,         /* EnableUnitFiles */
+	UNITS_DISABLE = 1 << 4,        /* DisableUnitFiles */
+	UNITS_RESTART = 1 << 5,        /* RestartUnit, waited for */
+	UNITS_STOP = 1 << 6,           /* StopUnit, waited for */
+	UNITS_REQUESTED = 1 << 7,      /* entry comes from a restart request */
+	UNITS_SUPERSEDED = 1 << 8,     /* gardener-user.{service,path}: left alone */
+};
+
+struct units_plan_entry {
+	const char *unit;           /* unit name, owned by the plan */
+	unsigned actions;           /* UNITS_* bits; 0: nothing to do */
+	const char *reason;         /* one phrase, owned by the plan: "new unit",
+				     * "content changed", "drop-in 10-a.conf changed",
+				     * "file /etc/a changed", "dropped by the OSC", ... */
+	const struct osc_unit *old; /* definition in the old OSC (NULL when none); */
+	const struct osc_unit *new; /* in the new one; both borrowed from the OSCs
+				     * given to units_plan_compute(), which must
+				     * outlive the plan */
+};
+
+/* Computes the plan. old: the last applied OSC or NULL (first apply: every
+ * unit is new); new: the OSC to apply; changed_files: NULL-terminated OSC
+ * file paths whose content or mode changed in this apply (may be NULL);
+ * restart_requests: unit names from the Node's
+ * worker.gardener.cloud/restart-systemd-services annotation (".service"
+ * suffix optional, as gardener-node-agent >= 1.92), may be NULL; names that
+ * are not valid unit names even with ".service" appended get an entry with no
+ * action and the reason "invalid unit name". Pure: no I/O, no logging.
+ * Returns 0 and the plan in *ret (release with units_plan_free()), -ENOMEM. */
+int units_plan_compute(const struct osc *old, const struct osc *new, char *const *changed_files,
+		       char *const *restart_requests, struct units_plan **ret);
+
+/* Entries in a stable order: units of the new OSC by name, then dropped units
+ * by name, then restart requests in the order given. Every unit of either OSC
+ * has exactly one non-request entry. */
+size_t units_plan_size(const struct units_plan *plan);
+const struct units_plan_entry *units_plan_get(const struct units_plan *plan, size_t i);
+/* The non-request entry of unit (requested=false) or its request entry
+ * (requested=true); NULL when there is none. */
+const struct units_plan_entry *units_plan_find(const struct units_plan *plan, const char *unit,
+						bool requested);
+
+/* One-line summary, e.g. "restart: a.service b.service; stop: c.service;
+ * remove: d.service; superseded: gardener-user.service; unchanged: 12"
+ * (only the non-empty groups; "nothing to do" when all are empty). Returns 0
+ * and a malloc'ed string in *ret, or -ENOMEM. */
+int units_plan_format(const struct units_plan *plan, char **ret);
+
+/* The bits as words: "write,enable,restart" ("none" for 0). Returns a
+ * pointer to buf (size >= 96). */
+const char *units_actions_to_string(unsigned actions, char *buf, size_t size);
+
+/* Applies plan below rootfd (a directory fd for "/", or a scratch root):
+ *  1. stops and disables the dropped units we created (bus only);
+ *  2. writes unit files (/etc/systemd/system/<name>, 0644) and drop-ins
+ *     (<name>.d/<dropin>, 0644, dir 0755) only where the content differs,
+ *     atomically via lib/fsx.h, for every unit of the new OSC (so drift is
+ *     repaired: a unit whose file had to be rewritten although the OSC did
+ *     not change it is restarted too), removes dropped files and drop-ins;
+ *  3. EnableUnitFiles / DisableUnitFiles for new and changed units;
+ *  4. one daemon-reload (D-Bus Reload), only when something on disk changed;
+ *  5. restarts / stops the planned units, waiting for each job's JobRemoved
+ *     signal at most job_timeout_ms (0: UNITS_JOB_TIMEOUT_MS_DEFAULT); jobs
+ *     run in parallel;
+ *  6. then the restart requests, the same way.
+ * bus may be NULL: files only (scratch-root tests, steps 1, 3-6 skipped).
+ * A failed unit does not stop the others: every failure is logged once (with
+ * UNIT= and JOB_RESULT= fields) and collected.
+ *
+ * Returns 0 on success, -EIO when at least one unit failed, another -errno
+ * when the bus or the root failed. ret_changed_units (may be NULL) receives,
+ * on success and on -EIO, the NULL-terminated sorted names of the units that
+ * were written, removed, restarted or stopped (never NULL; caller frees with
+ * strv_free). ret_error (may be NULL) receives on any failure one malloc'ed
+ * line naming each failed unit and its job result, e.g.
+ * "kubelet.service: restart failed (job result 'failed'); a.service: stop
+ * timed out after 10000 ms". */
+int units_apply(const struct units_plan *plan, int rootfd, struct sd_bus *bus, unsigned job_timeout_ms,
+		char ***ret_changed_units, char **ret_error);
+
+void units_plan_free(struct units_plan *plan);
+
+static inline void units_plan_freep(struct units_plan **p)
+{
+	if (*p)
+		units_plan_free(*p);
+}
+#define _cleanup_units_plan_ __attribute__((cleanup(units_plan_freep)))
+
+#endif
