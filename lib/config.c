@@ -1,0 +1,454 @@
+/* The node's configuration file; see config.h.
+ *
+ * The parser is table-driven: every accepted key has one row naming its JSON
+ * section, its type and where it lands in struct config. Anything not in the
+ * table is an error, and so is a key given twice (cJSON keeps both). */
+#include <cjson/cJSON.h>
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cleanup.h"
+#include "config.h"
+#include "fsx.h"
+
+enum field_type {
+	FIELD_STRING,   /* any string */
+	FIELD_PATH,     /* absolute normalised path */
+	FIELD_URL,      /* https://host[:port][/path] */
+	FIELD_BOOL,
+	FIELD_MS,       /* unsigned milliseconds, 1 .. 24 h */
+	FIELD_RSA_BITS, /* 1024 .. 16384 */
+	FIELD_RATIO,    /* 0.0 .. 1.0 */
+	FIELD_SIZE,     /* bytes, 4 KiB .. 1 GiB */
+};
+
+struct field {
+	const char *section;
+	const char *key;
+	enum field_type type;
+	size_t offset;
+};
+
+#define F(section, key, type, member) { section, key, type, offsetof(struct config, member) }
+
+static const struct field fields[] = {
+	F("apiServer", "server", FIELD_URL, server),
+	F("apiServer", "caFile", FIELD_PATH, ca_file),
+	F("apiServer", "tokenFile", FIELD_PATH, token_file),
+	F("apiServer", "clientCertificateFile", FIELD_PATH, client_cert_file),
+	F("apiServer", "clientKeyFile", FIELD_PATH, client_key_file),
+	F("apiServer", "bootstrapTokenFile", FIELD_PATH, bootstrap_token_file),
+	F("apiServer", "httpsProxy", FIELD_STRING, https_proxy),
+	F("apiServer", "noProxy", FIELD_STRING, no_proxy),
+	F("node", "name", FIELD_STRING, node_name),
+	F("node", "kubernetesVersion", FIELD_STRING, kubernetes_version),
+	F("osc", "secretNamespace", FIELD_STRING, secret_namespace),
+	F("osc", "secretName", FIELD_STRING, secret_name),
+	F("osc", "followSecretNameLabel", FIELD_BOOL, follow_secret_name_label),
+	F("ssh", "loginUser", FIELD_STRING, login_user),
+	F("ssh", "exclusive", FIELD_BOOL, keys_exclusive),
+	F("ssh", "createUser", FIELD_BOOL, create_user),
+	F("ssh", "sudoers", FIELD_STRING, sudoers),
+	F("ssh", "rsaMinBits", FIELD_RSA_BITS, rsa_min_bits),
+	F("ssh", "keysFromNodeAnnotation", FIELD_BOOL, keys_from_node_annotation),
+	F("ssh", "keyDocumentPath", FIELD_PATH, key_document_path),
+	F("ssh", "maxKeyShrink", FIELD_RATIO, max_key_shrink),
+	F("ssh", "allowRoot", FIELD_BOOL, allow_root),
+	F("paths", "stateDir", FIELD_PATH, state_dir),
+	F("paths", "execStateDir", FIELD_PATH, exec_state_dir),
+	F("paths", "snapshot", FIELD_PATH, snapshot_path),
+	F("timeouts", "connectMs", FIELD_MS, connect_timeout_ms),
+	F("timeouts", "requestMs", FIELD_MS, request_timeout_ms),
+	F("timeouts", "watchIdleMs", FIELD_MS, watch_idle_timeout_ms),
+	F("timeouts", "resyncMs", FIELD_MS, resync_interval_ms),
+	F("timeouts", "applyMs", FIELD_MS, apply_timeout_ms),
+	F("limits", "responseMaxBytes", FIELD_SIZE, response_max),
+};
+
+static const char *const sections[] = { "apiServer", "node", "osc", "ssh", "paths", "timeouts", "limits" };
+
+#define STRING_MAX 4096u
+#define MS_MAX (24u * 3600u * 1000u)
+
+static int fail(char *err, size_t errlen, const char *fmt, ...) _printf_(3, 4);
+static int fail(char *err, size_t errlen, const char *fmt, ...)
+{
+	if (err && errlen > 0) {
+		va_list ap;
+		va_start(ap, fmt);
+		vsnprintf(err, errlen, fmt, ap);
+		va_end(ap);
+	}
+	return -EINVAL;
+}
+
+static bool has_control(const char *s)
+{
+	for (; *s; s++)
+		if ((unsigned char)*s < 0x20 || *s == 0x7f)
+			return true;
+	return false;
+}
+
+/* "https://" followed by a non-empty authority without userinfo, whitespace
+ * or control characters. libcurl does the rest of the URL parsing. */
+static bool url_is_valid(const char *s)
+{
+	if (strncmp(s, "https://", 8) != 0)
+		return false;
+	const char *host = s + 8;
+	if (*host == '\0' || *host == '/' || *host == ':')
+		return false;
+	for (const char *p = host; *p; p++) {
+		unsigned char c = (unsigned char)*p;
+		if (c <= 0x20 || c >= 0x7f || c == '@' || c == '?' || c == '#' || c == '\\')
+			return false;
+	}
+	return true;
+}
+
+/* The JSON number must be an integer in [lo, hi]. */
+static int get_uint(const cJSON *v, double lo, double hi, double *ret)
+{
+	if (!cJSON_IsNumber(v))
+		return -EINVAL;
+	double d = v->valuedouble;
+	/* The range check first, so the cast below is defined. */
+	if (!isfinite(d) || d < lo || d > hi || d != (double)(uint64_t)d)
+		return -ERANGE;
+	*ret = d;
+	return 0;
+}
+
+static int set_field(struct config *c, const struct field *f, const cJSON *v, char *err, size_t errlen)
+{
+	char *base = (char *)c;
+	double d;
+	int r;
+
+	switch (f->type) {
+	case FIELD_STRING:
+	case FIELD_PATH:
+	case FIELD_URL: {
+		if (!cJSON_IsString(v) || !v->valuestring)
+			return fail(err, errlen, "%s.%s: expected a string", f->section, f->key);
+		const char *s = v->valuestring;
+		if (strlen(s) > STRING_MAX)
+			return fail(err, errlen, "%s.%s: longer than %u bytes", f->section, f->key, STRING_MAX);
+		if (has_control(s))
+			return fail(err, errlen, "%s.%s: control character in value", f->section, f->key);
+		if (f->type == FIELD_PATH && !fsx_path_is_safe(s, PATH_MAX))
+			return fail(err, errlen, "%s.%s: not an absolute normalised path: \"%s\"", f->section,
+				    f->key, s);
+		if (f->type == FIELD_URL && !url_is_valid(s))
+			return fail(err, errlen, "%s.%s: expected an https:// URL: \"%s\"", f->section, f->key, s);
+		char *dup = strdup(s);
+		if (!dup)
+			return -ENOMEM;
+		char **slot = (char **)(base + f->offset);
+		free(*slot);
+		*slot = dup;
+		return 0;
+	}
+	case FIELD_BOOL:
+		if (!cJSON_IsBool(v))
+			return fail(err, errlen, "%s.%s: expected true or false", f->section, f->key);
+		*(bool *)(base + f->offset) = cJSON_IsTrue(v);
+		return 0;
+	case FIELD_MS:
+		r = get_uint(v, 1, MS_MAX, &d);
+		if (r == -EINVAL)
+			return fail(err, errlen, "%s.%s: expected a number", f->section, f->key);
+		if (r < 0)
+			return fail(err, errlen, "%s.%s: expected an integer from 1 to %u", f->section, f->key,
+				    MS_MAX);
+		*(unsigned *)(base + f->offset) = (unsigned)d;
+		return 0;
+	case FIELD_RSA_BITS:
+		r = get_uint(v, 1024, 16384, &d);
+		if (r == -EINVAL)
+			return fail(err, errlen, "%s.%s: expected a number", f->section, f->key);
+		if (r < 0)
+			return fail(err, errlen, "%s.%s: expected an integer from 1024 to 16384", f->section,
+				    f->key);
+		*(unsigned *)(base + f->offset) = (unsigned)d;
+		return 0;
+	case FIELD_RATIO:
+		if (!cJSON_IsNumber(v))
+			return fail(err, errlen, "%s.%s: expected a number", f->section, f->key);
+		d = v->valuedouble;
+		if (!isfinite(d) || d < 0.0 || d > 1.0)
+			return fail(err, errlen, "%s.%s: expected a number from 0 to 1", f->section, f->key);
+		*(double *)(base + f->offset) = d;
+		return 0;
+	case FIELD_SIZE:
+		r = get_uint(v, 4096, 1024.0 * 1024 * 1024, &d);
+		if (r == -EINVAL)
+			return fail(err, errlen, "%s.%s: expected a number", f->section, f->key);
+		if (r < 0)
+			return fail(err, errlen, "%s.%s: expected an integer from 4096 to 1073741824", f->section,
+				    f->key);
+		*(size_t *)(base + f->offset) = (size_t)d;
+		return 0;
+	}
+	return -EINVAL;
+}
+
+static const struct field *find_field(const char *section, const char *key)
+{
+	for (size_t i = 0; i < ELEMENTSOF(fields); i++)
+		if (strcmp(fields[i].section, section) == 0 && strcmp(fields[i].key, key) == 0)
+			return &fields[i];
+	return NULL;
+}
+
+static bool is_section(const char *s)
+{
+	for (size_t i = 0; i < ELEMENTSOF(sections); i++)
+		if (strcmp(sections[i], s) == 0)
+			return true;
+	return false;
+}
+
+/* True when an earlier sibling of item has the same key. */
+static bool is_duplicate(const cJSON *parent, const cJSON *item)
+{
+	for (const cJSON *p = parent->child; p && p != item; p = p->next)
+		if (strcmp(p->string, item->string) == 0)
+			return true;
+	return false;
+}
+
+static int set_str(char **slot, const char *s)
+{
+	if (*slot)
+		return 0;
+	*slot = strdup(s);
+	return *slot ? 0 : -ENOMEM;
+}
+
+/* The lowercased host name, the name the kubelet registers by default. */
+static int default_node_name(char **slot)
+{
+	if (*slot)
+		return 0;
+	char host[HOST_NAME_MAX + 1] = "";
+	if (gethostname(host, sizeof(host)) < 0)
+		return 0; /* leave it unset; the agent insists on one */
+	host[HOST_NAME_MAX] = '\0';
+	for (char *p = host; *p; p++)
+		*p = (char)tolower((unsigned char)*p);
+	if (!*host)
+		return 0;
+	return set_str(slot, host);
+}
+
+static int fill_defaults(struct config *c)
+{
+	int r;
+	if ((r = set_str(&c->secret_namespace, "kube-system")) < 0 ||
+	    (r = set_str(&c->login_user, "gardener")) < 0 ||
+	    (r = set_str(&c->sudoers, "ALL=(ALL) NOPASSWD:ALL")) < 0 ||
+	    (r = set_str(&c->key_document_path, "/var/lib/node-agent/authorized-keys.json")) < 0 ||
+	    (r = set_str(&c->state_dir, "/var/lib/node-agent")) < 0 ||
+	    (r = set_str(&c->exec_state_dir, "/var/lib/cloud-config-exec")) < 0 ||
+	    (r = set_str(&c->snapshot_path, "/var/lib/cloud-config-exec/authkeys.snap")) < 0 ||
+	    (r = default_node_name(&c->node_name)) < 0)
+		return r;
+	return 0;
+}
+
+/* Values that stand for "unset" before parsing, so defaults can be told
+ * apart from explicit settings for the numeric and boolean fields. */
+static void init_unset(struct config *c)
+{
+	*c = (struct config){
+		.follow_secret_name_label = true,
+		.keys_exclusive = false,
+		.create_user = true,
+		.rsa_min_bits = 2048,
+		.keys_from_node_annotation = false,
+		.max_key_shrink = 0.5,
+		.allow_root = false,
+		.connect_timeout_ms = 10000,
+		.request_timeout_ms = 30000,
+		.watch_idle_timeout_ms = 120000,
+		.resync_interval_ms = 300000,
+		.apply_timeout_ms = 300000,
+		.response_max = 16u << 20,
+	};
+}
+
+static int check_consistency(const struct config *c, char *err, size_t errlen)
+{
+	if (!!c->client_cert_file != !!c->client_key_file)
+		return fail(err, errlen, "apiServer.%s: required together with apiServer.%s",
+			    c->client_cert_file ? "clientKeyFile" : "clientCertificateFile",
+			    c->client_cert_file ? "clientCertificateFile" : "clientKeyFile");
+	if (c->https_proxy && *c->https_proxy && strncmp(c->https_proxy, "http://", 7) != 0 &&
+	    strncmp(c->https_proxy, "https://", 8) != 0)
+		return fail(err, errlen, "apiServer.httpsProxy: expected an http:// or https:// URL: \"%s\"",
+			    c->https_proxy);
+	if (c->secret_name && !*c->secret_name)
+		return fail(err, errlen, "osc.secretName: must not be empty");
+	if (c->secret_namespace && !*c->secret_namespace)
+		return fail(err, errlen, "osc.secretNamespace: must not be empty");
+	if (c->node_name && !*c->node_name)
+		return fail(err, errlen, "node.name: must not be empty");
+	if (c->login_user && !*c->login_user)
+		return fail(err, errlen, "ssh.loginUser: must not be empty");
+	return 0;
+}
+
+int config_parse(const char *data, size_t len, struct config *ret, char *err, size_t errlen)
+{
+	if (err && errlen > 0)
+		*err = '\0';
+	if (len > CONFIG_MAX)
+		return fail(err, errlen, "larger than %u bytes", CONFIG_MAX);
+
+	const char *end = NULL;
+	cJSON *root = cJSON_ParseWithLengthOpts(data, len, &end, false);
+	if (!root) {
+		size_t off = end && end >= data ? (size_t)(end - data) : 0;
+		return fail(err, errlen, "malformed JSON near byte %zu", off);
+	}
+	/* Only whitespace may follow the document. */
+	for (const char *p = end; p && p < data + len; p++)
+		if (!isspace((unsigned char)*p)) {
+			cJSON_Delete(root);
+			return fail(err, errlen, "trailing data after the JSON document at byte %zu",
+				    (size_t)(p - data));
+		}
+
+	struct config c;
+	init_unset(&c);
+	int r = 0;
+
+	if (!cJSON_IsObject(root)) {
+		r = fail(err, errlen, "expected a JSON object at the top level");
+		goto out;
+	}
+	for (const cJSON *sec = root->child; sec; sec = sec->next) {
+		if (!is_section(sec->string)) {
+			r = fail(err, errlen, "%s: unknown key", sec->string);
+			goto out;
+		}
+		if (is_duplicate(root, sec)) {
+			r = fail(err, errlen, "%s: given more than once", sec->string);
+			goto out;
+		}
+		if (!cJSON_IsObject(sec)) {
+			r = fail(err, errlen, "%s: expected an object", sec->string);
+			goto out;
+		}
+		for (const cJSON *item = sec->child; item; item = item->next) {
+			const struct field *f = find_field(sec->string, item->string);
+			if (!f) {
+				r = fail(err, errlen, "%s.%s: unknown key", sec->string, item->string);
+				goto out;
+			}
+			if (is_duplicate(sec, item)) {
+				r = fail(err, errlen, "%s.%s: given more than once", sec->string, item->string);
+				goto out;
+			}
+			/* JSON null means "not set": the default applies. */
+			if (cJSON_IsNull(item))
+				continue;
+			r = set_field(&c, f, item, err, errlen);
+			if (r < 0)
+				goto out;
+		}
+	}
+	r = fill_defaults(&c);
+	if (r < 0)
+		goto out;
+	r = check_consistency(&c, err, errlen);
+	if (r < 0)
+		goto out;
+
+	cJSON_Delete(root);
+	*ret = c;
+	return 0;
+out:
+	cJSON_Delete(root);
+	config_done(&c);
+	return r;
+}
+
+int config_load(const char *path, struct config *ret, char *err, size_t errlen)
+{
+	char why[256] = "";
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	if (fd < 0) {
+		int r = negerrno();
+		fail(err, errlen, "%s: %s", path, strerror(-r));
+		return r;
+	}
+	struct stat st;
+	if (fstat(fd, &st) < 0) {
+		int r = negerrno();
+		fail(err, errlen, "%s: %s", path, strerror(-r));
+		return r;
+	}
+	if (!S_ISREG(st.st_mode))
+		return fail(err, errlen, "%s: not a regular file", path);
+	if (st.st_uid != 0 && st.st_uid != geteuid())
+		return fail(err, errlen, "%s: owned by uid %u, neither root nor us", path, (unsigned)st.st_uid);
+	if (st.st_mode & S_IWOTH)
+		return fail(err, errlen, "%s: world-writable", path);
+
+	_cleanup_free_ char *data = NULL;
+	size_t len = 0;
+	int r = fsx_read_fd(fd, CONFIG_MAX, &data, &len);
+	if (r == -EFBIG)
+		return fail(err, errlen, "%s: larger than %u bytes", path, CONFIG_MAX);
+	if (r < 0) {
+		fail(err, errlen, "%s: %s", path, strerror(-r));
+		return r;
+	}
+	r = config_parse(data, len, ret, why, sizeof(why));
+	if (r < 0) {
+		fail(err, errlen, "%s: %s", path, why[0] ? why : strerror(-r));
+		return r;
+	}
+	return 0;
+}
+
+int config_defaults(struct config *ret)
+{
+	struct config c;
+	init_unset(&c);
+	int r = fill_defaults(&c);
+	if (r < 0) {
+		config_done(&c);
+		return r;
+	}
+	*ret = c;
+	return 0;
+}
+
+void config_done(struct config *c)
+{
+	if (!c)
+		return;
+	for (size_t i = 0; i < ELEMENTSOF(fields); i++) {
+		const struct field *f = &fields[i];
+		if (f->type == FIELD_STRING || f->type == FIELD_PATH || f->type == FIELD_URL) {
+			char **slot = (char **)((char *)c + f->offset);
+			free(*slot);
+			*slot = NULL;
+		}
+	}
+}
