@@ -1,0 +1,139 @@
+#!/bin/bash
+# units/: lint and score the systemd units without a running systemd, and
+# check the sysusers.d/tmpfiles.d entries and the sshd drop-in offline.
+#  - `systemd-analyze verify` in a staging root (distro units copied in,
+#    stub binaries for ExecStart=): ANY output fails, because unknown keys and
+#    bad values are only warnings with rc 0;
+#  - `systemd-analyze security --offline=yes` exposure thresholds
+#    (node-agent <= 1.5, cloud-config-exec <= 1.5, see README "Hardening");
+#  - systemd-sysusers/-tmpfiles --root create the users and directories with
+#    the exact owners and modes;
+#  - sshd -T with the drop-in: the command, its user, and the default
+#    AuthorizedKeysFile (break-glass keys) are in effect.
+#
+# systemd-analyze touches /run/systemd/systemd-units-load even with --root:
+# as root, the script re-runs itself in a private mount namespace with a
+# tmpfs /run, so the host's /run is never written.
+if [ "$(id -u)" -eq 0 ] && [ -z "${NA_PRIVATE_RUN:-}" ]; then
+	exec env NA_PRIVATE_RUN=1 unshare -m --propagation private -- \
+		bash -c 'mount -t tmpfs -o mode=755 na-test-run /run && exec bash "$0"' "$0"
+fi
+source "$TESTS_DIR/lib/common.sh"
+command -v systemd-analyze >/dev/null || skip_all "systemd-analyze not installed"
+
+U=$TESTS_DIR/../units
+NA_MAX=${NA_MAX:-15}            # exposure x10 (--threshold scale): 1.5
+EXEC_MAX=${EXEC_MAX:-15}
+W=$(scratch)
+
+# stage ROOT [DROPIN]: a root with the distro units, ours and stub binaries.
+stage() {
+	local r=$1
+	mkdir -p "$r/usr/lib/systemd" "$r/etc/systemd/system"
+	cp -a /usr/lib/systemd/system "$r/usr/lib/systemd/"
+	cp "$U"/*.service "$U"/*.path "$U"/*.timer "$r/etc/systemd/system/"
+	if [ -n "${2:-}" ]; then
+		mkdir -p "$r/etc/systemd/system/node-agent.service.d"
+		cp "$2" "$r/etc/systemd/system/node-agent.service.d/api-server.conf"
+	fi
+	grep -ho '^ExecStart=[-+!@:]*[^ ]*' "$r"/etc/systemd/system/*.service |
+		sed 's/^ExecStart=[-+!@:]*//' | sort -u |
+		while read -r b; do install -D -m 0755 /dev/null "$r$b"; done
+}
+units=(node-agent.service cloud-config-exec.service cloud-config-exec.path cloud-config-exec.timer)
+
+# verify_quiet ROOT: rc 0 and no output at all.
+verify_quiet() {
+	local out rc=0
+	out=$(cd "$1/etc/systemd/system" && systemd-analyze verify --man=no --root="$1" "${units[@]}" 2>&1) || rc=$?
+	if [ "$rc" -ne 0 ] || [ -n "$out" ]; then
+		printf '%s\n' "$out" | sed 's/^/#   /'
+		return 1
+	fi
+}
+
+# score ROOT UNIT: the one-decimal exposure level.
+score() {
+	systemd-analyze security --offline=yes --root="$1" "$2" 2>/dev/null |
+		sed -n 's/.*level for [^:]*: \([0-9.]*\).*/\1/p'
+}
+
+# under ROOT UNIT MAX: exposure x10 <= MAX.
+under() {
+	systemd-analyze security --offline=yes --root="$1" --threshold="$3" "$2" >/dev/null 2>&1
+}
+
+# check_score ROOT UNIT MAX LABEL
+check_score() {
+	local s
+	s=$(score "$1" "$2")
+	check "$4 exposure $s <= $(($3 / 10)).$(($3 % 10))" under "$1" "$2" "$3"
+}
+
+stage "$W/plain"
+check "systemd-analyze verify: no output for ${units[*]}" verify_quiet "$W/plain"
+stage "$W/dropin" "$U/node-agent.service.d/api-server.conf.example"
+check "systemd-analyze verify: no output with the api-server drop-in" verify_quiet "$W/dropin"
+
+# The check itself must be able to fail: a typo in a key is only a warning.
+stage "$W/typo"
+sed -i 's/^ProtectSystem=/ProtectSytem=/' "$W/typo/etc/systemd/system/node-agent.service"
+check_not "systemd-analyze verify: a misspelt key fails the check" verify_quiet "$W/typo"
+
+check_score "$W/plain" node-agent.service "$NA_MAX" "node-agent.service"
+check_score "$W/dropin" node-agent.service "$NA_MAX" "node-agent.service + api-server.conf"
+check_score "$W/plain" cloud-config-exec.service "$EXEC_MAX" "cloud-config-exec.service"
+# ... and the threshold check can fail: an unhardened copy scores 9.6.
+printf '[Service]\nExecStart=/usr/sbin/node-agent\n' >"$W/plain/etc/systemd/system/bare.service"
+check_not "threshold rejects an unhardened unit (exposure $(score "$W/plain" bare.service))" \
+	under "$W/plain" bare.service "$NA_MAX"
+
+check "timer: periodic (OnUnitInactiveSec=) with RandomizedDelaySec=" \
+	sh -c 'grep -q "^OnUnitInactiveSec=" "$1" && grep -q "^RandomizedDelaySec=" "$1"' sh "$U/cloud-config-exec.timer"
+check "path unit watches /var/lib/node-agent/desired.json" \
+	grep -qx 'PathChanged=/var/lib/node-agent/desired.json' "$U/cloud-config-exec.path"
+
+# sysusers + tmpfiles against an empty root.
+S=$W/sys
+mkdir -p "$S/etc" "$S/var/lib"
+if systemd-sysusers --root="$S" "$U/node-agent.sysusers" >"$W/sysusers.log" 2>&1; then
+	ok "systemd-sysusers --root accepts node-agent.sysusers"
+else
+	fail "systemd-sysusers: $(cat "$W/sysusers.log")"
+fi
+for u in node-agent node-agent-authkeys; do
+	check "user $u: system uid, nologin shell" \
+		awk -F: -v u="$u" '$1 == u && $3 > 0 && $3 < 1000 && $7 == "/usr/sbin/nologin" { f = 1 } END { exit !f }' \
+		"$S/etc/passwd"
+done
+na_uid=$(awk -F: '$1 == "node-agent" { print $3 }' "$S/etc/passwd")
+na_gid=$(awk -F: '$1 == "node-agent" { print $3 }' "$S/etc/group")
+if systemd-tmpfiles --root="$S" --create "$U/node-agent.tmpfiles" >"$W/tmpfiles.log" 2>&1; then
+	ok "systemd-tmpfiles --root --create accepts node-agent.tmpfiles"
+else
+	fail "systemd-tmpfiles: $(cat "$W/tmpfiles.log")"
+fi
+check "/var/lib/node-agent is 700 node-agent:node-agent ($(stat -c '%a %u:%g' "$S/var/lib/node-agent" 2>&1))" \
+	test "$(stat -c '%a %u:%g' "$S/var/lib/node-agent" 2>/dev/null)" = "700 $na_uid:$na_gid"
+check "/var/lib/cloud-config-exec is 755 root:root ($(stat -c '%a %u:%g' "$S/var/lib/cloud-config-exec" 2>&1))" \
+	test "$(stat -c '%a %u:%g' "$S/var/lib/cloud-config-exec" 2>/dev/null)" = "755 0:0"
+
+# sshd: the drop-in parses and is in effect together with the default
+# AuthorizedKeysFile. sshd wants /run/sshd (here on the private /run).
+if [ -n "${NA_PRIVATE_RUN:-}" ] && [ -x /usr/sbin/sshd ]; then
+	ssh-keygen -q -t ed25519 -N '' -f "$W/hostkey"
+	mkdir -p "$W/sshd_config.d"
+	cp "$U/sshd_config.d/50-node-agent.conf" "$W/sshd_config.d/"
+	printf 'Include %s/sshd_config.d/*.conf\nHostKey %s/hostkey\nUsePAM yes\n' "$W" "$W" >"$W/sshd_config"
+	mkdir -p -m 0755 /run/sshd        # the private tmpfs /run from above
+	/usr/sbin/sshd -T -f "$W/sshd_config" -C user=gardener,host=h,addr=127.0.0.1 >"$W/sshd-T" 2>&1
+	check "sshd -T: AuthorizedKeysCommand with %u %f %t %k" \
+		grep -qx 'authorizedkeyscommand /usr/libexec/node-agent/authkeys-cmd %u %f %t %k' "$W/sshd-T"
+	check "sshd -T: AuthorizedKeysCommandUser node-agent-authkeys" \
+		grep -qx 'authorizedkeyscommanduser node-agent-authkeys' "$W/sshd-T"
+	check "sshd -T: AuthorizedKeysFile default stays (break-glass keys)" \
+		grep -qx 'authorizedkeysfile .ssh/authorized_keys .ssh/authorized_keys2' "$W/sshd-T"
+else
+	echo "# sshd drop-in check skipped: needs root and /usr/sbin/sshd"
+fi
+finish
