@@ -65,38 +65,89 @@ struct keys_parse_params {
 	bool allow_options;       /* accept an options prefix from the allow-list */
 };
 
+/* A parse failure, for callers that log it: what is a static string naming
+ * the reason ("newline in key line", "inner type mismatch", ...); token is
+ * the offending option or type name when there is one (printable ASCII, other
+ * bytes replaced by '?', truncated; "" otherwise). Never holds key material
+ * beyond a type or option name. */
+#define KEYS_ERROR_TOKEN_MAX 48
+struct keys_error {
+	const char *what;
+	char token[KEYS_ERROR_TOKEN_MAX];
+};
+
 /* Parses one authorized_keys line ("[options] type base64 [comment]") of
  * len bytes (not necessarily NUL-terminated; a single trailing "\n" is
- * accepted). Returns 0 and fills *ret (free with keys_key_done()), or
- * -EINVAL (malformed, injection attempt), -EMSGSIZE (too long),
- * -EPROTONOSUPPORT (type not supported, DSA), -EKEYREJECTED (too weak).
- * When reterr_what is non-NULL it is set to a static string naming the
- * reason ("newline in key", "inner type mismatch", ...) on failure. */
+ * accepted). params may be NULL (defaults: RSA >= 2048 bits, no options).
+ * Options are accepted only when params->allow_options, and only from the
+ * allow-list in struct keys_options; "command=" and every other option is
+ * refused. Fields are separated by spaces or tabs; the comment may contain
+ * spaces and UTF-8 but no control characters, and is at most
+ * KEYS_COMMENT_MAX bytes.
+ * Returns 0 and fills *ret (free with keys_key_done()), or -EINVAL
+ * (malformed, injection attempt, refused option), -EMSGSIZE (too long),
+ * -EPROTONOSUPPORT (type not supported, DSA), -EKEYREJECTED (too weak),
+ * -ENOMEM. *ret is written only on success. When reterr_what is non-NULL it
+ * is set to a static string naming the reason on failure. */
 int keys_parse_line(const char *line, size_t len, const struct keys_parse_params *params,
 		    struct keys_key *ret, const char **reterr_what);
 
-/* Parses a bare public key "type base64 [comment]" (no options allowed). */
+/* The same, reporting the reason and the offending token in *reterr (may be
+ * NULL; written only on failure). */
+int keys_parse_line_ex(const char *line, size_t len, const struct keys_parse_params *params,
+		       struct keys_key *ret, struct keys_error *reterr);
+
+/* Parses a bare public key "type base64 [comment]": like keys_parse_line()
+ * but an options prefix is always refused, whatever params->allow_options
+ * says ("options not allowed"). */
 int keys_parse_public(const char *text, size_t len, const struct keys_parse_params *params,
 		      struct keys_key *ret, const char **reterr_what);
+int keys_parse_public_ex(const char *text, size_t len, const struct keys_parse_params *params,
+			 struct keys_key *ret, struct keys_error *reterr);
+
+/* Parses a decoded key blob of the given type name (as in sshd's %t / %k,
+ * or a key document that carries type and base64 apart). Same checks as the
+ * line parser; the result has no options and no comment. */
+int keys_parse_blob(const char *type_name, const unsigned char *blob, size_t len,
+		    const struct keys_parse_params *params, struct keys_key *ret, struct keys_error *reterr);
 
 /* Renders the key as one authorized_keys line without a trailing newline:
- * options (expiry-time="YYYYMMDDHHMMSSZ" when set), type, base64, comment.
- * Returns the malloc'ed line or NULL on OOM. */
+ * options (restrict, no-*, from="...", then expiry-time="YYYYMMDDHHMMSSZ"
+ * when set), type, canonical base64, comment. The "Z" form of expiry-time
+ * needs OpenSSH >= 9.1 (Debian 12 ships 9.2). The result parses back with
+ * keys_parse_line(allow_options) to the same key. Returns the malloc'ed line
+ * or NULL on OOM. */
 char *keys_render_line(const struct keys_key *key);
 
-/* Formats t (UTC) as "YYYYMMDDHHMMSSZ" into buf (16 bytes). */
+/* Latest expiry the "YYYYMMDDHHMMSSZ" form can express: 9999-12-31T23:59:59Z. */
+#define KEYS_EXPIRY_MAX ((time_t)253402300799)
+
+/* Formats t (UTC) as "YYYYMMDDHHMMSSZ" into buf (16 bytes). t is clamped to
+ * [1, KEYS_EXPIRY_MAX] so the output always has this exact shape. */
 void keys_format_expiry(time_t t, char buf[static 16]);
 
-/* Parses "YYYYMMDD[HHMM[SS]][Z]" as sshd does (Z = UTC; without Z the local
- * time zone is ignored and UTC assumed, see keys(7)). */
+/* Parses "YYYYMMDD[HHMM[SS]][Z]" (NUL-terminated) into UTC seconds.
+ * sshd reads the form without "Z" in its local time zone; this parser reads
+ * both forms as UTC (nodes run in UTC, and keys_render_line() always writes
+ * the "Z" form so sshd and this code agree). Fields are range-checked (no
+ * 31 February, no second 60). Returns 0, or -EINVAL; *ret only on success. */
 int keys_parse_expiry(const char *s, time_t *ret);
 
-/* Computes the SHA256 fingerprint of a decoded blob with OpenSSL. */
+/* Computes the SHA256 fingerprint ("SHA256:" + unpadded base64) of a plain
+ * (non-certificate) key blob with OpenSSL. A certificate's fingerprint, as
+ * ssh-keygen -lf and sshd's %f give it, is that of its embedded plain key:
+ * struct keys_key.fingerprint holds that. Returns 0 or -ENOMEM/-EIO. */
 int keys_fingerprint(const unsigned char *blob, size_t len, char out[static KEYS_FINGERPRINT_MAX]);
 
+/* "ssh-ed25519", "ecdsa-sha2-nistp256-cert-v01@openssh.com", ...; NULL for
+ * an invalid type. */
 const char *keys_type_to_string(enum keys_type t, bool certificate);
 
-/* Releases what keys_parse_* allocated; safe on a zeroed struct. */
+/* Deep copy of src into *ret. Returns 0 or -ENOMEM (*ret untouched). */
+int keys_key_dup(const struct keys_key *src, struct keys_key *ret);
+
+/* Releases what keys_parse_* allocated and zeroes the struct; safe on a
+ * zeroed struct and safe to call twice. */
 void keys_key_done(struct keys_key *key);
 
 #endif
