@@ -23,6 +23,8 @@
 #define OSC_PATH_MAX 1024
 #define OSC_UNIT_CONTENT_MAX (256u << 10)
 #define OSC_ERROR_MAX 512
+#define OSC_YAML_EVENTS_MAX (1u << 18) /* libyaml events (nodes) in one document */
+#define OSC_YAML_DEPTH_MAX 64         /* nesting of mappings and sequences */
 
 enum osc_command {
 	OSC_COMMAND_NONE,    /* not given */
@@ -70,17 +72,61 @@ struct osc_error {
  * *ret (release with osc_done()) and returns 0; on failure returns -EINVAL
  * (malformed, wrong type, invalid value), -EMSGSIZE (a ceiling above) or
  * -ENOMEM, fills *err when non-NULL, and leaves *ret untouched. Paths below
- * forbidden_prefix (the agent's own state directory, may be NULL) are refused. */
+ * forbidden_prefix (the agent's own state directory, may be NULL) are refused.
+ *
+ * Same as osc_parse_for_node(..., NULL, ...): files that carry a `hostName`
+ * or `nodeName` are dropped, since they are meant for one particular node. */
 int osc_parse(const char *data, size_t len, const char *forbidden_prefix, struct osc *ret,
 	      struct osc_error *err);
+
+/* As osc_parse(), for the node called node_name (the Node's name, which is
+ * the lowercased hostname on Gardener nodes; may be NULL). A file whose
+ * `hostName` or `nodeName` is set is kept only when it equals node_name
+ * (ASCII case-insensitively), as gardener-node-agent's CollectAllFiles does.
+ *
+ * What the parser accepts, in the words of Gardener's API
+ * (extensions.gardener.cloud/v1alpha1 OperatingSystemConfig):
+ *  - apiVersion / kind: checked when present; metadata and every other
+ *    unknown field are ignored; a known field of the wrong type is an error;
+ *    `null` counts as absent.
+ *  - spec.files[] and status.extensionFiles[] (concatenated, then filtered by
+ *    node): path (absolute, normalised, not below forbidden_prefix),
+ *    permissions (integer 0..07777; YAML 1.1 reads 0644 as octal, Gardener
+ *    writes decimal 420; default 0600), content.inline.{encoding "" | "b64",
+ *    data}, content.transmitUnencoded. content.secretRef and content.imageRef
+ *    cannot be resolved on this kind of node and are rejected. Two files with
+ *    the same path are an error.
+ *  - spec.units[] and status.extensionUnits[] (unit names unique within each
+ *    list), merged by name exactly like gardener-node-agent's mergeUnits():
+ *    a later entry overwrites enable/command/content when it sets them and
+ *    appends dropIns and filePaths. After the merge a drop-in name that occurs
+ *    twice keeps the later content (what writing both in order yields);
+ *    filePaths are sorted and de-duplicated.
+ *  - YAML: one document, no aliases (no billion-laughs), at most
+ *    OSC_YAML_EVENTS_MAX nodes nested at most OSC_YAML_DEPTH_MAX deep;
+ *    scalars are typed like Go's yaml.v2 (YAML 1.1: true/false/yes/no/on/off
+ *    are booleans, 0644 is octal) so that a document Gardener accepts is read
+ *    the same way here; quoted scalars are always strings. */
+int osc_parse_for_node(const char *data, size_t len, const char *forbidden_prefix,
+		       const char *node_name, struct osc *ret, struct osc_error *err);
 
 /* Lookups in the sorted arrays; NULL when absent. */
 const struct osc_file *osc_find_file(const struct osc *osc, const char *path);
 const struct osc_unit *osc_find_unit(const struct osc *osc, const char *name);
 
-/* True for a valid systemd unit name of a type the OSC may carry. */
+/* True for a valid systemd unit name of a type the OSC may carry: systemd's
+ * unit_name_is_valid() for plain, instance ("getty@tty1.service") and
+ * template ("getty@.service") names: 1..255 bytes of [A-Za-z0-9:_.\\-@], a
+ * non-empty prefix not starting with "@", and one of the suffixes .service
+ * .socket .target .timer .path .mount .automount .slice .scope .swap .device. */
 bool osc_unit_name_is_valid(const char *name);
 
+/* True for a drop-in file name the OSC may carry: one path component of
+ * [A-Za-z0-9._@:+,=~-], at most 255 bytes, not starting with ".", ending in
+ * ".conf" with at least one byte before it. */
+bool osc_dropin_name_is_valid(const char *name);
+
+/* Frees everything osc owns and zeroes it; NULL and a zeroed struct are fine. */
 void osc_done(struct osc *osc);
 
 #endif

@@ -1,0 +1,1221 @@
+/* The OperatingSystemConfig parser; see osc.h.
+ *
+ * Two passes. libyaml's event parser first builds a small document tree,
+ * refusing aliases, more than OSC_YAML_EVENTS_MAX nodes and nesting deeper
+ * than OSC_YAML_DEPTH_MAX, and types every plain scalar the way Go's yaml.v2
+ * would (Gardener reads the same bytes with it). The second pass walks the
+ * tree with typed getters that name the field path in every error, builds the
+ * model, merges status into spec, sorts and checks for duplicates. Nothing is
+ * written to *ret before the whole document has been accepted. */
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <yaml.h>
+
+#include "b64.h"
+#include "cleanup.h"
+#include "fsx.h"
+#include "osc.h"
+
+#define OSC_API_VERSION "extensions.gardener.cloud/v1alpha1"
+#define OSC_KIND "OperatingSystemConfig"
+#define QUOTE_MAX 64 /* bytes of an offending value quoted in an error */
+
+/* ---- the document tree ----------------------------------------------- */
+
+enum ynode_type { Y_SCALAR, Y_SEQ, Y_MAP };
+
+enum yscalar_kind {
+	YS_STR,
+	YS_NULL,
+	YS_BOOL,
+	YS_INT,
+	YS_FLOAT,
+	YS_OTHER, /* an explicit tag we do not interpret */
+};
+
+struct ynode {
+	enum ynode_type type;
+	enum yscalar_kind kind;
+	char *value; /* scalar bytes, NUL-terminated (may contain NUL) */
+	size_t len;
+	bool bool_value;
+	int64_t int_value;
+	struct ynode **items; /* sequence items; mapping: key, value, key, value... */
+	size_t n_items;
+	size_t cap_items;
+	size_t line;
+};
+
+static void ynode_free(struct ynode *n)
+{
+	if (!n)
+		return;
+	for (size_t i = 0; i < n->n_items; i++)
+		ynode_free(n->items[i]);
+	free(n->items);
+	free(n->value);
+	free(n);
+}
+DEFINE_TRIVIAL_CLEANUP_FUNC(struct ynode *, ynode_free)
+
+static int ynode_append(struct ynode *parent, struct ynode *child)
+{
+	if (parent->n_items == parent->cap_items) {
+		size_t cap = parent->cap_items ? parent->cap_items * 2 : 8;
+		struct ynode **items = reallocarray(parent->items, cap, sizeof(*items));
+		if (!items)
+			return -ENOMEM;
+		parent->items = items;
+		parent->cap_items = cap;
+	}
+	parent->items[parent->n_items++] = child;
+	return 0;
+}
+
+struct ctx {
+	struct osc_error *err;
+	const char *forbidden;
+	size_t forbidden_len;
+	const char *node_name;
+};
+
+/* Writes value into buf as a printable, truncated quotation (no quotes). */
+static const char *quote(char *buf, size_t size, const char *value, size_t len)
+{
+	static const char hex[] = "0123456789abcdef";
+	size_t o = 0;
+	for (size_t i = 0; i < len; i++) {
+		unsigned char c = (unsigned char)value[i];
+		if (o + 8 >= size || i >= QUOTE_MAX) {
+			if (o + 4 < size) {
+				memcpy(buf + o, "...", 3);
+				o += 3;
+			}
+			break;
+		}
+		if (c < 0x20 || c == 0x7f || c == '\\' || c == '\'') {
+			buf[o++] = '\\';
+			buf[o++] = 'x';
+			buf[o++] = hex[c >> 4];
+			buf[o++] = hex[c & 0xf];
+		} else {
+			buf[o++] = (char)c;
+		}
+	}
+	buf[o] = '\0';
+	return buf;
+}
+
+/* Formats the error (when the caller wants it) and returns r. */
+_printf_(3, 4) static int fail(struct ctx *c, int r, const char *fmt, ...)
+{
+	if (c->err) {
+		va_list ap;
+		va_start(ap, fmt);
+		vsnprintf(c->err->message, sizeof(c->err->message), fmt, ap);
+		va_end(ap);
+	}
+	return r;
+}
+
+/* ---- scalar typing (yaml.v2 / YAML 1.1 resolution) -------------------- */
+
+static bool in_list(const char *s, const char *const *list)
+{
+	for (; *list; list++)
+		if (strcmp(s, *list) == 0)
+			return true;
+	return false;
+}
+
+static bool resolve_null(const char *s)
+{
+	static const char *const nulls[] = { "", "~", "null", "Null", "NULL", NULL };
+	return in_list(s, nulls);
+}
+
+static int resolve_bool(const char *s)
+{
+	static const char *const yes[] = { "y", "Y", "yes", "Yes", "YES", "on", "On", "ON",
+					   "true", "True", "TRUE", NULL };
+	static const char *const no[] = { "n", "N", "no", "No", "NO", "off", "Off", "OFF",
+					  "false", "False", "FALSE", NULL };
+	if (in_list(s, yes))
+		return 1;
+	if (in_list(s, no))
+		return 0;
+	return -1;
+}
+
+static int digit_value(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return 99;
+}
+
+/* Integers as yaml.v2 reads them: [-+] then 0x.., 0o.., 0b.., 0.. (octal) or
+ * decimal. Returns false for anything else, including overflow. */
+static bool resolve_int(const char *s, size_t len, int64_t *ret)
+{
+	if (len == 0 || strlen(s) != len)
+		return false;
+	bool neg = false;
+	if (*s == '-' || *s == '+') {
+		neg = *s == '-';
+		s++;
+	}
+	int base = 10;
+	if (s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
+		base = 16;
+		s += 2;
+	} else if (s[0] == '0' && s[1] == 'o') {
+		base = 8;
+		s += 2;
+	} else if (s[0] == '0' && s[1] == 'b') {
+		base = 2;
+		s += 2;
+	} else if (s[0] == '0' && s[1] != '\0') {
+		base = 8;
+		s += 1;
+	}
+	if (*s == '\0')
+		return false;
+	uint64_t v = 0;
+	for (; *s; s++) {
+		int d = digit_value(*s);
+		if (d >= base)
+			return false;
+		if (v > (UINT64_MAX - (uint64_t)d) / (uint64_t)base)
+			return false;
+		v = v * (uint64_t)base + (uint64_t)d;
+	}
+	if (v > (uint64_t)INT64_MAX)
+		return false;
+	*ret = neg ? -(int64_t)v : (int64_t)v;
+	return true;
+}
+
+/* Anything else that yaml.v2 would read as a number: floats, .inf, .nan,
+ * and digit strings that are not valid integers ("0899"). */
+static bool resolve_float(const char *s)
+{
+	static const char *const special[] = { ".inf", ".Inf", ".INF", "+.inf", "+.Inf", "+.INF",
+					       "-.inf", "-.Inf", "-.INF", ".nan", ".NaN", ".NAN", NULL };
+	if (in_list(s, special))
+		return true;
+	if (*s == '-' || *s == '+')
+		s++;
+	bool digits = false;
+	while (*s >= '0' && *s <= '9') {
+		s++;
+		digits = true;
+	}
+	if (*s == '.') {
+		s++;
+		while (*s >= '0' && *s <= '9') {
+			s++;
+			digits = true;
+		}
+	}
+	if (!digits)
+		return false;
+	if (*s == 'e' || *s == 'E') {
+		s++;
+		if (*s == '-' || *s == '+')
+			s++;
+		if (!(*s >= '0' && *s <= '9'))
+			return false;
+		while (*s >= '0' && *s <= '9')
+			s++;
+	}
+	return *s == '\0';
+}
+
+static void type_scalar(struct ynode *n, const yaml_event_t *ev)
+{
+	const char *tag = (const char *)ev->data.scalar.tag;
+	const char *v = n->value;
+	if (tag && strcmp(tag, "!") != 0) {
+		if (strcmp(tag, YAML_STR_TAG) == 0)
+			n->kind = YS_STR;
+		else if (strcmp(tag, YAML_NULL_TAG) == 0 && resolve_null(v))
+			n->kind = YS_NULL;
+		else if (strcmp(tag, YAML_BOOL_TAG) == 0 && resolve_bool(v) >= 0) {
+			n->kind = YS_BOOL;
+			n->bool_value = resolve_bool(v) == 1;
+		} else if (strcmp(tag, YAML_INT_TAG) == 0 && resolve_int(v, n->len, &n->int_value))
+			n->kind = YS_INT;
+		else
+			n->kind = YS_OTHER;
+		return;
+	}
+	if (tag || ev->data.scalar.style != YAML_PLAIN_SCALAR_STYLE) {
+		n->kind = YS_STR; /* quoted, literal, folded, or "!" */
+		return;
+	}
+	int b;
+	if (resolve_null(v))
+		n->kind = YS_NULL;
+	else if ((b = resolve_bool(v)) >= 0) {
+		n->kind = YS_BOOL;
+		n->bool_value = b == 1;
+	} else if (resolve_int(v, n->len, &n->int_value))
+		n->kind = YS_INT;
+	else if (resolve_float(v))
+		n->kind = YS_FLOAT;
+	else
+		n->kind = YS_STR;
+}
+
+static const char *kind_name(const struct ynode *n)
+{
+	if (n->type == Y_SEQ)
+		return "a list";
+	if (n->type == Y_MAP)
+		return "a mapping";
+	switch (n->kind) {
+	case YS_STR:
+		return "a string";
+	case YS_NULL:
+		return "null";
+	case YS_BOOL:
+		return "a boolean";
+	case YS_INT:
+		return "an integer";
+	case YS_FLOAT:
+		return "a number";
+	default:
+		return "a tagged value";
+	}
+}
+
+DEFINE_TRIVIAL_CLEANUP_FUNC(yaml_parser_t *, yaml_parser_delete)
+
+static void yaml_event_deletep(yaml_event_t **e)
+{
+	if (*e)
+		yaml_event_delete(*e);
+}
+
+/* Builds the tree of the single document in data. */
+static int load_tree(struct ctx *c, const char *data, size_t len, struct ynode **ret)
+{
+	yaml_parser_t parser;
+	if (!yaml_parser_initialize(&parser))
+		return fail(c, -ENOMEM, "yaml: cannot initialise the parser");
+	_cleanup_(yaml_parser_deletep) _unused_ yaml_parser_t *pp = &parser;
+	yaml_parser_set_input_string(&parser, (const unsigned char *)data, len);
+
+	_cleanup_(ynode_freep) struct ynode *root = NULL;
+	struct ynode *stack[OSC_YAML_DEPTH_MAX + 1];
+	size_t depth = 0, events = 0, documents = 0;
+
+	for (;;) {
+		yaml_event_t event;
+		if (!yaml_parser_parse(&parser, &event)) {
+			if (parser.error == YAML_MEMORY_ERROR)
+				return fail(c, -ENOMEM, "yaml: out of memory");
+			return fail(c, -EINVAL, "yaml: line %zu column %zu: %s%s%s",
+				    parser.problem_mark.line + 1, parser.problem_mark.column + 1,
+				    parser.problem ? parser.problem : "syntax error",
+				    parser.context ? " " : "", parser.context ? parser.context : "");
+		}
+		_cleanup_(yaml_event_deletep) _unused_ yaml_event_t *ev = &event;
+		size_t line = event.start_mark.line + 1;
+
+		if (++events > OSC_YAML_EVENTS_MAX)
+			return fail(c, -EMSGSIZE, "yaml: more than %u nodes", OSC_YAML_EVENTS_MAX);
+
+		struct ynode *n = NULL;
+		switch (event.type) {
+		case YAML_STREAM_END_EVENT:
+			if (!root)
+				return fail(c, -EINVAL, "yaml: empty document");
+			*ret = TAKE_PTR(root);
+			return 0;
+		case YAML_DOCUMENT_START_EVENT:
+			if (++documents > 1)
+				return fail(c, -EINVAL, "yaml: line %zu: more than one document", line);
+			continue;
+		case YAML_ALIAS_EVENT:
+			return fail(c, -EINVAL, "yaml: line %zu: aliases are not supported", line);
+		case YAML_SEQUENCE_END_EVENT:
+		case YAML_MAPPING_END_EVENT:
+			if (depth == 0)
+				return fail(c, -EINVAL, "yaml: line %zu: unbalanced end", line);
+			depth--;
+			continue;
+		case YAML_SCALAR_EVENT:
+		case YAML_SEQUENCE_START_EVENT:
+		case YAML_MAPPING_START_EVENT:
+			n = calloc(1, sizeof(*n));
+			if (!n)
+				return fail(c, -ENOMEM, "out of memory");
+			n->line = line;
+			if (event.type == YAML_SCALAR_EVENT) {
+				n->type = Y_SCALAR;
+				n->len = event.data.scalar.length;
+				n->value = malloc(n->len + 1);
+				if (!n->value) {
+					free(n);
+					return fail(c, -ENOMEM, "out of memory");
+				}
+				memcpy(n->value, event.data.scalar.value, n->len);
+				n->value[n->len] = '\0';
+				type_scalar(n, &event);
+			} else {
+				n->type = event.type == YAML_SEQUENCE_START_EVENT ? Y_SEQ : Y_MAP;
+			}
+			break;
+		default: /* stream start, document end */
+			continue;
+		}
+
+		/* Attach n to its parent (or make it the root). */
+		if (depth == 0) {
+			if (root) {
+				ynode_free(n);
+				return fail(c, -EINVAL, "yaml: line %zu: more than one root node", line);
+			}
+			root = n;
+		} else {
+			int r = ynode_append(stack[depth - 1], n);
+			if (r < 0) {
+				ynode_free(n);
+				return fail(c, r, "out of memory");
+			}
+		}
+		if (n->type != Y_SCALAR) {
+			if (depth >= OSC_YAML_DEPTH_MAX)
+				return fail(c, -EMSGSIZE, "yaml: line %zu: nested deeper than %d", line,
+					    OSC_YAML_DEPTH_MAX);
+			stack[depth++] = n;
+		}
+	}
+}
+
+/* ---- typed access with field paths ------------------------------------ */
+
+/* Field paths are joined with ".", except below the document root. */
+static const char *sep(const char *where)
+{
+	return *where ? "." : "";
+}
+
+/* Looks key up in map (where names the map). A missing key or a null value
+ * yields *ret = NULL; a key given twice is an error. */
+static int map_get(struct ctx *c, const struct ynode *map, const char *where, const char *key,
+		   const struct ynode **ret)
+{
+	const struct ynode *found = NULL;
+	for (size_t i = 0; i + 1 < map->n_items; i += 2) {
+		const struct ynode *k = map->items[i];
+		if (k->type != Y_SCALAR || strcmp(k->value, key) != 0 || strlen(key) != k->len)
+			continue;
+		if (found)
+			return fail(c, -EINVAL, "%s%s%s: duplicate key (line %zu)", where, sep(where), key, k->line);
+		found = map->items[i + 1];
+	}
+	if (found && found->type == Y_SCALAR && found->kind == YS_NULL)
+		found = NULL;
+	*ret = found;
+	return 0;
+}
+
+static int wrong_type(struct ctx *c, const char *where, const char *key, const struct ynode *n,
+		      const char *want)
+{
+	char q[QUOTE_MAX * 4 + 8];
+	if (n->type == Y_SCALAR)
+		return fail(c, -EINVAL, "%s%s%s: expected %s, got %s '%s' (line %zu)", *where ? where : "(document)",
+			    key && *where ? "." : "", key ? key : "", want, kind_name(n),
+			    quote(q, sizeof(q), n->value, n->len), n->line);
+	return fail(c, -EINVAL, "%s%s%s: expected %s, got %s (line %zu)", *where ? where : "(document)",
+		    key && *where ? "." : "", key ? key : "", want, kind_name(n), n->line);
+}
+
+/* A string field; *ret points into the tree (NULL when absent). */
+static int get_str(struct ctx *c, const struct ynode *map, const char *where, const char *key, bool required,
+		   const struct ynode **ret)
+{
+	const struct ynode *n;
+	int r = map_get(c, map, where, key, &n);
+	if (r < 0)
+		return r;
+	if (!n) {
+		if (required)
+			return fail(c, -EINVAL, "%s%s%s: missing", where, sep(where), key);
+		*ret = NULL;
+		return 0;
+	}
+	if (n->type != Y_SCALAR || n->kind != YS_STR)
+		return wrong_type(c, where, key, n, "a string");
+	*ret = n;
+	return 0;
+}
+
+/* A text field that must not contain NUL (unit names, unit content). */
+static int get_text(struct ctx *c, const struct ynode *map, const char *where, const char *key, bool required,
+		    size_t max, char **ret)
+{
+	const struct ynode *n;
+	int r = get_str(c, map, where, key, required, &n);
+	if (r < 0)
+		return r;
+	if (!n) {
+		*ret = NULL;
+		return 0;
+	}
+	if (n->len > max)
+		return fail(c, -EMSGSIZE, "%s.%s: longer than %zu bytes (line %zu)", where, key, max, n->line);
+	if (memchr(n->value, '\0', n->len))
+		return fail(c, -EINVAL, "%s.%s: contains a NUL byte (line %zu)", where, key, n->line);
+	char *s = strdup(n->value);
+	if (!s)
+		return fail(c, -ENOMEM, "out of memory");
+	*ret = s;
+	return 0;
+}
+
+static int get_bool(struct ctx *c, const struct ynode *map, const char *where, const char *key, int *ret)
+{
+	const struct ynode *n;
+	int r = map_get(c, map, where, key, &n);
+	if (r < 0)
+		return r;
+	if (!n) {
+		*ret = -1;
+		return 0;
+	}
+	if (n->type != Y_SCALAR || n->kind != YS_BOOL)
+		return wrong_type(c, where, key, n, "a boolean");
+	*ret = n->bool_value;
+	return 0;
+}
+
+/* A list or a mapping (type); *ret NULL when absent. */
+static int get_node(struct ctx *c, const struct ynode *map, const char *where, const char *key,
+		    enum ynode_type type, const struct ynode **ret)
+{
+	const struct ynode *n;
+	int r = map_get(c, map, where, key, &n);
+	if (r < 0)
+		return r;
+	if (n && n->type != type)
+		return wrong_type(c, where, key, n, type == Y_SEQ ? "a list" : "a mapping");
+	*ret = n;
+	return 0;
+}
+
+/* ---- validators --------------------------------------------------------- */
+
+static const char *const unit_suffixes[] = { "service", "socket", "target", "timer", "path", "mount",
+					     "automount", "slice", "scope", "swap", "device", NULL };
+
+bool osc_unit_name_is_valid(const char *name)
+{
+	if (!name)
+		return false;
+	size_t len = strnlen(name, 256);
+	if (len == 0 || len > 255)
+		return false;
+	const char *dot = strrchr(name, '.');
+	if (!dot || dot == name || !in_list(dot + 1, unit_suffixes))
+		return false;
+	const char *at = NULL;
+	for (const char *p = name; p < dot; p++) {
+		char ch = *p;
+		if (ch == '@' && !at)
+			at = p;
+		if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+		      ch == ':' || ch == '-' || ch == '_' || ch == '.' || ch == '\\' || ch == '@'))
+			return false;
+	}
+	if (at == name)
+		return false;
+	/* Plain ("a.service"), instance ("a@b.service"), template ("a@.service"). */
+	return true;
+}
+
+bool osc_dropin_name_is_valid(const char *name)
+{
+	if (!name)
+		return false;
+	size_t len = strnlen(name, 256);
+	if (len <= 5 || len > 255 || name[0] == '.' || strcmp(name + len - 5, ".conf") != 0)
+		return false;
+	for (const char *p = name; *p; p++) {
+		char ch = *p;
+		if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+		      strchr("._@:+,=~-", ch)))
+			return false;
+	}
+	return true;
+}
+
+/* Explains why path is not acceptable, or returns NULL. */
+static const char *path_problem(const char *path, size_t len, int *r)
+{
+	*r = -EINVAL;
+	if (len == 0)
+		return "empty path";
+	if (len > OSC_PATH_MAX) {
+		*r = -EMSGSIZE;
+		return "path too long";
+	}
+	if (memchr(path, '\0', len))
+		return "NUL byte in path";
+	for (size_t i = 0; i < len; i++)
+		if ((unsigned char)path[i] < 0x20 || path[i] == 0x7f)
+			return "control character in path";
+	if (path[0] != '/')
+		return "relative path";
+	if (len == 1)
+		return "no file name in path";
+	if (path[len - 1] == '/')
+		return "trailing '/' in path";
+	for (const char *p = path; *p;) {
+		p++;
+		size_t n = strcspn(p, "/");
+		if (n == 0)
+			return "'//' in path";
+		if (n == 1 && p[0] == '.')
+			return "'.' component in path";
+		if (n == 2 && p[0] == '.' && p[1] == '.')
+			return "'..' component in path";
+		if (n > NAME_MAX)
+			return "path component too long";
+		p += n;
+	}
+	if (!fsx_path_is_safe(path, OSC_PATH_MAX))
+		return "unsafe path";
+	return NULL;
+}
+
+static int check_path(struct ctx *c, const char *where, const char *key, const struct ynode *n, bool forbid)
+{
+	char q[QUOTE_MAX * 4 + 8];
+	int r;
+	const char *why = path_problem(n->value, n->len, &r);
+	if (why)
+		return fail(c, r, "%s%s: %s '%s' (line %zu)", where, key, why, quote(q, sizeof(q), n->value, n->len),
+			    n->line);
+	if (forbid && c->forbidden_len > 0 && strncmp(n->value, c->forbidden, c->forbidden_len) == 0 &&
+	    (n->value[c->forbidden_len] == '/' || n->value[c->forbidden_len] == '\0'))
+		return fail(c, -EINVAL, "%s%s: path '%s' is inside the agent's state directory '%s' (line %zu)", where,
+			    key, quote(q, sizeof(q), n->value, n->len), c->forbidden, n->line);
+	return 0;
+}
+
+/* ---- files -------------------------------------------------------------- */
+
+struct tmp_file {
+	struct osc_file f;
+	const char *list;
+	size_t index;
+};
+
+static void tmp_files_free(struct tmp_file *t, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		free(t[i].f.path);
+		free(t[i].f.content);
+	}
+	free(t);
+}
+
+static int parse_content(struct ctx *c, const struct ynode *content, const char *where, struct osc_file *f)
+{
+	const struct ynode *inl, *other;
+	int r;
+	char w[128];
+	char q[QUOTE_MAX * 4 + 8];
+
+	if ((r = map_get(c, content, where, "secretRef", &other)) < 0)
+		return r;
+	if (other)
+		return fail(c, -EINVAL, "%s.secretRef: not supported on this node (only inline content; line %zu)",
+			    where, other->line);
+	if ((r = map_get(c, content, where, "imageRef", &other)) < 0)
+		return r;
+	if (other)
+		return fail(c, -EINVAL, "%s.imageRef: not supported on this node (only inline content; line %zu)",
+			    where, other->line);
+
+	int tu;
+	if ((r = get_bool(c, content, where, "transmitUnencoded", &tu)) < 0)
+		return r;
+	f->transmit_unencoded = tu == 1;
+
+	if ((r = get_node(c, content, where, "inline", Y_MAP, &inl)) < 0)
+		return r;
+	if (!inl)
+		return fail(c, -EINVAL, "%s.inline: missing", where);
+	snprintf(w, sizeof(w), "%s.inline", where);
+
+	const struct ynode *enc, *data;
+	if ((r = get_str(c, inl, w, "encoding", false, &enc)) < 0)
+		return r;
+	if ((r = get_str(c, inl, w, "data", false, &data)) < 0)
+		return r;
+	const char *d = data ? data->value : "";
+	size_t dlen = data ? data->len : 0;
+
+	if (enc && strcmp(enc->value, "b64") == 0 && enc->len == 3) {
+		r = b64_decode(d, dlen, OSC_FILE_CONTENT_MAX, B64_IGNORE_NEWLINES, &f->content, &f->content_len);
+		if (r == -EMSGSIZE)
+			return fail(c, r, "%s.data: decoded content larger than %u bytes", w, OSC_FILE_CONTENT_MAX);
+		if (r == -ENOMEM)
+			return fail(c, r, "out of memory");
+		if (r < 0)
+			return fail(c, -EINVAL, "%s.data: invalid base64 '%s' (line %zu)", w,
+				    quote(q, sizeof(q), d, dlen), data ? data->line : enc->line);
+		return 0;
+	}
+	if (enc && enc->len > 0)
+		return fail(c, -EINVAL, "%s.encoding: unknown encoding '%s', expected \"\" or \"b64\" (line %zu)", w,
+			    quote(q, sizeof(q), enc->value, enc->len), enc->line);
+	if (dlen > OSC_FILE_CONTENT_MAX)
+		return fail(c, -EMSGSIZE, "%s.data: content larger than %u bytes", w, OSC_FILE_CONTENT_MAX);
+	f->content = malloc(dlen + 1);
+	if (!f->content)
+		return fail(c, -ENOMEM, "out of memory");
+	memcpy(f->content, d, dlen);
+	f->content[dlen] = '\0';
+	f->content_len = dlen;
+	return 0;
+}
+
+/* Parses one file entry into *t; *keep false when it is meant for another node. */
+static int parse_file(struct ctx *c, const struct ynode *n, const char *where, struct tmp_file *t, bool *keep)
+{
+	int r;
+	char w[96];
+	char q[QUOTE_MAX * 4 + 8];
+
+	if (n->type != Y_MAP)
+		return wrong_type(c, where, NULL, n, "a mapping");
+
+	const struct ynode *path;
+	if ((r = get_str(c, n, where, "path", true, &path)) < 0)
+		return r;
+	if ((r = check_path(c, where, ".path", path, true)) < 0)
+		return r;
+
+	*keep = true;
+	static const char *const node_keys[] = { "hostName", "nodeName" };
+	for (size_t i = 0; i < ELEMENTSOF(node_keys); i++) {
+		const struct ynode *h;
+		if ((r = get_str(c, n, where, node_keys[i], false, &h)) < 0)
+			return r;
+		if (h && h->len > 0 &&
+		    (!c->node_name || strlen(c->node_name) != h->len || strcasecmp(h->value, c->node_name) != 0))
+			*keep = false;
+	}
+
+	const struct ynode *perm;
+	t->f.mode = 0600;
+	if ((r = map_get(c, n, where, "permissions", &perm)) < 0)
+		return r;
+	if (perm) {
+		if (perm->type != Y_SCALAR || perm->kind != YS_INT)
+			return wrong_type(c, where, "permissions", perm, "an integer");
+		if (perm->int_value < 0 || perm->int_value > 07777)
+			return fail(c, -EINVAL, "%s.permissions: '%s' is not a file mode (0..07777) (line %zu)", where,
+				    quote(q, sizeof(q), perm->value, perm->len), perm->line);
+		t->f.mode = (mode_t)perm->int_value;
+	}
+
+	const struct ynode *content;
+	if ((r = get_node(c, n, where, "content", Y_MAP, &content)) < 0)
+		return r;
+	if (!content)
+		return fail(c, -EINVAL, "%s.content: missing", where);
+	snprintf(w, sizeof(w), "%s.content", where);
+	if ((r = parse_content(c, content, w, &t->f)) < 0)
+		return r;
+
+	t->f.path = strdup(path->value);
+	if (!t->f.path)
+		return fail(c, -ENOMEM, "out of memory");
+	return 0;
+}
+
+static int cmp_tmp_file(const void *a, const void *b)
+{
+	const struct tmp_file *x = a, *y = b;
+	int d = strcmp(x->f.path, y->f.path);
+	if (d != 0)
+		return d;
+	/* Stable for the error message: spec before status, then by index. */
+	d = strcmp(x->list, y->list);
+	if (d != 0)
+		return d;
+	return x->index < y->index ? -1 : x->index > y->index;
+}
+
+static int parse_files(struct ctx *c, const struct ynode *lists[2], const char *names[2], struct osc_file **ret,
+		       size_t *ret_n)
+{
+	size_t total = 0;
+	for (int l = 0; l < 2; l++)
+		if (lists[l])
+			total += lists[l]->n_items;
+	if (total > OSC_FILES_MAX)
+		return fail(c, -EMSGSIZE, "%s: more than %d files", names[0], OSC_FILES_MAX);
+
+	struct tmp_file *t = calloc(total ? total : 1, sizeof(*t));
+	if (!t)
+		return fail(c, -ENOMEM, "out of memory");
+	size_t n = 0;
+	int r = 0;
+	for (int l = 0; l < 2 && r == 0; l++) {
+		for (size_t i = 0; lists[l] && i < lists[l]->n_items; i++) {
+			char where[64];
+			snprintf(where, sizeof(where), "%s[%zu]", names[l], i);
+			bool keep = true;
+			t[n].list = names[l];
+			t[n].index = i;
+			r = parse_file(c, lists[l]->items[i], where, &t[n], &keep);
+			if (r < 0) {
+				n++; /* free what was allocated */
+				break;
+			}
+			if (keep) {
+				n++;
+			} else {
+				free(t[n].f.path);
+				free(t[n].f.content);
+				memset(&t[n], 0, sizeof(t[n]));
+			}
+		}
+	}
+	if (r < 0) {
+		tmp_files_free(t, n);
+		return r;
+	}
+
+	qsort(t, n, sizeof(*t), cmp_tmp_file);
+	for (size_t i = 1; i < n; i++)
+		if (strcmp(t[i - 1].f.path, t[i].f.path) == 0) {
+			char q[QUOTE_MAX * 4 + 8];
+			r = fail(c, -EINVAL, "%s[%zu].path: duplicate path '%s' (also %s[%zu])", t[i].list, t[i].index,
+				 quote(q, sizeof(q), t[i].f.path, strlen(t[i].f.path)), t[i - 1].list,
+				 t[i - 1].index);
+			tmp_files_free(t, n);
+			return r;
+		}
+
+	struct osc_file *files = calloc(n ? n : 1, sizeof(*files));
+	if (!files) {
+		tmp_files_free(t, n);
+		return fail(c, -ENOMEM, "out of memory");
+	}
+	for (size_t i = 0; i < n; i++)
+		files[i] = t[i].f;
+	free(t);
+	*ret = files;
+	*ret_n = n;
+	return 0;
+}
+
+/* ---- units -------------------------------------------------------------- */
+
+static void unit_free(struct osc_unit *u)
+{
+	free(u->name);
+	free(u->content);
+	for (size_t i = 0; i < u->n_dropins; i++) {
+		free(u->dropins[i].name);
+		free(u->dropins[i].content);
+	}
+	free(u->dropins);
+	for (size_t i = 0; i < u->n_file_paths; i++)
+		free(u->file_paths[i]);
+	free(u->file_paths);
+	memset(u, 0, sizeof(*u));
+}
+
+static void units_free(struct osc_unit *u, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		unit_free(&u[i]);
+	free(u);
+}
+
+/* Adds a drop-in to u, replacing one of the same name (from an earlier list). */
+static int unit_add_dropin(struct ctx *c, struct osc_unit *u, const char *where, char *name, char *content)
+{
+	for (size_t i = 0; i < u->n_dropins; i++)
+		if (strcmp(u->dropins[i].name, name) == 0) {
+			free(u->dropins[i].content);
+			u->dropins[i].content = content;
+			free(name);
+			return 0;
+		}
+	if (u->n_dropins >= OSC_DROPINS_MAX) {
+		free(name);
+		free(content);
+		return fail(c, -EMSGSIZE, "%s.dropIns: more than %d drop-ins for unit '%s'", where, OSC_DROPINS_MAX,
+			    u->name);
+	}
+	struct osc_dropin *d = reallocarray(u->dropins, u->n_dropins + 1, sizeof(*d));
+	if (!d) {
+		free(name);
+		free(content);
+		return fail(c, -ENOMEM, "out of memory");
+	}
+	u->dropins = d;
+	d[u->n_dropins++] = (struct osc_dropin){ .name = name, .content = content };
+	return 0;
+}
+
+static int unit_add_file_path(struct ctx *c, struct osc_unit *u, const char *where, char *path)
+{
+	if (u->n_file_paths >= OSC_FILE_PATHS_MAX) {
+		free(path);
+		return fail(c, -EMSGSIZE, "%s.filePaths: more than %d paths for unit '%s'", where, OSC_FILE_PATHS_MAX,
+			    u->name);
+	}
+	char **p = reallocarray(u->file_paths, u->n_file_paths + 1, sizeof(*p));
+	if (!p) {
+		free(path);
+		return fail(c, -ENOMEM, "out of memory");
+	}
+	u->file_paths = p;
+	p[u->n_file_paths++] = path;
+	return 0;
+}
+
+/* Parses a unit entry and merges it into *u (zeroed for a new unit). */
+static int parse_unit_into(struct ctx *c, const struct ynode *n, const char *where, struct osc_unit *u)
+{
+	int r, enable;
+	char w[128];
+	char q[QUOTE_MAX * 4 + 8];
+
+	if ((r = get_bool(c, n, where, "enable", &enable)) < 0)
+		return r;
+	if (enable >= 0)
+		u->enable = enable;
+
+	const struct ynode *cmd;
+	if ((r = get_str(c, n, where, "command", false, &cmd)) < 0)
+		return r;
+	if (cmd) {
+		if (strcmp(cmd->value, "start") == 0)
+			u->command = OSC_COMMAND_START;
+		else if (strcmp(cmd->value, "restart") == 0)
+			u->command = OSC_COMMAND_RESTART;
+		else if (strcmp(cmd->value, "stop") == 0)
+			u->command = OSC_COMMAND_STOP;
+		else
+			return fail(c, -EINVAL, "%s.command: unknown command '%s', expected start, restart or stop (line %zu)",
+				    where, quote(q, sizeof(q), cmd->value, cmd->len), cmd->line);
+	}
+
+	char *content;
+	if ((r = get_text(c, n, where, "content", false, OSC_UNIT_CONTENT_MAX, &content)) < 0)
+		return r;
+	if (content) {
+		free(u->content);
+		u->content = content;
+	}
+
+	const struct ynode *dropins;
+	if ((r = get_node(c, n, where, "dropIns", Y_SEQ, &dropins)) < 0)
+		return r;
+	if (dropins && dropins->n_items > OSC_DROPINS_MAX)
+		return fail(c, -EMSGSIZE, "%s.dropIns: more than %d drop-ins", where, OSC_DROPINS_MAX);
+	for (size_t i = 0; dropins && i < dropins->n_items; i++) {
+		const struct ynode *d = dropins->items[i];
+		snprintf(w, sizeof(w), "%s.dropIns[%zu]", where, i);
+		if (d->type != Y_MAP)
+			return wrong_type(c, w, NULL, d, "a mapping");
+		const struct ynode *name;
+		if ((r = get_str(c, d, w, "name", true, &name)) < 0)
+			return r;
+		if (strlen(name->value) != name->len || !osc_dropin_name_is_valid(name->value))
+			return fail(c, -EINVAL, "%s.name: invalid drop-in name '%s' (one file name ending in .conf; line %zu)",
+				    w, quote(q, sizeof(q), name->value, name->len), name->line);
+		for (size_t j = 0; j < i; j++) {
+			const struct ynode *other;
+			if (dropins->items[j]->type == Y_MAP &&
+			    map_get(c, dropins->items[j], w, "name", &other) == 0 && other &&
+			    other->type == Y_SCALAR && strcmp(other->value, name->value) == 0)
+				return fail(c, -EINVAL, "%s.name: duplicate drop-in '%s' (also %s.dropIns[%zu])", w,
+					    quote(q, sizeof(q), name->value, name->len), where, j);
+		}
+		char *dcontent;
+		if ((r = get_text(c, d, w, "content", false, OSC_UNIT_CONTENT_MAX, &dcontent)) < 0)
+			return r;
+		if (!dcontent && !(dcontent = strdup("")))
+			return fail(c, -ENOMEM, "out of memory");
+		char *dname = strdup(name->value);
+		if (!dname) {
+			free(dcontent);
+			return fail(c, -ENOMEM, "out of memory");
+		}
+		if ((r = unit_add_dropin(c, u, where, dname, dcontent)) < 0)
+			return r;
+	}
+
+	const struct ynode *paths;
+	if ((r = get_node(c, n, where, "filePaths", Y_SEQ, &paths)) < 0)
+		return r;
+	if (paths && paths->n_items > OSC_FILE_PATHS_MAX)
+		return fail(c, -EMSGSIZE, "%s.filePaths: more than %d paths", where, OSC_FILE_PATHS_MAX);
+	for (size_t i = 0; paths && i < paths->n_items; i++) {
+		const struct ynode *p = paths->items[i];
+		snprintf(w, sizeof(w), "%s.filePaths[%zu]", where, i);
+		if (p->type != Y_SCALAR || p->kind != YS_STR)
+			return wrong_type(c, w, NULL, p, "a string");
+		if ((r = check_path(c, w, "", p, false)) < 0)
+			return r;
+		char *s = strdup(p->value);
+		if (!s)
+			return fail(c, -ENOMEM, "out of memory");
+		if ((r = unit_add_file_path(c, u, where, s)) < 0)
+			return r;
+	}
+	return 0;
+}
+
+static int cmp_str_ptr(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static int cmp_unit(const void *a, const void *b)
+{
+	return strcmp(((const struct osc_unit *)a)->name, ((const struct osc_unit *)b)->name);
+}
+
+static int cmp_dropin(const void *a, const void *b)
+{
+	return strcmp(((const struct osc_dropin *)a)->name, ((const struct osc_dropin *)b)->name);
+}
+
+static int parse_units(struct ctx *c, const struct ynode *lists[2], const char *names[2], struct osc_unit **ret,
+		       size_t *ret_n)
+{
+	size_t total = 0;
+	for (int l = 0; l < 2; l++)
+		if (lists[l])
+			total += lists[l]->n_items;
+	if (total > OSC_UNITS_MAX)
+		return fail(c, -EMSGSIZE, "%s: more than %d units", names[0], OSC_UNITS_MAX);
+
+	struct osc_unit *u = calloc(total ? total : 1, sizeof(*u));
+	if (!u)
+		return fail(c, -ENOMEM, "out of memory");
+	size_t n = 0;
+	int r = 0;
+	char q[QUOTE_MAX * 4 + 8];
+
+	for (int l = 0; l < 2 && r == 0; l++) {
+		size_t list_start = n; /* units first named in this list start here */
+		for (size_t i = 0; lists[l] && i < lists[l]->n_items && r == 0; i++) {
+			const struct ynode *e = lists[l]->items[i];
+			char where[64];
+			snprintf(where, sizeof(where), "%s[%zu]", names[l], i);
+			if (e->type != Y_MAP) {
+				r = wrong_type(c, where, NULL, e, "a mapping");
+				break;
+			}
+			const struct ynode *name;
+			if ((r = get_str(c, e, where, "name", true, &name)) < 0)
+				break;
+			if (strlen(name->value) != name->len || !osc_unit_name_is_valid(name->value)) {
+				r = fail(c, -EINVAL, "%s.name: invalid systemd unit name '%s' (line %zu)", where,
+					 quote(q, sizeof(q), name->value, name->len), name->line);
+				break;
+			}
+			/* Unique within this list: compare with earlier entries of it. */
+			for (size_t j = 0; j < i; j++) {
+				const struct ynode *other;
+				if (lists[l]->items[j]->type == Y_MAP &&
+				    map_get(c, lists[l]->items[j], where, "name", &other) == 0 && other &&
+				    other->type == Y_SCALAR && strcmp(other->value, name->value) == 0) {
+					r = fail(c, -EINVAL, "%s.name: duplicate unit '%s' (also %s[%zu])", where,
+						 quote(q, sizeof(q), name->value, name->len), names[l], j);
+					break;
+				}
+			}
+			if (r < 0)
+				break;
+			struct osc_unit *target = NULL;
+			for (size_t k = 0; k < list_start && !target; k++)
+				if (strcmp(u[k].name, name->value) == 0)
+					target = &u[k];
+			if (!target) {
+				target = &u[n++];
+				target->enable = -1;
+				target->name = strdup(name->value);
+				if (!target->name) {
+					r = fail(c, -ENOMEM, "out of memory");
+					break;
+				}
+			}
+			r = parse_unit_into(c, e, where, target);
+		}
+	}
+	if (r < 0) {
+		units_free(u, n);
+		return r;
+	}
+
+	for (size_t i = 0; i < n; i++) {
+		struct osc_unit *x = &u[i];
+		if (x->n_dropins > 1)
+			qsort(x->dropins, x->n_dropins, sizeof(*x->dropins), cmp_dropin);
+		if (x->n_file_paths > 1) {
+			qsort(x->file_paths, x->n_file_paths, sizeof(char *), cmp_str_ptr);
+			size_t k = 1;
+			for (size_t j = 1; j < x->n_file_paths; j++) {
+				if (strcmp(x->file_paths[k - 1], x->file_paths[j]) == 0)
+					free(x->file_paths[j]);
+				else
+					x->file_paths[k++] = x->file_paths[j];
+			}
+			x->n_file_paths = k;
+		}
+	}
+	qsort(u, n, sizeof(*u), cmp_unit);
+	*ret = u;
+	*ret_n = n;
+	return 0;
+}
+
+/* ---- top level ---------------------------------------------------------- */
+
+static int check_header(struct ctx *c, const struct ynode *root)
+{
+	const struct ynode *n;
+	char q[QUOTE_MAX * 4 + 8];
+	int r;
+	if ((r = get_str(c, root, "", "apiVersion", false, &n)) < 0)
+		return r;
+	if (n && strcmp(n->value, OSC_API_VERSION) != 0)
+		return fail(c, -EINVAL, "apiVersion: '%s' is not " OSC_API_VERSION, quote(q, sizeof(q), n->value, n->len));
+	if ((r = get_str(c, root, "", "kind", false, &n)) < 0)
+		return r;
+	if (n && strcmp(n->value, OSC_KIND) != 0)
+		return fail(c, -EINVAL, "kind: '%s' is not " OSC_KIND, quote(q, sizeof(q), n->value, n->len));
+	return 0;
+}
+
+int osc_parse_for_node(const char *data, size_t len, const char *forbidden_prefix, const char *node_name,
+		       struct osc *ret, struct osc_error *err)
+{
+	struct ctx c = { .err = err, .node_name = node_name };
+	if (err)
+		err->message[0] = '\0';
+	if (forbidden_prefix) {
+		c.forbidden = forbidden_prefix;
+		c.forbidden_len = strlen(forbidden_prefix);
+		while (c.forbidden_len > 1 && forbidden_prefix[c.forbidden_len - 1] == '/')
+			c.forbidden_len--;
+		if (c.forbidden_len == 1) /* "/" would forbid everything; treat as unset */
+			c.forbidden_len = 0;
+	}
+	if (!data && len > 0)
+		return fail(&c, -EINVAL, "no input");
+	if (len > OSC_INPUT_MAX)
+		return fail(&c, -EMSGSIZE, "input of %zu bytes is larger than %u", len, OSC_INPUT_MAX);
+
+	_cleanup_(ynode_freep) struct ynode *root = NULL;
+	int r = load_tree(&c, data ? data : "", len, &root);
+	if (r < 0)
+		return r;
+	if (root->type != Y_MAP)
+		return wrong_type(&c, "", NULL, root, "a mapping");
+	if ((r = check_header(&c, root)) < 0)
+		return r;
+
+	const struct ynode *spec, *status;
+	if ((r = get_node(&c, root, "", "spec", Y_MAP, &spec)) < 0)
+		return r;
+	if ((r = get_node(&c, root, "", "status", Y_MAP, &status)) < 0)
+		return r;
+
+	const struct ynode *files[2] = { NULL, NULL }, *units[2] = { NULL, NULL };
+	if (spec && ((r = get_node(&c, spec, "spec", "files", Y_SEQ, &files[0])) < 0 ||
+		     (r = get_node(&c, spec, "spec", "units", Y_SEQ, &units[0])) < 0))
+		return r;
+	if (status && ((r = get_node(&c, status, "status", "extensionFiles", Y_SEQ, &files[1])) < 0 ||
+		       (r = get_node(&c, status, "status", "extensionUnits", Y_SEQ, &units[1])) < 0))
+		return r;
+
+	static const char *file_names[2] = { "spec.files", "status.extensionFiles" };
+	static const char *unit_names[2] = { "spec.units", "status.extensionUnits" };
+	struct osc out = {};
+	if ((r = parse_files(&c, files, file_names, &out.files, &out.n_files)) < 0)
+		return r;
+	if ((r = parse_units(&c, units, unit_names, &out.units, &out.n_units)) < 0) {
+		osc_done(&out);
+		return r;
+	}
+	*ret = out;
+	return 0;
+}
+
+int osc_parse(const char *data, size_t len, const char *forbidden_prefix, struct osc *ret, struct osc_error *err)
+{
+	return osc_parse_for_node(data, len, forbidden_prefix, NULL, ret, err);
+}
+
+const struct osc_file *osc_find_file(const struct osc *osc, const char *path)
+{
+	size_t lo = 0, hi = osc->n_files;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		int d = strcmp(path, osc->files[mid].path);
+		if (d == 0)
+			return &osc->files[mid];
+		if (d < 0)
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	return NULL;
+}
+
+const struct osc_unit *osc_find_unit(const struct osc *osc, const char *name)
+{
+	size_t lo = 0, hi = osc->n_units;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		int d = strcmp(name, osc->units[mid].name);
+		if (d == 0)
+			return &osc->units[mid];
+		if (d < 0)
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	return NULL;
+}
+
+void osc_done(struct osc *osc)
+{
+	if (!osc)
+		return;
+	for (size_t i = 0; i < osc->n_files; i++) {
+		free(osc->files[i].path);
+		free(osc->files[i].content);
+	}
+	free(osc->files);
+	units_free(osc->units, osc->n_units);
+	memset(osc, 0, sizeof(*osc));
+}
