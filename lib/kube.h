@@ -1,0 +1,153 @@
+/* Pure parsing of what the kube-apiserver sends node-agent, and building of
+ * what node-agent sends back.
+ *
+ * Secrets, Nodes, Status bodies and watch events are parsed from bytes into
+ * small structures holding only what the agent uses; the watch-stream
+ * splitter turns arbitrary chunks into complete event lines. No I/O, no
+ * logging, no global state: tests and fuzzers call these directly. Errors
+ * are -EINVAL (malformed, wrong type), -EMSGSIZE (a ceiling) or -ENOMEM;
+ * *err, when non-NULL, receives a static string naming the field. */
+#ifndef NA_KUBE_H
+#define NA_KUBE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* Names and annotations the agent reads and writes. */
+#define KUBE_SECRET_DATA_KEY "osc.yaml"
+#define KUBE_ANN_SECRET_CHECKSUM "checksum/data-script"
+#define KUBE_ANN_NODE_CHECKSUM "checksum/cloud-config-data"
+#define KUBE_ANN_RESTART "worker.gardener.cloud/restart-systemd-services"
+#define KUBE_ANN_AUTHORIZED_KEYS "node-agent.gardener.cloud/authorized-keys"
+#define KUBE_ANN_SSH_HOST_KEYS "node-agent.gardener.cloud/ssh-host-keys"
+#define KUBE_LABEL_SECRET_NAME "worker.gardener.cloud/gardener-node-agent-secret-name"
+#define KUBE_LABEL_K8S_VERSION "worker.gardener.cloud/kubernetes-version"
+
+/* A resourceVersion is an opaque string; etcd's are decimal, well below this. */
+#define KUBE_RV_MAX 64
+/* Longest value kept from an annotation or label of interest. */
+#define KUBE_VALUE_MAX (1u << 20)
+/* DNS-1123 subdomain. */
+#define KUBE_NAME_MAX 253
+
+struct kube_status {
+	int code;                   /* "code", 0 when absent */
+	char *reason;               /* "reason" ("Expired", "Forbidden"...), NULL when absent */
+	char *message;              /* "message", NULL when absent */
+};
+
+struct kube_secret {
+	char *name;                 /* metadata.name, NULL when absent */
+	char *resource_version;     /* metadata.resourceVersion, NULL when absent */
+	char *checksum;             /* annotation checksum/data-script, NULL when absent */
+	unsigned char *osc;         /* decoded data["osc.yaml"], NUL-terminated; NULL when absent */
+	size_t osc_len;
+};
+
+struct kube_node {
+	char *name;
+	char *resource_version;
+	char *applied_checksum;     /* annotation checksum/cloud-config-data */
+	char *restart_services;     /* annotation worker.gardener.cloud/restart-systemd-services */
+	char *authorized_keys;      /* annotation node-agent.gardener.cloud/authorized-keys */
+	char *ssh_host_keys;        /* annotation node-agent.gardener.cloud/ssh-host-keys */
+	char *secret_name_label;    /* label worker.gardener.cloud/gardener-node-agent-secret-name */
+	char *kubernetes_version;   /* label worker.gardener.cloud/kubernetes-version */
+};
+
+enum kube_kind {
+	KUBE_KIND_SECRET,
+	KUBE_KIND_NODE,
+};
+
+enum kube_event_type {
+	KUBE_EVENT_ADDED,
+	KUBE_EVENT_MODIFIED,
+	KUBE_EVENT_DELETED,
+	KUBE_EVENT_BOOKMARK,
+	KUBE_EVENT_ERROR,
+};
+
+struct kube_event {
+	enum kube_event_type type;
+	/* metadata.resourceVersion of the object (ADDED/MODIFIED/DELETED/BOOKMARK);
+	 * NULL for ERROR. */
+	char *resource_version;
+	struct kube_secret secret;  /* ADDED/MODIFIED/DELETED of a Secret watch */
+	struct kube_node node;      /* ADDED/MODIFIED/DELETED of a Node watch */
+	struct kube_status status;  /* ERROR */
+};
+
+/* Parses a Status body ({"kind":"Status",...,"reason","message","code"}).
+ * -EINVAL when it is not a JSON object of kind Status. */
+int kube_status_parse(const char *data, size_t len, struct kube_status *ret);
+void kube_status_done(struct kube_status *s);
+
+/* Parses a Secret (kind "Secret"). data["osc.yaml"] is strict base64 and at
+ * most max_osc decoded bytes (-EMSGSIZE). Absent fields stay NULL: whether
+ * that is acceptable is the caller's decision. */
+int kube_secret_parse(const char *data, size_t len, size_t max_osc, struct kube_secret *ret,
+		      const char **err);
+void kube_secret_done(struct kube_secret *s);
+
+/* Checks the Secret's checksum annotation against the lowercase hex SHA-256
+ * of its decoded osc.yaml. -ENODATA when either is missing, -EBADMSG on a
+ * mismatch (including upper-case hex: the producer writes lowercase), 0 when
+ * they agree. */
+int kube_secret_verify(const struct kube_secret *s);
+
+/* Parses a Node (kind "Node"), keeping the annotations and labels above. */
+int kube_node_parse(const char *data, size_t len, struct kube_node *ret, const char **err);
+void kube_node_done(struct kube_node *n);
+
+/* Parses one watch event line ({"type":..., "object":{...}}) of a watch on
+ * kind. BOOKMARK carries only the resourceVersion. An ERROR event carries a
+ * Status (410 Expired: the resourceVersion is too old, re-GET). -EINVAL for
+ * unknown types or an object of the wrong kind. */
+int kube_event_parse(const char *line, size_t len, enum kube_kind kind, size_t max_osc,
+		     struct kube_event *ret, const char **err);
+void kube_event_done(struct kube_event *e);
+
+const char *kube_event_type_to_string(enum kube_event_type t);
+
+/* Splits a watch stream into lines. Feed it chunks with arbitrary
+ * boundaries; every complete, non-empty line (without its "\n", "\r\n"
+ * tolerated) is handed to cb. A line longer than max_line bytes makes feed
+ * return -EMSGSIZE (the stream cannot be trusted any further: reconnect); a
+ * negative return of cb stops the feed and is returned. */
+struct kube_splitter {
+	char *buf;
+	size_t len;
+	size_t cap;
+	size_t max_line;
+};
+
+typedef int (*kube_line_cb)(const char *line, size_t len, void *userdata);
+
+void kube_splitter_init(struct kube_splitter *s, size_t max_line);
+int kube_splitter_feed(struct kube_splitter *s, const char *data, size_t len, kube_line_cb cb,
+		       void *userdata);
+/* Bytes of an incomplete line held back (a stream that ends with some is
+ * truncated). */
+size_t kube_splitter_pending(const struct kube_splitter *s);
+void kube_splitter_reset(struct kube_splitter *s);
+void kube_splitter_done(struct kube_splitter *s);
+
+/* True for a DNS-1123 subdomain (lowercase alphanumerics, '-', '.', at most
+ * 253 bytes, starting and ending alphanumeric): Secret, Namespace and Node
+ * names. Such names need no escaping in a URL path or field selector. */
+bool kube_name_is_valid(const char *name);
+
+/* One entry of a metadata map in a merge patch: value NULL removes the key. */
+struct kube_patch_entry {
+	const char *key;
+	const char *value;
+};
+
+/* Builds a JSON merge patch {"metadata":{"annotations":{...},"labels":{...}}}
+ * (application/merge-patch+json). Either list may be empty. Returns a
+ * malloc'ed string or NULL on OOM. */
+char *kube_merge_patch(const struct kube_patch_entry *annotations, size_t n_annotations,
+		       const struct kube_patch_entry *labels, size_t n_labels);
+
+#endif
