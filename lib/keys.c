@@ -569,7 +569,8 @@ int keys_parse_blob(const char *type_name, const unsigned char *blob, size_t len
 	size_t tn = strlen(type_name);
 	const struct type_info *ti = type_lookup(type_name, tn, &cert);
 	if (!ti)
-		return fail_token(reterr, -EPROTONOSUPPORT, "unsupported key type", type_name, tn);
+		return fail_token(reterr, -EPROTONOSUPPORT,
+				  type_refused(type_name, tn) ? "key type refused" : "unsupported key type", type_name, tn);
 	if (len > KEYS_LINE_MAX)
 		return fail(reterr, -EMSGSIZE, "key blob too long");
 	unsigned char *copy = malloc(len ? len : 1);
