@@ -1,0 +1,1243 @@
+#!/usr/bin/python3
+"""A TLS test API server that behaves like kube-apiserver v1.20 for what
+node-agent uses (see /work/shared/notes/kube-api-responses.md): Secrets and
+Nodes with resourceVersions from one global counter, GET, LIST, watch
+(resourceVersion semantics over a bounded history, synthetic ADDED without an
+RV, BOOKMARK events, ERROR 410 "too old resource version" inside a 200 stream,
+timeoutSeconds), JSON merge-patch (RFC 7386) with the content type check (415),
+401/403/404 Status bodies as recorded, bearer tokens, bootstrap tokens and
+client certificates (CN -> user, O -> groups).
+
+Python 3 standard library only (Debian's python3). Two listeners:
+  * the API: HTTPS, HTTP/1.1, keep-alive, chunked watches (default 127.0.0.1:6443);
+  * the control interface for tests: plain HTTP on loopback (default
+    127.0.0.1:6444), JSON in and out; see CONTROL below, and the `ctl`
+    subcommand for a client that needs nothing but python3.
+
+Usage:
+  kube-apiserver.py serve --pki DIR [--listen ADDR:PORT] [--control ADDR:PORT]
+        [--token TOKEN=USER[,GROUP...]] [--bootstrap-token ID.SECRET]
+        [--secret-reader SUBJECT] [--node-admin SUBJECT] [--admin SUBJECT]
+        [--node NAME] [--secret NS/NAME=OSCFILE] [--bookmark-interval SEC]
+        [--history N] [--start-rv N] [--tls good|other-ca|wrong-host]
+        [--ready-file PATH] [--verbose]
+  kube-apiserver.py ctl [--control ADDR:PORT] METHOD PATH [JSON]
+
+A SUBJECT is a user name or "group:NAME". --pki is a directory written by
+tests/lib/mkcerts.sh.
+
+Authorization follows the real server with the Node authorizer, RBAC and
+NodeRestriction: system:node:<name> identities may get/list/watch all Nodes
+and patch only their own (not labels under node-restriction.kubernetes.io/),
+and get no Secret at all (403 "no relationship found", also for a missing
+one). --secret-reader subjects may get a named Secret and watch it with
+fieldSelector=metadata.name=<name> (RBAC resourceNames), not list them all.
+--node-admin subjects may get/list/watch/patch every Node. --admin subjects
+(and group system:masters) may do everything. Anonymous requests are
+system:anonymous and get 403.
+
+CONTROL (all JSON; times are the server's time.time()):
+  GET  /healthz
+  POST /secret   {"namespace","name","osc": TEXT | "oscFile": PATH,
+                  "checksum": "auto"(default) | "wrong" | "none" | HEX,
+                  "labels", "annotations", "data": {key: base64}, "delete": bool}
+                 -> {"resourceVersion","t","checksum"}
+  GET  /secret?namespace=NS&name=NAME          -> the Secret
+  POST /node     {"name", "annotations": {k: v|null}, "labels": {k: v|null}, "delete": bool}
+  GET  /node?name=NAME                         -> the Node
+  GET  /log[?since=T]   -> {"now", "requests": [{"t","end","method","path","status",
+                            "user","contentType","watch","fault","error"}]}
+  GET  /watches         -> the watches open now
+  GET  /annotation-history?node=NAME&key=KEY   -> [{"t","value","rv"}]
+  GET  /wait-annotation?node=NAME&key=KEY&value=V&since=T&timeout=S
+                        -> {"ok": bool, "t": when it got that value}
+  POST /fault    {"type": T, "count": N (default 1, -1 = until cleared),
+                  "match": substring of "METHOD PATH" (default: every request), ...}
+        T = "500" | "429" (+"retryAfter": s) | "reset" (RST before the answer;
+            in a watch: half an event, then RST) | "hang" (read the request,
+            never answer) | "blackhole" (accept TCP, never even do TLS) |
+            "oversize" (+"bytes", default 64 MiB; +"chunked", default true) |
+            "badjson"
+  POST /clear-faults    drop every scripted fault, release hung connections
+  POST /reset-watches   every open watch: half an event, then RST
+  POST /expire          forget the watch history (a resume gets ERROR 410)
+  POST /down            close the listener and every connection
+  POST /up              listen again
+  POST /restart  {"tls": "good"|"other-ca"|"wrong-host"} down, forget the
+                 history (like a real restart: the watch cache restarts), up
+  POST /policy   {"allowSecret": SUBJECT} | {"revokeSecret": SUBJECT}
+  POST /config   {"bookmarkInterval": S}
+"""
+
+import argparse
+import base64
+import collections
+import copy
+import datetime
+import hashlib
+import http.client
+import http.server
+import json
+import os
+import re
+import select
+import socket
+import socketserver
+import ssl
+import struct
+import sys
+import threading
+import time
+import urllib.parse
+import uuid
+
+API_DEFAULT = "127.0.0.1:6443"
+CONTROL_DEFAULT = "127.0.0.1:6444"
+HANG_MAX = 600.0          # a hung request is released after this at the latest
+WATCH_DEFAULT_TIMEOUT = 1800
+LOG_MAX = 200000
+LABEL_VALUE_RE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+
+
+def now_ts():
+    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def status(code, reason, message, details=None):
+    """A metav1.Status in the exact key order the real server uses."""
+    s = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+         "message": message, "reason": reason}
+    if details is not None:
+        s["details"] = details
+    s["code"] = code
+    return s
+
+
+def merge_patch(target, patch):
+    """RFC 7386 JSON merge patch."""
+    if not isinstance(patch, dict):
+        return copy.deepcopy(patch)
+    result = dict(target) if isinstance(target, dict) else {}
+    for k, v in patch.items():
+        if v is None:
+            result.pop(k, None)
+        else:
+            result[k] = merge_patch(result.get(k), v)
+    return result
+
+
+class Abort(Exception):
+    """The connection was reset or dropped on purpose; stop handling it."""
+
+
+# ---------------------------------------------------------------------------
+# object store with resourceVersions and a bounded watch history
+
+class Store:
+    def __init__(self, start_rv, history_max):
+        self.cond = threading.Condition()
+        self.rv = start_rv
+        self.objects = {}           # (kind, ns, name) -> object
+        self.history = collections.deque()   # (rv, type, kind, ns, name, object)
+        self.history_max = history_max
+        self.floor = start_rv       # every event with rv > floor is in history
+        self.ann_history = collections.defaultdict(list)   # (node, key) -> [(t, value, rv)]
+
+    def _event(self, typ, kind, ns, name, obj):
+        self.history.append((self.rv, typ, kind, ns, name, copy.deepcopy(obj)))
+        while len(self.history) > self.history_max:
+            ev = self.history.popleft()
+            self.floor = ev[0]
+        self.cond.notify_all()
+
+    def expire(self):
+        with self.cond:
+            self.history.clear()
+            self.floor = self.rv
+            self.cond.notify_all()
+
+    def get(self, kind, ns, name):
+        with self.cond:
+            o = self.objects.get((kind, ns, name))
+            return copy.deepcopy(o) if o is not None else None
+
+    def put(self, kind, ns, name, obj):
+        """Creates or replaces; returns the stored copy, or the unchanged one
+        when nothing but metadata.resourceVersion would change (the real
+        server does not write, nor bump the RV, on a no-op update)."""
+        with self.cond:
+            old = self.objects.get((kind, ns, name))
+            if old is not None:
+                a = copy.deepcopy(old)
+                b = copy.deepcopy(obj)
+                a["metadata"].pop("resourceVersion", None)
+                b["metadata"].pop("resourceVersion", None)
+                if a == b:
+                    return copy.deepcopy(old), False
+            self.rv += 1
+            obj = copy.deepcopy(obj)
+            obj["metadata"]["resourceVersion"] = str(self.rv)
+            if old is None:
+                obj["metadata"].setdefault("uid", str(uuid.uuid4()))
+                obj["metadata"].setdefault("creationTimestamp", now_ts())
+            if kind == "Node":
+                t = time.time()
+                olda = (old or {}).get("metadata", {}).get("annotations", {}) or {}
+                newa = obj["metadata"].get("annotations", {}) or {}
+                for k in set(olda) | set(newa):
+                    if olda.get(k) != newa.get(k):
+                        self.ann_history[(name, k)].append((t, newa.get(k), self.rv))
+            self.objects[(kind, ns, name)] = obj
+            self._event("MODIFIED" if old is not None else "ADDED", kind, ns, name, obj)
+            return copy.deepcopy(obj), True
+
+    def delete(self, kind, ns, name):
+        with self.cond:
+            old = self.objects.pop((kind, ns, name), None)
+            if old is None:
+                return None
+            self.rv += 1
+            old = copy.deepcopy(old)
+            old["metadata"]["resourceVersion"] = str(self.rv)
+            self._event("DELETED", kind, ns, name, old)
+            return old
+
+    def list(self, kind, ns, name):
+        with self.cond:
+            items = [copy.deepcopy(o) for (k, n, nm), o in sorted(self.objects.items())
+                     if k == kind and (ns is None or n == ns) and (name is None or nm == name)]
+            return items, self.rv
+
+
+# ---------------------------------------------------------------------------
+# the server state shared by both listeners
+
+class State:
+    def __init__(self, args):
+        self.args = args
+        self.store = Store(args.start_rv, args.history)
+        self.lock = threading.Lock()
+        self.log = []
+        self.faults = []
+        self.fault_gen = 0           # bumped by clear-faults: releases hung requests
+        self.reset_gen = 0           # bumped by reset-watches
+        self.down_gen = 0            # bumped by down/restart: drops every connection
+        self.conns = set()
+        self.watches = {}
+        self.tokens = {}
+        for t in args.token:
+            tok, _, rest = t.partition("=")
+            user, *groups = rest.split(",")
+            self.tokens[tok] = (user, [g for g in groups if g])
+        self.bootstrap = set(args.bootstrap_token)
+        self.secret_readers = set(args.secret_reader)
+        self.node_admins = set(args.node_admin)
+        self.admins = set(args.admin)
+        self.bookmark_interval = args.bookmark_interval
+        self.tls_mode = args.tls
+        self.api = None
+        self.api_thread = None
+
+    # --- faults
+    def take_fault(self, method, path, phase):
+        """Returns the first scripted fault matching this request (and uses
+        up one count of it), or None. phase "tcp" only matches blackhole."""
+        with self.lock:
+            for f in self.faults:
+                if (f["type"] == "blackhole") != (phase == "tcp"):
+                    continue
+                m = f.get("match", "")
+                if phase != "tcp" and m and m not in "%s %s" % (method, path):
+                    continue
+                if f["count"] == 0:
+                    continue
+                if f["count"] > 0:
+                    f["count"] -= 1
+                return dict(f, gen=self.fault_gen)
+            return None
+
+    # --- request log
+    def log_request(self, entry):
+        with self.lock:
+            self.log.append(entry)
+            if len(self.log) > LOG_MAX:
+                del self.log[:len(self.log) - LOG_MAX]
+        if self.args.verbose:
+            print("api: %s %s -> %s (%s)" % (entry.get("method"), entry.get("path"),
+                  entry.get("status"), entry.get("user")), file=sys.stderr, flush=True)
+
+    # --- TLS
+    def ssl_context(self):
+        pki = self.args.pki
+        name = {"good": "server", "other-ca": "server-other-ca",
+                "wrong-host": "server-wrong-host"}[self.tls_mode]
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+        ctx.load_cert_chain(os.path.join(pki, name + ".crt"), os.path.join(pki, name + ".key"))
+        ctx.verify_mode = ssl.CERT_OPTIONAL
+        ctx.load_verify_locations(os.path.join(pki, "ca.crt"))
+        ctx.set_alpn_protocols(["http/1.1"])
+        return ctx
+
+    # --- listener
+    def up(self):
+        with self.lock:
+            if self.api is not None:
+                return
+            host, port = self.args.listen.rsplit(":", 1)
+            srv = ApiServer((host, int(port)), ApiHandler, self, self.ssl_context())
+            self.api = srv
+            self.api_thread = threading.Thread(target=srv.serve_forever,
+                                               kwargs={"poll_interval": 0.05}, daemon=True)
+            self.api_thread.start()
+
+    def down(self):
+        with self.lock:
+            srv, self.api = self.api, None
+            self.down_gen += 1
+            conns = list(self.conns)
+        if srv is not None:
+            srv.shutdown()
+            srv.server_close()
+        for c in conns:
+            try:
+                c.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                c.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+        with self.store.cond:
+            self.store.cond.notify_all()
+
+
+class ApiServer(http.server.ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+    request_queue_size = 64
+
+    def __init__(self, addr, handler, state, ctx):
+        self.state = state
+        self.ctx = ctx
+        super().__init__(addr, handler)
+
+    def finish_request(self, request, client_address):
+        st = self.state
+        with st.lock:
+            st.conns.add(request)
+            gen = st.down_gen
+        try:
+            f = st.take_fault("-", "-", "tcp")
+            if f is not None:
+                st.log_request({"t": time.time(), "end": None, "method": "-", "path": "-",
+                                "status": 0, "user": None, "contentType": None,
+                                "watch": False, "fault": "blackhole"})
+                deadline = time.time() + HANG_MAX
+                while time.time() < deadline and st.fault_gen == f["gen"] and st.down_gen == gen:
+                    r, _, _ = select.select([request], [], [], 0.05)
+                    if r and not request.recv(4096):
+                        break    # the client gave up
+                raise Abort()
+            request.settimeout(10)
+            try:
+                conn = self.ctx.wrap_socket(request, server_side=True)
+            except (ssl.SSLError, OSError) as e:
+                st.log_request({"t": time.time(), "end": time.time(), "method": "TLS", "path": "-",
+                                "status": 0, "user": None, "contentType": None,
+                                "watch": False, "fault": None, "error": str(e)})
+                raise Abort()
+            with st.lock:
+                st.conns.add(conn)
+            try:
+                self.RequestHandlerClass(conn, client_address, self)
+            finally:
+                with st.lock:
+                    st.conns.discard(conn)
+        except (Abort, OSError, ValueError, ssl.SSLError):
+            pass
+        finally:
+            with st.lock:
+                st.conns.discard(request)
+
+    def shutdown_request(self, request):
+        try:
+            request.close()
+        except OSError:
+            pass
+
+    def handle_error(self, request, client_address):
+        pass
+
+
+# ---------------------------------------------------------------------------
+# the API
+
+RESOURCES = {"secrets": "Secret", "nodes": "Node"}
+PATH_RE = re.compile(r"^/api/v1/(?:namespaces/(?P<ns>[^/]+)/)?(?P<res>secrets|nodes)(?:/(?P<name>[^/]+))?$")
+
+
+class ApiHandler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server_version = "kube-apiserver-test/1.20"
+    sys_version = ""
+    timeout = 120
+
+    def log_message(self, *a):
+        pass
+
+    def do_GET(self):
+        self.dispatch()
+
+    def do_PATCH(self):
+        self.dispatch()
+
+    def do_POST(self):
+        self.dispatch()
+
+    def do_PUT(self):
+        self.dispatch()
+
+    def do_DELETE(self):
+        self.dispatch()
+
+    # --- helpers
+    @property
+    def st(self):
+        return self.server.state
+
+    def read_body(self):
+        n = int(self.headers.get("Content-Length") or 0)
+        if n > 3 * 1024 * 1024:
+            raise Abort()
+        return self.rfile.read(n) if n else b""
+
+    def send_json(self, code, obj, extra=None):
+        ua = self.headers.get("User-Agent", "")
+        if ua.startswith(("curl", "Wget", "Mozilla")):
+            body = json.dumps(obj, indent=2).encode() + b"\n"
+        else:
+            body = json.dumps(obj, separators=(",", ":")).encode() + b"\n"
+        self.send_response(code)
+        self.send_header("Audit-Id", str(uuid.uuid4()))
+        self.send_header("Cache-Control", "no-cache, private")
+        self.send_header("Content-Type", "application/json")
+        for k, v in (extra or {}).items():
+            self.send_header(k, v)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+        self.entry["status"] = code
+
+    def rst(self, partial=b""):
+        """Sends partial bytes (if any), then resets the TCP connection."""
+        try:
+            if partial:
+                self.wfile.write(partial)
+            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            self.connection.close()
+        except OSError:
+            pass
+        self.close_connection = True
+        raise Abort()
+
+    def authenticate(self):
+        """Returns (user, groups) or None for 401; x509 first, then bearer
+        tokens (bootstrap tokens last), else anonymous: like the real union
+        authenticator."""
+        cert = None
+        try:
+            cert = self.connection.getpeercert()
+        except (ValueError, OSError):
+            cert = None
+        if cert:
+            cn, orgs = None, []
+            for rdn in cert.get("subject", ()):
+                for k, v in rdn:
+                    if k == "commonName":
+                        cn = v
+                    elif k == "organizationName":
+                        orgs.append(v)
+            if cn:
+                return cn, orgs + ["system:authenticated"]
+        auth = self.headers.get("Authorization")
+        if auth is not None:
+            scheme, _, tok = auth.partition(" ")
+            tok = tok.strip()
+            if scheme.lower() != "bearer" or not tok:
+                return None
+            if tok in self.st.tokens:
+                u, g = self.st.tokens[tok]
+                return u, g + ["system:authenticated"]
+            if re.match(r"^[a-z0-9]{6}\.[a-z0-9]{16}$", tok) and tok in self.st.bootstrap:
+                return ("system:bootstrap:" + tok[:6],
+                        ["system:bootstrappers", "system:authenticated"])
+            return None
+        return "system:anonymous", ["system:unauthenticated"]
+
+    def subject_in(self, user, groups, subjects):
+        return user in subjects or any(("group:" + g) in subjects for g in groups)
+
+    def forbidden(self, user, verb, res, ns, name, why=None):
+        what = '%s "%s"' % (res, name) if name else res
+        scope = 'in the namespace "%s"' % ns if ns else "at the cluster scope"
+        msg = '%s is forbidden: User "%s" cannot %s resource "%s" in API group "" %s' % (
+            what, user, verb, res, scope)
+        if why:
+            msg += ": " + why
+        details = {"name": name, "kind": res} if name else {"kind": res}
+        self.send_json(403, status(403, "Forbidden", msg, details))
+
+    def authorize(self, user, groups, verb, res, ns, name):
+        """True when allowed; otherwise answers 403 and returns False."""
+        st = self.st
+        if self.subject_in(user, groups, st.admins) or "system:masters" in groups:
+            return True
+        is_node = user.startswith("system:node:") and "system:nodes" in groups
+        if res == "nodes":
+            if verb in ("get", "list", "watch"):
+                if is_node or self.subject_in(user, groups, st.node_admins):
+                    return True
+            elif verb == "patch":
+                if self.subject_in(user, groups, st.node_admins):
+                    return True
+                if is_node:
+                    return True    # NodeRestriction is checked on the patch itself
+            self.forbidden(user, verb, res, ns, name)
+            return False
+        # secrets
+        if is_node:
+            why = ("no relationship found between node '%s' and this object" % user[len("system:node:"):]
+                   if name else "No Object name found")
+            self.forbidden(user, verb, res, ns, name, why)
+            return False
+        if name and verb in ("get", "list", "watch") and self.subject_in(user, groups, st.secret_readers):
+            return True
+        self.forbidden(user, verb, res, ns, name)
+        return False
+
+    # --- dispatch
+    def dispatch(self):
+        st = self.st
+        self.entry = {"t": time.time(), "end": None, "method": self.command, "path": self.path,
+                      "status": None, "user": None,
+                      "contentType": self.headers.get("Content-Type"),
+                      "watch": False, "fault": None}
+        try:
+            self.dispatch_inner()
+        finally:
+            self.entry["end"] = time.time()
+            if not self.entry.get("logged"):
+                st.log_request(self.entry)
+            self.entry.pop("logged", None)
+
+    def dispatch_inner(self):
+        st = self.st
+        url = urllib.parse.urlsplit(self.path)
+        q = dict(urllib.parse.parse_qsl(url.query, keep_blank_values=True))
+        body = self.read_body() if self.command in ("PATCH", "POST", "PUT") else b""
+        is_watch = q.get("watch", "") in ("1", "true", "True")
+        self.entry["watch"] = is_watch
+
+        f = st.take_fault(self.command, self.path, "http")
+        if f is not None:
+            self.entry["fault"] = f["type"]
+            if self.apply_fault(f, is_watch):
+                return
+
+        who = self.authenticate()
+        if who is None:
+            self.send_json(401, status(401, "Unauthorized", "Unauthorized"))
+            return
+        user, groups = who
+        self.entry["user"] = user
+
+        if url.path == "/version":
+            self.send_json(200, {"major": "1", "minor": "20", "gitVersion": "v1.20.2",
+                                 "gitCommit": "faecb196815e248d3ecfb03c680a4507229c2a56",
+                                 "gitTreeState": "clean", "buildDate": "2021-01-13T13:20:00Z",
+                                 "goVersion": "go1.15.5", "compiler": "gc", "platform": "linux/amd64"})
+            return
+        if url.path in ("/healthz", "/livez", "/readyz"):
+            body = b"ok"
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain; charset=utf-8")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+            self.entry["status"] = 200
+            return
+
+        m = PATH_RE.match(url.path)
+        if not m or (m.group("res") == "secrets") != (m.group("ns") is not None):
+            self.send_json(404, status(404, "NotFound", "the server could not find the requested resource", {}))
+            return
+        res, ns, name = m.group("res"), m.group("ns"), m.group("name")
+        kind = RESOURCES[res]
+        sel_name = None
+        fs = q.get("fieldSelector")
+        if fs:
+            mm = re.match(r"^metadata\.name(?:=|==)([^,]+)$", fs)
+            if not mm:
+                self.send_json(400, status(400, "BadRequest",
+                                           'unable to parse requested field selector "%s"' % fs))
+                return
+            sel_name = mm.group(1)
+
+        if self.command == "GET" and name:
+            if not self.authorize(user, groups, "get", res, ns, name):
+                return
+            obj = st.store.get(kind, ns, name)
+            if obj is None:
+                self.send_json(404, status(404, "NotFound", '%s "%s" not found' % (res, name),
+                                           {"name": name, "kind": res}))
+                return
+            self.send_json(200, obj)
+            return
+        if self.command == "GET":
+            verb = "watch" if is_watch else "list"
+            if not self.authorize(user, groups, verb, res, ns, sel_name):
+                return
+            if is_watch:
+                self.watch(kind, res, ns, sel_name, q)
+                return
+            items, rv = st.store.list(kind, ns, sel_name)
+            self.send_json(200, {"kind": kind + "List", "apiVersion": "v1",
+                                 "metadata": {"resourceVersion": str(rv)}, "items": items})
+            return
+        if self.command == "PATCH" and name:
+            if not self.authorize(user, groups, "patch", res, ns, name):
+                return
+            self.patch(user, groups, kind, res, ns, name, body)
+            return
+        self.send_json(405, status(405, "MethodNotAllowed",
+                                   "the server does not allow this method on the requested resource", {}))
+
+    # --- faults
+    def apply_fault(self, f, is_watch):
+        """Answers per the fault; returns True when the request is done."""
+        st = self.st
+        t = f["type"]
+        if t == "500":
+            self.send_json(500, status(500, "InternalError", "Internal error occurred: scripted test fault",
+                                       {"causes": [{"message": "scripted test fault"}]}))
+            return True
+        if t == "429":
+            ra = int(f.get("retryAfter", 1))
+            self.send_json(429, status(429, "TooManyRequests", "Too many requests, please try again later.",
+                                       {"retryAfterSeconds": ra}), {"Retry-After": str(ra)})
+            return True
+        if t == "reset":
+            if is_watch:
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Transfer-Encoding", "chunked")
+                self.end_headers()
+                self.entry["status"] = 200
+                half = b'{"type":"MODIFIED","object":{"kind":"Secret","apiVersion":"v1","metadata":{"name":"x'
+                self.rst(b"%x\r\n%s" % (len(half) * 2, half))
+            self.entry["status"] = 0
+            self.rst()
+        if t == "hang":
+            self.entry["status"] = 0
+            gen = st.down_gen
+            deadline = time.time() + HANG_MAX
+            while time.time() < deadline and st.fault_gen == f["gen"] and st.down_gen == gen:
+                if self.client_gone():
+                    self.entry["error"] = "client gave up"
+                    break
+                time.sleep(0.05)
+            self.rst()
+        if t == "badjson":
+            body = b'{"kind":"Secret","apiVersion":"v1","metadata":{"name":"osc",,"data":{"osc.yaml":"' + b"\x00\xff}" * 8
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            if is_watch:
+                self.send_header("Transfer-Encoding", "chunked")
+                self.end_headers()
+                self.entry["status"] = 200
+                line = body + b"\n"
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(line), line))
+                # keep the stream open (the client must give up on it) until
+                # the fault is cleared, the server goes down, or 30 s
+                gen = st.down_gen
+                deadline = time.time() + 30
+                while time.time() < deadline and st.down_gen == gen and st.fault_gen == f["gen"]:
+                    time.sleep(0.05)
+                self.rst()
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+            self.entry["status"] = 200
+            return True
+        if t == "oversize":
+            total = int(f.get("bytes", 64 << 20))
+            chunked = bool(f.get("chunked", True)) or is_watch
+            head = b'{"kind":"Secret","apiVersion":"v1","metadata":{"name":"big"},"data":{"osc.yaml":"'
+            tail = b'"}}\n'
+            pad = total - len(head) - len(tail)
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            if chunked:
+                self.send_header("Transfer-Encoding", "chunked")
+            else:
+                self.send_header("Content-Length", str(total))
+            self.end_headers()
+            self.entry["status"] = 200
+            piece = b"A" * (1 << 20)
+            if is_watch:
+                head = b'{"type":"MODIFIED","object":' + head
+            sent = 0
+            try:
+                self.write_part(head, chunked)
+                while sent < pad:
+                    n = min(len(piece), pad - sent)
+                    self.write_part(piece[:n], chunked)
+                    sent += n
+                self.write_part(tail, chunked)
+                if chunked:
+                    self.wfile.write(b"0\r\n\r\n")
+            except OSError:
+                self.entry["error"] = "client closed after %d bytes" % (len(head) + sent)
+                raise Abort()
+            self.entry["bytesSent"] = len(head) + sent + len(tail)
+            return True
+        return False
+
+    def write_part(self, data, chunked):
+        if chunked:
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+        else:
+            self.wfile.write(data)
+
+    # --- patch
+    def patch(self, user, groups, kind, res, ns, name, body):
+        st = self.st
+        ctype = (self.headers.get("Content-Type") or "").split(";")[0].strip().lower()
+        if ctype not in ("application/merge-patch+json", "application/strategic-merge-patch+json"):
+            self.send_json(415, status(415, "UnsupportedMediaType", "415: Unsupported Media Type", {}))
+            return
+        try:
+            p = json.loads(body.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError) as e:
+            self.send_json(400, status(400, "BadRequest", "error decoding patch: %s" % e))
+            return
+        if not isinstance(p, dict):
+            self.send_json(400, status(400, "BadRequest", "error decoding patch: not a JSON object"))
+            return
+        is_node = user.startswith("system:node:") and "system:nodes" in groups
+        privileged = (self.subject_in(user, groups, st.admins) or "system:masters" in groups
+                      or self.subject_in(user, groups, st.node_admins))
+        if kind == "Node" and is_node and not privileged:
+            me = user[len("system:node:"):]
+            if me != name:
+                self.send_json(403, status(403, "Forbidden", 'nodes "%s" is forbidden: node "%s" is not allowed to modify node "%s"'
+                                           % (name, me, name), {"name": name, "kind": res}))
+                return
+        with st.store.cond:
+            cur = st.store.get(kind, ns, name)
+            if cur is None:
+                self.send_json(404, status(404, "NotFound", '%s "%s" not found' % (res, name),
+                                           {"name": name, "kind": res}))
+                return
+            want_rv = (p.get("metadata") or {}).get("resourceVersion") if isinstance(p.get("metadata"), dict) else None
+            if want_rv is not None and want_rv != cur["metadata"]["resourceVersion"]:
+                self.send_json(409, status(409, "Conflict",
+                                           'Operation cannot be fulfilled on %s "%s": the object has been modified; '
+                                           'please apply your changes to the latest version and try again' % (res, name),
+                                           {"name": name, "kind": res}))
+                return
+            new = merge_patch(cur, p)
+            md = new.get("metadata")
+            if not isinstance(md, dict):
+                self.send_json(400, status(400, "BadRequest", "metadata: expected an object"))
+                return
+            for field in ("labels", "annotations"):
+                v = md.get(field)
+                if v is None:
+                    md.pop(field, None)
+                    continue
+                if not isinstance(v, dict) or not all(isinstance(x, str) for x in v.values()):
+                    self.send_json(400, status(400, "BadRequest",
+                                               "json: cannot unmarshal into Go struct field ObjectMeta.metadata.%s of type string" % field))
+                    return
+                if not v:
+                    md.pop(field)
+            for k, v in (md.get("labels") or {}).items():
+                if len(v) > 63 or not LABEL_VALUE_RE.match(v):
+                    self.send_json(422, status(422, "Invalid", '%s "%s" is invalid: metadata.labels: Invalid value: "%s": '
+                                               "a valid label must be an empty string or consist of alphanumeric characters, "
+                                               "'-', '_' or '.', and must start and end with an alphanumeric character"
+                                               % (kind, name, v), {"name": name, "kind": res,
+                                                                    "causes": [{"reason": "FieldValueInvalid",
+                                                                                "message": "Invalid value",
+                                                                                "field": "metadata.labels"}]}))
+                    return
+            for key in ("name", "namespace", "uid", "creationTimestamp"):
+                if cur["metadata"].get(key) != md.get(key):
+                    self.send_json(422, status(422, "Invalid", "%s \"%s\" is invalid: metadata.%s: field is immutable"
+                                               % (kind, name, key), {"name": name, "kind": res}))
+                    return
+            if kind == "Node" and is_node and not privileged:
+                oldl = cur["metadata"].get("labels") or {}
+                newl = md.get("labels") or {}
+                bad = sorted(k for k in set(oldl) | set(newl)
+                             if oldl.get(k) != newl.get(k) and
+                             k.split("/")[0].endswith("node-restriction.kubernetes.io"))
+                if bad:
+                    self.send_json(403, status(403, "Forbidden", 'nodes "%s" is forbidden: is not allowed to modify labels: %s'
+                                               % (name, ", ".join(bad)), {"name": name, "kind": res}))
+                    return
+            stored, _ = st.store.put(kind, ns, name, new)
+        self.send_json(200, stored)
+
+    # --- watch
+    def bookmark_object(self, kind, rv):
+        if kind == "Node":
+            return {"kind": "Node", "apiVersion": "v1",
+                    "metadata": {"resourceVersion": str(rv), "creationTimestamp": None},
+                    "spec": {},
+                    "status": {"daemonEndpoints": {"kubeletEndpoint": {"Port": 0}},
+                               "nodeInfo": {"machineID": "", "systemUUID": "", "bootID": "", "kernelVersion": "",
+                                            "osImage": "", "containerRuntimeVersion": "", "kubeletVersion": "",
+                                            "kubeProxyVersion": "", "operatingSystem": "", "architecture": ""}}}
+        return {"kind": kind, "apiVersion": "v1", "metadata": {"resourceVersion": str(rv), "creationTimestamp": None}}
+
+    def send_event(self, typ, obj):
+        line = json.dumps({"type": typ, "object": obj}, separators=(",", ":")).encode() + b"\n"
+        self.wfile.write(b"%x\r\n%s\r\n" % (len(line), line))
+
+    def client_gone(self):
+        try:
+            r, _, _ = select.select([self.connection], [], [], 0)
+        except (OSError, ValueError):
+            return True
+        if not r:
+            return False
+        try:
+            self.connection.settimeout(0.01)
+            d = self.connection.recv(1)
+            return d == b""
+        except (ssl.SSLWantReadError, socket.timeout, BlockingIOError):
+            return False
+        except (OSError, ssl.SSLError):
+            return True
+        finally:
+            try:
+                self.connection.settimeout(self.timeout)
+            except OSError:
+                pass
+
+    def watch(self, kind, res, ns, sel_name, q):
+        st = self.st
+        store = st.store
+        rvp = q.get("resourceVersion", "")
+        bookmarks = q.get("allowWatchBookmarks", "") in ("1", "true", "True")
+        try:
+            timeout = int(q["timeoutSeconds"]) if q.get("timeoutSeconds") else WATCH_DEFAULT_TIMEOUT
+        except ValueError:
+            self.send_json(400, status(400, "BadRequest", "invalid timeoutSeconds"))
+            return
+        if rvp not in ("", "0"):
+            try:
+                rv0 = int(rvp)
+            except ValueError:
+                self.send_json(400, status(400, "BadRequest", 'invalid resource version: "%s"' % rvp))
+                return
+
+        def matches(k, n, nm):
+            return k == kind and (ns is None or n == ns) and (sel_name is None or nm == sel_name)
+
+        with store.cond:
+            gen_down, gen_reset = st.down_gen, st.reset_gen
+            initial = []
+            expired = None
+            if rvp in ("", "0"):
+                for (k, n, nm), o in sorted(store.objects.items(), key=lambda kv: int(kv[1]["metadata"]["resourceVersion"])):
+                    if matches(k, n, nm):
+                        initial.append(("ADDED", copy.deepcopy(o)))
+                pos = store.rv
+            elif rv0 < store.floor:
+                expired = status(410, "Expired", "too old resource version: %d (%d)" % (rv0, store.floor))
+                pos = store.rv
+            else:
+                pos = rv0
+
+        self.send_response(200)
+        self.send_header("Audit-Id", str(uuid.uuid4()))
+        self.send_header("Cache-Control", "no-cache, private")
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        self.entry["status"] = 200
+        # log the watch now (it may last long); "end" is filled in later
+        self.entry["logged"] = True
+        st.log_request(self.entry)
+        wid = id(self)
+        with st.lock:
+            st.watches[wid] = {"t": self.entry["t"], "path": self.path, "user": self.entry["user"]}
+        try:
+            if expired is not None:
+                self.send_event("ERROR", expired)
+                self.wfile.write(b"0\r\n\r\n")
+                return
+            for typ, o in initial:
+                self.send_event(typ, o)
+            start = time.time()
+            deadline = start + timeout
+            final_bm = deadline - 2 if timeout > 2 else None
+            next_bm = start + st.bookmark_interval
+            while True:
+                with store.cond:
+                    evs = []
+                    if pos < store.floor:
+                        evs = None
+                    else:
+                        for ev in store.history:
+                            if ev[0] > pos and matches(ev[2], ev[3], ev[4]):
+                                evs.append(ev)
+                    cur_rv = store.rv
+                    if evs == []:
+                        wait = min(0.25, max(0.0, deadline - time.time()))
+                        store.cond.wait(wait)
+                if st.down_gen != gen_down:
+                    self.rst()
+                if st.reset_gen != gen_reset:
+                    half = b'{"type":"MODIFIED","object":{"kind":"%s","apiVersion":"v1","metadata":{"name":"x' % kind.encode()
+                    self.rst(b"%x\r\n%s" % (len(half) * 2, half))
+                if evs is None:
+                    # fell out of the history window while we were slow
+                    self.send_event("ERROR", status(410, "Expired", "too old resource version: %d (%d)"
+                                                    % (pos, store.floor)))
+                    break
+                for ev in evs:
+                    self.send_event(ev[1], ev[5])
+                    pos = ev[0]
+                now = time.time()
+                if bookmarks and (now >= next_bm or (final_bm is not None and now >= final_bm)):
+                    if final_bm is not None and now >= final_bm:
+                        final_bm = None
+                    next_bm = now + st.bookmark_interval
+                    with store.cond:
+                        # every matching event up to store.rv has been sent
+                        # once no newer one is pending
+                        pending = any(ev[0] > pos and matches(ev[2], ev[3], ev[4]) for ev in store.history)
+                        if not pending:
+                            pos = max(pos, store.rv)
+                            self.send_event("BOOKMARK", self.bookmark_object(kind, pos))
+                if now >= deadline:
+                    break
+                if self.client_gone():
+                    self.close_connection = True
+                    raise Abort()
+            self.wfile.write(b"0\r\n\r\n")
+        except OSError:
+            self.close_connection = True
+            raise Abort()
+        finally:
+            self.entry["end"] = time.time()
+            with st.lock:
+                st.watches.pop(wid, None)
+
+
+# ---------------------------------------------------------------------------
+# objects
+
+def make_secret(ns, name, osc, checksum="auto", labels=None, annotations=None, data=None):
+    ann = dict(annotations or {})
+    d = dict(data or {})
+    if osc is not None:
+        osc_b = osc.encode() if isinstance(osc, str) else osc
+        d["osc.yaml"] = base64.b64encode(osc_b).decode()
+        real = hashlib.sha256(osc_b).hexdigest()
+        if checksum == "auto":
+            ann["checksum/data-script"] = real
+        elif checksum == "wrong":
+            ann["checksum/data-script"] = hashlib.sha256(osc_b + b"tampered").hexdigest()
+        elif checksum not in ("none", None):
+            ann["checksum/data-script"] = checksum
+    md = {"name": name, "namespace": ns}
+    lab = {"gardener.cloud/role": "operating-system-config"}
+    lab.update(labels or {})
+    md["labels"] = lab
+    if ann:
+        md["annotations"] = ann
+    return {"kind": "Secret", "apiVersion": "v1", "metadata": md, "data": d, "type": "Opaque"}
+
+
+def make_node(name):
+    return {"kind": "Node", "apiVersion": "v1",
+            "metadata": {"name": name,
+                         "labels": {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux",
+                                    "worker.gardener.cloud/pool": "worker-a"},
+                         "annotations": {"node.alpha.kubernetes.io/ttl": "0"}},
+            "spec": {"podCIDR": "10.244.0.0/24"},
+            "status": {"addresses": [{"type": "InternalIP", "address": "127.0.0.1"},
+                                     {"type": "Hostname", "address": name}],
+                       "nodeInfo": {"machineID": "", "systemUUID": "", "bootID": "", "kernelVersion": "",
+                                    "osImage": "Debian GNU/Linux 12 (bookworm)", "containerRuntimeVersion": "",
+                                    "kubeletVersion": "v1.20.2", "kubeProxyVersion": "v1.20.2",
+                                    "operatingSystem": "linux", "architecture": "amd64"}}}
+
+
+# ---------------------------------------------------------------------------
+# the control interface
+
+class ControlServer(http.server.ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+
+class ControlHandler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *a):
+        pass
+
+    def reply(self, code, obj):
+        body = json.dumps(obj, indent=1).encode() + b"\n"
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_GET(self):
+        self.handle_ctl({})
+
+    def do_POST(self):
+        n = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(n) if n else b"{}"
+        try:
+            req = json.loads(raw or b"{}")
+        except ValueError as e:
+            self.reply(400, {"error": "bad JSON: %s" % e})
+            return
+        self.handle_ctl(req)
+
+    def handle_ctl(self, req):
+        st = self.server.state
+        url = urllib.parse.urlsplit(self.path)
+        q = dict(urllib.parse.parse_qsl(url.query))
+        p = url.path
+        store = st.store
+        try:
+            if p == "/healthz":
+                self.reply(200, {"ok": True, "up": st.api is not None, "rv": store.rv})
+            elif p == "/secret" and self.command == "GET":
+                o = store.get("Secret", q.get("namespace", "kube-system"), q["name"])
+                self.reply(200 if o else 404, o or {"error": "not found"})
+            elif p == "/secret":
+                ns = req.get("namespace", "kube-system")
+                name = req["name"]
+                if req.get("delete"):
+                    o = store.delete("Secret", ns, name)
+                    self.reply(200 if o else 404, {"t": time.time(), "resourceVersion": store.rv})
+                    return
+                osc = req.get("osc")
+                if req.get("oscFile"):
+                    with open(req["oscFile"], "rb") as fh:
+                        osc = fh.read()
+                obj = make_secret(ns, name, osc, req.get("checksum", "auto"), req.get("labels"),
+                                  req.get("annotations"), req.get("data"))
+                cur = store.get("Secret", ns, name)
+                if cur is not None:
+                    for k in ("uid", "creationTimestamp"):
+                        obj["metadata"][k] = cur["metadata"][k]
+                t = time.time()
+                stored, changed = store.put("Secret", ns, name, obj)
+                self.reply(200, {"t": t, "resourceVersion": stored["metadata"]["resourceVersion"],
+                                 "changed": changed,
+                                 "checksum": (stored["metadata"].get("annotations") or {}).get("checksum/data-script")})
+            elif p == "/node" and self.command == "GET":
+                o = store.get("Node", None, q["name"])
+                self.reply(200 if o else 404, o or {"error": "not found"})
+            elif p == "/node":
+                name = req["name"]
+                if req.get("delete"):
+                    o = store.delete("Node", None, name)
+                    self.reply(200 if o else 404, {"t": time.time()})
+                    return
+                with store.cond:
+                    cur = store.get("Node", None, name) or make_node(name)
+                    patch = {"metadata": {}}
+                    for f in ("annotations", "labels"):
+                        if f in req:
+                            patch["metadata"][f] = req[f]
+                    new = merge_patch(cur, patch)
+                    for f in ("annotations", "labels"):
+                        if f in new["metadata"] and not new["metadata"][f]:
+                            del new["metadata"][f]
+                    t = time.time()
+                    stored, changed = store.put("Node", None, name, new)
+                self.reply(200, {"t": t, "resourceVersion": stored["metadata"]["resourceVersion"],
+                                 "changed": changed})
+            elif p == "/log":
+                since = float(q.get("since", 0))
+                with st.lock:
+                    entries = [dict(e) for e in st.log if e["t"] >= since]
+                self.reply(200, {"now": time.time(), "requests": entries})
+            elif p == "/watches":
+                with st.lock:
+                    self.reply(200, {"now": time.time(), "watches": list(st.watches.values())})
+            elif p == "/annotation-history":
+                with store.cond:
+                    h = list(store.ann_history.get((q["node"], q["key"]), []))
+                self.reply(200, [{"t": t, "value": v, "rv": rv} for t, v, rv in h])
+            elif p == "/wait-annotation":
+                node, key, value = q["node"], q["key"], q.get("value")
+                since = float(q.get("since", 0))
+                deadline = time.time() + float(q.get("timeout", 10))
+                hit = []
+                with store.cond:
+                    while True:
+                        hit = [t for t, v, rv in store.ann_history.get((node, key), [])
+                               if t >= since and (value is None or v == value)]
+                        left = deadline - time.time()
+                        if hit or left <= 0:
+                            break
+                        store.cond.wait(min(left, 0.5))
+                self.reply(200, {"ok": bool(hit), "t": hit[0] if hit else None})
+            elif p == "/fault":
+                f = dict(req)
+                f["count"] = int(f.get("count", 1))
+                if f.get("type") not in ("500", "429", "reset", "hang", "blackhole", "oversize", "badjson"):
+                    self.reply(400, {"error": "unknown fault type %r" % f.get("type")})
+                    return
+                with st.lock:
+                    st.faults.append(f)
+                self.reply(200, {"ok": True, "t": time.time()})
+            elif p == "/clear-faults":
+                with st.lock:
+                    st.faults = []
+                    st.fault_gen += 1
+                self.reply(200, {"ok": True, "t": time.time()})
+            elif p == "/reset-watches":
+                with st.lock:
+                    st.reset_gen += 1
+                    n = len(st.watches)
+                with store.cond:
+                    store.cond.notify_all()
+                self.reply(200, {"ok": True, "watches": n, "t": time.time()})
+            elif p == "/expire":
+                store.expire()
+                self.reply(200, {"ok": True, "floor": store.floor, "t": time.time()})
+            elif p == "/down":
+                st.down()
+                self.reply(200, {"ok": True, "t": time.time()})
+            elif p == "/up":
+                st.up()
+                self.reply(200, {"ok": True, "t": time.time()})
+            elif p == "/restart":
+                st.down()
+                if "tls" in req:
+                    if req["tls"] not in ("good", "other-ca", "wrong-host"):
+                        self.reply(400, {"error": "tls: good, other-ca or wrong-host"})
+                        return
+                    st.tls_mode = req["tls"]
+                store.expire()
+                st.up()
+                self.reply(200, {"ok": True, "tls": st.tls_mode, "floor": store.floor, "t": time.time()})
+            elif p == "/policy":
+                with st.lock:
+                    if "allowSecret" in req:
+                        st.secret_readers.add(req["allowSecret"])
+                    if "revokeSecret" in req:
+                        st.secret_readers.discard(req["revokeSecret"])
+                    self.reply(200, {"secretReaders": sorted(st.secret_readers)})
+            elif p == "/config":
+                if "bookmarkInterval" in req:
+                    st.bookmark_interval = float(req["bookmarkInterval"])
+                self.reply(200, {"bookmarkInterval": st.bookmark_interval})
+            else:
+                self.reply(404, {"error": "no such control endpoint %s" % p})
+        except (KeyError, ValueError, OSError) as e:
+            self.reply(400, {"error": "%s: %s" % (type(e).__name__, e)})
+
+
+# ---------------------------------------------------------------------------
+
+def serve(args):
+    st = State(args)
+    for n in args.node:
+        st.store.put("Node", None, n, make_node(n))
+    for s in args.secret:
+        where, _, path = s.partition("=")
+        ns, _, name = where.partition("/")
+        with open(path, "rb") as fh:
+            st.store.put("Secret", ns, name, make_secret(ns, name, fh.read()))
+    # The initial objects stay in the history (as if the server had been
+    # running for a while): a watch from the RV of a GET works; /restart and
+    # /expire forget it, like a real restart of the watch cache.
+    st.up()
+    host, port = args.control.rsplit(":", 1)
+    ctl = ControlServer((host, int(port)), ControlHandler)
+    ctl.state = st
+    if args.ready_file:
+        tmp = args.ready_file + ".tmp"
+        with open(tmp, "w") as fh:
+            fh.write("%d\n" % os.getpid())
+        os.rename(tmp, args.ready_file)
+    if args.verbose:
+        print("kube-apiserver.py: API on https://%s, control on http://%s" % (args.listen, args.control),
+              file=sys.stderr, flush=True)
+    try:
+        ctl.serve_forever(poll_interval=0.1)
+    except KeyboardInterrupt:
+        pass
+
+
+def ctl_main(args):
+    host, port = args.control.rsplit(":", 1)
+    c = http.client.HTTPConnection(host, int(port), timeout=args.timeout)
+    body = None
+    headers = {}
+    if args.json is not None:
+        body = args.json.encode()
+        headers["Content-Type"] = "application/json"
+    elif args.method == "POST":
+        body = b"{}"
+        headers["Content-Type"] = "application/json"
+    try:
+        c.request(args.method, args.path, body=body, headers=headers)
+        r = c.getresponse()
+        data = r.read()
+    except OSError as e:
+        print("kube-apiserver.py ctl: %s %s: %s" % (args.method, args.path, e), file=sys.stderr)
+        return 2
+    sys.stdout.write(data.decode())
+    return 0 if 200 <= r.status < 300 else 1
+
+
+def main():
+    ap = argparse.ArgumentParser(description="TLS test kube-apiserver for node-agent's tests")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    s = sub.add_parser("serve")
+    s.add_argument("--pki", required=True)
+    s.add_argument("--listen", default=API_DEFAULT)
+    s.add_argument("--control", default=CONTROL_DEFAULT)
+    s.add_argument("--token", action="append", default=[])
+    s.add_argument("--bootstrap-token", action="append", default=[])
+    s.add_argument("--secret-reader", action="append", default=[])
+    s.add_argument("--node-admin", action="append", default=[])
+    s.add_argument("--admin", action="append", default=[])
+    s.add_argument("--node", action="append", default=[])
+    s.add_argument("--secret", action="append", default=[])
+    s.add_argument("--bookmark-interval", type=float, default=60.0)
+    s.add_argument("--history", type=int, default=1000)
+    s.add_argument("--start-rv", type=int, default=100)
+    s.add_argument("--tls", choices=("good", "other-ca", "wrong-host"), default="good")
+    s.add_argument("--ready-file")
+    s.add_argument("--verbose", "-v", action="store_true")
+    c = sub.add_parser("ctl")
+    c.add_argument("--control", default=os.environ.get("KUBE_CONTROL", CONTROL_DEFAULT))
+    c.add_argument("--timeout", type=float, default=120)
+    c.add_argument("method", choices=("GET", "POST"))
+    c.add_argument("path")
+    c.add_argument("json", nargs="?")
+    args = ap.parse_args()
+    if args.cmd == "serve":
+        serve(args)
+        return 0
+    return ctl_main(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
