@@ -5,10 +5,19 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/uio.h>
-#include <systemd/sd-journal.h>
 #include <unistd.h>
 
 #include "log.h"
+
+/* authkeys-cmd compiles this file a second time with NA_LOG_NATIVE_JOURNAL
+ * (see the Makefile): it is linked statically and speaks the journal's
+ * native protocol itself (lib/journal.h) instead of loading libsystemd. */
+#ifdef NA_LOG_NATIVE_JOURNAL
+#include "journal.h"
+static int log_journal_fd = -1;
+#else
+#include <systemd/sd-journal.h>
+#endif
 
 #define LOG_FIELDS_MAX 16
 #define LOG_MESSAGE_MAX 2048
@@ -21,6 +30,11 @@ void log_open(const char *ident, enum log_target target)
 {
 	log_ident = ident;
 	log_target = target;
+#ifdef NA_LOG_NATIVE_JOURNAL
+	/* Opened here, before a seccomp filter that allows only sendmsg. */
+	if (log_journal_fd < 0 && target != LOG_TARGET_STDERR)
+		log_journal_fd = journal_open();
+#endif
 	if (getenv("NODE_AGENT_DEBUG"))
 		log_max_level = LOG_DEBUG;
 }
@@ -105,7 +119,12 @@ int log_full(int level, int error, const char *file, int line, const char *const
 #undef ADD
 		for (size_t i = 0; fields && fields[i] && i < LOG_FIELDS_MAX; i++)
 			iov[k++] = (struct iovec){ (void *)(uintptr_t)fields[i], strlen(fields[i]) };
+#ifdef NA_LOG_NATIVE_JOURNAL
+		if (log_journal_fd >= 0)
+			(void)journal_sendv(log_journal_fd, iov, k);
+#else
 		(void)sd_journal_sendv(iov, (int)k);
+#endif
 	}
 
 	if (want_stderr())

@@ -6,6 +6,8 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -13,6 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "../../authkeys-cmd/confine.h"
 #include "cleanup.h"
 #include "sandbox.h"
 
@@ -94,6 +97,51 @@ static void unknown_name_installs_nothing(void **state)
 	assert_int_equal(WEXITSTATUS(st), 42);
 }
 
+/* authkeys-cmd's own filter, installed by the function authkeys-cmd calls:
+ * what it needs works, a socket (what an exploited parser would want
+ * first) kills the process. */
+static void child_akc_forbidden(void)
+{
+	if (akc_confine(NULL) < 0)
+		_exit(2);
+	(void)socket(AF_INET, SOCK_STREAM, 0);
+	_exit(1);
+}
+
+static void child_akc_allowed(void)
+{
+	if (akc_confine(NULL) < 0)
+		_exit(2);
+	int fd = openat(AT_FDCWD, "/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st) < 0 || close(fd) < 0)
+		_exit(3);
+	_exit(write(STDOUT_FILENO, "", 0) == 0 ? 42 : 4);
+}
+
+static void child_akc_exec(void)
+{
+	if (akc_confine(NULL) < 0)
+		_exit(2);
+	execl("/bin/true", "true", (char *)NULL);
+	_exit(1);
+}
+
+static void authkeys_cmd_filter(void **state)
+{
+	int st = run_child(child_akc_forbidden);
+	assert_true(WIFSIGNALED(st));
+	assert_int_equal(WTERMSIG(st), SIGSYS);
+
+	st = run_child(child_akc_exec);
+	assert_true(WIFSIGNALED(st));
+	assert_int_equal(WTERMSIG(st), SIGSYS);
+
+	st = run_child(child_akc_allowed);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 42);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -101,6 +149,7 @@ int main(void)
 		cmocka_unit_test(allowed_syscall_runs),
 		cmocka_unit_test(clone3_gets_enosys),
 		cmocka_unit_test(unknown_name_installs_nothing),
+		cmocka_unit_test(authkeys_cmd_filter),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

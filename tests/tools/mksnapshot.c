@@ -1,0 +1,112 @@
+/* mksnapshot: test-only writer of key snapshots (tests and make bench; the
+ * real writer is cloud-config-exec).
+ *
+ *   mksnapshot [--generation N] OUTPUT < entries.tsv
+ *
+ * Each input line is "user<TAB>fingerprint<TAB>expiry<TAB>authorized_keys
+ * line" (expiry in UTC seconds, 0 = none). OUTPUT is replaced atomically
+ * with mode 0644, owned by whoever runs this (root in the tests). */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cleanup.h"
+#include "fsx.h"
+#include "snapshot.h"
+
+static int parse_u64(const char *s, uint64_t *ret)
+{
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (errno || end == s || *end || s[0] == '-')
+		return -EINVAL;
+	*ret = v;
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	uint64_t generation = 1;
+	int a = 1;
+	if (argc > 2 && strcmp(argv[1], "--generation") == 0) {
+		if (parse_u64(argv[2], &generation) < 0) {
+			fprintf(stderr, "mksnapshot: bad generation \"%s\"\n", argv[2]);
+			return 2;
+		}
+		a = 3;
+	}
+	if (argc != a + 1) {
+		fprintf(stderr, "usage: mksnapshot [--generation N] OUTPUT < entries.tsv\n");
+		return 2;
+	}
+
+	size_t n = 0, cap = 0;
+	struct snapshot_entry *e = NULL;
+	char *line = NULL;
+	size_t linecap = 0;
+	ssize_t len;
+	unsigned lineno = 0;
+	while ((len = getline(&line, &linecap, stdin)) >= 0) {
+		lineno++;
+		if (len > 0 && line[len - 1] == '\n')
+			line[--len] = '\0';
+		if (len == 0)
+			continue;
+		char *f[4], *p = line;
+		for (int i = 0; i < 3; i++) {
+			char *tab = strchr(p, '\t');
+			if (!tab) {
+				fprintf(stderr, "mksnapshot: line %u: expected 4 tab-separated fields\n", lineno);
+				return 1;
+			}
+			*tab = '\0';
+			f[i] = p;
+			p = tab + 1;
+		}
+		f[3] = p;
+		uint64_t expiry;
+		if (parse_u64(f[2], &expiry) < 0 || expiry > INT64_MAX) {
+			fprintf(stderr, "mksnapshot: line %u: bad expiry \"%s\"\n", lineno, f[2]);
+			return 1;
+		}
+		if (n == cap) {
+			cap = cap ? cap * 2 : 1024;
+			struct snapshot_entry *ne = realloc(e, cap * sizeof(*e));
+			if (!ne)
+				return 1;
+			e = ne;
+		}
+		/* The entry points into this line's buffer; take a fresh one next. */
+		e[n++] = (struct snapshot_entry){ f[0], f[1], f[3], (int64_t)expiry };
+		line = NULL;
+		linecap = 0;
+	}
+	free(line);
+
+	const char *name;
+	_cleanup_close_ int root = fsx_open_root(argv[a][0] == '/' ? "/" : ".");
+	_cleanup_close_ int dir = fsx_open_parent_at(root, argv[a], 0, 0, &name);
+	if (dir < 0) {
+		fprintf(stderr, "mksnapshot: %s: %s\n", argv[a], strerror(-dir));
+		return 1;
+	}
+	size_t bad = SIZE_MAX;
+	int r = snapshot_write_at(dir, name, e, n, generation, (int64_t)time(NULL), FSX_UID_KEEP, FSX_GID_KEEP,
+				  &bad);
+	if (r < 0) {
+		if (bad != SIZE_MAX)
+			fprintf(stderr, "mksnapshot: entry %zu (user \"%s\"): %s\n", bad + 1, e[bad].user,
+				strerror(-r));
+		else
+			fprintf(stderr, "mksnapshot: %s: %s\n", argv[a], strerror(-r));
+		return 1;
+	}
+	/* The entries' strings are leaked on purpose: the process ends here. */
+	free(e);
+	return 0;
+}

@@ -1,0 +1,129 @@
+/* Unit tests for authkeys-cmd's answer policy (authkeys-cmd/answer.c):
+ * which lines sshd gets for which request, table-driven. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <string.h>
+
+#include "../../authkeys-cmd/answer.h"
+#include "cleanup.h"
+#include "snapshot.h"
+
+#define KA "AAAAC3NzaC1lZDI1NTE5AAAAIAc+aaaa"
+#define KB "AAAAC3NzaC1lZDI1NTE5AAAAIAc+bbbb"
+#define KE "AAAAC3NzaC1lZDI1NTE5AAAAIAc+eeee"
+#define KR "AAAAC3NzaC1lZDI1NTE5AAAAIAc+rrrr"
+#define NOW 1800000000
+#define U(u) .user = (u)
+#define F(f) .fingerprint = (f)
+#define T(t) .type = (t)
+#define K(k) .key = (k)
+
+static const struct snapshot_entry entries[] = {
+	{ "alice", "SHA256:a", "ssh-ed25519 " KA " a", 0 },
+	{ "alice", "SHA256:e", "ssh-ed25519 " KE " expired", NOW - 1 },
+	{ "alice", "SHA256:f", "expiry-time=\"20991231000000Z\" ssh-ed25519 " KB " future", NOW + 1 },
+	{ "bob", "SHA256:b", "ssh-ed25519 " KB " b", 0 },
+	{ "carol", "SHA256:c", "ssh-ed25519 " KE " gone", NOW },
+	{ "root", "SHA256:r", "ssh-ed25519 " KR " r", 0 },
+};
+
+static void answers(void **state)
+{
+	static const struct {
+		struct akc_request req;
+		enum akc_reason reason;
+		unsigned served, expired;
+		const char *out;
+	} cases[] = {
+		{ { U("alice") }, AKC_SERVED, 2, 1,
+		  "ssh-ed25519 " KA " a\nexpiry-time=\"20991231000000Z\" ssh-ed25519 " KB " future\n" },
+		{ { U("alice"), F("SHA256:a") }, AKC_SERVED, 1, 0, "ssh-ed25519 " KA " a\n" },
+		{ { U("alice"), F("SHA256:a"), T("ssh-ed25519") }, AKC_SERVED, 1, 0, "ssh-ed25519 " KA " a\n" },
+		{ { U("alice"), F("SHA256:a"), T("ssh-ed25519"), K(KA) }, AKC_SERVED, 1, 0, "ssh-ed25519 " KA " a\n" },
+		{ { U("alice"), F("SHA256:a"), T("ssh-rsa"), K(KA) }, AKC_TYPE_MISMATCH, 0, 0, NULL },
+		{ { U("alice"), F("SHA256:a"), T("ssh-ed25519"), K(KB) }, AKC_KEY_MISMATCH, 0, 0, NULL },
+		{ { U("alice"), F("SHA256:a"), T("ssh-ed25519"), K(KA "x") }, AKC_KEY_MISMATCH, 0, 0, NULL },
+		{ { U("alice"), F("SHA256:e") }, AKC_EXPIRED, 0, 1, NULL },
+		{ { U("alice"), F("SHA256:f") }, AKC_SERVED, 1, 0,
+		  "expiry-time=\"20991231000000Z\" ssh-ed25519 " KB " future\n" },
+		{ { U("alice"), F("SHA256:b") }, AKC_UNKNOWN_FINGERPRINT, 0, 0, NULL }, /* bob's key */
+		{ { U("bob"), F("SHA256:a") }, AKC_UNKNOWN_FINGERPRINT, 0, 0, NULL },
+		{ { U("bob") }, AKC_SERVED, 1, 0, "ssh-ed25519 " KB " b\n" },
+		{ { U("carol") }, AKC_ALL_EXPIRED, 0, 1, NULL }, /* expiry == now is expired */
+		{ { U("mallory") }, AKC_NO_KEYS, 0, 0, NULL },
+		{ { U("mallory"), F("SHA256:a") }, AKC_UNKNOWN_FINGERPRINT, 0, 0, NULL },
+		{ { U("root") }, AKC_ROOT_REFUSED, 0, 0, NULL },
+		{ { U("root"), F("SHA256:r") }, AKC_ROOT_REFUSED, 0, 0, NULL },
+		{ { U("root"), .allow_root = true }, AKC_SERVED, 1, 0, "ssh-ed25519 " KR " r\n" },
+	};
+	_cleanup_free_ void *buf = NULL;
+	size_t size;
+	assert_int_equal(snapshot_build(entries, ELEMENTSOF(entries), 1, 1, &buf, &size, NULL), 0);
+	struct snapshot *s = NULL;
+	assert_int_equal(snapshot_parse(buf, size, &s, NULL), 0);
+
+	for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+		struct akc_request req = cases[i].req;
+		req.now = NOW;
+		struct akc_answer a;
+		assert_int_equal(akc_answer(s, &req, &a), 0);
+		if (a.reason != cases[i].reason)
+			fail_msg("case %zu: reason %s, expected %s", i, akc_reason_to_string(a.reason),
+				 akc_reason_to_string(cases[i].reason));
+		assert_int_equal(a.served, cases[i].served);
+		assert_int_equal(a.expired, cases[i].expired);
+		if (cases[i].out) {
+			assert_int_equal(a.out_len, strlen(cases[i].out));
+			assert_memory_equal(a.out, cases[i].out, a.out_len);
+		} else {
+			assert_null(a.out);
+			assert_int_equal(a.out_len, 0);
+		}
+		akc_answer_done(&a);
+	}
+	snapshot_free(s);
+}
+
+/* A damaged record: the answer is "corrupt" and empty, for the user and the
+ * fingerprint form alike, and other users' records still answer. */
+static void corrupt_record_serves_nothing(void **state)
+{
+	_cleanup_free_ unsigned char *buf = NULL;
+	size_t size;
+	assert_int_equal(snapshot_build(entries, ELEMENTSOF(entries), 1, 1, (void **)&buf, &size, NULL), 0);
+	unsigned char *hit = memmem(buf, size, "future", 6);
+	assert_non_null(hit);
+	*hit = 'F';
+	struct snapshot *s = NULL;
+	assert_int_equal(snapshot_parse(buf, size, &s, NULL), 0);
+
+	static const struct akc_request reqs[] = { { U("alice") }, { U("alice"), F("SHA256:f") } };
+	for (size_t i = 0; i < ELEMENTSOF(reqs); i++) {
+		struct akc_request req = reqs[i];
+		req.now = NOW;
+		struct akc_answer a;
+		assert_int_equal(akc_answer(s, &req, &a), 0);
+		assert_int_equal(a.reason, AKC_SNAPSHOT_CORRUPT);
+		assert_non_null(a.what);
+		assert_null(a.out);
+		assert_int_equal(a.served, 0);
+	}
+	struct akc_request req = { U("bob"), .now = NOW };
+	struct akc_answer a;
+	assert_int_equal(akc_answer(s, &req, &a), 0);
+	assert_int_equal(a.reason, AKC_SERVED);
+	akc_answer_done(&a);
+	snapshot_free(s);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(answers),
+		cmocka_unit_test(corrupt_record_serves_nothing),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
