@@ -1,0 +1,188 @@
+#!/bin/bash
+# sdbox.sh - boot a throw-away Debian with a real systemd as PID 1 of its own
+# systemd-nspawn container, so that sd-bus tests and systemctl can talk to a
+# real manager without touching the host (../shared/notes/systemd-in-nspawn.md).
+#
+#   eval "$(sdbox.sh up)"   boot; prints export lines: SDBOX_LEADER, SDBOX_ROOT,
+#                           DBUS_SYSTEM_BUS_ADDRESS (the box's dbus-daemon, usable
+#                           from the host with sd_bus_open_system())
+#   sdbox.sh env            print those export lines again
+#   sdbox.sh ctl ARGS...    systemctl inside the box
+#   sdbox.sh sh CMD...      run CMD inside the box (its /, its PID namespace)
+#   sdbox.sh down           poweroff, kill leftovers, remove cgroups and rootfs
+#
+# Environment:
+#   SDBOX_STATE    directory for rootfs, pids and logs (default $PWD/.sdbox);
+#                  one box per state directory, so parallel boxes need their own.
+#                  Keep it outside the git tree (e.g. /var/tmp/node-agent-sdbox-$$).
+#   SDBOX_SRC      host directory bind-mounted read-only at /src (default $PWD)
+#   SDBOX_INCLUDE  extra debootstrap packages, comma-separated (e.g.
+#                  "libssl3,libcurl4,libcjson1,libseccomp2,libyaml-0-2,libxxhash0"
+#                  to run the project's binaries inside the box)
+#   SDBOX_CACHE=1  keep a tar of the freshly bootstrapped tree under
+#                  $SDBOX_CACHE_DIR (default /var/cache/node-agent-sdbox), one per
+#                  suite and package set, and unpack it on later runs (~2 s
+#                  instead of ~40 s). Without it a cache that exists is still used.
+#   SDBOX_MIRROR   Debian mirror (default http://deb.debian.org/debian)
+#   SDBOX_SUITE    default bookworm
+#   SDBOX_KEEP_ROOTFS=1  down leaves the unpacked tree for the next up
+#
+# Needs root, and: apt-get install -y --no-install-recommends systemd-container
+# debootstrap debian-archive-keyring. Host unit files, /run and cgroups outside
+# our own sdbox-NAME cgroup are never touched.
+set -euo pipefail
+
+STATE=${SDBOX_STATE:-$PWD/.sdbox}
+ROOTFS=$STATE/rootfs
+MIRROR=${SDBOX_MIRROR:-http://deb.debian.org/debian}
+SUITE=${SDBOX_SUITE:-bookworm}
+INCLUDE=systemd,dbus${SDBOX_INCLUDE:+,$SDBOX_INCLUDE}
+CACHE_DIR=${SDBOX_CACHE_DIR:-/var/cache/node-agent-sdbox}
+
+log() { printf '[sdbox %s] %s\n' "$(date +%T)" "$*" >&2; }
+now_ms() { echo $(($(date +%s%N) / 1000000)); }
+leader() { cat "$STATE/leader"; }
+
+# The cgroup directories we create: our own sdbox-NAME below the named
+# systemd hierarchy and the unified one (hybrid hosts, tested), or below the
+# root of a pure cgroup v2 host (untested: no such host here).
+cgroup_dirs() {
+	if [ -f /sys/fs/cgroup/cgroup.controllers ]; then
+		echo "/sys/fs/cgroup/$1"
+	else
+		for h in systemd unified; do
+			if [ -d "/sys/fs/cgroup/$h" ]; then echo "/sys/fs/cgroup/$h/$1"; fi
+		done
+	fi
+}
+
+print_env() {
+	echo "export SDBOX_LEADER=$(leader)"
+	echo "export SDBOX_ROOT=/proc/$(leader)/root"
+	echo "export DBUS_SYSTEM_BUS_ADDRESS=unix:path=/proc/$(leader)/root/run/dbus/system_bus_socket"
+}
+
+# Fills $ROOTFS: unpack the cached tar, or debootstrap (and maybe cache it).
+make_rootfs() {
+	local key tar tmp
+	key=$(printf '%s %s %s' "$SUITE" "$MIRROR" "$INCLUDE" | sha256sum | cut -c1-12)
+	tar=$CACHE_DIR/rootfs-$SUITE-$key.tar
+	if [ -f "$tar" ]; then
+		log "unpacking $tar"
+		mkdir -p "$ROOTFS" && tar -C "$ROOTFS" -xpf "$tar"
+		return
+	fi
+	log "debootstrap $SUITE ($INCLUDE) from $MIRROR"
+	if ! debootstrap --variant=minbase --include="$INCLUDE" "$SUITE" "$ROOTFS" "$MIRROR" \
+		>"$STATE/debootstrap.log" 2>&1; then
+		tail -20 "$STATE/debootstrap.log" >&2
+		return 1
+	fi
+	echo sdbox >"$ROOTFS/etc/hostname"  # debootstrap copied the host's
+	ln -sf /dev/null "$ROOTFS/etc/systemd/system/console-getty.service"
+	rm -rf "$ROOTFS/var/cache/apt/archives/"*.deb
+	if [ -n "${SDBOX_CACHE:-}" ]; then
+		mkdir -p "$CACHE_DIR"
+		tmp=$(mktemp "$tar.XXXXXX")
+		# Written aside and renamed, so a parallel run never unpacks half a tar.
+		if tar -C "$ROOTFS" -cpf "$tmp" . && mv -f "$tmp" "$tar"; then
+			log "cached the tree in $tar"
+		else
+			rm -f "$tmp"
+		fi
+	fi
+}
+
+up() {
+	local name t0 t1 t2 st i c d
+	mkdir -p "$STATE"
+	if [ -e "$STATE/nspawn.pid" ]; then
+		log "a box is already up in $STATE (run down first)"
+		exit 1
+	fi
+	name=sdbox$$
+	t0=$(now_ms)
+	if [ ! -x "$ROOTFS/lib/systemd/systemd" ]; then
+		rm -rf "$ROOTFS"
+		make_rootfs
+	fi
+	t1=$(now_ms)
+	echo "$name" >"$STATE/name"
+	for d in $(cgroup_dirs "sdbox-$name"); do mkdir -p "$d"; done
+	rm -f "$STATE/leader"
+	# A private mount namespace with a tmpfs on /run, so nspawn's
+	# /run/systemd/nspawn/* never lands on the host's disk-backed /run; the
+	# launcher moves into our cgroup first, so that nspawn --keep-unit makes
+	# payload/ and supervisor/ below it instead of at the cgroup root.
+	setsid unshare --mount --propagation private -- /bin/sh -c '
+		for d in $0; do echo $$ >"$d/cgroup.procs"; done
+		mount -t tmpfs -o mode=755 sdbox-run /run
+		exec systemd-nspawn --quiet --register=no --keep-unit --private-network \
+			--link-journal=no --console=read-only --machine="$1" \
+			-D "$2" --bind-ro="$3":/src -b' \
+		"$(cgroup_dirs "sdbox-$name" | tr '\n' ' ')" "$name" "$ROOTFS" "${SDBOX_SRC:-$PWD}" \
+		</dev/null >"$STATE/console.log" 2>&1 &
+	echo $! >"$STATE/nspawn.pid"
+	# The box's PID 1 is the child of nspawn whose comm is "systemd".
+	for i in $(seq 1 300); do
+		for c in $(ps -o pid= --ppid "$(cat "$STATE/nspawn.pid")" 2>/dev/null); do
+			if [ "$(cat "/proc/$c/comm" 2>/dev/null)" = systemd ]; then echo "$c" >"$STATE/leader"; fi
+		done
+		if [ -s "$STATE/leader" ] && [ -S "/proc/$(leader)/root/run/dbus/system_bus_socket" ]; then break; fi
+		if ! kill -0 "$(cat "$STATE/nspawn.pid")" 2>/dev/null; then
+			log "nspawn exited"; cat "$STATE/console.log" >&2; exit 1
+		fi
+		sleep 0.1
+	done
+	if [ ! -s "$STATE/leader" ]; then log "the box did not come up"; cat "$STATE/console.log" >&2; exit 1; fi
+	st=$(timeout 60 nsenter -t "$(leader)" -m -p -- systemctl is-system-running --wait || true)
+	case "$st" in
+	running) ;;
+	degraded) nsenter -t "$(leader)" -m -p -- systemctl --no-pager --failed >&2 ;;
+	*) log "box state '$st'"; cat "$STATE/console.log" >&2; exit 1 ;;
+	esac
+	t2=$(now_ms)
+	echo "rootfs_ms=$((t1 - t0)) boot_ms=$((t2 - t1))" >"$STATE/timings"
+	log "rootfs $((t1 - t0)) ms, boot $((t2 - t1)) ms, state=$st leader=$(leader)"
+	print_env
+}
+
+down() {
+	local p l name d i
+	p=$(cat "$STATE/nspawn.pid" 2>/dev/null || true)
+	if [ -n "$p" ] && kill -0 "$p" 2>/dev/null; then
+		kill -TERM "$p"  # nspawn turns this into SIGRTMIN+3: a clean poweroff
+		for i in $(seq 1 100); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+		if kill -0 "$p" 2>/dev/null; then log "nspawn hung, SIGKILL"; kill -KILL "$p"; sleep 0.5; fi
+	fi
+	# nspawn gone but the box's init orphaned (nspawn was SIGKILLed)? Killing
+	# a PID namespace's init kills every process in it.
+	l=$(cat "$STATE/leader" 2>/dev/null || true)
+	if [ -n "$l" ] && [ "$(cat "/proc/$l/comm" 2>/dev/null)" = systemd ] &&
+		[ "$(readlink "/proc/$l/root")" != / ]; then
+		log "orphaned box init $l, SIGKILL"; kill -KILL "$l"
+		for i in $(seq 1 100); do [ -e "/proc/$l" ] || break; sleep 0.1; done
+	fi
+	name=$(cat "$STATE/name" 2>/dev/null || true)
+	if [ -n "$name" ]; then
+		for d in $(cgroup_dirs "sdbox-$name"); do
+			if [ -d "$d" ]; then find "$d" -depth -type d -exec rmdir {} + 2>/dev/null || true; fi
+			if [ -d "$d" ]; then log "cgroup $d still busy: $(cat "$d/cgroup.procs")"; fi
+		done
+	fi
+	rm -f "$STATE/nspawn.pid" "$STATE/leader" "$STATE/name" "$STATE/.#rootfs.lck"
+	if [ -z "${SDBOX_KEEP_ROOTFS:-}" ]; then
+		rm -rf "$ROOTFS" "$STATE/console.log" "$STATE/debootstrap.log" "$STATE/timings"
+		rmdir "$STATE" 2>/dev/null || true
+	fi
+	log "down"
+}
+
+case "${1:-}" in
+up) up ;;
+env) print_env ;;
+sh) shift; exec nsenter -t "$(leader)" -m -p -- env -u DBUS_SYSTEM_BUS_ADDRESS "$@" ;;
+ctl) shift; exec nsenter -t "$(leader)" -m -p -- env -u DBUS_SYSTEM_BUS_ADDRESS systemctl --no-pager "$@" ;;
+down) down ;;
+*) echo "usage: $0 up|env|down|sh CMD...|ctl ARGS..." >&2; exit 2 ;;
+esac
