@@ -15,6 +15,15 @@
  *    "restart": {"id": "<opaque>", "units": ["a.service", ...]} | absent,
  *    "generation": <uint>}                        bumps on every write by the agent
  *
+ * Strict both ways: an unknown or duplicate key, a wrong type, a missing
+ * required key (version, checksum, osc, generation) is an error, since only
+ * our own programs write this document. "sshAccess", "keyDocument" and
+ * "restart" are optional; "restart" needs both "id" (1..DESIRED_RESTART_ID_MAX
+ * bytes, no control characters) and "units" (0..DESIRED_RESTART_UNITS_MAX
+ * valid, distinct systemd unit names: the agent adds ".service" to bare
+ * names and de-duplicates before writing). osc must not contain NUL bytes.
+ * generation is at most DESIRED_GENERATION_MAX (exact in a JSON number).
+ *
  * Pure functions: no I/O, no logging. */
 #ifndef NA_DESIRED_H
 #define NA_DESIRED_H
@@ -27,6 +36,8 @@
 #define DESIRED_MAX (16u << 20)
 #define DESIRED_RESTART_UNITS_MAX 64
 #define DESIRED_KEY_DOCUMENT_MAX (1u << 20)
+#define DESIRED_RESTART_ID_MAX 256
+#define DESIRED_GENERATION_MAX ((UINT64_C(1) << 53) - 1)
 
 struct desired {
 	char checksum[65];          /* lowercase hex SHA-256 of osc */
@@ -39,18 +50,27 @@ struct desired {
 	uint64_t generation;
 };
 
-/* Serialises d as JSON. Returns 0 and a malloc'ed NUL-terminated buffer. */
+/* Serialises d as JSON (pretty-printed, ending in a newline). d must pass the
+ * same checks desired_parse() applies, so every document written parses:
+ * -EINVAL / -EMSGSIZE for a bad field, -EBADMSG when checksum is not the
+ * SHA-256 of osc. Returns 0, a malloc'ed NUL-terminated buffer in *ret and its
+ * length in *ret_len (may be NULL); -ENOMEM. */
 int desired_format(const struct desired *d, char **ret, size_t *ret_len);
 
-/* Parses and checks a desired-state document: version, field types, the
- * checksum against SHA-256 of osc (-EBADMSG on mismatch), restart unit names
- * (osc_unit_name_is_valid), ceilings. On failure *err (may be NULL) receives a
- * static string naming the field. Release with desired_done(). */
+/* Parses and checks a desired-state document: version (-EPROTONOSUPPORT for
+ * another one), field types, the checksum against SHA-256 of osc (-EBADMSG on
+ * mismatch), restart unit names (osc_unit_name_is_valid), ceilings
+ * (-EMSGSIZE). Other failures are -EINVAL or -ENOMEM. On failure *err (may be
+ * NULL) receives a static string naming the field and *ret is untouched.
+ * The OSC itself is not parsed here: the caller runs osc_parse() on d.osc.
+ * Release with desired_done(). */
 int desired_parse(const char *data, size_t len, struct desired *ret, const char **err);
 
+/* Frees what d owns and zeroes it; NULL and a zeroed struct are fine. */
 void desired_done(struct desired *d);
 
-/* Lowercase hex SHA-256 of data (OpenSSL). */
+/* Lowercase hex SHA-256 of data (OpenSSL). On an OpenSSL allocation failure
+ * out is the empty string, which never matches a checksum. */
 void desired_sha256_hex(const void *data, size_t len, char out[static 65]);
 
 #endif

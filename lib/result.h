@@ -10,6 +10,15 @@
  *    "restartId": "<id of the restart request that was executed>" | absent,
  *    "finishedAt": <unix seconds>}
  *
+ * Strict both ways: unknown or duplicate keys and wrong types are errors.
+ * Required: version, checksum, generation, success, finishedAt. checksum is
+ * 64 lowercase hex digits, or "" on a failure before the desired state could
+ * be read. With success true, failedStep and error are absent; with success
+ * false, failedStep ([a-z0-9-], 1..RESULT_STEP_MAX bytes) is required and
+ * error optional. changedUnits holds 0..RESULT_CHANGED_UNITS_MAX distinct
+ * valid unit names; restartId is 1..DESIRED_RESTART_ID_MAX bytes without
+ * control characters. generation and finishedAt are at most 2^53 - 1.
+ *
  * Pure functions: no I/O, no logging. */
 #ifndef NA_RESULT_H
 #define NA_RESULT_H
@@ -21,6 +30,9 @@
 
 #define RESULT_VERSION 1
 #define RESULT_MAX (1u << 20)
+#define RESULT_STEP_MAX 32
+#define RESULT_ERROR_MAX 1024
+#define RESULT_CHANGED_UNITS_MAX 1024
 
 struct result {
 	char checksum[65];
@@ -33,8 +45,21 @@ struct result {
 	time_t finished_at;
 };
 
+/* Serialises r as JSON (pretty-printed, ending in a newline). r->error is
+ * written sanitised, so a diagnostic never makes the result unwritable:
+ * control characters become spaces and it is cut to RESULT_ERROR_MAX bytes
+ * (at a UTF-8 boundary). Every other field must pass result_parse()'s checks
+ * (-EINVAL, -EMSGSIZE). Returns 0 with a malloc'ed NUL-terminated buffer in
+ * *ret and its length in *ret_len (may be NULL); -ENOMEM. */
 int result_format(const struct result *r, char **ret, size_t *ret_len);
+
+/* Parses and checks a result document (rules above). -EINVAL, -EMSGSIZE,
+ * -EPROTONOSUPPORT (another version), -ENOMEM; on failure *err (may be NULL)
+ * receives a static string naming the field and *ret is untouched. Release
+ * with result_done(). */
 int result_parse(const char *data, size_t len, struct result *ret, const char **err);
+
+/* Frees what r owns and zeroes it; NULL and a zeroed struct are fine. */
 void result_done(struct result *r);
 
 #endif

@@ -1,0 +1,244 @@
+/* The desired-state document; see desired.h. */
+#include <errno.h>
+#include <openssl/evp.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cleanup.h"
+#include "desired.h"
+#include "jsonx.h"
+#include "osc.h"
+
+DEFINE_TRIVIAL_CLEANUP_FUNC(cJSON *, cJSON_Delete)
+
+void desired_sha256_hex(const void *data, size_t len, char out[static 65])
+{
+	static const char hex[] = "0123456789abcdef";
+	unsigned char md[EVP_MAX_MD_SIZE];
+	unsigned int md_len = 0;
+	if (!EVP_Digest(data, len, md, &md_len, EVP_sha256(), NULL) || md_len != 32) {
+		/* Only on allocation failure inside OpenSSL. An empty string
+		 * never equals a checksum, so callers fail closed. */
+		out[0] = '\0';
+		return;
+	}
+	for (unsigned i = 0; i < 32; i++) {
+		out[2 * i] = hex[md[i] >> 4];
+		out[2 * i + 1] = hex[md[i] & 0xf];
+	}
+	out[64] = '\0';
+}
+
+static int set_err(const char **err, const char *msg, int r)
+{
+	if (err)
+		*err = msg;
+	return r;
+}
+
+/* Checks the parts both directions share. */
+static int check(const struct desired *d, const char **err)
+{
+	if (!d->osc)
+		return set_err(err, "osc: missing", -EINVAL);
+	if (d->osc_len > OSC_INPUT_MAX)
+		return set_err(err, "osc: larger than OSC_INPUT_MAX", -EMSGSIZE);
+	if (memchr(d->osc, '\0', d->osc_len))
+		return set_err(err, "osc: contains a NUL byte", -EINVAL);
+	if (!jsonx_is_sha256_hex(d->checksum))
+		return set_err(err, "checksum: not 64 lowercase hex digits", -EINVAL);
+	char sum[65];
+	desired_sha256_hex(d->osc, d->osc_len, sum);
+	if (strcmp(sum, d->checksum) != 0)
+		return set_err(err, "checksum: does not match the SHA-256 of osc", -EBADMSG);
+	if (d->key_document) {
+		if (strnlen(d->key_document, DESIRED_KEY_DOCUMENT_MAX + 1) > DESIRED_KEY_DOCUMENT_MAX)
+			return set_err(err, "keyDocument: larger than DESIRED_KEY_DOCUMENT_MAX", -EMSGSIZE);
+	}
+	if (d->generation > DESIRED_GENERATION_MAX)
+		return set_err(err, "generation: larger than 2^53-1", -EINVAL);
+	if (!d->restart_id != !d->restart_units)
+		return set_err(err, "restart: id and units go together", -EINVAL);
+	if (d->restart_id) {
+		if (d->restart_id[0] == '\0' || !jsonx_is_line(d->restart_id, DESIRED_RESTART_ID_MAX))
+			return set_err(err, "restart.id: empty, too long or with control characters", -EINVAL);
+		size_t n = 0;
+		for (char **u = d->restart_units; *u; u++, n++) {
+			if (n >= DESIRED_RESTART_UNITS_MAX)
+				return set_err(err, "restart.units: more than DESIRED_RESTART_UNITS_MAX", -EMSGSIZE);
+			if (!osc_unit_name_is_valid(*u))
+				return set_err(err, "restart.units: invalid systemd unit name", -EINVAL);
+			for (char **v = d->restart_units; v != u; v++)
+				if (strcmp(*u, *v) == 0)
+					return set_err(err, "restart.units: duplicate unit name", -EINVAL);
+		}
+	}
+	return 0;
+}
+
+int desired_format(const struct desired *d, char **ret, size_t *ret_len)
+{
+	int r = check(d, NULL);
+	if (r < 0)
+		return r;
+
+	_cleanup_(cJSON_Deletep) cJSON *root = cJSON_CreateObject();
+	if (!root)
+		return -ENOMEM;
+	if (!cJSON_AddNumberToObject(root, "version", DESIRED_VERSION) ||
+	    !cJSON_AddStringToObject(root, "checksum", d->checksum) ||
+	    !jsonx_add_uint(root, "generation", d->generation) ||
+	    !cJSON_AddBoolToObject(root, "sshAccess", d->ssh_access) ||
+	    !cJSON_AddStringToObject(root, "osc", d->osc))
+		return -ENOMEM;
+	if (d->key_document && !cJSON_AddStringToObject(root, "keyDocument", d->key_document))
+		return -ENOMEM;
+	if (d->restart_id) {
+		cJSON *restart = cJSON_AddObjectToObject(root, "restart");
+		if (!restart || !cJSON_AddStringToObject(restart, "id", d->restart_id))
+			return -ENOMEM;
+		cJSON *units = cJSON_AddArrayToObject(restart, "units");
+		if (!units)
+			return -ENOMEM;
+		for (char **u = d->restart_units; *u; u++) {
+			cJSON *s = cJSON_CreateString(*u);
+			if (!s || !cJSON_AddItemToArray(units, s)) {
+				cJSON_Delete(s);
+				return -ENOMEM;
+			}
+		}
+	}
+	char *out = cJSON_Print(root);
+	if (!out)
+		return -ENOMEM;
+	size_t len = strlen(out);
+	char *nl = realloc(out, len + 2);
+	if (!nl) {
+		free(out);
+		return -ENOMEM;
+	}
+	nl[len++] = '\n';
+	nl[len] = '\0';
+	*ret = nl;
+	if (ret_len)
+		*ret_len = len;
+	return 0;
+}
+
+static const char *const top_keys[] = { "version", "checksum", "generation", "sshAccess", "osc",
+					"keyDocument", "restart", NULL };
+static const char *const restart_keys[] = { "id", "units", NULL };
+
+static int take_string(const cJSON *item, char **ret)
+{
+	char *s = strdup(item->valuestring);
+	if (!s)
+		return -ENOMEM;
+	*ret = s;
+	return 0;
+}
+
+int desired_parse(const char *data, size_t len, struct desired *ret, const char **err)
+{
+	if (len > DESIRED_MAX)
+		return set_err(err, "document larger than DESIRED_MAX", -EMSGSIZE);
+	_cleanup_(cJSON_Deletep) cJSON *root = jsonx_parse(data, len);
+	if (!root)
+		return set_err(err, "not valid JSON", -EINVAL);
+	if (!cJSON_IsObject(root))
+		return set_err(err, "document: not a JSON object", -EINVAL);
+	if (jsonx_check_keys(root, top_keys, NULL) < 0)
+		return set_err(err, "document: unknown or duplicate key", -EINVAL);
+
+	uint64_t version;
+	if (!jsonx_get_uint(cJSON_GetObjectItemCaseSensitive(root, "version"), JSONX_UINT_MAX, &version))
+		return set_err(err, "version: missing or not an unsigned integer", -EINVAL);
+	if (version != DESIRED_VERSION)
+		return set_err(err, "version: unsupported", -EPROTONOSUPPORT);
+
+	_cleanup_(desired_done) struct desired d = { .ssh_access = true };
+	const cJSON *j = cJSON_GetObjectItemCaseSensitive(root, "checksum");
+	if (!cJSON_IsString(j))
+		return set_err(err, "checksum: missing or not a string", -EINVAL);
+	if (!jsonx_is_sha256_hex(j->valuestring))
+		return set_err(err, "checksum: not 64 lowercase hex digits", -EINVAL);
+	memcpy(d.checksum, j->valuestring, 65);
+
+	if (!jsonx_get_uint(cJSON_GetObjectItemCaseSensitive(root, "generation"), DESIRED_GENERATION_MAX,
+			    &d.generation))
+		return set_err(err, "generation: missing or not an unsigned integer below 2^53", -EINVAL);
+
+	j = cJSON_GetObjectItemCaseSensitive(root, "sshAccess");
+	if (j) {
+		if (!cJSON_IsBool(j))
+			return set_err(err, "sshAccess: not a boolean", -EINVAL);
+		d.ssh_access = cJSON_IsTrue(j);
+	}
+
+	j = cJSON_GetObjectItemCaseSensitive(root, "osc");
+	if (!cJSON_IsString(j))
+		return set_err(err, "osc: missing or not a string", -EINVAL);
+	d.osc_len = strlen(j->valuestring);
+	if (d.osc_len > OSC_INPUT_MAX)
+		return set_err(err, "osc: larger than OSC_INPUT_MAX", -EMSGSIZE);
+	if (take_string(j, &d.osc) < 0)
+		return set_err(err, "out of memory", -ENOMEM);
+
+	j = cJSON_GetObjectItemCaseSensitive(root, "keyDocument");
+	if (j) {
+		if (!cJSON_IsString(j))
+			return set_err(err, "keyDocument: not a string", -EINVAL);
+		if (strlen(j->valuestring) > DESIRED_KEY_DOCUMENT_MAX)
+			return set_err(err, "keyDocument: larger than DESIRED_KEY_DOCUMENT_MAX", -EMSGSIZE);
+		if (take_string(j, &d.key_document) < 0)
+			return set_err(err, "out of memory", -ENOMEM);
+	}
+
+	const cJSON *restart = cJSON_GetObjectItemCaseSensitive(root, "restart");
+	if (restart) {
+		if (!cJSON_IsObject(restart))
+			return set_err(err, "restart: not an object", -EINVAL);
+		if (jsonx_check_keys(restart, restart_keys, NULL) < 0)
+			return set_err(err, "restart: unknown or duplicate key", -EINVAL);
+		j = cJSON_GetObjectItemCaseSensitive(restart, "id");
+		if (!cJSON_IsString(j))
+			return set_err(err, "restart.id: missing or not a string", -EINVAL);
+		if (take_string(j, &d.restart_id) < 0)
+			return set_err(err, "out of memory", -ENOMEM);
+		const cJSON *units = cJSON_GetObjectItemCaseSensitive(restart, "units");
+		if (!cJSON_IsArray(units))
+			return set_err(err, "restart.units: missing or not an array", -EINVAL);
+		int n = cJSON_GetArraySize(units);
+		if (n > DESIRED_RESTART_UNITS_MAX)
+			return set_err(err, "restart.units: more than DESIRED_RESTART_UNITS_MAX", -EMSGSIZE);
+		d.restart_units = calloc((size_t)n + 1, sizeof(char *));
+		if (!d.restart_units)
+			return set_err(err, "out of memory", -ENOMEM);
+		int i = 0;
+		const cJSON *u;
+		cJSON_ArrayForEach(u, units) {
+			if (!cJSON_IsString(u))
+				return set_err(err, "restart.units: not a string", -EINVAL);
+			if (take_string(u, &d.restart_units[i++]) < 0)
+				return set_err(err, "out of memory", -ENOMEM);
+		}
+	}
+
+	int r = check(&d, err);
+	if (r < 0)
+		return r;
+	*ret = d;
+	memset(&d, 0, sizeof(d));
+	return 0;
+}
+
+void desired_done(struct desired *d)
+{
+	if (!d)
+		return;
+	free(d->osc);
+	free(d->key_document);
+	free(d->restart_id);
+	strv_free(d->restart_units);
+	memset(d, 0, sizeof(*d));
+}

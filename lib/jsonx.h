@@ -1,0 +1,40 @@
+/* Small strict-JSON helpers on top of cJSON for the documents the programs
+ * exchange among themselves (desired.json, result.json): those are written
+ * by us, so anything unexpected is an error rather than something to skip.
+ * Pure; no logging. */
+#ifndef NA_JSONX_H
+#define NA_JSONX_H
+
+#include <cjson/cJSON.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Largest integer a JSON number (an IEEE double) carries exactly: 2^53 - 1. */
+#define JSONX_UINT_MAX ((UINT64_C(1) << 53) - 1)
+
+/* Parses exactly len bytes as one JSON value (whitespace around it is fine,
+ * anything else is not) and returns it, or NULL. NUL bytes and the escape
+ * \u0000 are refused, so no string is silently cut short. The caller
+ * cJSON_Delete()s. */
+cJSON *jsonx_parse(const char *data, size_t len);
+
+/* Adds an integer member exactly (cJSON's own number printing keeps only
+ * about 15 significant digits). NULL when v > JSONX_UINT_MAX or on ENOMEM. */
+cJSON *jsonx_add_uint(cJSON *obj, const char *name, uint64_t v);
+
+/* 0 when every member of the object obj has a name in allowed
+ * (NULL-terminated) and no name occurs twice; -EINVAL otherwise, with *bad
+ * pointing at the offending member name. */
+int jsonx_check_keys(const cJSON *obj, const char *const *allowed, const char **bad);
+
+/* An integral JSON number in 0..max (max <= JSONX_UINT_MAX). */
+bool jsonx_get_uint(const cJSON *item, uint64_t max, uint64_t *ret);
+
+/* True for exactly 64 lowercase hex digits. */
+bool jsonx_is_sha256_hex(const char *s);
+
+/* True when s has no control characters (< 0x20, 0x7f) and at most max bytes. */
+bool jsonx_is_line(const char *s, size_t max);
+
+#endif
