@@ -250,6 +250,13 @@ static int parse_entry(const cJSON *item, size_t idx, const struct keys_parse_pa
 		key.options.expiry = t;
 	}
 
+	/* What the executor will write must fit one key line. */
+	_cleanup_free_ char *rendered = keys_render_line(&key);
+	if (!rendered || strlen(rendered) > KEYS_LINE_MAX) {
+		keys_key_done(&key);
+		return errf(err, errlen, rendered ? -EMSGSIZE : -ENOMEM, "[%zu].publicKey: rendered line too long", idx);
+	}
+
 	ret->user = strdup(user);
 	if (!ret->user) {
 		keys_key_done(&key);

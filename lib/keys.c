@@ -990,6 +990,20 @@ static int parse_line(const char *line, size_t len, const struct keys_parse_para
 			goto fail;
 		}
 	}
+	/* The canonical rendering can be longer than the input (expiry-time
+	 * "20261201" becomes "20261201000000Z"); what is accepted must also
+	 * render to a line that is accepted. */
+	{
+		_cleanup_free_ char *canon = keys_render_line(&key);
+		if (!canon) {
+			k = fail(e, -ENOMEM, "out of memory");
+			goto fail;
+		}
+		if (strlen(canon) > KEYS_LINE_MAX) {
+			k = fail(e, -EMSGSIZE, "key line too long");
+			goto fail;
+		}
+	}
 	*ret = key;
 	return 0;
 fail:

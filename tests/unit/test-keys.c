@@ -850,6 +850,78 @@ static void expiry_table(void **state)
 	assert_string_equal(buf, "19700101000001Z");
 }
 
+/* A synthetic certificate (structure only: sshd would check the signature)
+ * whose principal has plen bytes. */
+static void synthetic_cert(struct wbuf *w, size_t plen)
+{
+	static const unsigned char pk[32] = { 1, 2, 3 };
+	static char principal[8192];
+	struct wbuf inner = {}, ca = {}, sig = {};
+	memset(principal, 'p', sizeof(principal));
+	w->n = 0;
+	w_cstr(w, "ssh-ed25519-cert-v01@openssh.com");
+	w_str(w, "0123456789abcdef0123456789abcdef", 32); /* nonce */
+	w_str(w, pk, 32);
+	w_u32(w, 0);
+	w_u32(w, 7); /* serial */
+	w_u32(w, 1); /* user certificate */
+	w_cstr(w, "key-id");
+	w_str(&inner, principal, plen);
+	w_str(w, inner.b, inner.n);
+	w_u32(w, 0);
+	w_u32(w, 0); /* valid after */
+	w_u32(w, 0xffffffff);
+	w_u32(w, 0xffffffff); /* valid before */
+	w_str(w, "", 0);      /* critical options */
+	w_str(w, "", 0);      /* extensions */
+	w_str(w, "", 0);      /* reserved */
+	w_cstr(&ca, "ssh-ed25519");
+	w_str(&ca, pk, 32);
+	w_str(w, ca.b, ca.n);
+	w_cstr(&sig, "ssh-ed25519");
+	w_str(&sig, principal, 64);
+	w_str(w, sig.b, sig.n);
+}
+
+static void render_never_grows_past_max(void **state)
+{
+	struct wbuf w;
+	synthetic_cert(&w, 0);
+	size_t fixed = w.n;
+	const char *pre = "expiry-time=\"20261201\" ssh-ed25519-cert-v01@openssh.com ";
+	/* Blob of 6102 bytes = 8136 base64 characters: the line is exactly
+	 * KEYS_LINE_MAX long. */
+	size_t want_blob = (KEYS_LINE_MAX - strlen(pre)) / 4 * 3;
+	synthetic_cert(&w, want_blob - fixed);
+	assert_int_equal(w.n, want_blob);
+	_cleanup_free_ char *b = b64_encode(w.b, w.n, false);
+	_cleanup_free_ char *line = NULL;
+	assert_true(asprintf(&line, "%s%s", pre, b) > 0);
+	assert_int_equal(strlen(line), KEYS_LINE_MAX);
+
+	struct keys_key k = {};
+	struct keys_parse_params p = { .allow_options = true };
+	const char *what = NULL;
+	/* Without the expiry it fits; with it the canonical form would not. */
+	assert_int_equal(keys_parse_line(line + 23, strlen(line + 23), &p, &k, &what), 0);
+	assert_true(k.certificate);
+	keys_key_done(&k);
+	assert_int_equal(keys_parse_line(line, strlen(line), &p, &k, &what), -EMSGSIZE);
+	assert_string_equal(what, "key line too long");
+	/* With the expiry already canonical and 6 bytes less blob it fits and
+	 * renders back byte for byte. */
+	synthetic_cert(&w, want_blob - fixed - 6);
+	free(b);
+	b = b64_encode(w.b, w.n, false);
+	free(line);
+	assert_true(asprintf(&line, "expiry-time=\"20261201000000Z\" ssh-ed25519-cert-v01@openssh.com %s", b) > 0);
+	assert_true(strlen(line) <= KEYS_LINE_MAX);
+	assert_int_equal(keys_parse_line(line, strlen(line), &p, &k, &what), 0);
+	_cleanup_free_ char *out = keys_render_line(&k);
+	assert_string_equal(out, line);
+	keys_key_done(&k);
+}
+
 static void type_names(void **state)
 {
 	assert_string_equal(keys_type_to_string(KEYS_TYPE_ED25519, false), "ssh-ed25519");
@@ -875,6 +947,7 @@ int main(void)
 		cmocka_unit_test(good_options),
 		cmocka_unit_test(whitespace_and_comments),
 		cmocka_unit_test(expiry_table),
+		cmocka_unit_test(render_never_grows_past_max),
 		cmocka_unit_test(type_names),
 	};
 	return cmocka_run_group_tests_name("keys", tests, group_setup, group_teardown);
