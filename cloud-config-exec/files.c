@@ -1,0 +1,262 @@
+/* The files step; see files.h. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cleanup.h"
+#include "files.h"
+#include "fsx.h"
+#include "log.h"
+
+static const struct osc_file *find_file(const struct osc *osc, const char *path)
+{
+	if (!osc)
+		return NULL;
+	size_t lo = 0, hi = osc->n_files;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		int c = strcmp(osc->files[mid].path, path);
+		if (c == 0)
+			return &osc->files[mid];
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
+}
+
+int files_strv_add(char ***v, const char *s)
+{
+	size_t n = 0, at;
+	if (*v)
+		while ((*v)[n])
+			n++;
+	for (at = 0; at < n; at++) {
+		int c = strcmp((*v)[at], s);
+		if (c == 0)
+			return 0;
+		if (c > 0)
+			break;
+	}
+	char **nv = realloc(*v, (n + 2) * sizeof(char *));
+	if (!nv)
+		return -ENOMEM;
+	*v = nv;
+	char *dup = strdup(s);
+	if (!dup) {
+		nv[n] = NULL;
+		return -ENOMEM;
+	}
+	memmove(nv + at + 1, nv + at, (n - at) * sizeof(char *));
+	nv[at] = dup;
+	nv[n + 1] = NULL;
+	return 1;
+}
+
+static bool file_same(const struct osc_file *a, const struct osc_file *b)
+{
+	return a->mode == b->mode && a->content_len == b->content_len &&
+	       (a->content_len == 0 || memcmp(a->content, b->content, a->content_len) == 0);
+}
+
+void files_plan_done(struct files_plan *p)
+{
+	strv_free(p->changed);
+	strv_free(p->remove);
+	*p = (struct files_plan){ 0 };
+}
+
+int files_plan_compute(const struct osc *old, const struct osc *new, char *const *owned,
+		       struct files_plan *ret)
+{
+	_cleanup_strv_free_ char **changed = calloc(1, sizeof(char *));
+	_cleanup_strv_free_ char **remove = calloc(1, sizeof(char *));
+	int r;
+
+	if (!changed || !remove)
+		return -ENOMEM;
+	for (size_t i = 0; i < new->n_files; i++) {
+		const struct osc_file *o = find_file(old, new->files[i].path);
+		if (!o || !file_same(o, &new->files[i]))
+			if ((r = files_strv_add(&changed, new->files[i].path)) < 0)
+				return r;
+	}
+	for (size_t i = 0; old && i < old->n_files; i++)
+		if (!find_file(new, old->files[i].path))
+			if ((r = files_strv_add(&changed, old->files[i].path)) < 0)
+				return r;
+	for (char *const *p = owned; p && *p; p++)
+		if (!find_file(new, *p))
+			if ((r = files_strv_add(&remove, *p)) < 0)
+				return r;
+	ret->changed = TAKE_PTR(changed);
+	ret->remove = TAKE_PTR(remove);
+	return 0;
+}
+
+/* 1 when path exists below rootfd (as anything, links not followed), 0 when
+ * not, -errno when that cannot be told. */
+static int path_exists(int rootfd, const char *path)
+{
+	const char *name;
+	_cleanup_close_ int dfd = fsx_open_parent_at(rootfd, path, 0, 0, &name);
+	if (dfd == -ENOENT)
+		return 0;
+	if (dfd < 0)
+		return dfd;
+	struct stat st;
+	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return errno == ENOENT ? 0 : negerrno();
+	return 1;
+}
+
+static int remove_file(int rootfd, const char *path)
+{
+	const char *name;
+	_cleanup_close_ int dfd = fsx_open_parent_at(rootfd, path, 0, 0, &name);
+	if (dfd == -ENOENT)
+		return 0;
+	if (dfd < 0)
+		return dfd;
+	struct stat st;
+	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return errno == ENOENT ? 0 : negerrno();
+	if (S_ISDIR(st.st_mode))
+		return -EISDIR;
+	if (unlinkat(dfd, name, 0) < 0)
+		return errno == ENOENT ? 0 : negerrno();
+	int r = fsx_fsync_dir(dfd);
+	return r < 0 ? r : 1;
+}
+
+int files_apply(int rootfd, const struct osc *new, const struct files_plan *plan, struct state *st,
+		int statefd, char ***ret_written)
+{
+	_cleanup_strv_free_ char **written = calloc(1, sizeof(char *));
+	bool own_changed = false;
+	int r, ret = 0;
+
+	if (!written)
+		return log_error_errno(-ENOMEM, "Out of memory");
+
+	/* Ownership first: a file we are about to create is recorded as ours
+	 * (and persisted) before it exists, so no crash can leak it. */
+	for (size_t i = 0; i < new->n_files; i++) {
+		const char *path = new->files[i].path;
+		if (state_owns(st, path))
+			continue;
+		r = path_exists(rootfd, path);
+		if (r < 0)
+			continue; /* reported by the write below */
+		if (r == 0) {
+			if ((r = state_own(st, path)) < 0)
+				return log_error_errno(r, "Out of memory");
+			own_changed = true;
+		}
+	}
+	if (own_changed && (r = state_save(statefd, st)) < 0)
+		return log_error_errno(r, "Failed to record file ownership in %s", STATE_FILE);
+
+	for (size_t i = 0; i < new->n_files; i++) {
+		const struct osc_file *f = &new->files[i];
+		_cleanup_free_ char *ffield = NULL;
+		if (asprintf(&ffield, "FILE=%s", f->path) < 0)
+			return log_error_errno(-ENOMEM, "Out of memory");
+		const char *name;
+		_cleanup_close_ int dfd = fsx_open_parent_at(rootfd, f->path, FSX_MKDIR, 0755, &name);
+		if (dfd < 0) {
+			r = log_fields_errno(LOG_ERR, dfd, LOG_FIELDS(ffield),
+					     "Cannot open the directory of %s (a symlink or a non-directory in the path?)",
+					     f->path);
+			if (ret == 0)
+				ret = r;
+			continue;
+		}
+		r = fsx_write_atomic_at(dfd, name, f->content, f->content_len, f->mode, 0, 0, FSX_SKIP_IF_SAME);
+		if (r < 0) {
+			r = log_fields_errno(LOG_ERR, r, LOG_FIELDS(ffield), "Failed to write %s", f->path);
+			if (ret == 0)
+				ret = r;
+			continue;
+		}
+		if (r == 0) {
+			log_fields(LOG_DEBUG, LOG_FIELDS(ffield), "File %s unchanged", f->path);
+			continue;
+		}
+		log_fields(LOG_INFO, LOG_FIELDS(ffield), "File %s written (%zu bytes, mode %04o)", f->path,
+			   f->content_len, (unsigned)f->mode);
+		if ((r = files_strv_add(&written, f->path)) < 0)
+			return log_error_errno(r, "Out of memory");
+	}
+	if (ret < 0)
+		return ret;
+
+	for (char **p = plan->remove; p && *p; p++) {
+		_cleanup_free_ char *ffield = NULL;
+		if (asprintf(&ffield, "FILE=%s", *p) < 0)
+			return log_error_errno(-ENOMEM, "Out of memory");
+		r = remove_file(rootfd, *p);
+		if (r < 0) {
+			r = log_fields_errno(LOG_ERR, r, LOG_FIELDS(ffield), "Failed to remove dropped file %s", *p);
+			if (ret == 0)
+				ret = r;
+			continue;
+		}
+		log_fields(LOG_INFO, LOG_FIELDS(ffield), r > 0 ? "File %s removed (dropped from the OSC)"
+							      : "File %s already gone (dropped from the OSC)", *p);
+		state_disown(st, *p);
+		if ((r = state_save(statefd, st)) < 0)
+			return log_error_errno(r, "Failed to save %s", STATE_FILE);
+	}
+	if (ret < 0)
+		return ret;
+	*ret_written = TAKE_PTR(written);
+	return 0;
+}
+
+/* 1 when the file on disk differs from f (or is missing), 0 when equal. */
+static int file_differs(int rootfd, const struct osc_file *f)
+{
+	const char *name;
+	_cleanup_close_ int dfd = fsx_open_parent_at(rootfd, f->path, 0, 0, &name);
+	if (dfd == -ENOENT)
+		return 1;
+	if (dfd < 0)
+		return dfd;
+	_cleanup_close_ int fd = openat(dfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
+	if (fd < 0)
+		return errno == ENOENT || errno == ELOOP ? 1 : negerrno();
+	struct stat st;
+	if (fstat(fd, &st) < 0)
+		return negerrno();
+	if (!S_ISREG(st.st_mode) || (st.st_mode & 07777) != f->mode || st.st_uid != 0 || st.st_gid != 0 ||
+	    (size_t)st.st_size != f->content_len || st.st_nlink != 1)
+		return 1;
+	_cleanup_free_ char *cur = NULL;
+	size_t len;
+	int r = fsx_read_fd(fd, f->content_len, &cur, &len);
+	if (r < 0)
+		return 1;
+	return len != f->content_len || (len && memcmp(cur, f->content, len) != 0);
+}
+
+int files_check(int rootfd, const struct osc *new, const struct files_plan *plan)
+{
+	for (size_t i = 0; i < new->n_files; i++) {
+		int r = file_differs(rootfd, &new->files[i]);
+		if (r < 0)
+			printf("file    %s: cannot inspect: %s\n", new->files[i].path, strerror(-r));
+		else if (r > 0)
+			printf("write   %s\n", new->files[i].path);
+	}
+	for (char **p = plan->remove; p && *p; p++)
+		printf("remove  %s\n", *p);
+	for (char **p = plan->changed; p && *p; p++)
+		printf("changed %s\n", *p);
+	return 0;
+}

@@ -1,0 +1,48 @@
+/* The files step: which OSC files to write, which to remove, and doing it.
+ *
+ * files_plan_compute() is pure: it compares the last applied model with the
+ * new one (not the disk), so a re-run after a crash computes the same plan.
+ * files_apply() does the I/O below the root fd, records ownership in the
+ * executor state before it creates anything and logs one line per file. */
+#ifndef CCE_FILES_H
+#define CCE_FILES_H
+
+#include <stdbool.h>
+
+#include "osc.h"
+#include "state.h"
+
+struct files_plan {
+	/* Paths whose content or mode differs between the old and the new
+	 * model, plus paths that appeared or were dropped (everything when old
+	 * is NULL). Units whose filePaths name one of them are restarted. */
+	char **changed;
+	/* Paths the executor created (owned) that the new model no longer
+	 * lists: removed. Files the executor never created are never here. */
+	char **remove;
+};
+
+/* old may be NULL (no usable last-applied record); owned is NULL-terminated
+ * and sorted (state.owned_files). Both lists in *ret are NULL-terminated,
+ * sorted, and owned by the caller (files_plan_done). */
+int files_plan_compute(const struct osc *old, const struct osc *new, char *const *owned,
+		       struct files_plan *ret);
+void files_plan_done(struct files_plan *p);
+
+/* Writes every file of new below rootfd (skipping identical ones: no write,
+ * no mtime change) and removes plan->remove. Files that do not exist yet are
+ * recorded as owned in *st and st is saved to statefd before the first one is
+ * created. On success *ret_written (NULL-terminated, caller frees) lists the
+ * paths actually written. Logs each decision and each error; returns the
+ * first error after trying every file. */
+int files_apply(int rootfd, const struct osc *new, const struct files_plan *plan, struct state *st,
+		int statefd, char ***ret_written);
+
+/* Dry run for "check": prints one line per file that would be written,
+ * created or removed to stdout. Writes nothing. */
+int files_check(int rootfd, const struct osc *new, const struct files_plan *plan);
+
+/* Appends a copy of s to the NULL-terminated *v (sorted insert, unique). */
+int files_strv_add(char ***v, const char *s);
+
+#endif

@@ -1,0 +1,393 @@
+/* The executor's records: state.json and last-applied.yaml; see state.h. */
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <openssl/evp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cleanup.h"
+#include "fsx.h"
+#include "state.h"
+
+#define STATE_VERSION 1
+#define LAST_APPLIED_HEADER "# cloud-config-exec last-applied sha256="
+
+DEFINE_TRIVIAL_CLEANUP_FUNC(cJSON *, cJSON_Delete)
+
+static void sha256_hex(const void *data, size_t len, char out[static 65])
+{
+	unsigned char md[EVP_MAX_MD_SIZE];
+	unsigned mdlen = 0;
+	static const char hex[] = "0123456789abcdef";
+
+	if (EVP_Digest(data, len, md, &mdlen, EVP_sha256(), NULL) != 1 || mdlen != 32) {
+		out[0] = '\0';
+		return;
+	}
+	for (unsigned i = 0; i < 32; i++) {
+		out[2 * i] = hex[md[i] >> 4];
+		out[2 * i + 1] = hex[md[i] & 15];
+	}
+	out[64] = '\0';
+}
+
+static void strv_sorted_remove(char **v, size_t *n, size_t i)
+{
+	free(v[i]);
+	memmove(v + i, v + i + 1, (*n - i) * sizeof(char *)); /* moves the NULL too */
+	(*n)--;
+}
+
+/* Binary search; returns index of path or the insertion point (negated - 1). */
+static long owned_index(const struct state *s, const char *path)
+{
+	size_t lo = 0, hi = s->n_owned;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		int c = strcmp(s->owned_files[mid], path);
+		if (c == 0)
+			return (long)mid;
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return -(long)lo - 1;
+}
+
+bool state_owns(const struct state *s, const char *path)
+{
+	return s->owned_files && owned_index(s, path) >= 0;
+}
+
+int state_own(struct state *s, const char *path)
+{
+	long i = s->owned_files ? owned_index(s, path) : -1;
+	if (s->owned_files && i >= 0)
+		return 0;
+	size_t at = (size_t)(-i - 1);
+	char **v = realloc(s->owned_files, (s->n_owned + 2) * sizeof(char *));
+	if (!v)
+		return -ENOMEM;
+	s->owned_files = v;
+	char *dup = strdup(path);
+	if (!dup)
+		return -ENOMEM;
+	memmove(v + at + 1, v + at, (s->n_owned - at) * sizeof(char *));
+	v[at] = dup;
+	s->n_owned++;
+	v[s->n_owned] = NULL;
+	return 1;
+}
+
+void state_disown(struct state *s, const char *path)
+{
+	long i = s->owned_files ? owned_index(s, path) : -1;
+	if (i >= 0)
+		strv_sorted_remove(s->owned_files, &s->n_owned, (size_t)i);
+}
+
+static void user_done(struct state_user *u)
+{
+	for (size_t i = 0; i < u->n_keys; i++) {
+		free(u->keys[i].fingerprint);
+		free(u->keys[i].line);
+	}
+	free(u->keys);
+	free(u->user);
+	*u = (struct state_user){ 0 };
+}
+
+const struct state_user *state_find_user(const struct state *s, const char *user)
+{
+	for (size_t i = 0; i < s->n_users; i++)
+		if (strcmp(s->users[i].user, user) == 0)
+			return &s->users[i];
+	return NULL;
+}
+
+int state_set_user(struct state *s, const char *user, const struct state_key *keys, size_t n)
+{
+	struct state_user nu = { 0 };
+	nu.user = strdup(user);
+	nu.keys = calloc(n ? n : 1, sizeof(*nu.keys));
+	if (!nu.user || !nu.keys) {
+		user_done(&nu);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < n; i++) {
+		nu.keys[i].fingerprint = strdup(keys[i].fingerprint);
+		nu.keys[i].line = strdup(keys[i].line);
+		nu.keys[i].expiry = keys[i].expiry;
+		nu.n_keys++;
+		if (!nu.keys[i].fingerprint || !nu.keys[i].line) {
+			user_done(&nu);
+			return -ENOMEM;
+		}
+	}
+	for (size_t i = 0; i < s->n_users; i++)
+		if (strcmp(s->users[i].user, user) == 0) {
+			user_done(&s->users[i]);
+			s->users[i] = nu;
+			return 0;
+		}
+	struct state_user *v = realloc(s->users, (s->n_users + 1) * sizeof(*v));
+	if (!v) {
+		user_done(&nu);
+		return -ENOMEM;
+	}
+	s->users = v;
+	s->users[s->n_users++] = nu;
+	return 0;
+}
+
+void state_done(struct state *s)
+{
+	strv_free(s->owned_files);
+	for (size_t i = 0; i < s->n_users; i++)
+		user_done(&s->users[i]);
+	free(s->users);
+	strv_free(s->progress_units);
+	*s = (struct state){ 0 };
+}
+
+static int strv_from_json(const cJSON *a, char ***ret, size_t *ret_n)
+{
+	if (!cJSON_IsArray(a))
+		return -EINVAL;
+	size_t n = (size_t)cJSON_GetArraySize(a);
+	_cleanup_strv_free_ char **v = calloc(n + 1, sizeof(char *));
+	if (!v)
+		return -ENOMEM;
+	size_t i = 0;
+	const cJSON *e;
+	cJSON_ArrayForEach(e, a) {
+		if (!cJSON_IsString(e))
+			return -EINVAL;
+		v[i] = strdup(e->valuestring);
+		if (!v[i++])
+			return -ENOMEM;
+	}
+	*ret = TAKE_PTR(v);
+	if (ret_n)
+		*ret_n = n;
+	return 0;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+int state_parse(const char *data, size_t len, struct state *ret)
+{
+	_cleanup_(cJSON_Deletep) cJSON *root = cJSON_ParseWithLength(data, len);
+	if (!cJSON_IsObject(root))
+		return -EINVAL;
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, "version");
+	if (!cJSON_IsNumber(v) || v->valuedouble != STATE_VERSION)
+		return -EINVAL;
+
+	struct state s = { 0 };
+	int r = 0;
+	const cJSON *owned = cJSON_GetObjectItemCaseSensitive(root, "ownedFiles");
+	if (owned)
+		r = strv_from_json(owned, &s.owned_files, &s.n_owned);
+	else
+		r = (s.owned_files = calloc(1, sizeof(char *))) ? 0 : -ENOMEM;
+	if (r < 0)
+		goto fail;
+	qsort(s.owned_files, s.n_owned, sizeof(char *), cmp_str);
+	for (size_t i = 1; i < s.n_owned; i++)
+		if (strcmp(s.owned_files[i - 1], s.owned_files[i]) == 0) {
+			strv_sorted_remove(s.owned_files, &s.n_owned, i);
+			i--;
+		}
+
+	const cJSON *keys = cJSON_GetObjectItemCaseSensitive(root, "managedKeys");
+	if (keys) {
+		if (!cJSON_IsObject(keys)) {
+			r = -EINVAL;
+			goto fail;
+		}
+		const cJSON *u;
+		cJSON_ArrayForEach(u, keys) {
+			if (!cJSON_IsArray(u)) {
+				r = -EINVAL;
+				goto fail;
+			}
+			size_t n = (size_t)cJSON_GetArraySize(u), i = 0;
+			_cleanup_free_ struct state_key *k = calloc(n ? n : 1, sizeof(*k));
+			if (!k) {
+				r = -ENOMEM;
+				goto fail;
+			}
+			const cJSON *e;
+			cJSON_ArrayForEach(e, u) {
+				const cJSON *fp = cJSON_GetObjectItemCaseSensitive(e, "fingerprint");
+				const cJSON *line = cJSON_GetObjectItemCaseSensitive(e, "line");
+				const cJSON *exp = cJSON_GetObjectItemCaseSensitive(e, "expiry");
+				if (!cJSON_IsString(fp) || !cJSON_IsString(line) || (exp && !cJSON_IsNumber(exp))) {
+					r = -EINVAL;
+					goto fail;
+				}
+				k[i].fingerprint = fp->valuestring;
+				k[i].line = line->valuestring;
+				k[i].expiry = exp ? (time_t)exp->valuedouble : 0;
+				i++;
+			}
+			r = state_set_user(&s, u->string, k, n); /* deep copies */
+			if (r < 0)
+				goto fail;
+		}
+	}
+
+	const cJSON *p = cJSON_GetObjectItemCaseSensitive(root, "progress");
+	if (p) {
+		const cJSON *c = cJSON_GetObjectItemCaseSensitive(p, "checksum");
+		const cJSON *steps = cJSON_GetObjectItemCaseSensitive(p, "steps");
+		const cJSON *units = cJSON_GetObjectItemCaseSensitive(p, "changedUnits");
+		if (!cJSON_IsString(c) || strlen(c->valuestring) != 64 || !cJSON_IsNumber(steps)) {
+			r = -EINVAL;
+			goto fail;
+		}
+		memcpy(s.progress_checksum, c->valuestring, 65);
+		s.progress_steps = (unsigned)steps->valuedouble;
+		if (units && (r = strv_from_json(units, &s.progress_units, NULL)) < 0)
+			goto fail;
+	}
+	*ret = s;
+	return 0;
+fail:
+	state_done(&s);
+	return r;
+}
+
+int state_format(const struct state *s, char **ret, size_t *ret_len)
+{
+	_cleanup_(cJSON_Deletep) cJSON *root = cJSON_CreateObject();
+	if (!root || !cJSON_AddNumberToObject(root, "version", STATE_VERSION))
+		return -ENOMEM;
+	cJSON *owned = cJSON_AddArrayToObject(root, "ownedFiles");
+	if (!owned)
+		return -ENOMEM;
+	for (size_t i = 0; i < s->n_owned; i++)
+		if (!cJSON_AddItemToArray(owned, cJSON_CreateString(s->owned_files[i])))
+			return -ENOMEM;
+	cJSON *keys = cJSON_AddObjectToObject(root, "managedKeys");
+	if (!keys)
+		return -ENOMEM;
+	for (size_t i = 0; i < s->n_users; i++) {
+		cJSON *u = cJSON_AddArrayToObject(keys, s->users[i].user);
+		if (!u)
+			return -ENOMEM;
+		for (size_t j = 0; j < s->users[i].n_keys; j++) {
+			const struct state_key *k = &s->users[i].keys[j];
+			cJSON *e = cJSON_CreateObject();
+			if (!e || !cJSON_AddItemToArray(u, e) ||
+			    !cJSON_AddStringToObject(e, "fingerprint", k->fingerprint) ||
+			    !cJSON_AddStringToObject(e, "line", k->line) ||
+			    !cJSON_AddNumberToObject(e, "expiry", (double)k->expiry))
+				return -ENOMEM;
+		}
+	}
+	if (s->progress_checksum[0]) {
+		cJSON *p = cJSON_AddObjectToObject(root, "progress");
+		if (!p || !cJSON_AddStringToObject(p, "checksum", s->progress_checksum) ||
+		    !cJSON_AddNumberToObject(p, "steps", s->progress_steps))
+			return -ENOMEM;
+		cJSON *u = cJSON_AddArrayToObject(p, "changedUnits");
+		if (!u)
+			return -ENOMEM;
+		for (char **x = s->progress_units; x && *x; x++)
+			if (!cJSON_AddItemToArray(u, cJSON_CreateString(*x)))
+				return -ENOMEM;
+	}
+	char *text = cJSON_Print(root);
+	if (!text)
+		return -ENOMEM;
+	size_t n = strlen(text);
+	char *out = realloc(text, n + 2);
+	if (!out) {
+		free(text);
+		return -ENOMEM;
+	}
+	out[n++] = '\n';
+	out[n] = '\0';
+	*ret = out;
+	*ret_len = n;
+	return 0;
+}
+
+int state_load(int dirfd, struct state *ret)
+{
+	_cleanup_free_ char *data = NULL;
+	size_t len;
+	int r = fsx_read_at(dirfd, STATE_FILE, STATE_MAX, &data, &len);
+	if (r == -ENOENT) {
+		struct state s = { 0 };
+		s.owned_files = calloc(1, sizeof(char *));
+		if (!s.owned_files)
+			return -ENOMEM;
+		*ret = s;
+		return 0;
+	}
+	if (r < 0)
+		return r;
+	return state_parse(data, len, ret);
+}
+
+int state_save(int dirfd, const struct state *s)
+{
+	_cleanup_free_ char *text = NULL;
+	size_t len;
+	int r = state_format(s, &text, &len);
+	if (r < 0)
+		return r;
+	return fsx_write_atomic_at(dirfd, STATE_FILE, text, len, 0600, FSX_UID_KEEP, FSX_GID_KEEP,
+				   FSX_SKIP_IF_SAME);
+}
+
+int state_load_last_applied(int dirfd, char **ret, size_t *ret_len, char checksum[static 65])
+{
+	_cleanup_free_ char *data = NULL;
+	size_t len;
+	int r = fsx_read_at(dirfd, STATE_LAST_APPLIED, STATE_MAX, &data, &len);
+	if (r < 0)
+		return r;
+	size_t hl = strlen(LAST_APPLIED_HEADER);
+	if (len < hl + 65 || memcmp(data, LAST_APPLIED_HEADER, hl) != 0 || data[hl + 64] != '\n')
+		return -EBADMSG;
+	const char *body = data + hl + 65;
+	size_t body_len = len - hl - 65;
+	char sum[65];
+	sha256_hex(body, body_len, sum);
+	if (memcmp(sum, data + hl, 64) != 0)
+		return -EBADMSG;
+	char *out = malloc(body_len + 1);
+	if (!out)
+		return -ENOMEM;
+	memcpy(out, body, body_len);
+	out[body_len] = '\0';
+	memcpy(checksum, sum, 65);
+	*ret = out;
+	*ret_len = body_len;
+	return 0;
+}
+
+int state_save_last_applied(int dirfd, const char *osc, size_t len)
+{
+	size_t hl = strlen(LAST_APPLIED_HEADER);
+	_cleanup_free_ char *buf = malloc(hl + 65 + len);
+	if (!buf)
+		return -ENOMEM;
+	memcpy(buf, LAST_APPLIED_HEADER, hl);
+	sha256_hex(osc, len, buf + hl);
+	buf[hl + 64] = '\n';
+	memcpy(buf + hl + 65, osc, len);
+	return fsx_write_atomic_at(dirfd, STATE_LAST_APPLIED, buf, hl + 65 + len, 0600, FSX_UID_KEEP,
+				   FSX_GID_KEEP, FSX_SKIP_IF_SAME);
+}

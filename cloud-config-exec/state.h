@@ -1,0 +1,89 @@
+/* The executor's own records below <execStateDir> (root-owned, 0755):
+ *
+ *   last-applied.yaml  the osc.yaml bytes of the last fully successful apply,
+ *                      behind one header line "# cloud-config-exec
+ *                      last-applied sha256=<hex of the rest>" so a torn or
+ *                      corrupted record is recognised (Gardener #10819) and
+ *                      treated as absent (a full apply) instead of trusted;
+ *   state.json         what the executor owns and where an apply stands:
+ *                      the files it created (only those are ever removed),
+ *                      the SSH keys it manages per user, and the progress of
+ *                      an unfinished apply (target checksum, finished steps,
+ *                      units changed so far). Rewritten after each step, and
+ *                      before files are created (ownership is recorded first,
+ *                      so a crash can never leak a created file: #10972);
+ *   result.json        lib/result.h, for node-agent.
+ *
+ * Every write is atomic (fsx_write_atomic_at) and skipped when the bytes
+ * are unchanged. Functions return -errno and do not log above debug; the
+ * caller decides. */
+#ifndef CCE_STATE_H
+#define CCE_STATE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <time.h>
+
+#define STATE_LAST_APPLIED "last-applied.yaml"
+#define STATE_FILE "state.json"
+#define STATE_RESULT "result.json"
+#define STATE_MAX (16u << 20)
+
+enum {
+	STATE_STEP_FILES = 1 << 0,
+	STATE_STEP_UNITS = 1 << 1,
+	STATE_STEP_KEYS = 1 << 2,
+};
+
+struct state_key {
+	char *fingerprint;          /* "SHA256:..." */
+	char *line;                 /* the rendered authorized_keys line */
+	time_t expiry;              /* 0: none */
+};
+
+struct state_user {
+	char *user;
+	struct state_key *keys;
+	size_t n_keys;
+};
+
+struct state {
+	char **owned_files;         /* NULL-terminated, sorted, unique; never NULL after load */
+	size_t n_owned;
+	struct state_user *users;   /* managed keys, per user */
+	size_t n_users;
+	char progress_checksum[65]; /* "" when no apply is in progress */
+	unsigned progress_steps;    /* STATE_STEP_* finished for progress_checksum */
+	char **progress_units;      /* units changed so far by that apply (NULL-terminated or NULL) */
+};
+
+/* Parses state.json bytes (pure). -EINVAL on malformed input. */
+int state_parse(const char *data, size_t len, struct state *ret);
+/* Serialises (pure); malloc'ed NUL-terminated text in *ret. */
+int state_format(const struct state *s, char **ret, size_t *ret_len);
+
+/* Loads <dirfd>/state.json; an absent file gives an empty state. */
+int state_load(int dirfd, struct state *ret);
+/* Writes <dirfd>/state.json atomically (0600), skipping identical bytes.
+ * Returns 1 when written, 0 when unchanged. */
+int state_save(int dirfd, const struct state *s);
+void state_done(struct state *s);
+
+/* Owned-file set operations (keep the array sorted and unique). */
+bool state_owns(const struct state *s, const char *path);
+int state_own(struct state *s, const char *path);
+void state_disown(struct state *s, const char *path);
+
+/* Managed keys of user, NULL when none are recorded. */
+const struct state_user *state_find_user(const struct state *s, const char *user);
+/* Replaces the managed keys of user with a deep copy of keys[0..n). */
+int state_set_user(struct state *s, const char *user, const struct state_key *keys, size_t n);
+
+/* Reads last-applied.yaml: -ENOENT when absent, -EBADMSG when the header is
+ * missing or the body does not match it. *ret is the osc body (malloc'ed,
+ * NUL-terminated), checksum the hex SHA-256 of it. */
+int state_load_last_applied(int dirfd, char **ret, size_t *ret_len, char checksum[static 65]);
+/* Writes last-applied.yaml (header + osc), 0600. 1 written, 0 unchanged. */
+int state_save_last_applied(int dirfd, const char *osc, size_t len);
+
+#endif
