@@ -17,7 +17,7 @@
 
 DEFINE_TRIVIAL_CLEANUP_FUNC(cJSON *, cJSON_Delete)
 
-static void sha256_hex(const void *data, size_t len, char out[static 65])
+void state_sha256_hex(const void *data, size_t len, char out[static 65])
 {
 	unsigned char md[EVP_MAX_MD_SIZE];
 	unsigned mdlen = 0;
@@ -259,6 +259,19 @@ int state_parse(const char *data, size_t len, struct state *ret)
 		if (units && (r = strv_from_json(units, &s.progress_units, NULL)) < 0)
 			goto fail;
 	}
+	const cJSON *snap = cJSON_GetObjectItemCaseSensitive(root, "snapshot");
+	if (snap) {
+		const cJSON *d = cJSON_GetObjectItemCaseSensitive(snap, "digest");
+		const cJSON *g = cJSON_GetObjectItemCaseSensitive(snap, "generation");
+		const cJSON *t = cJSON_GetObjectItemCaseSensitive(snap, "createdAt");
+		if (!cJSON_IsString(d) || strlen(d->valuestring) != 64 || !cJSON_IsNumber(g) || !cJSON_IsNumber(t)) {
+			r = -EINVAL;
+			goto fail;
+		}
+		memcpy(s.snapshot_digest, d->valuestring, 65);
+		s.snapshot_generation = (uint64_t)g->valuedouble;
+		s.snapshot_created_at = (int64_t)t->valuedouble;
+	}
 	*ret = s;
 	return 0;
 fail:
@@ -305,6 +318,13 @@ int state_format(const struct state *s, char **ret, size_t *ret_len)
 		for (char **x = s->progress_units; x && *x; x++)
 			if (!cJSON_AddItemToArray(u, cJSON_CreateString(*x)))
 				return -ENOMEM;
+	}
+	if (s->snapshot_digest[0]) {
+		cJSON *p = cJSON_AddObjectToObject(root, "snapshot");
+		if (!p || !cJSON_AddStringToObject(p, "digest", s->snapshot_digest) ||
+		    !cJSON_AddNumberToObject(p, "generation", (double)s->snapshot_generation) ||
+		    !cJSON_AddNumberToObject(p, "createdAt", (double)s->snapshot_created_at))
+			return -ENOMEM;
 	}
 	char *text = cJSON_Print(root);
 	if (!text)
@@ -364,7 +384,7 @@ int state_load_last_applied(int dirfd, char **ret, size_t *ret_len, char checksu
 	const char *body = data + hl + 65;
 	size_t body_len = len - hl - 65;
 	char sum[65];
-	sha256_hex(body, body_len, sum);
+	state_sha256_hex(body, body_len, sum);
 	if (memcmp(sum, data + hl, 64) != 0)
 		return -EBADMSG;
 	char *out = malloc(body_len + 1);
@@ -385,7 +405,7 @@ int state_save_last_applied(int dirfd, const char *osc, size_t len)
 	if (!buf)
 		return -ENOMEM;
 	memcpy(buf, LAST_APPLIED_HEADER, hl);
-	sha256_hex(osc, len, buf + hl);
+	state_sha256_hex(osc, len, buf + hl);
 	buf[hl + 64] = '\n';
 	memcpy(buf + hl + 65, osc, len);
 	return fsx_write_atomic_at(dirfd, STATE_LAST_APPLIED, buf, hl + 65 + len, 0600, FSX_UID_KEEP,

@@ -22,6 +22,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <time.h>
 
 #define STATE_LAST_APPLIED "last-applied.yaml"
@@ -55,6 +56,12 @@ struct state {
 	char progress_checksum[65]; /* "" when no apply is in progress */
 	unsigned progress_steps;    /* STATE_STEP_* finished for progress_checksum */
 	char **progress_units;      /* units changed so far by that apply (NULL-terminated or NULL) */
+	/* The key snapshot last written: a digest of its entries, and the
+	 * generation and creation time it was built with, so an unchanged key
+	 * set rebuilds byte-identical and is not rewritten. */
+	char snapshot_digest[65];
+	uint64_t snapshot_generation;
+	int64_t snapshot_created_at;
 };
 
 /* Parses state.json bytes (pure). -EINVAL on malformed input. */
@@ -68,6 +75,9 @@ int state_load(int dirfd, struct state *ret);
  * Returns 1 when written, 0 when unchanged. */
 int state_save(int dirfd, const struct state *s);
 void state_done(struct state *s);
+
+/* Lowercase hex SHA-256 (OpenSSL). */
+void state_sha256_hex(const void *data, size_t len, char out[static 65]);
 
 /* Owned-file set operations (keep the array sorted and unique). */
 bool state_owns(const struct state *s, const char *path);
