@@ -466,9 +466,12 @@ int sshkeys_apply(int rootfd, const char *root, const struct config *cfg, const 
 	r = account_name_is_valid(login) ? account_lookup(rootfd, login, &acct) : -EINVAL;
 	if (r == -EINVAL)
 		return log_fields_errno(LOG_ERR, r, LOG_FIELDS(ufield), "Invalid login user name '%s'", login);
-	if (r < 0)
+	if (r == -ENOENT) {
+		log_warning("No /etc/passwd below the root: no login user, keys only in the snapshot");
+		r = 0;
+	} else if (r < 0)
 		return log_error_errno(r, "Cannot read /etc/passwd");
-	if (r == 0 && lw && lw->n > 0 && in->ssh_access && cfg->create_user) {
+	else if (r == 0 && lw && lw->n > 0 && in->ssh_access && cfg->create_user) {
 		if ((r = account_create(root, login)) < 0)
 			return r;
 		changed = true;
@@ -479,7 +482,7 @@ int sshkeys_apply(int rootfd, const char *root, const struct config *cfg, const 
 	}
 	if (r == 0) {
 		if (lw && lw->n > 0)
-			log_fields(LOG_WARNING, LOG_FIELDS(ufield), "Login user %s does not exist%s; keys only in the snapshot",
+			log_fields(LOG_WARNING, LOG_FIELDS(ufield), "Login user %s does not exist%s: its keys are not applied",
 				   login, cfg->create_user ? "" : " (ssh.createUser is off)");
 	} else {
 		if (lw && lw->n > 0 && in->ssh_access && (r = account_sudoers(rootfd, login, cfg->sudoers)) > 0)

@@ -1,0 +1,494 @@
+/* One run of the executor; see apply.h.
+ *
+ * The order, and why a crash at any instant is harmless:
+ *  1. the new OSC is parsed and validated: a rejected OSC changes nothing;
+ *  2. the progress record (state.json) names the target checksum before any
+ *     file is touched; files about to be created are recorded as ours first;
+ *  3. files (atomic each), then units, then keys and the snapshot, each step
+ *     persisted as finished in the progress record;
+ *  4. last-applied.yaml is replaced only at the very end, then the progress
+ *     record is cleared.
+ * The plan always comes from the models (last applied vs new), never from
+ * what is on disk, so a re-run after a crash computes the same file changes
+ * and unit restarts and completes the apply; a unit step that finished is
+ * not repeated for the same checksum. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "apply.h"
+#include "cleanup.h"
+#include "files.h"
+#include "fsx.h"
+#include "log.h"
+#include "osc.h"
+#include "result.h"
+#include "sshkeys.h"
+#include "state.h"
+#include "units.h"
+
+
+static void osc_donep(struct osc **o)
+{
+	if (*o) {
+		osc_done(*o);
+		free(*o);
+	}
+}
+
+int apply_read_input(const char *path, char **ret, size_t *ret_len)
+{
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	if (fd < 0)
+		return log_error_errno(negerrno(), "Cannot open %s", path);
+	int r = fsx_read_fd(fd, OSC_INPUT_MAX, ret, ret_len);
+	if (r == -EFBIG)
+		return log_error_errno(r, "%s is larger than %u bytes", path, OSC_INPUT_MAX);
+	if (r < 0)
+		return log_error_errno(r, "Cannot read %s", path);
+	return 0;
+}
+
+static bool path_below(const char *path, const char *dir)
+{
+	size_t n = strlen(dir);
+	while (n > 1 && dir[n - 1] == '/')
+		n--;
+	return strncmp(path, dir, n) == 0 && (path[n] == '/' || path[n] == '\0');
+}
+
+/* Parses and validates; logs the reason on failure. */
+static int parse_osc(const struct apply_ctx *c, const char *data, size_t len, const char *what, struct osc **ret)
+{
+	struct osc_error err = { { 0 } };
+	_cleanup_(osc_donep) struct osc *o = calloc(1, sizeof(*o));
+	if (!o)
+		return log_error_errno(-ENOMEM, "Out of memory");
+	int r = osc_parse_for_node(data, len, c->cfg->exec_state_dir, c->cfg->node_name, o, &err);
+	if (r < 0) {
+		free(TAKE_PTR(o));
+		return log_error_errno(r, "%s rejected: %s", what, err.message[0] ? err.message : "invalid");
+	}
+	for (size_t i = 0; i < o->n_files; i++) {
+		const char *p = o->files[i].path;
+		if ((c->cfg->state_dir && path_below(p, c->cfg->state_dir)) ||
+		    (c->cfg->snapshot_path && strcmp(p, c->cfg->snapshot_path) == 0) || path_below(p, "/" UNITS_DIR)) {
+			char ffield[1100];
+			snprintf(ffield, sizeof(ffield), "FILE=%s", p);
+			return log_fields_errno(LOG_ERR, -EPERM, LOG_FIELDS(ffield),
+						"%s rejected: spec.files: path '%s' is in the agent's own state or "
+						"the systemd unit directory (units go through spec.units)", what, p);
+		}
+	}
+	*ret = TAKE_PTR(o);
+	return 0;
+}
+
+static int open_state_dir(const struct apply_ctx *c, bool create)
+{
+	int fd = fsx_open_dir_at(c->rootfd, c->cfg->exec_state_dir, create ? FSX_MKDIR : 0, 0755);
+	if (fd < 0 && (create || fd != -ENOENT))
+		log_error_errno(fd, "Cannot open the state directory %s", c->cfg->exec_state_dir);
+	return fd;
+}
+
+/* The last applied OSC, or NULL when there is none or it cannot be trusted. */
+static struct osc *load_old(const struct apply_ctx *c, int statefd, char checksum[static 65])
+{
+	_cleanup_free_ char *data = NULL;
+	size_t len;
+	checksum[0] = '\0';
+	if (statefd < 0)
+		return NULL;
+	int r = state_load_last_applied(statefd, &data, &len, checksum);
+	if (r == -ENOENT)
+		return NULL;
+	if (r < 0) {
+		log_warning_errno(r, "%s/%s is damaged or unreadable; doing a full apply (every unit restarts)",
+				  c->cfg->exec_state_dir, STATE_LAST_APPLIED);
+		checksum[0] = '\0';
+		return NULL;
+	}
+	struct osc *o = NULL;
+	if (parse_osc(c, data, len, "last applied OSC", &o) < 0) {
+		log_warning("The last applied OSC no longer parses; doing a full apply");
+		checksum[0] = '\0';
+		return NULL;
+	}
+	return o;
+}
+
+static bool strv_equal(char *const *a, char *const *b)
+{
+	for (; a && *a && b && *b; a++, b++)
+		if (strcmp(*a, *b) != 0)
+			return false;
+	return (!a || !*a) && (!b || !*b);
+}
+
+static bool str_equal(const char *a, const char *b)
+{
+	return (!a && !b) || (a && b && strcmp(a, b) == 0);
+}
+
+/* Writes result.json unless an identical outcome is already recorded (a
+ * no-op re-apply then writes nothing at all). */
+static int write_result(int statefd, const struct result *res, bool changed_anything)
+{
+	_cleanup_free_ char *old = NULL;
+	size_t old_len;
+	if (!changed_anything && fsx_read_at(statefd, STATE_RESULT, RESULT_MAX, &old, &old_len) >= 0) {
+		struct result prev = { 0 };
+		if (result_parse(old, old_len, &prev, NULL) >= 0) {
+			bool same = prev.success == res->success && strcmp(prev.checksum, res->checksum) == 0 &&
+				    prev.generation == res->generation && str_equal(prev.restart_id, res->restart_id) &&
+				    str_equal(prev.failed_step, res->failed_step) && str_equal(prev.error, res->error) &&
+				    (res->success || strv_equal(prev.changed_units, res->changed_units));
+			result_done(&prev);
+			if (same)
+				return 0;
+		}
+	}
+	_cleanup_free_ char *text = NULL;
+	size_t len;
+	int r = result_format(res, &text, &len);
+	if (r < 0)
+		return log_error_errno(r, "Cannot format %s", STATE_RESULT);
+	r = fsx_write_atomic_at(statefd, STATE_RESULT, text, len, 0644, 0, 0, FSX_SKIP_IF_SAME);
+	if (r < 0)
+		return log_error_errno(r, "Cannot write %s", STATE_RESULT);
+	return 1;
+}
+
+/* The restart request last executed (from result.json), or NULL. */
+static char *previous_restart_id(int statefd)
+{
+	_cleanup_free_ char *old = NULL;
+	size_t len;
+	if (fsx_read_at(statefd, STATE_RESULT, RESULT_MAX, &old, &len) < 0)
+		return NULL;
+	struct result prev = { 0 };
+	if (result_parse(old, len, &prev, NULL) < 0)
+		return NULL;
+	char *id = TAKE_PTR(prev.restart_id);
+	result_done(&prev);
+	return id;
+}
+
+static int fail_result(int statefd, struct result *res, const char *step, const char *error)
+{
+	res->success = false;
+	res->failed_step = (char *)(uintptr_t)step;
+	res->error = (char *)(uintptr_t)error;
+	res->finished_at = time(NULL);
+	if (statefd >= 0)
+		(void)write_result(statefd, res, true);
+	char cfield[80];
+	snprintf(cfield, sizeof(cfield), "CHECKSUM=%s", res->checksum);
+	log_fields(LOG_ERR, LOG_FIELDS(cfield), "Apply of %.12s failed in step %s: %s", res->checksum, step, error);
+	res->failed_step = NULL;
+	res->error = NULL;
+	return APPLY_EXIT_FAILED;
+}
+
+int apply_osc(const struct apply_ctx *c, const char *osc, size_t len, const struct desired *d)
+{
+	struct result res = { .generation = d ? d->generation : 0 };
+	char cfield[80];
+	state_sha256_hex(osc, len, res.checksum);
+	snprintf(cfield, sizeof(cfield), "CHECKSUM=%s", res.checksum);
+
+	_cleanup_(osc_donep) struct osc *new = NULL;
+	int r = parse_osc(c, osc, len, "OSC", &new);
+	if (r < 0) {
+		/* Nothing on the node changes; only the report says why. */
+		_cleanup_close_ int sfd = open_state_dir(c, true);
+		return fail_result(sfd, &res, "validate", "the OSC was rejected (see the journal)");
+	}
+
+	_cleanup_close_ int statefd = open_state_dir(c, true);
+	if (statefd < 0)
+		return fail_result(-1, &res, "state", "cannot open the state directory");
+	_cleanup_(state_done) struct state st = { 0 };
+	r = state_load(statefd, &st);
+	if (r < 0) {
+		log_error_errno(r, "%s/%s is damaged", c->cfg->exec_state_dir, STATE_FILE);
+		return fail_result(statefd, &res, "state", "state.json is damaged");
+	}
+	char old_checksum[65];
+	_cleanup_(osc_donep) struct osc *old = load_old(c, statefd, old_checksum);
+	bool same_as_last = old && strcmp(old_checksum, res.checksum) == 0;
+
+	if (same_as_last && st.progress_checksum[0] && strcmp(st.progress_checksum, res.checksum) == 0) {
+		/* Crashed after last-applied was replaced: the apply had finished. */
+		st.progress_checksum[0] = '\0';
+		st.progress_steps = 0;
+		strv_free(TAKE_PTR(st.progress_units));
+	}
+	if (strcmp(st.progress_checksum, res.checksum) != 0) {
+		if (st.progress_checksum[0])
+			log_fields(LOG_NOTICE, LOG_FIELDS(cfield), "An apply of %.12s did not finish; applying %.12s over it",
+				   st.progress_checksum, res.checksum);
+		st.progress_checksum[0] = '\0';
+		st.progress_steps = 0;
+		strv_free(TAKE_PTR(st.progress_units));
+		if (!same_as_last) {
+			memcpy(st.progress_checksum, res.checksum, 65);
+			if ((r = state_save(statefd, &st)) < 0) {
+				log_error_errno(r, "Cannot save %s", STATE_FILE);
+				return fail_result(statefd, &res, "state", "cannot save the progress record");
+			}
+		}
+	} else
+		log_fields(LOG_NOTICE, LOG_FIELDS(cfield), "Resuming the unfinished apply of %.12s", res.checksum);
+	log_fields(LOG_INFO, LOG_FIELDS(cfield), "Applying OSC %.12s: %zu files, %zu units (last applied: %.12s)",
+		   res.checksum, new->n_files, new->n_units, old ? old_checksum : "none");
+
+	/* 1. Files. */
+	struct files_plan fplan = { 0 };
+	r = files_plan_compute(old, new, st.owned_files, &fplan);
+	if (r < 0)
+		return fail_result(statefd, &res, "files", "out of memory");
+	_cleanup_strv_free_ char **written = NULL;
+	r = files_apply(c->rootfd, new, &fplan, &st, statefd, &written);
+	if (r < 0) {
+		files_plan_done(&fplan);
+		return fail_result(statefd, &res, "files", "a file could not be written or removed (see the journal)");
+	}
+	bool changed = (written && written[0]) || (fplan.remove && fplan.remove[0]);
+	_cleanup_strv_free_ char **changed_files = TAKE_PTR(fplan.changed);
+	for (char **p = written; p && *p; p++)
+		if (files_strv_add(&changed_files, *p) < 0) {
+			files_plan_done(&fplan);
+			return fail_result(statefd, &res, "files", "out of memory");
+		}
+	files_plan_done(&fplan);
+	if (!same_as_last) {
+		st.progress_steps |= STATE_STEP_FILES;
+		if ((r = state_save(statefd, &st)) < 0)
+			return fail_result(statefd, &res, "files", "cannot save the progress record");
+	}
+
+	/* 2. Units (and the Node's restart request). */
+	_cleanup_free_ char *prev_restart = previous_restart_id(statefd);
+	char *const *requests = NULL;
+	if (d && d->restart_id && d->restart_units && !str_equal(prev_restart, d->restart_id))
+		requests = d->restart_units;
+	_cleanup_strv_free_ char **changed_units = NULL;
+	if ((st.progress_steps & STATE_STEP_UNITS) && !requests) {
+		log_fields(LOG_INFO, LOG_FIELDS(cfield), "Units of %.12s were already applied before the interruption",
+			   res.checksum);
+		changed_units = st.progress_units;
+		st.progress_units = NULL;
+	} else {
+		_cleanup_(units_plan_freep) struct units_plan *uplan = NULL;
+		r = units_plan_compute(old, new, changed_files, requests, &uplan);
+		if (r < 0)
+			return fail_result(statefd, &res, "units", "out of memory");
+		_cleanup_free_ char *summary = NULL;
+		if (units_plan_format(uplan, &summary) >= 0)
+			log_fields(LOG_INFO, LOG_FIELDS(cfield), "Units: %s", summary);
+		_cleanup_free_ char *uerr = NULL;
+		r = units_apply(uplan, c->rootfd, c->bus, c->job_timeout_ms, &changed_units, &uerr);
+		if (r < 0) {
+			char buf[1024];
+			snprintf(buf, sizeof(buf), "%s", uerr ? uerr : strerror(-r));
+			res.changed_units = changed_units;
+			int x = fail_result(statefd, &res, "units", buf);
+			res.changed_units = NULL;
+			return x;
+		}
+		if (!same_as_last || (changed_units && changed_units[0])) {
+			strv_free(st.progress_units);
+			st.progress_units = NULL;
+			for (char **u = changed_units; u && *u; u++)
+				if (files_strv_add(&st.progress_units, *u) < 0)
+					return fail_result(statefd, &res, "units", "out of memory");
+			if (!same_as_last) {
+				st.progress_steps |= STATE_STEP_UNITS;
+				if ((r = state_save(statefd, &st)) < 0)
+					return fail_result(statefd, &res, "units", "cannot save the progress record");
+			}
+		}
+	}
+	if (changed_units && changed_units[0])
+		changed = true;
+	if (requests) {
+		res.restart_id = d->restart_id;
+		changed = true;
+	} else if (d && d->restart_id && str_equal(prev_restart, d->restart_id))
+		res.restart_id = d->restart_id;
+
+	/* 3. Keys and the snapshot. */
+	struct sshkeys_input in = { .osc = new, .key_document = d ? d->key_document : NULL,
+				    .ssh_access = d ? d->ssh_access : true, .now = time(NULL) };
+	bool keys_changed = false;
+	r = sshkeys_apply(c->rootfd, c->root, c->cfg, &in, &st, statefd, &keys_changed);
+	if (r < 0) {
+		res.restart_id = NULL;
+		return fail_result(statefd, &res, "keys", "the SSH keys could not be applied (see the journal)");
+	}
+	changed = changed || keys_changed;
+
+	/* 4. Commit: last-applied, then the progress record. */
+	if (!same_as_last) {
+		r = state_save_last_applied(statefd, osc, len);
+		if (r < 0) {
+			log_error_errno(r, "Cannot write %s", STATE_LAST_APPLIED);
+			res.restart_id = NULL;
+			return fail_result(statefd, &res, "commit", "cannot write last-applied.yaml");
+		}
+	}
+	st.progress_checksum[0] = '\0';
+	st.progress_steps = 0;
+	strv_free(TAKE_PTR(st.progress_units));
+	if ((r = state_save(statefd, &st)) < 0) {
+		log_error_errno(r, "Cannot save %s", STATE_FILE);
+		return fail_result(statefd, &res, "commit", "cannot save the progress record");
+	}
+
+	res.success = true;
+	res.changed_units = changed_units;
+	res.finished_at = time(NULL);
+	r = write_result(statefd, &res, changed || !same_as_last);
+	res.changed_units = NULL;
+	if (r < 0)
+		return APPLY_EXIT_FAILED;
+	log_fields(LOG_INFO, LOG_FIELDS(cfield), "Applied OSC %.12s%s", res.checksum,
+		   changed || !same_as_last ? "" : " (nothing changed)");
+	return APPLY_EXIT_OK;
+}
+
+static int load_desired(const struct apply_ctx *c, struct desired *ret, bool quiet_absent)
+{
+	_cleanup_close_ int dfd = fsx_open_dir_at(c->rootfd, c->cfg->state_dir, 0, 0);
+	_cleanup_free_ char *data = NULL;
+	size_t len;
+	int r = dfd < 0 ? dfd : fsx_read_at(dfd, "desired.json", DESIRED_MAX, &data, &len);
+	if (r == -ENOENT && quiet_absent)
+		return r;
+	if (r < 0)
+		return log_error_errno(r, "Cannot read %s/desired.json", c->cfg->state_dir);
+	const char *err = NULL;
+	r = desired_parse(data, len, ret, &err);
+	if (r < 0)
+		return log_error_errno(r, "%s/desired.json rejected: %s", c->cfg->state_dir, err ? err : "invalid");
+	return 0;
+}
+
+int apply_desired(const struct apply_ctx *c)
+{
+	struct desired d = { 0 };
+	int r = load_desired(c, &d, false);
+	if (r < 0)
+		return APPLY_EXIT_FAILED;
+	r = apply_osc(c, d.osc, d.osc_len, &d);
+	desired_done(&d);
+	return r;
+}
+
+int apply_keys_only(const struct apply_ctx *c)
+{
+	_cleanup_close_ int statefd = open_state_dir(c, true);
+	if (statefd < 0)
+		return APPLY_EXIT_FAILED;
+	_cleanup_(state_done) struct state st = { 0 };
+	int r = state_load(statefd, &st);
+	if (r < 0) {
+		log_error_errno(r, "%s/%s is damaged", c->cfg->exec_state_dir, STATE_FILE);
+		return APPLY_EXIT_FAILED;
+	}
+	char checksum[65];
+	_cleanup_(osc_donep) struct osc *old = load_old(c, statefd, checksum);
+	struct desired d = { 0 };
+	bool have_d = load_desired(c, &d, true) >= 0;
+	struct sshkeys_input in = { .osc = old, .key_document = have_d ? d.key_document : NULL,
+				    .ssh_access = have_d ? d.ssh_access : true, .now = time(NULL) };
+	bool changed = false;
+	r = sshkeys_apply(c->rootfd, c->root, c->cfg, &in, &st, statefd, &changed);
+	if (have_d)
+		desired_done(&d);
+	if (r < 0)
+		return APPLY_EXIT_FAILED;
+	log_info("Keys reconciled%s", changed ? "" : " (nothing changed)");
+	return APPLY_EXIT_OK;
+}
+
+int apply_check(const struct apply_ctx *c, const char *osc, size_t len)
+{
+	_cleanup_(osc_donep) struct osc *new = NULL;
+	if (parse_osc(c, osc, len, "OSC", &new) < 0)
+		return APPLY_EXIT_FAILED;
+	_cleanup_close_ int statefd = open_state_dir(c, false);
+	_cleanup_(state_done) struct state st = { 0 };
+	if (statefd >= 0 && state_load(statefd, &st) < 0)
+		log_warning("%s/%s is damaged; assuming no owned files", c->cfg->exec_state_dir, STATE_FILE);
+	char checksum[65], sum[65];
+	_cleanup_(osc_donep) struct osc *old = load_old(c, statefd, checksum);
+	state_sha256_hex(osc, len, sum);
+	printf("checksum %s (last applied: %s)\n", sum, old ? checksum : "none");
+	printf("%zu files, %zu units: valid\n", new->n_files, new->n_units);
+	struct files_plan fplan = { 0 };
+	if (files_plan_compute(old, new, st.owned_files, &fplan) < 0)
+		return APPLY_EXIT_FAILED;
+	files_check(c->rootfd, new, &fplan);
+	_cleanup_(units_plan_freep) struct units_plan *uplan = NULL;
+	if (units_plan_compute(old, new, fplan.changed, NULL, &uplan) >= 0) {
+		_cleanup_free_ char *summary = NULL;
+		if (units_plan_format(uplan, &summary) >= 0)
+			printf("units: %s\n", summary);
+	}
+	files_plan_done(&fplan);
+	return APPLY_EXIT_OK;
+}
+
+int apply_status(const struct apply_ctx *c)
+{
+	_cleanup_close_ int statefd = open_state_dir(c, false);
+	if (statefd < 0) {
+		printf("never applied (no %s)\n", c->cfg->exec_state_dir);
+		return APPLY_EXIT_OK;
+	}
+	char checksum[65];
+	_cleanup_(osc_donep) struct osc *old = load_old(c, statefd, checksum);
+	printf("last applied: %s\n", old ? checksum : "none");
+	_cleanup_(state_done) struct state st = { 0 };
+	if (state_load(statefd, &st) >= 0) {
+		printf("owned files: %zu\n", st.n_owned);
+		for (size_t i = 0; i < st.n_users; i++)
+			printf("managed keys of %s: %zu\n", st.users[i].user, st.users[i].n_keys);
+		if (st.progress_checksum[0])
+			printf("unfinished apply: %s (steps done: %s%s%s)\n", st.progress_checksum,
+			       st.progress_steps & STATE_STEP_FILES ? "files " : "",
+			       st.progress_steps & STATE_STEP_UNITS ? "units " : "",
+			       st.progress_steps & STATE_STEP_KEYS ? "keys" : "");
+	}
+	_cleanup_free_ char *data = NULL;
+	size_t len;
+	if (fsx_read_at(statefd, STATE_RESULT, RESULT_MAX, &data, &len) < 0) {
+		printf("result: none\n");
+		return APPLY_EXIT_OK;
+	}
+	struct result res = { 0 };
+	if (result_parse(data, len, &res, NULL) < 0) {
+		printf("result: unreadable\n");
+		return APPLY_EXIT_FAILED;
+	}
+	printf("result: %s for %s (generation %llu)\n", res.success ? "success" : "FAILED", res.checksum,
+	       (unsigned long long)res.generation);
+	if (!res.success)
+		printf("failed step: %s: %s\n", res.failed_step ? res.failed_step : "?", res.error ? res.error : "?");
+	printf("changed units:");
+	for (char **u = res.changed_units; u && *u; u++)
+		printf(" %s", *u);
+	printf("\nrestart request: %s\nfinished at: %lld\n", res.restart_id ? res.restart_id : "none",
+	       (long long)res.finished_at);
+	int ok = res.success;
+	result_done(&res);
+	return ok ? APPLY_EXIT_OK : APPLY_EXIT_FAILED;
+}

@@ -1,0 +1,224 @@
+/* cloud-config-exec: applies the node's desired state as root, without
+ * network: files, systemd units, the login user's SSH keys and the key
+ * snapshot for authkeys-cmd. See cloud-config-exec(8). */
+#include <errno.h>
+#include <getopt.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <systemd/sd-bus.h>
+#include <unistd.h>
+
+#include "apply.h"
+#include "cleanup.h"
+#include "config.h"
+#include "confine.h"
+#include "fsx.h"
+#include "log.h"
+#include "units.h"
+
+#ifndef NA_VERSION
+#define NA_VERSION "0.1"
+#endif
+
+static const char *arg_root = "/";
+static const char *arg_config = NULL;
+static bool arg_no_systemd = false;
+static bool arg_no_seccomp = false;
+static unsigned arg_job_timeout_ms = 0;
+static enum log_target arg_log = LOG_TARGET_AUTO;
+static const char *arg_verb = "apply-desired";
+static const char *arg_file = NULL;
+
+static void help(void)
+{
+	printf("Usage: cloud-config-exec [OPTIONS] [VERB [FILE]]\n"
+	       "\n"
+	       "Applies the node's desired configuration as root: files, systemd units,\n"
+	       "the login user's SSH keys and the key snapshot for authkeys-cmd.\n"
+	       "\n"
+	       "Verbs:\n"
+	       "  apply-desired      apply <stateDir>/desired.json written by node-agent (default)\n"
+	       "  apply FILE         apply an OperatingSystemConfig file (osc.yaml, YAML or JSON)\n"
+	       "  keys               reconcile only the SSH keys and the snapshot (expired-key purge)\n"
+	       "  check FILE         validate an OSC and print what an apply would change; writes nothing\n"
+	       "  status             print the last result\n"
+	       "\n"
+	       "Options:\n"
+	       "  --root DIR         prefix every path on the node with DIR (implies --no-systemd)\n"
+	       "  --config FILE      configuration file (default %s)\n"
+	       "  --no-systemd       do not talk to systemd: write unit files only\n"
+	       "  --job-timeout-ms N deadline for each systemd job (default %u)\n"
+	       "  --log TARGET       auto, journal, stderr or both (default auto)\n"
+	       "  --no-seccomp       do not install the seccomp filter (debugging only)\n"
+	       "  -h --help          show this help\n"
+	       "     --version       show the version\n"
+	       "\n"
+	       "Exit status: 0 applied, 1 apply failed, 2 usage or configuration error.\n",
+	       CONFIG_PATH_DEFAULT, UNITS_JOB_TIMEOUT_MS_DEFAULT);
+}
+
+static int parse_argv(int argc, char *argv[])
+{
+	enum { ARG_ROOT = 0x100, ARG_CONFIG, ARG_NO_SYSTEMD, ARG_JOB_TIMEOUT, ARG_LOG, ARG_NO_SECCOMP, ARG_VERSION };
+	static const struct option options[] = {
+		{ "root", required_argument, NULL, ARG_ROOT },
+		{ "config", required_argument, NULL, ARG_CONFIG },
+		{ "no-systemd", no_argument, NULL, ARG_NO_SYSTEMD },
+		{ "job-timeout-ms", required_argument, NULL, ARG_JOB_TIMEOUT },
+		{ "log", required_argument, NULL, ARG_LOG },
+		{ "no-seccomp", no_argument, NULL, ARG_NO_SECCOMP },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, ARG_VERSION },
+		{ 0 },
+	};
+	int c;
+	while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0) {
+		switch (c) {
+		case ARG_ROOT:
+			if (optarg[0] != '/') {
+				fprintf(stderr, "cloud-config-exec: --root needs an absolute path\n");
+				return -EINVAL;
+			}
+			arg_root = optarg;
+			break;
+		case ARG_CONFIG:
+			arg_config = optarg;
+			break;
+		case ARG_NO_SYSTEMD:
+			arg_no_systemd = true;
+			break;
+		case ARG_JOB_TIMEOUT: {
+			char *end;
+			errno = 0;
+			unsigned long v = strtoul(optarg, &end, 10);
+			if (errno || end == optarg || *end || v == 0 || v > 3600000) {
+				fprintf(stderr, "cloud-config-exec: --job-timeout-ms: expected 1..3600000, got '%s'\n",
+					optarg);
+				return -EINVAL;
+			}
+			arg_job_timeout_ms = (unsigned)v;
+			break;
+		}
+		case ARG_LOG:
+			if (strcmp(optarg, "auto") == 0)
+				arg_log = LOG_TARGET_AUTO;
+			else if (strcmp(optarg, "journal") == 0)
+				arg_log = LOG_TARGET_JOURNAL;
+			else if (strcmp(optarg, "stderr") == 0)
+				arg_log = LOG_TARGET_STDERR;
+			else if (strcmp(optarg, "both") == 0)
+				arg_log = LOG_TARGET_BOTH;
+			else {
+				fprintf(stderr, "cloud-config-exec: --log: unknown target '%s'\n", optarg);
+				return -EINVAL;
+			}
+			break;
+		case ARG_NO_SECCOMP:
+			arg_no_seccomp = true;
+			break;
+		case 'h':
+			help();
+			return 0;
+		case ARG_VERSION:
+			printf("cloud-config-exec %s\n", NA_VERSION);
+			return 0;
+		default:
+			return -EINVAL;
+		}
+	}
+	if (optind < argc)
+		arg_verb = argv[optind++];
+	bool needs_file = strcmp(arg_verb, "apply") == 0 || strcmp(arg_verb, "check") == 0;
+	if (strcmp(arg_verb, "apply-desired") != 0 && strcmp(arg_verb, "keys") != 0 &&
+	    strcmp(arg_verb, "status") != 0 && !needs_file) {
+		fprintf(stderr, "cloud-config-exec: unknown verb '%s' (see --help)\n", arg_verb);
+		return -EINVAL;
+	}
+	if (needs_file) {
+		if (optind >= argc) {
+			fprintf(stderr, "cloud-config-exec: %s needs a FILE\n", arg_verb);
+			return -EINVAL;
+		}
+		arg_file = argv[optind++];
+	}
+	if (optind < argc) {
+		fprintf(stderr, "cloud-config-exec: unexpected argument '%s'\n", argv[optind]);
+		return -EINVAL;
+	}
+	return 1;
+}
+
+static void configp(struct config **c)
+{
+	if (*c) {
+		config_done(*c);
+		free(*c);
+	}
+}
+
+static int run(void)
+{
+	log_open("cloud-config-exec", arg_log);
+
+	_cleanup_(configp) struct config *cfg = calloc(1, sizeof(*cfg));
+	if (!cfg)
+		return APPLY_EXIT_FAILED;
+	char err[512] = "";
+	const char *path = arg_config ? arg_config : CONFIG_PATH_DEFAULT;
+	int r = config_load(path, cfg, err, sizeof(err));
+	if (r == -ENOENT && !arg_config)
+		r = config_defaults(cfg);
+	if (r < 0) {
+		log_error_errno(r, "Configuration rejected: %s", err[0] ? err : path);
+		return APPLY_EXIT_USAGE;
+	}
+
+	_cleanup_close_ int rootfd = fsx_open_root(arg_root);
+	if (rootfd < 0) {
+		log_error_errno(rootfd, "Cannot open the root directory %s", arg_root);
+		return APPLY_EXIT_USAGE;
+	}
+	bool scratch = strcmp(arg_root, "/") != 0;
+	bool readonly = strcmp(arg_verb, "check") == 0 || strcmp(arg_verb, "status") == 0;
+	_cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
+	if (!arg_no_systemd && !scratch && !readonly && strcmp(arg_verb, "keys") != 0) {
+		r = sd_bus_open_system(&bus);
+		if (r < 0) {
+			log_error_errno(r, "Cannot connect to the system bus (use --no-systemd without systemd)");
+			return APPLY_EXIT_FAILED;
+		}
+	} else if (scratch && !arg_no_systemd && !readonly)
+		log_notice("--root %s: not talking to systemd, unit files only", arg_root);
+
+	/* Input to check comes from a file: read it before the filter, it is
+	 * only bytes afterwards. */
+	_cleanup_free_ char *input = NULL;
+	size_t input_len = 0;
+	if (arg_file && apply_read_input(arg_file, &input, &input_len) < 0)
+		return APPLY_EXIT_USAGE;
+
+	if (!arg_no_seccomp && (r = confine_install()) < 0)
+		return APPLY_EXIT_FAILED;
+
+	struct apply_ctx c = { .root = arg_root, .rootfd = rootfd, .cfg = cfg, .bus = bus,
+			       .job_timeout_ms = arg_job_timeout_ms };
+	if (strcmp(arg_verb, "apply-desired") == 0)
+		return apply_desired(&c);
+	if (strcmp(arg_verb, "apply") == 0)
+		return apply_osc(&c, input, input_len, NULL);
+	if (strcmp(arg_verb, "keys") == 0)
+		return apply_keys_only(&c);
+	if (strcmp(arg_verb, "check") == 0)
+		return apply_check(&c, input, input_len);
+	return apply_status(&c);
+}
+
+int main(int argc, char *argv[])
+{
+	int r = parse_argv(argc, argv);
+	if (r <= 0)
+		return r < 0 ? APPLY_EXIT_USAGE : APPLY_EXIT_OK;
+	return run();
+}
