@@ -1,5 +1,4 @@
 /* The keys step; see sshkeys.h. */
-#include <cjson/cJSON.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -12,12 +11,11 @@
 #include "fsx.h"
 #include "home.h"
 #include "keymerge.h"
+#include "keydoc.h"
 #include "keys.h"
 #include "log.h"
 #include "snapshot.h"
 #include "sshkeys.h"
-
-DEFINE_TRIVIAL_CLEANUP_FUNC(cJSON *, cJSON_Delete)
 
 /* The keys wanted for one user. */
 struct want {
@@ -107,148 +105,62 @@ static const struct osc_file *find_osc_file(const struct osc *osc, const char *p
 	return NULL;
 }
 
-/* Gardener's file: one bare public key a line. Bad lines are logged and
- * skipped (the other keys still apply). */
+/* Adds every entry of a parsed document; a user whose name keydoc accepted
+ * but who is root without ssh.allowRoot is skipped (logged). */
+static int add_doc(struct wants *w, struct keydoc *doc, const struct config *cfg, const char *what)
+{
+	for (size_t i = 0; i < doc->n; i++) {
+		const char *user = doc->entries[i].user;
+		if (!account_name_is_valid(user)) {
+			log_warning("%s: entry %zu: user name '%s' not served, skipped", what, i, user);
+			continue;
+		}
+		int r = wants_add(w, user, &doc->entries[i].key, doc->entries[i].key.options.expiry);
+		if (r == -E2BIG) {
+			log_warning("%s: more than %u keys for %s, the rest skipped", what, SSHKEYS_PER_USER_MAX, user);
+			continue;
+		}
+		if (r < 0)
+			return r;
+	}
+	(void)cfg;
+	return 0;
+}
+
+/* Gardener's file: the current key, then the previous one, for the login
+ * user. A malformed file is refused whole (-EINVAL, logged). */
 static int collect_gardener_file(const struct osc_file *f, const struct config *cfg, struct wants *w)
 {
-	const char *p = (const char *)f->content, *end = p + f->content_len;
 	struct keys_parse_params params = { .rsa_min_bits = cfg->rsa_min_bits };
-	unsigned lineno = 0;
-
-	while (p < end) {
-		const char *nl = memchr(p, '\n', (size_t)(end - p));
-		const char *e = nl ? nl : end;
-		size_t len = (size_t)(e - p);
-		lineno++;
-		while (len > 0 && (p[len - 1] == '\r' || p[len - 1] == ' ' || p[len - 1] == '\t'))
-			len--;
-		if (len > 0 && p[0] != '#') {
-			struct keys_key key = { 0 };
-			const char *what = NULL;
-			int r = keys_parse_public(p, len, &params, &key, &what);
-			if (r < 0) {
-				char ffield[128];
-				snprintf(ffield, sizeof(ffield), "FILE=%s", SSHKEYS_GARDENER_FILE);
-				log_fields_errno(LOG_WARNING, r, LOG_FIELDS(ffield), "%s:%u: key rejected (%s), skipped",
-						 SSHKEYS_GARDENER_FILE, lineno, what ? what : "invalid");
-			} else {
-				r = wants_add(w, cfg->login_user, &key, 0);
-				keys_key_done(&key);
-				if (r < 0)
-					return r;
-			}
-		}
-		p = nl ? nl + 1 : end;
+	struct keydoc doc = { 0 };
+	char err[KEYDOC_ERR_MAX] = "";
+	int r = keydoc_parse_lines((const char *)f->content, f->content_len, cfg->login_user, &params, &doc, err,
+				   sizeof(err));
+	if (r < 0) {
+		char ffield[128];
+		snprintf(ffield, sizeof(ffield), "FILE=%s", SSHKEYS_GARDENER_FILE);
+		return log_fields_errno(LOG_ERR, r, LOG_FIELDS(ffield), "%s rejected: %s", SSHKEYS_GARDENER_FILE,
+					err[0] ? err : "invalid");
 	}
-	return 0;
+	r = add_doc(w, &doc, cfg, SSHKEYS_GARDENER_FILE);
+	keydoc_done(&doc);
+	return r;
 }
 
-/* "2026-11-21T18:00:00Z" (RFC 3339, UTC or with an offset), or seconds. */
-static int parse_until(const cJSON *u, time_t *ret)
-{
-	if (!u || cJSON_IsNull(u)) {
-		*ret = 0;
-		return 0;
-	}
-	if (cJSON_IsNumber(u)) {
-		if (u->valuedouble < 1 || u->valuedouble > 253402300799.0)
-			return -EINVAL;
-		*ret = (time_t)u->valuedouble;
-		return 0;
-	}
-	if (!cJSON_IsString(u))
-		return -EINVAL;
-	struct tm tm = { 0 };
-	const char *rest = strptime(u->valuestring, "%Y-%m-%dT%H:%M:%S", &tm);
-	if (!rest)
-		return -EINVAL;
-	if (*rest == '.') /* fractional seconds: ignored */
-		for (rest++; *rest >= '0' && *rest <= '9'; rest++)
-			;
-	long off = 0;
-	if (*rest == 'Z' || *rest == 'z')
-		rest++;
-	else if ((*rest == '+' || *rest == '-') && strlen(rest) == 6 && rest[3] == ':') {
-		long h = (rest[1] - '0') * 10 + (rest[2] - '0'), m = (rest[4] - '0') * 10 + (rest[5] - '0');
-		if (h > 23 || m > 59)
-			return -EINVAL;
-		off = (h * 60 + m) * 60 * (*rest == '-' ? -1 : 1);
-		rest += 6;
-	} else
-		return -EINVAL;
-	if (*rest)
-		return -EINVAL;
-	time_t t = timegm(&tm);
-	if (t == (time_t)-1)
-		return -EINVAL;
-	*ret = t - off;
-	return 0;
-}
-
-/* The expiring-key document: a JSON list of {user, type, publicKey,
- * comment, until}. A malformed document is refused whole; a bad entry is
- * logged and skipped. */
+/* The expiring-key document (keydoc.h). A malformed document is refused
+ * whole (-EINVAL, logged). */
 static int collect_document(const char *what, const char *data, size_t len, const struct config *cfg,
 			    struct wants *w)
 {
-	if (len > SSHKEYS_DOCUMENT_MAX)
-		return log_error_errno(-EMSGSIZE, "Key document %s is larger than %u bytes, ignored", what,
-				       SSHKEYS_DOCUMENT_MAX);
-	_cleanup_(cJSON_Deletep) cJSON *doc = cJSON_ParseWithLength(data, len);
-	const cJSON *list = doc;
-	if (cJSON_IsObject(doc)) /* {"keys": [...]} is accepted as well */
-		list = cJSON_GetObjectItemCaseSensitive(doc, "keys");
-	if (!cJSON_IsArray(list))
-		return log_error_errno(-EINVAL, "Key document %s is not a JSON list of keys, ignored", what);
 	struct keys_parse_params params = { .rsa_min_bits = cfg->rsa_min_bits };
-	unsigned idx = 0;
-	const cJSON *e;
-	cJSON_ArrayForEach(e, list) {
-		const cJSON *user = cJSON_GetObjectItemCaseSensitive(e, "user");
-		const cJSON *type = cJSON_GetObjectItemCaseSensitive(e, "type");
-		const cJSON *pk = cJSON_GetObjectItemCaseSensitive(e, "publicKey");
-		const cJSON *comment = cJSON_GetObjectItemCaseSensitive(e, "comment");
-		time_t until = 0;
-		unsigned i = idx++;
-		if (!cJSON_IsString(user) || !cJSON_IsString(pk) || (type && !cJSON_IsString(type)) ||
-		    (comment && !cJSON_IsNull(comment) && !cJSON_IsString(comment))) {
-			log_warning("Key document %s: entry %u: missing or mistyped user/type/publicKey, skipped", what, i);
-			continue;
-		}
-		if (!account_name_is_valid(user->valuestring)) {
-			log_warning("Key document %s: entry %u: invalid user name, skipped", what, i);
-			continue;
-		}
-		if (parse_until(cJSON_GetObjectItemCaseSensitive(e, "until"), &until) < 0) {
-			log_warning("Key document %s: entry %u: invalid 'until', skipped", what, i);
-			continue;
-		}
-		_cleanup_free_ char *text = NULL;
-		bool has_type = type && *type->valuestring;
-		bool has_comment = cJSON_IsString(comment) && *comment->valuestring;
-		if (asprintf(&text, "%s%s%s%s%s", has_type ? type->valuestring : "", has_type ? " " : "",
-			     pk->valuestring, has_comment ? " " : "", has_comment ? comment->valuestring : "") < 0)
-			return -ENOMEM;
-		struct keys_key key = { 0 };
-		const char *why = NULL;
-		int r = keys_parse_public(text, strlen(text), &params, &key, &why);
-		if (r < 0) {
-			char ufield[64];
-			snprintf(ufield, sizeof(ufield), "USER=%s", user->valuestring);
-			log_fields_errno(LOG_WARNING, r, LOG_FIELDS(ufield),
-					 "Key document %s: entry %u: key rejected (%s), skipped", what, i,
-					 why ? why : "invalid");
-			continue;
-		}
-		r = wants_add(w, user->valuestring, &key, until);
-		keys_key_done(&key);
-		if (r == -E2BIG)
-			log_warning("Key document %s: more than %u keys for one user, the rest skipped", what,
-				    SSHKEYS_PER_USER_MAX);
-		else if (r < 0)
-			return r;
-	}
-	return 0;
+	struct keydoc doc = { 0 };
+	char err[KEYDOC_ERR_MAX] = "";
+	int r = keydoc_parse_json(data, len, &params, &doc, err, sizeof(err));
+	if (r < 0)
+		return log_error_errno(r, "Key document %s rejected: %s", what, err[0] ? err : "invalid");
+	r = add_doc(w, &doc, cfg, what);
+	keydoc_done(&doc);
+	return r;
 }
 
 static void log_changes(const char *user, const struct state_user *prev, const struct keymerge_result *m,
@@ -425,7 +337,7 @@ int sshkeys_apply(int rootfd, const char *root, const struct config *cfg, const 
 		  struct state *st, int statefd, bool *ret_changed)
 {
 	_cleanup_(wants_done) struct wants w = { 0 };
-	bool changed = false, have_source = false;
+	bool changed = false, have_source = false, source_failed = false;
 	int r, ret = 0;
 
 	const struct osc_file *gf = find_osc_file(in->osc, SSHKEYS_GARDENER_FILE);
@@ -433,25 +345,54 @@ int sshkeys_apply(int rootfd, const char *root, const struct config *cfg, const 
 		have_source = true;
 		if (!wants_get(&w, cfg->login_user, true))
 			return log_error_errno(-ENOMEM, "Out of memory");
-		if ((r = collect_gardener_file(gf, cfg, &w)) < 0)
-			return log_error_errno(r, "Cannot collect the keys of %s", SSHKEYS_GARDENER_FILE);
+		if ((r = collect_gardener_file(gf, cfg, &w)) == -ENOMEM)
+			return log_error_errno(r, "Out of memory");
+		source_failed = source_failed || r < 0;
 	}
 	const struct osc_file *df = cfg->key_document_path ? find_osc_file(in->osc, cfg->key_document_path) : NULL;
 	if (df) {
 		have_source = true;
 		if (!wants_get(&w, cfg->login_user, true))
 			return log_error_errno(-ENOMEM, "Out of memory");
-		(void)collect_document(df->path, (const char *)df->content, df->content_len, cfg, &w);
+		r = collect_document(df->path, (const char *)df->content, df->content_len, cfg, &w);
+		if (r == -ENOMEM)
+			return log_error_errno(r, "Out of memory");
+		source_failed = source_failed || r < 0;
 	}
 	if (in->key_document && cfg->keys_from_node_annotation) {
 		have_source = true;
 		if (!wants_get(&w, cfg->login_user, true))
 			return log_error_errno(-ENOMEM, "Out of memory");
-		(void)collect_document("from the Node annotation", in->key_document, strlen(in->key_document), cfg,
-				       &w);
+		r = collect_document("from the Node annotation", in->key_document, strlen(in->key_document), cfg,
+				     &w);
+		if (r == -ENOMEM)
+			return log_error_errno(r, "Out of memory");
+		source_failed = source_failed || r < 0;
 	}
 	if (!have_source && st->n_users == 0 && !st->snapshot_digest[0])
 		return 0; /* no key sources now or ever: nothing to manage */
+	if (source_failed) {
+		/* A source was refused: the last good keys stay in force (only
+		 * expiry still removes keys), whatever the other sources say. */
+		log_warning("A key source was rejected: keeping the last applied keys of every user");
+		wants_done(&w);
+		for (size_t i = 0; i < st->n_users; i++) {
+			struct want *x = wants_get(&w, st->users[i].user, true);
+			if (!x)
+				return log_error_errno(-ENOMEM, "Out of memory");
+			x->keys = calloc(st->users[i].n_keys + 1, sizeof(*x->keys));
+			if (!x->keys)
+				return log_error_errno(-ENOMEM, "Out of memory");
+			for (size_t j = 0; j < st->users[i].n_keys; j++) {
+				x->keys[j].fingerprint = strdup(st->users[i].keys[j].fingerprint);
+				x->keys[j].line = strdup(st->users[i].keys[j].line);
+				x->keys[j].expiry = st->users[i].keys[j].expiry;
+				x->n++;
+				if (!x->keys[j].fingerprint || !x->keys[j].line)
+					return log_error_errno(-ENOMEM, "Out of memory");
+			}
+		}
+	}
 
 	_cleanup_free_ struct snapshot_entry *entries = NULL;
 	size_t n_entries = 0;
