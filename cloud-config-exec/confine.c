@@ -53,11 +53,12 @@ int confine_install(void)
 		if (family == AF_UNIX)
 			continue;
 		uint32_t action = family == AF_NETLINK ? SCMP_ACT_ERRNO(EAFNOSUPPORT) : SCMP_ACT_KILL_PROCESS;
-		r = seccomp_rule_add(ctx, action, SCMP_SYS(socket), 1, SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)family));
+		struct scmp_arg_cmp eq = { .arg = 0, .op = SCMP_CMP_EQ, .datum_a = (scmp_datum_t)family, .datum_b = 0 };
+		r = seccomp_rule_add(ctx, action, SCMP_SYS(socket), 1, eq);
 	}
+	struct scmp_arg_cmp ge = { .arg = 0, .op = SCMP_CMP_GE, .datum_a = 64, .datum_b = 0 };
 	if (r >= 0)
-		r = seccomp_rule_add(ctx, SCMP_ACT_KILL_PROCESS, SCMP_SYS(socket), 1,
-				     SCMP_A0(SCMP_CMP_GE, (scmp_datum_t)64));
+		r = seccomp_rule_add(ctx, SCMP_ACT_KILL_PROCESS, SCMP_SYS(socket), 1, ge);
 	if (r >= 0)
 		r = seccomp_load(ctx);
 	if (r < 0)
