@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <systemd/sd-bus.h>
@@ -70,7 +71,6 @@ static int plan_add(struct units_plan *p, const char *unit, unsigned actions, co
 		p->items = items;
 		p->allocated = a;
 	}
-	_cleanup_free_ char *u = strdup(unit);
 	_cleanup_free_ char *reason = NULL;
 	va_list ap;
 	va_start(ap, fmt);
@@ -80,6 +80,7 @@ static int plan_add(struct units_plan *p, const char *unit, unsigned actions, co
 		reason = NULL;
 		return -ENOMEM;
 	}
+	_cleanup_free_ char *u = strdup(unit);
 	if (!u)
 		return -ENOMEM;
 	struct plan_item *it = &p->items[p->n++];
@@ -854,13 +855,17 @@ int units_apply(const struct units_plan *plan, int rootfd, sd_bus *bus, unsigned
 	}
 	if (r >= 0 && bus && a.reload) {
 		_cleanup_free_ char *msg = NULL;
+		struct timespec t0, t1;
+		clock_gettime(CLOCK_MONOTONIC, &t0);
 		r = systemd_reload(bus, &msg);
+		clock_gettime(CLOCK_MONOTONIC, &t1);
 		if (r < 0) {
 			log_error("daemon-reload failed: %s", msg ? msg : strerror(-r));
 			sbuf_addf(&a.errors, "%sdaemon-reload failed: %s", a.errors.len ? "; " : "",
 				  msg ? msg : strerror(-r));
 		} else {
-			log_debug("daemon-reload done");
+			log_info("daemon-reload done in %.1f ms",
+				 (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6);
 		}
 	}
 	if (r >= 0 && bus)

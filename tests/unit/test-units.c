@@ -245,9 +245,13 @@ struct root {
 static int root_setup(void **state)
 {
 	struct root *s = calloc(1, sizeof(*s));
-	snprintf(s->path, sizeof(s->path), "/tmp/na-test-units.XXXXXX");
-	if (!mkdtemp(s->path))
+	if (!s)
 		return -1;
+	snprintf(s->path, sizeof(s->path), "/tmp/na-test-units.XXXXXX");
+	if (!mkdtemp(s->path)) {
+		free(s);
+		return -1;
+	}
 	s->fd = open(s->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	*state = s;
 	return s->fd < 0 ? -1 : 0;

@@ -1,0 +1,220 @@
+#!/bin/bash
+# 030-exec-systemd: the systemd half of cloud-config-exec (cloud-config-exec/units.c,
+# systemd.c) against a real systemd 252, PID 1 of a throw-away Debian 12 booted in
+# systemd-nspawn (tests/lib/sdbox.sh). From the host, through the box's dbus-daemon
+# (DBUS_SYSTEM_BUS_ADDRESS) and with --root /proc/LEADER/root, it proves that:
+#   a changed unit is restarted (ActiveEnterTimestampMonotonic moves), an unchanged one
+#   is not; a dropped unit of ours is stopped, disabled and removed with its drop-ins;
+#   a drop-in-only OS unit is restarted, not removed, and keeps foreign drop-ins;
+#   enable/disable symlinks are right; filePaths and restart requests (with and without
+#   ".service") restart, requests after the rest; gardener-user units are never written;
+#   a failing unit and a job past its deadline are reported by name; a re-apply is a no-op.
+# The box's state lives in /var/tmp (never the git tree); it is torn down and the test
+# checks that no process, cgroup or rootfs is left. Set SDBOX_CACHE=1 to keep a rootfs
+# tar in /var/cache/node-agent-sdbox (later runs: ~5 s instead of ~40 s).
+source "$TESTS_DIR/lib/common.sh"
+require_root
+for t in systemd-nspawn debootstrap nsenter unshare; do
+	command -v "$t" >/dev/null || skip_all "needs $t (scripts/install-deps: systemd-container debootstrap)"
+done
+TOOL=$B/tools/units-apply
+[ -x "$TOOL" ] || { fail "$TOOL not built"; finish; exit 1; }
+
+SDBOX=$TESTS_DIR/lib/sdbox.sh
+W=$(scratch)
+export SDBOX_STATE=/var/tmp/node-agent-sdbox-$$
+export SDBOX_SRC=$W
+on_exit "'$SDBOX' down"
+t0=$(date +%s%N)
+if ! env_lines=$("$SDBOX" up); then
+	fail "the nspawn box boots"
+	finish
+	exit 1
+fi
+eval "$env_lines"
+ok "the nspawn box boots ($(cat "$SDBOX_STATE/timings"), leader $SDBOX_LEADER)"
+box_name=$(cat "$SDBOX_STATE/name")
+SYS=$SDBOX_ROOT/etc/systemd/system
+
+ctl() { "$SDBOX" ctl "$@"; }
+ts() { ctl show -p ActiveEnterTimestampMonotonic --value "$1"; }
+prop() { ctl show -p "$2" --value "$1"; }
+
+# apply NEW [ARGS...]: plan $W/last -> NEW, apply, and remember NEW as the last applied
+# OSC only on success (as cloud-config-exec does). Output in $W/out, log in $W/log.
+apply() {
+	local new=$1 old=()
+	shift
+	if [ -f "$W/last" ]; then old=(--old "$W/last"); fi
+	"$TOOL" --root "$SDBOX_ROOT" "${old[@]}" "$@" "$new" >"$W/out" 2>"$W/log"
+	rc=$?
+	if [ "$rc" -eq 0 ]; then cp "$new" "$W/last"; fi
+	cat "$W/log" >>"$W/all.log"
+	grep '^apply_ms:' "$W/out" >>"$W/apply_ms"
+	return "$rc"
+}
+changed() { sed -n 's/^changed: *//p' "$W/out"; }
+
+# An OS unit shipped by the "distribution", with a drop-in by its admin: the OSC only
+# adds a drop-in to it.
+cat >"$SDBOX_ROOT/usr/lib/systemd/system/osunit.service" <<'EOF'
+[Service]
+ExecStart=/bin/sleep infinity
+[Install]
+WantedBy=multi-user.target
+EOF
+mkdir -p "$SYS/osunit.service.d"
+printf '[Service]\nEnvironment=ADMIN=1\n' >"$SYS/osunit.service.d/50-admin.conf"
+ctl daemon-reload
+ctl start osunit.service
+
+svc() { # svc NAME [extra [Service] lines] -> a unit body (sleep infinity, enabled)
+	printf '      [Unit]\n      Description=%s\n      [Service]\n      ExecStart=/bin/sleep infinity\n' "$1"
+	[ -z "${2:-}" ] || printf '      %s\n' "$2"
+	printf '      [Install]\n      WantedBy=multi-user.target\n'
+}
+unit() { # unit NAME [extra] -> an OSC unit entry with content
+	printf '  - name: %s\n    content: |\n' "$1"
+	svc "$1" "${2:-}"
+}
+
+{
+	echo 'spec:'
+	echo '  units:'
+	unit keep.service
+	unit change.service 'Environment=V=1'
+	unit dropme.service
+	printf '    dropIns:\n    - name: 10-x.conf\n      content: |\n        [Service]\n        Environment=X=1\n'
+	unit stopme.service
+	unit filep.service
+	printf '    filePaths: [/etc/filep.conf]\n'
+	unit req.service
+	unit req2.service
+	printf '  - name: osunit.service\n    dropIns:\n    - name: 10-ours.conf\n      content: |\n        [Service]\n        Environment=OURS=1\n'
+	unit gardener-user.service
+	printf '  - name: gardener-user.path\n    command: start\n    content: |\n      [Path]\n      PathChanged=/var/lib/gardener-user-authorized-keys\n'
+} >"$W/v1.yaml"
+
+# ---- first apply: everything is new
+apply "$W/v1.yaml"
+check "first apply succeeds" test "$rc" -eq 0
+check "first apply changed every unit but gardener-user" test "$(changed)" = \
+	"change.service dropme.service filep.service keep.service osunit.service req.service req2.service stopme.service"
+all_active=1
+for u in keep change dropme stopme filep req req2 osunit; do
+	[ "$(prop $u.service ActiveState)" = active ] || { all_active=0; echo "# $u.service: $(prop $u.service ActiveState)"; }
+done
+check "every unit is active after the first apply" test "$all_active" -eq 1
+check "unit files are written 0644" test "$(stat -c %a "$SYS/keep.service")" = 644
+check "drop-in dir is 0755" test "$(stat -c %a "$SYS/dropme.service.d")" = 755
+check "keep.service is enabled (symlink in multi-user.target.wants)" \
+	test "$(readlink "$SYS/multi-user.target.wants/keep.service")" = /etc/systemd/system/keep.service
+check "systemctl is-enabled stopme.service says enabled" test "$(ctl is-enabled stopme.service)" = enabled
+check "our drop-in is active on the OS unit" bash -c "'$SDBOX' ctl show -p Environment --value osunit.service | grep -qx 'OURS=1 ADMIN=1'"
+check_not "gardener-user.service is never written" test -e "$SYS/gardener-user.service"
+check_not "gardener-user.path is never written" test -e "$SYS/gardener-user.path"
+check "gardener-user.path is not loaded" test "$(prop gardener-user.path LoadState)" = not-found
+
+declare -A before
+for u in keep change dropme stopme filep req req2 osunit; do before[$u]=$(ts $u.service); done
+
+# ---- re-apply: nothing at all
+apply "$W/v1.yaml"
+check "re-apply succeeds" test "$rc" -eq 0
+check "re-apply changes nothing" test -z "$(changed)"
+check "re-apply does not daemon-reload" bash -c "! tail -n +1 '$W/log' | grep -q daemon-reload"
+moved=""
+for u in keep change dropme stopme filep req req2 osunit; do
+	[ "$(ts $u.service)" = "${before[$u]}" ] || moved="$moved $u"
+done
+check "re-apply restarts nothing${moved:+ (moved:$moved)}" test -z "$moved"
+
+# ---- v2: change one, drop two, disable one, a filePaths hit, restart requests
+{
+	echo 'spec:'
+	echo '  units:'
+	unit keep.service
+	unit change.service 'Environment=V=2'
+	printf '  - name: stopme.service\n    enable: false\n    content: |\n'
+	svc stopme.service
+	unit filep.service
+	printf '    filePaths: [/etc/filep.conf]\n'
+	unit req.service
+	unit req2.service
+} >"$W/v2.yaml"
+apply "$W/v2.yaml" --changed /etc/filep.conf --restart req --restart req2.service
+check "v2 apply succeeds" test "$rc" -eq 0
+check "v2 reports exactly the touched units" test "$(changed)" = \
+	"change.service dropme.service filep.service osunit.service req.service req2.service stopme.service"
+check "changed unit is restarted (timestamp moved)" test "$(ts change.service)" -gt "${before[change]}"
+check "changed unit runs the new definition" test "$(prop change.service Environment)" = V=2
+check "unchanged unit is not restarted" test "$(ts keep.service)" = "${before[keep]}"
+check "unchanged unit still enabled" test "$(ctl is-enabled keep.service)" = enabled
+check "filePaths hit restarts filep.service" test "$(ts filep.service)" -gt "${before[filep]}"
+check "restart request 'req' (no suffix) restarts req.service" test "$(ts req.service)" -gt "${before[req]}"
+check "restart request 'req2.service' restarts req2.service" test "$(ts req2.service)" -gt "${before[req2]}"
+check "restart requests run after the other jobs" test "$(ts req.service)" -gt "$(ts change.service)"
+check "enable: false stops stopme.service" test "$(prop stopme.service ActiveState)" = inactive
+check "enable: false disables stopme.service" test "$(ctl is-enabled stopme.service)" = disabled
+check_not "stopme.service's wants symlink is gone" test -L "$SYS/multi-user.target.wants/stopme.service"
+check "dropped unit is stopped" test "$(prop dropme.service ActiveState)" = inactive
+check "dropped unit is no longer known" test "$(prop dropme.service LoadState)" = not-found
+check_not "dropped unit file is removed" test -e "$SYS/dropme.service"
+check_not "dropped unit's drop-in dir is removed" test -e "$SYS/dropme.service.d"
+check_not "dropped unit's wants symlink is removed" test -L "$SYS/multi-user.target.wants/dropme.service"
+check "drop-in-only OS unit is restarted" test "$(ts osunit.service)" -gt "${before[osunit]}"
+check "drop-in-only OS unit is still active" test "$(prop osunit.service ActiveState)" = active
+check "OS unit file is not removed" test -f "$SDBOX_ROOT/usr/lib/systemd/system/osunit.service"
+check_not "our drop-in on the OS unit is removed" test -e "$SYS/osunit.service.d/10-ours.conf"
+check "the admin's drop-in stays" test -f "$SYS/osunit.service.d/50-admin.conf"
+check "OS unit runs without our drop-in" test "$(prop osunit.service Environment)" = ADMIN=1
+check "plan names the reasons" bash -c "grep -q '^entry: change.service write,enable,restart content changed' '$W/out' &&
+	grep -q '^entry: filep.service restart file /etc/filep.conf changed' '$W/out' &&
+	grep -q '^entry: req.service restart,requested restart requested' '$W/out'"
+
+# ---- a failing unit and a job past its deadline are reported by name; others go on
+for u in keep change filep req req2 osunit; do before[$u]=$(ts $u.service); done
+{
+	cat "$W/v2.yaml"
+	printf '  - name: bad.service\n    content: |\n      [Service]\n      Type=oneshot\n      ExecStart=/bin/false\n'
+	printf '  - name: slow.service\n    content: |\n      [Service]\n      Type=oneshot\n      ExecStart=/bin/sleep 3\n'
+	unit new.service
+} >"$W/v3.yaml"
+apply "$W/v3.yaml" --timeout-ms 1000
+check "an apply with a failing unit fails" test "$rc" -eq 1
+check "the error names bad.service and its job result" grep -q "bad.service: restart failed (job result 'failed')" "$W/out"
+check "the error names slow.service and the deadline" grep -q "slow.service: restart timed out after 1000 ms" "$W/out"
+check "the healthy new unit is still started" test "$(prop new.service ActiveState)" = active
+check "the failing apply did not restart unchanged units" test "$(ts keep.service)" = "${before[keep]}"
+check "the failure is logged once, naming the unit" test "$(grep -c 'bad.service: restart failed' "$W/log")" -eq 1
+
+# ---- drift: an edited unit file is rewritten and the unit restarted
+printf '[Service]\nExecStart=/bin/sleep 1000\n' >"$SYS/keep.service"
+cp "$W/v3.yaml" "$W/last"  # as if v3 had been applied
+sed -e '/name: bad.service/,$d' "$W/v3.yaml" >"$W/v4.yaml"
+unit new.service >>"$W/v4.yaml"
+before_keep=$(ts keep.service)
+apply "$W/v4.yaml"
+check "drift apply succeeds (bad and slow dropped)" test "$rc" -eq 0
+check "drifted keep.service is rewritten" grep -q 'sleep infinity' "$SYS/keep.service"
+check "drifted keep.service is restarted" test "$(ts keep.service)" -gt "$before_keep"
+check_not "dropped failing unit is removed" test -e "$SYS/bad.service"
+
+# ---- numbers for the report
+echo "# box: $(cat "$SDBOX_STATE/timings")"
+echo "# job latencies (ms): $(grep -E '(Restarted|Stopped) .*: done in' "$W/all.log" | grep -o 'done in [0-9.]* ms' | awk '{print $3}' | sort -n | tr '\n' ' ')"
+echo "# daemon-reload (ms): $(grep -o 'daemon-reload done in [0-9.]* ms' "$W/all.log" | awk '{print $4}' | tr '\n' ' ')"
+echo "# apply wall time (ms): $(awk '{print $2}' "$W/apply_ms" | tr '\n' ' ')"
+
+# ---- teardown leaves nothing behind
+"$SDBOX" down 2>/dev/null
+leftover=""
+[ ! -e "/proc/$SDBOX_LEADER" ] || leftover="$leftover leader-process"
+for d in /sys/fs/cgroup/systemd/sdbox-$box_name /sys/fs/cgroup/unified/sdbox-$box_name /sys/fs/cgroup/sdbox-$box_name; do
+	[ ! -d "$d" ] || leftover="$leftover $d"
+done
+[ ! -e "$SDBOX_STATE" ] || leftover="$leftover $SDBOX_STATE"
+! grep -q "$SDBOX_STATE" /proc/self/mountinfo || leftover="$leftover mount"
+check "teardown leaves no process, cgroup, mount or rootfs${leftover:+ (left:$leftover)}" test -z "$leftover"
+echo "# total $(( ($(date +%s%N) - t0) / 1000000 )) ms"
+finish
