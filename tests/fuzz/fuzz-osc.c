@@ -1,0 +1,74 @@
+/* libFuzzer target for osc_parse_for_node(): any bytes (YAML or JSON), never
+ * a crash, a leak or a hang; an accepted document must satisfy every
+ * promise of osc.h (sorted, unique, safe paths outside the forbidden prefix,
+ * valid names, modes and sizes within the ceilings), and a rejected one must
+ * say why. */
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fsx.h"
+#include "osc.h"
+
+#define FORBIDDEN "/var/lib/node-agent"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static void check(const struct osc *o)
+{
+	for (size_t i = 0; i < o->n_files; i++) {
+		const struct osc_file *f = &o->files[i];
+		if (!fsx_path_is_safe(f->path, OSC_PATH_MAX) || f->mode > 07777 || !f->content ||
+		    f->content_len > OSC_FILE_CONTENT_MAX || f->content[f->content_len] != '\0')
+			abort();
+		if (strncmp(f->path, FORBIDDEN, strlen(FORBIDDEN)) == 0 &&
+		    (f->path[strlen(FORBIDDEN)] == '/' || f->path[strlen(FORBIDDEN)] == '\0'))
+			abort();
+		if (i > 0 && strcmp(o->files[i - 1].path, f->path) >= 0)
+			abort();
+		if (osc_find_file(o, f->path) != f)
+			abort();
+	}
+	if (o->n_files > OSC_FILES_MAX || o->n_units > OSC_UNITS_MAX)
+		abort();
+	for (size_t i = 0; i < o->n_units; i++) {
+		const struct osc_unit *u = &o->units[i];
+		if (!osc_unit_name_is_valid(u->name) || u->enable < -1 || u->enable > 1)
+			abort();
+		if (i > 0 && strcmp(o->units[i - 1].name, u->name) >= 0)
+			abort();
+		if (osc_find_unit(o, u->name) != u)
+			abort();
+		if (u->content && strlen(u->content) > OSC_UNIT_CONTENT_MAX)
+			abort();
+		if (u->n_dropins > OSC_DROPINS_MAX || u->n_file_paths > OSC_FILE_PATHS_MAX)
+			abort();
+		for (size_t j = 0; j < u->n_dropins; j++) {
+			if (!osc_dropin_name_is_valid(u->dropins[j].name) || !u->dropins[j].content)
+				abort();
+			if (j > 0 && strcmp(u->dropins[j - 1].name, u->dropins[j].name) >= 0)
+				abort();
+		}
+		for (size_t j = 0; j < u->n_file_paths; j++) {
+			if (!fsx_path_is_safe(u->file_paths[j], OSC_PATH_MAX))
+				abort();
+			if (j > 0 && strcmp(u->file_paths[j - 1], u->file_paths[j]) >= 0)
+				abort();
+		}
+	}
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct osc o = { .n_files = 7 };
+	struct osc_error err;
+	int r = osc_parse_for_node((const char *)data, size, FORBIDDEN, "node-a", &o, &err);
+	if (r == 0) {
+		check(&o);
+		osc_done(&o);
+	} else if (err.message[0] == '\0' || o.n_files != 7 || r >= 0) {
+		abort();
+	}
+	return 0;
+}
