@@ -1,0 +1,125 @@
+/* Unit tests for cloud-config-exec/state.c: state.json round trip and
+ * rejection of malformed records, the owned-file set, and last-applied.yaml
+ * recognising a torn or edited record. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../../cloud-config-exec/state.h"
+#include "cleanup.h"
+#include "fsx.h"
+
+static void test_roundtrip(void **state)
+{
+	(void)state;
+	struct state s = { 0 };
+	s.owned_files = calloc(1, sizeof(char *));
+	assert_int_equal(state_own(&s, "/b"), 1);
+	assert_int_equal(state_own(&s, "/a"), 1);
+	assert_int_equal(state_own(&s, "/a"), 0);
+	assert_true(state_owns(&s, "/a"));
+	assert_false(state_owns(&s, "/c"));
+	struct state_key k[2] = { { (char *)(uintptr_t)"SHA256:x", (char *)(uintptr_t)"ssh-ed25519 AAAA c", 0 },
+				  { (char *)(uintptr_t)"SHA256:y", (char *)(uintptr_t)"ssh-ed25519 BBBB", 1800000000 } };
+	assert_int_equal(state_set_user(&s, "gardener", k, 2), 0);
+	memcpy(s.progress_checksum, "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", 65);
+	s.progress_steps = STATE_STEP_FILES;
+	memcpy(s.snapshot_digest, s.progress_checksum, 65);
+	s.snapshot_generation = 7;
+
+	_cleanup_free_ char *text = NULL;
+	size_t len;
+	assert_int_equal(state_format(&s, &text, &len), 0);
+	struct state t = { 0 };
+	assert_int_equal(state_parse(text, len, &t), 0);
+	assert_int_equal(t.n_owned, 2);
+	assert_string_equal(t.owned_files[0], "/a");
+	const struct state_user *u = state_find_user(&t, "gardener");
+	assert_non_null(u);
+	assert_int_equal(u->n_keys, 2);
+	assert_int_equal(u->keys[1].expiry, 1800000000);
+	assert_string_equal(t.progress_checksum, s.progress_checksum);
+	assert_int_equal(t.progress_steps, STATE_STEP_FILES);
+	assert_int_equal(t.snapshot_generation, 7);
+	_cleanup_free_ char *text2 = NULL;
+	size_t len2;
+	assert_int_equal(state_format(&t, &text2, &len2), 0);
+	assert_string_equal(text, text2);
+
+	state_disown(&t, "/a");
+	assert_false(state_owns(&t, "/a"));
+	assert_int_equal(t.n_owned, 1);
+	state_done(&s);
+	state_done(&t);
+}
+
+static void test_bad(void **state)
+{
+	(void)state;
+	static const char *const bad[] = {
+		"", "[]", "{}", "{\"version\":2}", "{\"version\":1,\"ownedFiles\":[1]}",
+		"{\"version\":1,\"managedKeys\":{\"u\":[{\"fingerprint\":1}]}}",
+		"{\"version\":1,\"progress\":{\"checksum\":\"short\",\"steps\":1}}",
+		"{\"version\":1,\"snapshot\":{\"digest\":\"x\"}}",
+	};
+	for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+		struct state s = { 0 };
+		if (state_parse(bad[i], strlen(bad[i]), &s) >= 0)
+			fail_msg("accepted: %s", bad[i]);
+	}
+}
+
+static void test_last_applied(void **state)
+{
+	(void)state;
+	char dir[] = "/tmp/na-test-exec-state.XXXXXX";
+	assert_non_null(mkdtemp(dir));
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	assert_true(dfd >= 0);
+	char *data = NULL, sum[65];
+	size_t len;
+	assert_int_equal(state_load_last_applied(dfd, &data, &len, sum), -ENOENT);
+	const char *osc = "spec:\n  files: []\n";
+	assert_int_equal(state_save_last_applied(dfd, osc, strlen(osc)), 1);
+	assert_int_equal(state_save_last_applied(dfd, osc, strlen(osc)), 0); /* unchanged: no write */
+	assert_int_equal(state_load_last_applied(dfd, &data, &len, sum), 0);
+	assert_string_equal(data, osc);
+	char want[65];
+	state_sha256_hex(osc, strlen(osc), want);
+	assert_string_equal(sum, want);
+	free(data);
+
+	/* An edited body or a truncated file is not trusted. */
+	_cleanup_free_ char *raw = NULL;
+	size_t raw_len;
+	assert_int_equal(fsx_read_at(dfd, STATE_LAST_APPLIED, 1 << 20, &raw, &raw_len), 0);
+	raw[raw_len - 2] = 'X';
+	assert_true(fsx_write_atomic_at(dfd, STATE_LAST_APPLIED, raw, raw_len, 0600, FSX_UID_KEEP, FSX_GID_KEEP, 0) > 0);
+	assert_int_equal(state_load_last_applied(dfd, &data, &len, sum), -EBADMSG);
+	assert_true(fsx_write_atomic_at(dfd, STATE_LAST_APPLIED, raw, 30, 0600, FSX_UID_KEEP, FSX_GID_KEEP, 0) > 0);
+	assert_int_equal(state_load_last_applied(dfd, &data, &len, sum), -EBADMSG);
+	assert_true(fsx_write_atomic_at(dfd, STATE_LAST_APPLIED, osc, strlen(osc), 0600, FSX_UID_KEEP, FSX_GID_KEEP, 0) > 0);
+	assert_int_equal(state_load_last_applied(dfd, &data, &len, sum), -EBADMSG);
+
+	unlinkat(dfd, STATE_LAST_APPLIED, 0);
+	close(dfd);
+	rmdir(dir);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_roundtrip),
+		cmocka_unit_test(test_bad),
+		cmocka_unit_test(test_last_applied),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
