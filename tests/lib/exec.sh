@@ -1,0 +1,53 @@
+# Helpers for the cloud-config-exec integration tests (source after common.sh).
+#   CCE           the binary
+#   exec_init DIR     a scratch root with a config file at DIR/config.json
+#   cce ROOT ARGS...  runs the executor on ROOT (--no-systemd, logs to stderr)
+#   tree_state ROOT   one line per path below ROOT (except the executor's own
+#                     state dir): type, mode, owner, size, inode, mtime,
+#                     ctime, content hash: any write, replace or chmod shows
+#   tree_hash ROOT    sha256 of tree_state
+#   strace_cce LOG ROOT ARGS...  cce under strace; count_fs_writes LOG
+CCE=$B/cloud-config-exec
+GEN_OSC=$TESTS_DIR/lib/gen-osc.py
+
+exec_init() {
+	local d=$1
+	mkdir -p "$d/root"
+	echo '{}' >"$d/config.json"
+}
+
+cce() {
+	local root=$1
+	shift
+	"$CCE" --root "$root" --config "$(dirname "$root")/config.json" --no-systemd --log stderr "$@"
+}
+
+tree_state() {
+	local root=$1
+	(cd "$root" && find . -path ./var/lib/cloud-config-exec -prune -o -print0 | sort -z |
+		while IFS= read -r -d '' p; do
+			if [ -f "$p" ] && [ ! -L "$p" ]; then
+				h=$(sha256sum <"$p" | cut -c1-16)
+			else
+				h=-
+			fi
+			stat -c "%n|%F|%a|%u:%g|%s|%i|%y|%z|$h" -- "$p"
+		done)
+}
+
+tree_hash() { tree_state "$1" | sha256sum | cut -d' ' -f1; }
+
+# strace_cce LOG ROOT ARGS...: cce under strace -f (file-changing calls).
+strace_cce() {
+	local log=$1 root=$2
+	shift 2
+	strace -f -qq -e trace=openat,open,creat,rename,renameat,renameat2,unlink,unlinkat,mkdir,mkdirat,write \
+		-o "$log" "$CCE" --root "$root" --config "$(dirname "$root")/config.json" --no-systemd --log stderr "$@"
+}
+
+# Write-opens, renames, unlinks, mkdirs and write(2)s to anything but
+# stdout/stderr in LOG (failed calls not counted).
+count_fs_writes() {
+	grep -vE '^[0-9]+ +write\([12],' "$1" | grep -E 'O_WRONLY|O_RDWR|O_CREAT|rename|unlink|mkdir|write\(' |
+		grep -vc ' = -1 '
+}
