@@ -23,8 +23,12 @@ _run_cleanups() {
 }
 trap _run_cleanups EXIT
 
-# scratch: a fresh directory removed on exit.
-scratch() { local d; d=$(mktemp -d "${TMPDIR:-/tmp}/na-test.XXXXXX"); on_exit "rm -rf '$d'"; echo "$d"; }
+# scratch: a fresh directory removed on exit. Usually called as d=$(scratch),
+# i.e. in a subshell whose on_exit list is lost, so the directory is also
+# recorded in a file that the parent's exit trap reads.
+_scratch_list=$(mktemp "${TMPDIR:-/tmp}/na-test-scratch.XXXXXX")
+on_exit "while read -r d; do rm -rf \"\$d\"; done <'$_scratch_list'; rm -f '$_scratch_list'"
+scratch() { local d; d=$(mktemp -d "${TMPDIR:-/tmp}/na-test.XXXXXX"); echo "$d" >>"$_scratch_list"; echo "$d"; }
 
 finish() {
 	echo "$_pass passed, $_fail failed"

@@ -30,7 +30,8 @@ Authorization follows the real server with the Node authorizer, RBAC and
 NodeRestriction: system:node:<name> identities may get/list/watch all Nodes
 and patch only their own (not labels under node-restriction.kubernetes.io/),
 and get no Secret at all (403 "no relationship found", also for a missing
-one). --secret-reader subjects may get a named Secret and watch it with
+one) unless named as a --secret-reader themselves, which stands for a pod on
+that node referencing the Secret. --secret-reader subjects may get a named Secret and watch it with
 fieldSelector=metadata.name=<name> (RBAC resourceNames), not list them all.
 --node-admin subjects may get/list/watch/patch every Node. --admin subjects
 (and group system:masters) may do everything. Anonymous requests are
@@ -51,6 +52,7 @@ CONTROL (all JSON; times are the server's time.time()):
   GET  /annotation-history?node=NAME&key=KEY   -> [{"t","value","rv"}]
   GET  /wait-annotation?node=NAME&key=KEY&value=V&since=T&timeout=S
                         -> {"ok": bool, "t": when it got that value}
+                        (absent=1 instead of value: when it was removed)
   POST /fault    {"type": T, "count": N (default 1, -1 = until cleared),
                   "match": substring of "METHOD PATH" (default: every request), ...}
         T = "500" | "429" (+"retryAfter": s) | "reset" (RST before the answer;
@@ -503,6 +505,8 @@ class ApiHandler(http.server.BaseHTTPRequestHandler):
             self.forbidden(user, verb, res, ns, name)
             return False
         # secrets
+        if is_node and user in st.secret_readers and name and verb in ("get", "list", "watch"):
+            return True    # as if a pod bound to the node referenced the Secret (record 19)
         if is_node:
             why = ("no relationship found between node '%s' and this object" % user[len("system:node:"):]
                    if name else "No Object name found")
@@ -1083,13 +1087,14 @@ class ControlHandler(http.server.BaseHTTPRequestHandler):
                 self.reply(200, [{"t": t, "value": v, "rv": rv} for t, v, rv in h])
             elif p == "/wait-annotation":
                 node, key, value = q["node"], q["key"], q.get("value")
+                absent = q.get("absent") in ("1", "true")
                 since = float(q.get("since", 0))
                 deadline = time.time() + float(q.get("timeout", 10))
                 hit = []
                 with store.cond:
                     while True:
                         hit = [t for t, v, rv in store.ann_history.get((node, key), [])
-                               if t >= since and (value is None or v == value)]
+                               if t >= since and ((v is None) if absent else (value is None or v == value))]
                         left = deadline - time.time()
                         if hit or left <= 0:
                             break

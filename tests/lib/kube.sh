@@ -29,6 +29,8 @@ kube_netns() {
 	if [ -z "${NA_IN_NETNS:-}" ]; then
 		command -v unshare >/dev/null || skip_all "unshare(1) missing"
 		require_root
+		rm -f "$_scratch_list"
+		trap - EXIT
 		NA_IN_NETNS=1 exec unshare -n -- bash "$0" "$@"
 	fi
 	ip link set lo up || skip_all "cannot bring lo up in a private network namespace"
@@ -97,10 +99,12 @@ kube_annotation() { kctl GET "/node?name=${2:-$KUBE_NODE}" | python3 -c 'import 
 kube_label() { kctl GET "/node?name=${2:-$KUBE_NODE}" | python3 -c 'import json,sys; print(json.load(sys.stdin)["metadata"].get("labels", {}).get(sys.argv[1], ""))' "$1"; }
 
 # kube_wait_annotation KEY VALUE SINCE TIMEOUT: waits until the Node's
-# annotation KEY was set to VALUE at or after SINCE; prints the time it was set.
+# annotation KEY was set to VALUE (removed, when VALUE is "") at or after
+# SINCE; prints the time it was set.
 kube_wait_annotation() {
-	local r
-	r=$(kctl GET "/wait-annotation?node=$KUBE_NODE&key=$(urlenc "$1")&value=$(urlenc "$2")&since=$3&timeout=$4") || return 1
+	local r v="value=$(urlenc "$2")"
+	[ -n "$2" ] || v=absent=1
+	r=$(kctl GET "/wait-annotation?node=$KUBE_NODE&key=$(urlenc "$1")&$v&since=$3&timeout=$4") || return 1
 	[ "$(jget "d['ok']" <<<"$r")" = True ] || return 1
 	jget "d['t']" <<<"$r"
 }

@@ -1,0 +1,154 @@
+#!/bin/bash
+# End to end: node-agent and cloud-config-exec against the TLS test API
+# server, in a private network namespace and a scratch root. The agent
+# applies the OSC and annotates the Node; a changed Secret is applied and
+# annotated within about a second; a failing apply, an OSC the agent rejects
+# and a checksum mismatch leave the last good state and the annotation alone;
+# the restart annotation is consumed; idle means no requests but the two
+# watches; SIGTERM exits within a second.
+source "$TESTS_DIR/lib/common.sh"
+source "$TESTS_DIR/lib/kube.sh"
+source "$TESTS_DIR/lib/agent.sh"
+kube_netns "$@"
+agent_require
+
+ANN=checksum/cloud-config-data
+# osc N [PATH]: a small OSC whose file content carries N
+osc() {
+	cat <<-EOF
+	apiVersion: extensions.gardener.cloud/v1alpha1
+	kind: OperatingSystemConfig
+	spec:
+	  files:
+	  - path: ${2:-/etc/hello}
+	    permissions: 420
+	    content:
+	      inline:
+	        data: |
+	          hello $1
+	  units:
+	  - name: hello.service
+	    command: start
+	    enable: true
+	    content: |
+	      [Service]
+	      Type=oneshot
+	      ExecStart=/bin/cat /etc/hello
+	    filePaths:
+	    - ${2:-/etc/hello}
+	EOF
+}
+W=$(scratch)
+osc 1 >"$W/v1.yaml"
+
+if ! agent_e2e_setup "$W/v1.yaml" '{}' --bookmark-interval 5; then
+	fail "agent applies the first OSC and annotates the Node within 20 s"
+	dump_logs
+	finish
+	exit 1
+fi
+ok "agent applies the first OSC and annotates the Node within 20 s"
+sum1=$(sha256 "$W/v1.yaml")
+check "Node annotation $ANN is the Secret's checksum" [ "$(kube_annotation $ANN)" = "$sum1" ]
+check "Node label worker.gardener.cloud/kubernetes-version" [ "$(kube_label worker.gardener.cloud/kubernetes-version)" = 1.31.1 ]
+check "file written below the scratch root" [ "$(cat "$ROOT/etc/hello" 2>/dev/null)" = "hello 1" ]
+check "  ... with the OSC's permissions (420 = 0644)" [ "$(stat -c %a "$ROOT/etc/hello" 2>/dev/null)" = 644 ]
+check "unit file written below the scratch root" grep -q 'ExecStart=/bin/cat /etc/hello' "$ROOT/etc/systemd/system/hello.service"
+check "desired.json carries the checksum" [ "$(desired_checksum)" = "$sum1" ]
+check "desired.json is 0600" [ "$(stat -c %a "$(desired_file)")" = 600 ]
+check "result.json says success for that checksum" [ "$(result_field "str(d['success']) + ' ' + d['checksum']")" = "True $sum1" ]
+
+# What the agent asked for, from the server's request log.
+reqs=$(kube_requests 0)
+sec_path=/api/v1/namespaces/kube-system/secrets
+check "GET of the Secret by name" grep -q " GET 200 - $sec_path/$KUBE_SECRET\$" <<<"$reqs"
+check "watch of the Secret by fieldSelector, with bookmarks and a resourceVersion" \
+	grep -Eq " GET 200 watch $sec_path\?.*fieldSelector=metadata\.name%3D$KUBE_SECRET" <<<"$(grep allowWatchBookmarks=true <<<"$reqs" | grep resourceVersion=)"
+check "GET of its own Node" grep -q " GET 200 - /api/v1/nodes/$KUBE_NODE\$" <<<"$reqs"
+check "watch of its own Node by fieldSelector" grep -Eq " GET 200 watch /api/v1/nodes\?.*fieldSelector=metadata\.name%3D$KUBE_NODE" <<<"$reqs"
+check "merge-patch of its own Node (200)" grep -q " PATCH 200 - /api/v1/nodes/$KUBE_NODE\$" <<<"$reqs"
+check "every PATCH used application/merge-patch+json" \
+	[ "$(kube_count 0 "e['method'] == 'PATCH' and (e['contentType'] or '').split(';')[0] != 'application/merge-patch+json'")" -eq 0 ]
+check "never a LIST of all nodes" [ "$(kube_count 0 "e['path'].split('?')[0] == '/api/v1/nodes' and 'fieldSelector=metadata.name' not in e['path']")" -eq 0 ]
+check "no request failed" [ "$(kube_count 0 "e['status'] != 200")" -eq 0 ]
+
+# A changed Secret is applied and annotated within about a second.
+osc 2 >"$W/v2.yaml"
+sum2=$(sha256 "$W/v2.yaml")
+t0=$(kube_secret "$W/v2.yaml" | jget "d['t']")
+t1=$(kube_wait_annotation $ANN "$sum2" "$t0" 10)
+if [ -n "$t1" ]; then
+	ms=$(python3 -c "print(round(($t1 - $t0) * 1000))")
+	ok "changed Secret annotated after ${ms} ms"
+	check "  ... within about a second (< 1500 ms)" [ "$ms" -lt 1500 ]
+else
+	fail "changed Secret annotated within 10 s"
+	dump_logs
+fi
+check "changed file applied" [ "$(cat "$ROOT/etc/hello" 2>/dev/null)" = "hello 2" ]
+
+# A checksum mismatch is rejected: nothing changes.
+osc 3 >"$W/v3.yaml"
+t0=$(kube_secret "$W/v3.yaml" wrong | jget "d['t']")
+sleep 2
+check "checksum mismatch: desired.json keeps the last good checksum" [ "$(desired_checksum)" = "$sum2" ]
+check "checksum mismatch: files unchanged" [ "$(cat "$ROOT/etc/hello")" = "hello 2" ]
+check "checksum mismatch: annotation unchanged" [ "$(kube_annotation $ANN)" = "$sum2" ]
+
+# An OSC the agent rejects (valid checksum, invalid document): nothing changes.
+cp "$TESTS_DIR/fixtures/osc/bad/dotdot-path.yaml" "$W/bad.yaml"
+kube_secret "$W/bad.yaml" >/dev/null
+sleep 2
+check "invalid OSC: desired.json keeps the last good checksum" [ "$(desired_checksum)" = "$sum2" ]
+check "invalid OSC: annotation unchanged" [ "$(kube_annotation $ANN)" = "$sum2" ]
+
+# A failing apply: the executor cannot create /etc/blocked/x because
+# /etc/blocked is a regular file. The agent writes the desired state, the
+# executor reports failure, the annotation stays.
+echo "not a directory" >"$ROOT/etc/blocked"
+osc 4 /etc/blocked/x >"$W/v4.yaml"
+sum4=$(sha256 "$W/v4.yaml")
+kube_secret "$W/v4.yaml" >/dev/null
+for ((i = 0; i < 100; i++)); do
+	[ "$(result_field "d['checksum']")" = "$sum4" ] && break
+	sleep 0.1
+done
+check "failing apply: the agent wrote the new desired state" [ "$(desired_checksum)" = "$sum4" ]
+check "failing apply: the executor reported failure for it" [ "$(result_field "str(d['success']) + ' ' + d['checksum']")" = "False $sum4" ]
+sleep 2
+check "failing apply: the annotation is left alone" [ "$(kube_annotation $ANN)" = "$sum2" ]
+# The timer's repair run (here: by hand) succeeds once the obstacle is gone;
+# the agent then annotates.
+rm -f "$ROOT/etc/blocked"
+t0=$(now)
+exec_once
+check "after a later successful run the agent annotates" kube_wait_annotation $ANN "$sum4" "$t0" 10
+
+# The restart request: passed to the executor, then the annotation removed.
+t0=$(now)
+kctl POST /node '{"name":"'"$KUBE_NODE"'","annotations":{"worker.gardener.cloud/restart-systemd-services":"hello.service"}}' >/dev/null
+check "restart-systemd-services annotation is removed" \
+	kube_wait_annotation worker.gardener.cloud/restart-systemd-services "" "$t0" 10
+check "  ... by a merge-patch with null" \
+	[ "$(kube_count "$t0" "e['method'] == 'PATCH' and e['status'] == 200")" -ge 1 ]
+
+# Idle: nothing but the long-running watches.
+IDLE=${IDLE_SECONDS:-10}
+sleep 1
+t0=$(now)
+sleep "$IDLE"
+n_other=$(kube_count "$t0" "not e['watch']")
+n_watch=$(kube_count "$t0" "e['watch']")
+open=$(kctl GET /watches | jget "len(d['watches'])")
+echo "# idle ${IDLE}s: $n_other requests besides watches, $n_watch watch (re)starts, $open watches open, VmRSS $(agent_rss_kb) kB"
+check "idle: no request besides the watches" [ "$n_other" -eq 0 ]
+check "idle: at most one watch (re)start per resource" [ "$n_watch" -le 2 ]
+check "idle: exactly two watches open (Secret and Node)" [ "$open" -eq 2 ]
+
+# SIGTERM: exits cleanly within a second.
+agent_stop
+check "SIGTERM: exit status 0" [ "$AGENT_RC" -eq 0 ]
+check "SIGTERM: gone within 1 s (${AGENT_STOP_MS} ms)" [ "$AGENT_STOP_MS" -lt 1000 ]
+
+[ "$_fail" -eq 0 ] || dump_logs
+finish

@@ -1,0 +1,233 @@
+#!/bin/bash
+# node-agent under scripted API server faults: 500s, 429 with Retry-After,
+# a connection reset mid-watch, a server that accepts and never answers (at
+# the HTTP and at the TCP level), a body over the ceiling, invalid JSON, a
+# checksum mismatch, a watch resume that gets 410 Gone, the listener down,
+# a bad token (401) and a revoked permission (403). For each: the last good
+# state (desired.json, the applied file, the Node annotation) stays in force,
+# the request log shows backoff rather than a tight loop, and once the server
+# is healthy again a new Secret version is applied and annotated.
+source "$TESTS_DIR/lib/common.sh"
+source "$TESTS_DIR/lib/kube.sh"
+source "$TESTS_DIR/lib/agent.sh"
+kube_netns "$@"
+agent_require
+
+ANN=checksum/cloud-config-data
+WINDOW=${FAULT_WINDOW:-6}      # seconds each fault lasts
+RECOVER=${RECOVER_SECONDS:-45} # the backoff cap must let the agent back within this
+MAX_REQ=${MAX_REQ:-30}         # requests per fault window that still count as backoff
+
+osc() { printf 'spec:\n  files:\n  - path: /etc/hello\n    permissions: 420\n    content:\n      inline:\n        data: "hello %s"\n' "$1"; }
+W=$(scratch)
+v=1
+osc $v >"$W/v$v.yaml"
+if ! agent_e2e_setup "$W/v1.yaml" '{"limits": {"responseMaxBytes": 1048576}}' --bookmark-interval 5; then
+	fail "agent applies the first OSC"
+	dump_logs
+	finish
+	exit 1
+fi
+ok "agent applies the first OSC"
+
+state() { echo "$(desired_checksum) $(cat "$ROOT/etc/hello" 2>/dev/null) $(kube_annotation $ANN)"; }
+good=$(state)
+
+# kept NAME: the last good state is still in force.
+kept() {
+	local now_state
+	now_state=$(state)
+	if [ "$now_state" = "$good" ]; then ok "$1: last good state in force"; else
+		fail "$1: last good state in force"; echo "  want: $good"; echo "  got:  $now_state"; fi
+}
+
+# backoff NAME SINCE [FILTER]: the agent did not hammer the server.
+backoff() {
+	local n
+	n=$(kube_count "$2" "${3:-True}")
+	check "$1: backoff, $n requests in ${WINDOW}s (<= $MAX_REQ)" [ "$n" -le "$MAX_REQ" ]
+}
+
+# recover NAME: with the faults cleared, a new version gets applied and annotated.
+recover() {
+	local t0 sum
+	kctl POST /clear-faults >/dev/null
+	v=$((v + 1))
+	osc $v >"$W/v$v.yaml"
+	sum=$(sha256 "$W/v$v.yaml")
+	t0=$(kube_secret "$W/v$v.yaml" | jget "d['t']")
+	if kube_wait_annotation $ANN "$sum" "$t0" "$RECOVER" >/dev/null; then
+		ok "$1: recovers (new version annotated after $(python3 -c "print(round($(now) - $t0, 1))") s)"
+	else
+		fail "$1: recovers within ${RECOVER}s"
+		dump_logs
+	fi
+	check "$1: the new version is on disk" [ "$(cat "$ROOT/etc/hello")" = "hello $v" ]
+	good=$(state)
+}
+
+# publish a new version with a checksum that does not match: never applied
+mismatch() {
+	local n=$((v + 100))
+	osc $n >"$W/mm.yaml"
+	kube_secret "$W/mm.yaml" "${1:-wrong}" >/dev/null
+}
+
+# --- 500 on every request
+t0=$(now)
+kctl POST /fault '{"type":"500","count":-1}' >/dev/null
+kctl POST /reset-watches >/dev/null
+sleep "$WINDOW"
+kept "500s"
+backoff "500s" "$t0"
+check "500s: the agent did retry" [ "$(kube_count "$t0" "e['status'] == 500")" -ge 2 ]
+recover "500s"
+
+# --- 429 with Retry-After: 3
+t0=$(now)
+kctl POST /fault '{"type":"429","count":-1,"retryAfter":3}' >/dev/null
+kctl POST /reset-watches >/dev/null
+sleep $((WINDOW + 2))
+kept "429"
+gap=$(kctl GET "/log?since=$t0" | python3 -c 'import json, sys
+reqs = json.load(sys.stdin)["requests"]
+gaps = []
+for cls in ("/secrets", "/nodes"):
+    rs = [e for e in reqs if cls in e["path"] and e["method"] != "TLS"]
+    for a, b in zip(rs, rs[1:]):
+        if a["status"] == 429:
+            gaps.append(b["t"] - a["t"])
+print("%.2f" % min(gaps) if gaps else "none")')
+check "429: Retry-After honoured (shortest gap after a 429: $gap s, >= 2.9)" \
+	python3 -c "import sys; sys.exit(not ('$gap' != 'none' and float('$gap') >= 2.9))"
+recover "429"
+
+# --- connection reset in the middle of a watch event
+t0=$(now)
+kctl POST /fault '{"type":"reset","count":3,"match":"watch=1"}' >/dev/null
+kctl POST /reset-watches >/dev/null
+sleep "$WINDOW"
+kept "reset mid-watch"
+backoff "reset mid-watch" "$t0"
+recover "reset mid-watch"
+
+# --- accepts the request, never answers (requestMs / watchIdleMs deadlines)
+t0=$(now)
+kctl POST /fault '{"type":"hang","count":-1}' >/dev/null
+kctl POST /reset-watches >/dev/null
+mismatch
+sleep "$WINDOW"
+kept "hang"
+backoff "hang" "$t0"
+recover "hang"
+
+# --- accepts TCP, never even does TLS (connectMs deadline)
+t0=$(now)
+kctl POST /fault '{"type":"blackhole","count":-1}' >/dev/null
+kctl POST /reset-watches >/dev/null
+sleep "$WINDOW"
+kept "blackhole"
+backoff "blackhole" "$t0"
+recover "blackhole"
+
+# --- 410 Gone on the watch resume: the agent re-GETs
+t0=$(now)
+kctl POST /expire >/dev/null
+kctl POST /reset-watches >/dev/null
+sleep 2
+check "410: the agent re-GETs the Secret after the expired resume" \
+	[ "$(kube_count "$t0" "not e['watch'] and e['path'] == '/api/v1/namespaces/kube-system/secrets/$KUBE_SECRET'")" -ge 1 ]
+kept "410"
+recover "410"
+
+# The remaining faults need a plain GET of the Secret, which a 410 forces.
+force_get() { kctl POST /expire >/dev/null; kctl POST /reset-watches >/dev/null; }
+GETSEC="GET /api/v1/namespaces/kube-system/secrets/$KUBE_SECRET"
+
+# --- a body over the ceiling (64 MiB, chunked; the agent's limit is 1 MiB)
+t0=$(now)
+kctl POST /fault '{"type":"oversize","count":-1,"bytes":67108864,"match":"'"$GETSEC"'"}' >/dev/null
+force_get
+sleep "$WINDOW"
+kept "oversize"
+backoff "oversize" "$t0"
+sent=$(kctl GET "/log?since=$t0" | python3 -c 'import json, re, sys
+n = [int(m.group(1)) for e in json.load(sys.stdin)["requests"] if e.get("fault") == "oversize"
+     for m in [re.search(r"after (\d+) bytes", e.get("error") or "")] if m]
+print(max(n) if n else -1)')
+check "oversize: the agent stopped reading early ($sent bytes sent before it closed; < 16 MiB)" \
+	[ "$sent" -ge 0 ] && [ "$sent" -lt 16777216 ]
+recover "oversize"
+
+# --- the same with a Content-Length (the agent can refuse before reading)
+kctl POST /fault '{"type":"oversize","count":-1,"bytes":67108864,"chunked":false,"match":"'"$GETSEC"'"}' >/dev/null
+t0=$(now)
+force_get
+sleep 3
+kept "oversize, Content-Length"
+recover "oversize, Content-Length"
+
+# --- invalid JSON in a GET and in a watch
+t0=$(now)
+kctl POST /fault '{"type":"badjson","count":-1,"match":"'"$GETSEC"'"}' >/dev/null
+force_get
+sleep "$WINDOW"
+kept "invalid JSON (GET)"
+backoff "invalid JSON (GET)" "$t0"
+recover "invalid JSON (GET)"
+t0=$(now)
+kctl POST /fault '{"type":"badjson","count":2,"match":"watch=1"}' >/dev/null
+kctl POST /reset-watches >/dev/null
+sleep "$WINDOW"
+kept "invalid JSON (watch)"
+backoff "invalid JSON (watch)" "$t0"
+recover "invalid JSON (watch)"
+
+# --- checksum mismatch, then the annotation missing altogether
+mismatch wrong
+sleep 2
+kept "checksum mismatch"
+mismatch none
+sleep 2
+kept "checksum annotation missing"
+recover "checksum mismatch"
+
+# --- listener down, then up
+kctl POST /down >/dev/null
+mismatch
+sleep "$WINDOW"
+kept "server down"
+kctl POST /up >/dev/null
+t0=$(now)
+recover "server down"
+backoff "after up" "$t0"
+
+# --- 401: the token file holds a token the server does not know. The agent
+# re-reads the file when it changes, so fixing the file is the recovery.
+cp "$KUBE_DIR/token" "$W/token.good"
+printf 'not-a-valid-token' >"$W/token.new"
+mv "$W/token.new" "$KUBE_DIR/token"
+t0=$(now)
+kctl POST /reset-watches >/dev/null
+sleep "$WINDOW"
+check "401: the agent got 401s" [ "$(kube_count "$t0" "e['status'] == 401")" -ge 1 ]
+kept "401"
+backoff "401" "$t0"
+cp "$W/token.good" "$W/token.new"
+mv "$W/token.new" "$KUBE_DIR/token"
+recover "401 (token file fixed)"
+
+# --- 403: the agent's identity may no longer read the Secret
+kctl POST /policy '{"revokeSecret":"system:serviceaccount:kube-system:node-agent"}' >/dev/null
+t0=$(now)
+kctl POST /reset-watches >/dev/null
+sleep "$WINDOW"
+check "403: the agent got 403s" [ "$(kube_count "$t0" "e['status'] == 403")" -ge 1 ]
+kept "403"
+backoff "403" "$t0"
+kctl POST /policy '{"allowSecret":"system:serviceaccount:kube-system:node-agent"}' >/dev/null
+recover "403"
+
+check "the agent is still running" kill -0 "$AGENT_PID"
+[ "$_fail" -eq 0 ] || dump_logs
+finish

@@ -1,0 +1,87 @@
+#!/bin/bash
+# node-agent and TLS: the server restarts with a certificate from another CA,
+# then with one for the wrong host name: the agent refuses both (the server
+# logs failed handshakes, nothing is fetched), keeps the last good state, and
+# recovers when the right certificate is back. Client-certificate auth: after
+# SIGHUP with a config that has only the node's certificate, the agent is
+# system:node:node-1; the Node authorizer refuses it the Secret (403) until
+# a "relationship" exists, then it works with that identity. An http:// server
+# is refused by --check-config.
+source "$TESTS_DIR/lib/common.sh"
+source "$TESTS_DIR/lib/kube.sh"
+source "$TESTS_DIR/lib/agent.sh"
+kube_netns "$@"
+agent_require
+
+ANN=checksum/cloud-config-data
+RECOVER=${RECOVER_SECONDS:-45}
+osc() { printf 'spec:\n  files:\n  - path: /etc/hello\n    permissions: 420\n    content:\n      inline:\n        data: "tls %s"\n' "$1"; }
+W=$(scratch)
+v=1
+osc $v >"$W/v1.yaml"
+if ! agent_e2e_setup "$W/v1.yaml" '{}'; then
+	fail "agent applies the first OSC"
+	dump_logs
+	finish
+	exit 1
+fi
+ok "agent applies the first OSC"
+state() { echo "$(desired_checksum) $(cat "$ROOT/etc/hello" 2>/dev/null) $(kube_annotation $ANN)"; }
+good=$(state)
+
+publish() {
+	v=$((v + 1))
+	osc $v >"$W/v$v.yaml"
+	kube_secret "$W/v$v.yaml" | jget "d['t']"
+}
+applied() { # NAME SINCE
+	if kube_wait_annotation $ANN "$(sha256 "$W/v$v.yaml")" "$2" "$RECOVER" >/dev/null; then
+		ok "$1"
+	else
+		fail "$1"
+		dump_logs
+	fi
+	good=$(state)
+}
+
+for mode in other-ca wrong-host; do
+	t0=$(now)
+	kctl POST /restart '{"tls":"'$mode'"}' >/dev/null
+	publish >/dev/null
+	sleep 5
+	n_tls=$(kube_count "$t0" "e['method'] == 'TLS'")
+	n_http=$(kube_count "$t0" "e['method'] != 'TLS' and e['method'] != '-'")
+	check "$mode: the agent tried and the handshake failed ($n_tls times)" [ "$n_tls" -ge 1 ]
+	check "$mode: and it backed off (<= 20 handshakes in 5 s)" [ "$n_tls" -le 20 ]
+	check "$mode: not one HTTP request got through" [ "$n_http" -eq 0 ]
+	if [ "$(state)" = "$good" ]; then ok "$mode: last good state in force"; else fail "$mode: last good state in force"; fi
+	t0=$(now)
+	kctl POST /restart '{"tls":"good"}' >/dev/null
+	applied "$mode: recovers with the right certificate, applies the version published meanwhile" "$t0"
+done
+
+# Client certificate only (no token), via SIGHUP.
+agent_config "$AGENT_CONF" '{"apiServer": {"tokenFile": null, "clientCertificateFile": "'"$KUBE_PKI"'/client.crt", "clientKeyFile": "'"$KUBE_PKI"'/client.key"}}'
+t0=$(now)
+kill -HUP "$AGENT_PID"
+kctl POST /reset-watches >/dev/null
+sleep 3
+check "SIGHUP: the agent is still running" kill -0 "$AGENT_PID"
+check "client certificate: requests come from system:node:node-1" \
+	[ "$(kube_count "$t0" "e['user'] == 'system:node:$KUBE_NODE'")" -ge 1 ]
+check "client certificate: the Node authorizer refuses the Secret (403)" \
+	[ "$(kube_count "$t0" "e['user'] == 'system:node:$KUBE_NODE' and '/secrets' in e['path'] and e['status'] == 403")" -ge 1 ]
+if [ "$(state)" = "$good" ]; then ok "403 for the node identity: last good state in force"; else fail "403 for the node identity: last good state in force"; fi
+kctl POST /policy '{"allowSecret":"system:node:'"$KUBE_NODE"'"}' >/dev/null
+t0=$(publish)
+applied "client certificate with a relationship to the Secret: applied and annotated" "$t0"
+check "  ... the Node patched by system:node:$KUBE_NODE" \
+	[ "$(kube_count "$t0" "e['method'] == 'PATCH' and e['status'] == 200 and e['user'] == 'system:node:$KUBE_NODE'")" -ge 1 ]
+
+# https only
+agent_config "$W/http.json" '{"apiServer": {"server": "http://127.0.0.1:6443"}}'
+check_not "--check-config refuses an http:// server" "$AGENT" --check-config --config "$W/http.json"
+check "--check-config accepts the test config" "$AGENT" --check-config --config "$AGENT_CONF"
+
+[ "$_fail" -eq 0 ] || dump_logs
+finish
