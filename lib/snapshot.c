@@ -89,6 +89,20 @@ static size_t align8(size_t n)
 	return (n + 7) & ~(size_t)7;
 }
 
+/* Compares a stored checksum with the computed one. Fuzz builds (make fuzz
+ * defines NA_FUZZING) accept any checksum, so the fuzzer gets past them to
+ * the bounds checks behind; the unit tests cover the checksums themselves. */
+static bool csum_ok(uint64_t computed, uint64_t stored)
+{
+#ifdef NA_FUZZING
+	(void)computed;
+	(void)stored;
+	return true;
+#else
+	return computed == stored;
+#endif
+}
+
 static uint64_t user_hash(const char *user, size_t len)
 {
 	return XXH3_64bits(user, len);
@@ -428,7 +442,7 @@ static int parse_table(const uint8_t *d, size_t size, size_t hdr_off, uint32_t s
 	    !in_range(t->slots_off, (uint64_t)t->n_slots * slot_size, HEADER_SIZE, size) ||
 	    !in_range(t->dir_off, 8 * blocks, HEADER_SIZE, size))
 		FAIL("table bounds");
-	if (XXH3_64bits(d + t->dir_off, 8 * blocks) != rd64(d + hdr_off + T_DIR_CSUM))
+	if (!csum_ok(XXH3_64bits(d + t->dir_off, 8 * blocks), rd64(d + hdr_off + T_DIR_CSUM)))
 		FAIL("table directory checksum");
 	return 0;
 }
@@ -438,7 +452,7 @@ int snapshot_parse(const void *data, size_t size, struct snapshot **ret, const c
 	const uint8_t *d = data;
 	if (size < HEADER_SIZE || memcmp(d + H_MAGIC, MAGIC, 8) != 0)
 		FAIL("magic");
-	if (XXH3_64bits(d, HEADER_CSUM_OFF) != rd64(d + HEADER_CSUM_OFF))
+	if (!csum_ok(XXH3_64bits(d, HEADER_CSUM_OFF), rd64(d + HEADER_CSUM_OFF)))
 		FAIL("header checksum");
 	if (rd32(d + H_VERSION) != SNAPSHOT_VERSION) {
 		if (reterr_what)
@@ -540,8 +554,8 @@ void snapshot_get_info(const struct snapshot *s, struct snapshot_info *ret)
 static bool block_ok(const struct snapshot *s, const struct table *t, uint32_t b)
 {
 	size_t bytes = (size_t)BLOCK_SLOTS * t->slot_size;
-	return XXH3_64bits(s->data + t->slots_off + (size_t)b * bytes, bytes) ==
-	       rd64(s->data + t->dir_off + 8 * (size_t)b);
+	return csum_ok(XXH3_64bits(s->data + t->slots_off + (size_t)b * bytes, bytes),
+		       rd64(s->data + t->dir_off + 8 * (size_t)b));
 }
 
 /* Verifies the record at off (checksum, bounds, strings) and fills *rec;
@@ -556,7 +570,7 @@ static int read_record(const struct snapshot *s, uint64_t off, struct snapshot_r
 	uint32_t len = rd32(r + 8);
 	if (len % 8 || len < RECORD_HDR + 8 || !in_range(off, len, s->records_off, end))
 		FAIL("record length");
-	if (XXH3_64bits(r + 8, len - 8) != rd64(r))
+	if (!csum_ok(XXH3_64bits(r + 8, len - 8), rd64(r)))
 		FAIL("record checksum");
 
 	size_t ulen = rd16(r + 24), flen = rd16(r + 26), llen = rd16(r + 28);
