@@ -1,0 +1,166 @@
+#!/bin/bash
+# selinux/: the node_agent policy module builds with the Debian refpolicy
+# devel Makefile, links against the installed base policy, and sesearch
+# proves what each domain may and may not do.
+#
+# The link runs in a scratch copy of the policy store: `semodule -p ROOT`
+# (alternate policy root) with copies of /var/lib/selinux and /etc/selinux
+# under ROOT, so the host's store and policy are never written (checked at
+# the end). SELinux is not active in this kernel; this is a static proof.
+source "$TESTS_DIR/lib/common.sh"
+require_root
+DEVEL=/usr/share/selinux/devel/Makefile
+[ -f "$DEVEL" ] || skip_all "selinux-policy-dev not installed ($DEVEL)"
+command -v semodule >/dev/null && command -v sesearch >/dev/null ||
+	skip_all "semodule/sesearch not installed (policycoreutils, setools)"
+[ -d /var/lib/selinux/default ] && [ -d /etc/selinux/default ] ||
+	skip_all "no installed base policy (selinux-policy-default)"
+
+SRC=$TESTS_DIR/../selinux
+W=$(scratch)
+host_sum() {
+	find /var/lib/selinux /etc/selinux -type f -print0 2>/dev/null | sort -z |
+		xargs -0 md5sum 2>/dev/null | md5sum
+}
+before=$(host_sum)
+quiet() { "$@" >"$W/quiet.log" 2>&1; }
+
+# build
+mkdir -p "$W/src"
+cp "$SRC"/node_agent.te "$SRC"/node_agent.if "$SRC"/node_agent.fc "$W/src/"
+if make -C "$W/src" -f "$DEVEL" node_agent.pp >"$W/build.log" 2>&1; then
+	ok "module builds with $DEVEL"
+else
+	sed 's/^/#   /' "$W/build.log"
+	fail "module builds with $DEVEL"
+	finish
+	exit 1
+fi
+
+# link into a scratch store
+R=$W/root
+mkdir -p "$R/var/lib" "$R/etc"
+cp -a /var/lib/selinux "$R/var/lib/"
+cp -a /etc/selinux "$R/etc/"
+# libsemanage prints "user sddm not in password file" for Debian's policy: noise.
+if semodule -p "$R" -n -i "$W/src/node_agent.pp" >"$W/link.log" 2>&1; then
+	ok "semodule -n -i links node_agent.pp against the base policy (scratch store)"
+else
+	sed 's/^/#   /' "$W/link.log"
+	fail "semodule -n -i links node_agent.pp"
+	finish
+	exit 1
+fi
+P=$(ls "$R"/etc/selinux/default/policy/policy.* | sort -V | tail -1)
+FC=$R/etc/selinux/default/contexts/files/file_contexts
+check "file contexts: authkeys-cmd is authkeys_cmd_exec_t" \
+	grep -q '^/usr/libexec/node-agent/authkeys-cmd[[:space:]].*authkeys_cmd_exec_t' "$FC"
+check "file contexts: /var/lib/node-agent is node_agent_var_lib_t" \
+	grep -q '^/var/lib/node-agent(/\.\*)?[[:space:]].*node_agent_var_lib_t' "$FC"
+
+# The link step must be able to fail: an unknown type compiles but does not link.
+mkdir -p "$W/bad"
+cp "$W/src/node_agent.if" "$W/src/node_agent.fc" "$W/bad/"
+sed 's/^gen_require(`$/gen_require(`\n\ttype no_such_type_t;/' "$W/src/node_agent.te" >"$W/bad/node_agent.te"
+printf 'allow node_agent_t no_such_type_t:file read;\n' >>"$W/bad/node_agent.te"
+if make -C "$W/bad" -f "$DEVEL" node_agent.pp >/dev/null 2>&1; then
+	check_not "link rejects a module with an unknown type (compiles fine)" \
+		quiet semodule -p "$R" -n -i "$W/bad/node_agent.pp"
+else
+	fail "module with an unknown type should compile (only the link catches it)"
+fi
+
+# want/deny ARGS...: sesearch ARGS on the linked policy finds a rule / none.
+want() {
+	local out
+	out=$(sesearch "$@" "$P" 2>&1)
+	if [ -n "$out" ] && ! grep -q '^Traceback\|error' <<<"$out"; then ok "allowed: $*"; else fail "allowed: $* (no rule)"; fi
+}
+deny() {
+	local out
+	out=$(sesearch "$@" "$P" 2>&1)
+	if [ -z "$out" ]; then ok "denied: $*"; else fail "denied: $*"; sed 's/^/#   /' <<<"$out" | head -5; fi
+}
+
+echo "# node_agent_t: network, its own state; no home dirs, no system config"
+want -A -s node_agent_t -t http_port_t -c tcp_socket -p name_connect
+want -A -s node_agent_t -t unreserved_port_t -c tcp_socket -p name_connect
+want -A -s node_agent_t -t node_agent_var_lib_t -c file -p write,create,rename
+want -A -s node_agent_t -t node_agent_runtime_t -c file -p write,create
+want -A -s node_agent_t -t node_agent_conf_t -c file -p read
+want -A -s node_agent_t -t cloud_config_exec_var_lib_t -c file -p read
+want -A -s node_agent_t -t init_t -c unix_dgram_socket -p sendto
+deny -A -s node_agent_t -c capability
+deny -A -s node_agent_t -t user_home_dir_t -c dir -p write,add_name,remove_name
+deny -A -s node_agent_t -t user_home_t -c file,dir -p write,create,append,add_name
+deny -A -s node_agent_t -t ssh_home_t -c file,dir -p write,create,append,add_name
+deny -A -s node_agent_t -t etc_t -c file,dir -p write,create,append,add_name,rename,unlink
+deny -A -s node_agent_t -t shadow_t -c file -p read,write
+deny -A -s node_agent_t -t systemd_unit_t -c file -p write,create
+deny -A -s node_agent_t -t node_agent_conf_t -c file -p write,create
+deny -A -s node_agent_t -t cloud_config_exec_var_lib_t -c file,dir -p write,create,add_name
+deny -A -s node_agent_t -t sshd_key_t -c file -p write,append
+deny -A -s node_agent_t -c service -p start,stop
+deny -A -s node_agent_t -t system_dbusd_t -c unix_stream_socket -p connectto
+
+echo "# cloud_config_exec_t: OSC files, units via D-Bus, ~/.ssh, useradd; no network"
+want -A -s cloud_config_exec_t -t etc_t -c file -p write,create,rename
+want -A -s cloud_config_exec_t -t var_lib_t -c file -p write,create
+want -A -s cloud_config_exec_t -t ssh_home_t -c file -p write,create,rename,setattr
+want -A -s cloud_config_exec_t -t ssh_home_t -c dir -p create
+want -A -s cloud_config_exec_t -t cloud_config_exec_var_lib_t -c file -p write,create,rename
+want -A -s cloud_config_exec_t -t node_agent_var_lib_t -c file -p read
+want -A -s cloud_config_exec_t -t system_dbusd_t -c unix_stream_socket -p connectto
+want -A -s cloud_config_exec_t -t init_t -c dbus -p send_msg
+want -A -s cloud_config_exec_t -t init_t -c system -p reload
+want -A -s cloud_config_exec_t -t systemd_unit_t -c service -p start,stop
+want -A -s cloud_config_exec_t -t etc_t -c service -p start,stop
+want -T -s cloud_config_exec_t -t useradd_exec_t -c process
+want -A -s cloud_config_exec_t -c capability -p chown,dac_override,fowner
+deny -A -s cloud_config_exec_t -c tcp_socket,udp_socket -p name_connect,name_bind,create
+deny -A -s cloud_config_exec_t -c rawip_socket,packet_socket,netlink_route_socket -p create
+deny -A -s cloud_config_exec_t -c capability -p sys_admin,setuid,setgid,net_admin,net_raw,sys_module,sys_ptrace
+deny -A -s cloud_config_exec_t -t node_agent_var_lib_t -c file,dir -p write,create,add_name,unlink
+deny -A -s cloud_config_exec_t -t node_agent_unit_t -c file -p write,create,unlink
+deny -A -s cloud_config_exec_t -t node_agent_unit_t -c service -p stop,disable
+deny -A -s cloud_config_exec_t -t shadow_t -c file -p write
+# usr_t/bin_t (/opt, /opt/bin) only under the tunable, never unconditionally.
+want -A -s cloud_config_exec_t -t bin_t -c file -p write,create -b cloud_config_exec_manage_bin_usr
+# has_uncond ARGS...: sesearch finds a rule that no boolean guards.
+has_uncond() { sesearch "$@" "$P" 2>/dev/null | grep -v '\]:\(True\|False\)$' | grep -q .; }
+for t in usr_t bin_t; do
+	check_not "denied unless cloud_config_exec_manage_bin_usr: -A -s cloud_config_exec_t -t $t -c file -p write,create" \
+		has_uncond -A -s cloud_config_exec_t -t "$t" -c file -p write,create
+done
+
+echo "# authkeys_cmd_t: from sshd_t, reads the snapshot, writes sshd's pipe; nothing else"
+want -T -s sshd_t -t authkeys_cmd_exec_t -c process
+want -A -s sshd_t -t authkeys_cmd_exec_t -c file -p execute
+want -A -s sshd_t -t authkeys_cmd_t -c process -p transition
+want -A -s authkeys_cmd_t -t authkeys_cmd_exec_t -c file -p entrypoint
+want -A -s authkeys_cmd_t -t cloud_config_exec_var_lib_t -c file -p read
+want -A -s authkeys_cmd_t -t sshd_t -c fifo_file -p write
+want -A -s authkeys_cmd_t -t sshd_t -c fd -p use
+deny -A -s authkeys_cmd_t -c tcp_socket,udp_socket -p create,name_connect,name_bind,connect
+deny -A -s authkeys_cmd_t -c rawip_socket,packet_socket,netlink_route_socket -p create
+deny -A -s authkeys_cmd_t -c capability
+deny -A -s authkeys_cmd_t -t cloud_config_exec_var_lib_t -c file,dir -p write,append,create,add_name,remove_name,rename,unlink,setattr
+deny -A -s authkeys_cmd_t -t node_agent_var_lib_t
+deny -A -s authkeys_cmd_t -t ssh_home_t
+deny -A -s authkeys_cmd_t -t user_home_t
+deny -A -s authkeys_cmd_t -t sshd_key_t
+deny -A -s authkeys_cmd_t -t shadow_t
+deny -A -s authkeys_cmd_t -t etc_t -c file,dir -p write,create,add_name
+deny -A -s authkeys_cmd_t -c process -p execmem,execstack,transition
+deny -A -s authkeys_cmd_t -t bin_t -c file -p execute
+# The three domains cannot enter each other.
+deny -A -s node_agent_t -t cloud_config_exec_t -c process -p transition
+deny -A -s node_agent_t -t authkeys_cmd_t -c process -p transition
+deny -A -s authkeys_cmd_t -t node_agent_t -c process -p transition
+
+# remove again (from the scratch store), then the host must be unchanged
+check "semodule -n -r node_agent removes the module" quiet semodule -p "$R" -n -r node_agent
+check_not "node_agent no longer listed in the scratch store" \
+	sh -c 'semodule -p "$1" -l | grep -qx node_agent' sh "$R"
+check "host policy store and /etc/selinux unchanged" test "$(host_sum)" = "$before"
+finish
