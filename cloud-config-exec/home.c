@@ -22,6 +22,13 @@ static int refuse(const struct account *a, int r, const char *what)
 				what);
 }
 
+/* For the log only: the decision was already taken on the fd. */
+static bool is_symlink(int dirfd, const char *name)
+{
+	struct stat st;
+	return fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode);
+}
+
 int home_open_ssh(int rootfd, const struct account *a)
 {
 	if (!fsx_path_is_safe(a->home, 4096) || strcmp(a->home, "/") == 0)
@@ -38,8 +45,11 @@ int home_open_ssh(int rootfd, const struct account *a)
 		return refuse(a, -EPERM, "the parent of the home directory is not owned by root");
 
 	_cleanup_close_ int home = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (home < 0)
-		return refuse(a, negerrno(), "home directory missing, a symlink or not a directory");
+	if (home < 0) {
+		int r = negerrno();
+		return refuse(a, r, is_symlink(parent, name) ? "the home directory is a symlink" :
+				    "home directory missing or not a directory");
+	}
 	if (fstat(home, &st) < 0)
 		return refuse(a, negerrno(), "cannot stat the home directory");
 	if (st.st_uid != a->uid && st.st_uid != 0)
@@ -53,7 +63,7 @@ int home_open_ssh(int rootfd, const struct account *a)
 	}
 	if (ssh < 0) {
 		int r = negerrno();
-		return refuse(a, r, r == -ELOOP ? "~/.ssh is a symlink" :
+		return refuse(a, r, is_symlink(home, ".ssh") ? "~/.ssh is a symlink" :
 				    r == -ENOTDIR ? "~/.ssh is not a directory" : "cannot open ~/.ssh");
 	}
 	_cleanup_close_ int sshfd = ssh;
