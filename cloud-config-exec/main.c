@@ -25,6 +25,7 @@
 static const char *arg_root = "/";
 static const char *arg_config = NULL;
 static bool arg_no_systemd = false;
+static bool arg_systemd = false;
 static bool arg_no_seccomp = false;
 static unsigned arg_job_timeout_ms = 0;
 static enum log_target arg_log = LOG_TARGET_AUTO;
@@ -47,6 +48,8 @@ static void help(void)
 	       "\n"
 	       "Options:\n"
 	       "  --root DIR         prefix every path on the node with DIR (implies --no-systemd)\n"
+	       "  --systemd          talk to the system bus even with --root (whose manager must\n"
+	       "                     run in DIR, e.g. an nspawn box; tests)\n"
 	       "  --config FILE      configuration file (default %s)\n"
 	       "  --no-systemd       do not talk to systemd: write unit files only\n"
 	       "  --job-timeout-ms N deadline for each systemd job (default %u)\n"
@@ -61,11 +64,12 @@ static void help(void)
 
 static int parse_argv(int argc, char *argv[])
 {
-	enum { ARG_ROOT = 0x100, ARG_CONFIG, ARG_NO_SYSTEMD, ARG_JOB_TIMEOUT, ARG_LOG, ARG_NO_SECCOMP, ARG_VERSION };
+	enum { ARG_ROOT = 0x100, ARG_CONFIG, ARG_NO_SYSTEMD, ARG_SYSTEMD, ARG_JOB_TIMEOUT, ARG_LOG, ARG_NO_SECCOMP, ARG_VERSION };
 	static const struct option options[] = {
 		{ "root", required_argument, NULL, ARG_ROOT },
 		{ "config", required_argument, NULL, ARG_CONFIG },
 		{ "no-systemd", no_argument, NULL, ARG_NO_SYSTEMD },
+		{ "systemd", no_argument, NULL, ARG_SYSTEMD },
 		{ "job-timeout-ms", required_argument, NULL, ARG_JOB_TIMEOUT },
 		{ "log", required_argument, NULL, ARG_LOG },
 		{ "no-seccomp", no_argument, NULL, ARG_NO_SECCOMP },
@@ -88,6 +92,9 @@ static int parse_argv(int argc, char *argv[])
 			break;
 		case ARG_NO_SYSTEMD:
 			arg_no_systemd = true;
+			break;
+		case ARG_SYSTEMD:
+			arg_systemd = true;
 			break;
 		case ARG_JOB_TIMEOUT: {
 			char *end;
@@ -183,13 +190,13 @@ static int run(void)
 	bool scratch = strcmp(arg_root, "/") != 0;
 	bool readonly = strcmp(arg_verb, "check") == 0 || strcmp(arg_verb, "status") == 0;
 	_cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
-	if (!arg_no_systemd && !scratch && !readonly && strcmp(arg_verb, "keys") != 0) {
+	if (!arg_no_systemd && (!scratch || arg_systemd) && !readonly && strcmp(arg_verb, "keys") != 0) {
 		r = sd_bus_open_system(&bus);
 		if (r < 0) {
 			log_error_errno(r, "Cannot connect to the system bus (use --no-systemd without systemd)");
 			return APPLY_EXIT_FAILED;
 		}
-	} else if (scratch && !arg_no_systemd && !readonly)
+	} else if (scratch && !arg_no_systemd && !arg_systemd && !readonly)
 		log_notice("--root %s: not talking to systemd, unit files only", arg_root);
 
 	/* Input to check comes from a file: read it before the filter, it is

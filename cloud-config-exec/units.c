@@ -41,6 +41,15 @@ struct units_plan {
 	struct plan_item *items;
 	size_t n;
 	size_t allocated;
+	/* The old side widened by owned unit files (units_plan_compute_owned):
+	 * shallow copies of the old OSC's units plus synthesized ones; synth[i]
+	 * marks the units that are (or were widened) from owned paths. All
+	 * memory of the synthesized parts is listed in arena. */
+	struct osc widened;
+	bool *synth;
+	void **arena;
+	size_t n_arena;
+	size_t allocated_arena;
 };
 
 /* The bash gardener-user script reconciles authorized_keys of the user
@@ -56,6 +65,155 @@ static bool unit_is_superseded(const char *name)
 static const struct osc_unit *find_unit(const struct osc *osc, const char *name)
 {
 	return osc ? osc_find_unit(osc, name) : NULL;
+}
+
+static const struct osc_dropin *find_dropin(const struct osc_unit *u, const char *name)
+{
+	for (size_t i = 0; u && i < u->n_dropins; i++)
+		if (strcmp(u->dropins[i].name, name) == 0)
+			return &u->dropins[i];
+	return NULL;
+}
+
+/* Remembers p (malloc'ed) as owned by the plan; frees it on failure. */
+static void *arena_keep(struct units_plan *p, void *ptr)
+{
+	if (!ptr)
+		return NULL;
+	if (p->n_arena == p->allocated_arena) {
+		size_t a = p->allocated_arena ? p->allocated_arena * 2 : 32;
+		void **v = reallocarray(p->arena, a, sizeof(void *));
+		if (!v) {
+			free(ptr);
+			return NULL;
+		}
+		p->arena = v;
+		p->allocated_arena = a;
+	}
+	p->arena[p->n_arena++] = ptr;
+	return ptr;
+}
+
+static char *arena_strdup(struct units_plan *p, const char *s)
+{
+	return arena_keep(p, strdup(s));
+}
+
+/* An owned path split: unit name and drop-in name (NULL: the unit file).
+ * Returns false for paths that are not unit files or drop-ins of ours. */
+static bool split_owned(const char *path, char unit[static 256], const char **ret_dropin)
+{
+	static const char prefix[] = "/" UNITS_DIR "/";
+	const char *rest, *slash;
+	size_t len;
+
+	if (strncmp(path, prefix, sizeof(prefix) - 1) != 0)
+		return false;
+	rest = path + sizeof(prefix) - 1;
+	slash = strchr(rest, '/');
+	if (!slash) {
+		len = strlen(rest);
+		*ret_dropin = NULL;
+	} else {
+		if (slash - rest < 3 || strncmp(slash - 2, ".d", 2) != 0 || !osc_dropin_name_is_valid(slash + 1))
+			return false;
+		len = (size_t)(slash - rest) - 2;
+		*ret_dropin = slash + 1;
+	}
+	if (len == 0 || len > 255)
+		return false;
+	memcpy(unit, rest, len);
+	unit[len] = 0;
+	return osc_unit_name_is_valid(unit) && !unit_is_superseded(unit);
+}
+
+struct widen_unit {
+	struct osc_unit u;
+	bool synth;
+};
+
+static int cmp_widen_unit(const void *x, const void *y)
+{
+	return strcmp(((const struct widen_unit *)x)->u.name, ((const struct widen_unit *)y)->u.name);
+}
+
+/* Adds what owned says we created and old does not list to a copy of old's
+ * unit list (p->widened). Returns 1 when something was added, 0 when owned
+ * adds nothing (then p->widened stays empty and old is used as it is). */
+static int widen_old(struct units_plan *p, const struct osc *old, char *const *owned)
+{
+	_cleanup_free_ struct widen_unit *w = NULL;
+	size_t n = 0, allocated = 0;
+	bool added = false;
+
+	for (size_t i = 0; old && i < old->n_units; i++) {
+		if (n == allocated) {
+			allocated = allocated ? allocated * 2 : old->n_units + 8;
+			struct widen_unit *nw = reallocarray(w, allocated, sizeof(*w));
+			if (!nw)
+				return -ENOMEM;
+			w = nw;
+		}
+		w[n++] = (struct widen_unit){ .u = old->units[i] };
+	}
+	for (char *const *o = owned; o && *o; o++) {
+		char name[256];
+		const char *dropin;
+		struct widen_unit *t = NULL;
+
+		if (!split_owned(*o, name, &dropin))
+			continue;
+		for (size_t i = 0; i < n && !t; i++)
+			if (strcmp(w[i].u.name, name) == 0)
+				t = &w[i];
+		if (dropin ? find_dropin(t ? &t->u : NULL, dropin) != NULL : (t && t->u.content))
+			continue;  /* old accounts for it */
+		if (!t) {
+			if (n == allocated) {
+				allocated = allocated ? allocated * 2 : 8;
+				struct widen_unit *nw = reallocarray(w, allocated, sizeof(*w));
+				if (!nw)
+					return -ENOMEM;
+				w = nw;
+			}
+			t = &w[n++];
+			*t = (struct widen_unit){ .u = { .name = arena_strdup(p, name), .enable = -1 } };
+			if (!t->u.name)
+				return -ENOMEM;
+		}
+		t->synth = added = true;
+		if (!dropin) {
+			/* We wrote the unit file: we created the unit. Its content
+			 * is unknown; "" differs from any content in the OSC. */
+			t->u.content = arena_strdup(p, "");
+			if (!t->u.content)
+				return -ENOMEM;
+			continue;
+		}
+		struct osc_dropin *d = arena_keep(p, calloc(t->u.n_dropins + 1, sizeof(*d)));
+		if (!d)
+			return -ENOMEM;
+		if (t->u.n_dropins)
+			memcpy(d, t->u.dropins, t->u.n_dropins * sizeof(*d));
+		d[t->u.n_dropins] = (struct osc_dropin){ .name = arena_strdup(p, dropin), .content = arena_strdup(p, "") };
+		if (!d[t->u.n_dropins].name || !d[t->u.n_dropins].content)
+			return -ENOMEM;
+		t->u.dropins = d;
+		t->u.n_dropins++;
+	}
+	if (!added)
+		return 0;
+	qsort(w, n, sizeof(*w), cmp_widen_unit);
+	p->widened.units = arena_keep(p, calloc(n ? n : 1, sizeof(struct osc_unit)));
+	p->synth = arena_keep(p, calloc(n ? n : 1, sizeof(bool)));
+	if (!p->widened.units || !p->synth)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		p->widened.units[i] = w[i].u;
+		p->synth[i] = w[i].synth;
+	}
+	p->widened.n_units = n;
+	return 1;
 }
 
 static int plan_add(struct units_plan *p, const char *unit, unsigned actions, const struct osc_unit *old,
@@ -105,20 +263,17 @@ static bool str_eq(const char *a, const char *b)
 	return strcmp(a, b) == 0;
 }
 
-static const struct osc_dropin *find_dropin(const struct osc_unit *u, const char *name)
-{
-	for (size_t i = 0; u && i < u->n_dropins; i++)
-		if (strcmp(u->dropins[i].name, name) == 0)
-			return &u->dropins[i];
-	return NULL;
-}
-
 static bool has_file_path(const struct osc_unit *u, const char *path)
 {
 	for (size_t i = 0; i < u->n_file_paths; i++)
 		if (strcmp(u->file_paths[i], path) == 0)
 			return true;
 	return false;
+}
+
+static int cmp_str(const void *x, const void *y)
+{
+	return strcmp(*(char *const *)x, *(char *const *)y);
 }
 
 /* Unset enable means enable. */
@@ -190,6 +345,14 @@ static bool dropins_removed(const struct osc_unit *o, const struct osc_unit *n)
 	return false;
 }
 
+/* " (left by an unfinished apply)" when o was synthesized from owned paths. */
+static const char *synth_note(const struct units_plan *p, const struct osc_unit *o)
+{
+	if (!o || !p->synth || o < p->widened.units || o >= p->widened.units + p->widened.n_units)
+		return "";
+	return p->synth[o - p->widened.units] ? " (left by an unfinished apply)" : "";
+}
+
 static int plan_new_unit(struct units_plan *p, const struct osc_unit *o, const struct osc_unit *n,
 			 char *const *changed_files)
 {
@@ -212,7 +375,7 @@ static int plan_new_unit(struct units_plan *p, const struct osc_unit *o, const s
 		/* It was ours and is an OS unit with drop-ins now: our file goes. */
 		if (o->content && !n->content)
 			actions |= UNITS_REMOVE;
-		return plan_add(p, n->name, actions, o, n, "%s", why);
+		return plan_add(p, n->name, actions, o, n, "%s%s", why, synth_note(p, o));
 	}
 	file = changed_file_of(n, changed_files);
 	if (file)
@@ -228,12 +391,12 @@ static int plan_dropped_unit(struct units_plan *p, const struct osc_unit *o)
 	 * what we created is deleted. */
 	if (o->content)
 		return plan_add(p, o->name, UNITS_STOP | UNITS_DISABLE | UNITS_REMOVE, o, NULL,
-				"dropped by the OSC");
+				"dropped by the OSC%s", synth_note(p, o));
 	/* An OS unit we only patched: take our drop-ins away and restart it so
 	 * it runs without them; the unit and its other drop-ins stay. */
 	if (o->n_dropins > 0)
 		return plan_add(p, o->name, UNITS_REMOVE_DROPINS | UNITS_RESTART, o, NULL,
-				"dropped by the OSC (OS unit: our drop-ins removed, unit kept)");
+				"dropped by the OSC (OS unit: our drop-ins removed, unit kept)%s", synth_note(p, o));
 	return plan_add(p, o->name, 0, o, NULL, "dropped by the OSC (nothing of ours to remove)");
 }
 
@@ -286,11 +449,22 @@ static int plan_request(struct units_plan *p, const char *request)
 int units_plan_compute(const struct osc *old, const struct osc *new, char *const *changed_files,
 		       char *const *restart_requests, struct units_plan **ret)
 {
+	return units_plan_compute_owned(old, new, changed_files, restart_requests, NULL, ret);
+}
+
+int units_plan_compute_owned(const struct osc *old, const struct osc *new, char *const *changed_files,
+			     char *const *restart_requests, char *const *owned, struct units_plan **ret)
+{
 	_cleanup_units_plan_ struct units_plan *p = calloc(1, sizeof(*p));
 	int r;
 
 	if (!p)
 		return -ENOMEM;
+	r = widen_old(p, old, owned);
+	if (r < 0)
+		return r;
+	if (r > 0)
+		old = &p->widened;
 	for (size_t i = 0; i < new->n_units; i++) {
 		r = plan_new_unit(p, find_unit(old, new->units[i].name), &new->units[i], changed_files);
 		if (r < 0)
@@ -336,7 +510,49 @@ void units_plan_free(struct units_plan *plan)
 		free(plan->items[i].reason);
 	}
 	free(plan->items);
+	for (size_t i = 0; i < plan->n_arena; i++)
+		free(plan->arena[i]);
+	free(plan->arena);
 	free(plan);
+}
+
+int units_owned_paths(const struct osc *osc, char ***ret)
+{
+	_cleanup_strv_free_ char **v = NULL;
+	size_t n = 0, allocated = 0;
+
+	for (size_t i = 0; i < osc->n_units; i++) {
+		const struct osc_unit *u = &osc->units[i];
+		if (unit_is_superseded(u->name))
+			continue;
+		for (size_t k = 0; k <= u->n_dropins; k++) {
+			char *path;
+			if (k == 0 && !u->content)
+				continue;
+			if (k == 0 ? asprintf(&path, "/%s/%s", UNITS_DIR, u->name) < 0 :
+				     asprintf(&path, "/%s/%s.d/%s", UNITS_DIR, u->name, u->dropins[k - 1].name) < 0)
+				return -ENOMEM;
+			if (n + 1 >= allocated) {
+				allocated = allocated ? allocated * 2 : 16;
+				char **nv = reallocarray(v, allocated, sizeof(char *));
+				if (!nv) {
+					free(path);
+					return -ENOMEM;
+				}
+				v = nv;
+			}
+			v[n++] = path;
+			v[n] = NULL;
+		}
+	}
+	if (!v) {
+		v = calloc(1, sizeof(char *));
+		if (!v)
+			return -ENOMEM;
+	}
+	qsort(v, n, sizeof(char *), cmp_str);
+	*ret = TAKE_PTR(v);
+	return 0;
 }
 
 const char *units_actions_to_string(unsigned actions, char *buf, size_t size)
@@ -409,7 +625,7 @@ static const char *summary_group(const struct units_plan_entry *e)
 	if (a & UNITS_REQUESTED)
 		return (a & UNITS_RESTART) ? "restart requested" : NULL;
 	if (a & UNITS_SUPERSEDED)
-		return "superseded";
+		return e->new ? "superseded" : NULL;
 	if ((a & UNITS_REMOVE) && !e->new)
 		return "remove";
 	if (a & UNITS_STOP)
@@ -780,11 +996,6 @@ static int run_phase(struct apply *a, enum job_phase phase)
 		systemd_job_done(j);
 	}
 	return r == -EIO ? 0 : r;
-}
-
-static int cmp_str(const void *x, const void *y)
-{
-	return strcmp(*(char *const *)x, *(char *const *)y);
 }
 
 static int changed_units(const struct apply *a, char ***ret)

@@ -76,6 +76,27 @@ struct units_plan_entry {
 int units_plan_compute(const struct osc *old, const struct osc *new, char *const *changed_files,
 		       char *const *restart_requests, struct units_plan **ret);
 
+/* As units_plan_compute(), and owned: the unit files and drop-ins that
+ * cloud-config-exec recorded as created (absolute paths as units_owned_paths()
+ * returns them; other paths are ignored; may be NULL). Those that old does
+ * not account for, typically written by an apply that failed or was
+ * interrupted before it was recorded as applied, are treated as if old had
+ * listed them: a unit file as a unit we created, a drop-in as ours. So they
+ * are removed (or their OS unit restarted) once the OSC no longer has them,
+ * instead of leaking (the units' side of Gardener #10972); such entries carry
+ * " (left by an unfinished apply)" in their reason. */
+int units_plan_compute_owned(const struct osc *old, const struct osc *new, char *const *changed_files,
+			     char *const *restart_requests, char *const *owned, struct units_plan **ret);
+
+/* The unit files and drop-ins that applying osc writes, as sorted absolute
+ * paths ("/etc/systemd/system/a.service",
+ * "/etc/systemd/system/b.service.d/10-x.conf"; gardener-user units are never
+ * written). The executor adds them to its ownership record BEFORE
+ * units_apply() and, after a successful apply, keeps exactly these, then
+ * passes the record to units_plan_compute_owned(). Returns 0 and a
+ * NULL-terminated list (never NULL; strv_free) in *ret, or -ENOMEM. */
+int units_owned_paths(const struct osc *osc, char ***ret);
+
 /* Entries in a stable order: units of the new OSC by name, then dropped units
  * by name, then restart requests in the order given. Every unit of either OSC
  * has exactly one non-request entry. */

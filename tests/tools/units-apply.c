@@ -1,11 +1,13 @@
 /* units-apply: test-only driver of the systemd half of an apply.
  *
  *   units-apply [--root DIR] [--old OSC] [--changed PATH]... [--restart UNIT]...
- *               [--timeout-ms N] [--no-bus] NEW-OSC
+ *               [--owned-from OSC]... [--timeout-ms N] [--no-bus] NEW-OSC
  *
  * Plans old -> new (units_plan_compute), prints the plan ("plan: <summary>"
  * and one "entry: unit actions reason" line per entry), applies it
- * (units_apply) below --root against the system bus (DBUS_SYSTEM_BUS_ADDRESS
+ * (units_apply) below --root; --owned-from OSC adds the unit paths that OSC
+ * writes (units_owned_paths) to the ownership record the plan is computed
+ * with (units_plan_compute_owned), as if an apply of it had failed; against the system bus (DBUS_SYSTEM_BUS_ADDRESS
  * points it at an nspawn box), and prints "changed: <units>" and, on failure,
  * "error: <line>" plus "apply_ms: N". Exit 0 on success, 1 when the apply
  * failed, 2 on usage or input errors. Until `cloud-config-exec apply` exists,
@@ -54,11 +56,15 @@ int main(int argc, char **argv)
 		{ "root", required_argument, NULL, 'r' },     { "old", required_argument, NULL, 'o' },
 		{ "changed", required_argument, NULL, 'c' },  { "restart", required_argument, NULL, 'R' },
 		{ "timeout-ms", required_argument, NULL, 't' }, { "no-bus", no_argument, NULL, 'n' },
+		{ "owned-from", required_argument, NULL, 'O' },
 		{}
 	};
 	const char *root = NULL, *old_path = NULL;
 	char *changed[MAX_ARGS + 1] = {}, *restart[MAX_ARGS + 1] = {};
-	size_t n_changed = 0, n_restart = 0;
+	const char *owned_from[MAX_ARGS] = {};
+	size_t n_changed = 0, n_restart = 0, n_owned_from = 0;
+	char *owned[4096 + 1] = {};
+	size_t n_owned = 0;
 	unsigned long timeout_ms = 0;
 	bool use_bus = true;
 	struct osc old = {}, new = {};
@@ -100,6 +106,11 @@ int main(int argc, char **argv)
 		case 'n':
 			use_bus = false;
 			break;
+		case 'O':
+			if (n_owned_from == MAX_ARGS)
+				return 2;
+			owned_from[n_owned_from++] = optarg;
+			break;
 		default:
 			return 2;
 		}
@@ -111,7 +122,23 @@ int main(int argc, char **argv)
 	}
 	if ((old_path && load_osc(old_path, &old) < 0) || load_osc(argv[optind], &new) < 0)
 		return 2;
-	r = units_plan_compute(old_path ? &old : NULL, &new, changed, restart, &plan);
+	for (size_t i = 0; i < n_owned_from; i++) {
+		struct osc o = {};
+		_cleanup_strv_free_ char **paths = NULL;
+		if (load_osc(owned_from[i], &o) < 0)
+			return 2;
+		r = units_owned_paths(&o, &paths);
+		osc_done(&o);
+		if (r < 0)
+			return 2;
+		for (char **q = paths; *q; q++) {
+			if (n_owned == ELEMENTSOF(owned) - 1)
+				return 2;
+			owned[n_owned++] = TAKE_PTR(*q);
+		}
+	}
+	r = units_plan_compute_owned(old_path ? &old : NULL, &new, changed, restart, n_owned_from ? owned : NULL,
+				     &plan);
 	if (r >= 0)
 		r = units_plan_format(plan, &summary);
 	if (r < 0)
@@ -145,5 +172,7 @@ int main(int argc, char **argv)
 		sd_bus_flush_close_unref(bus);
 	osc_done(&old);
 	osc_done(&new);
+	for (size_t i = 0; i < n_owned; i++)
+		free(owned[i]);
 	return r < 0 ? 1 : 0;
 }

@@ -38,8 +38,14 @@ struct plan_case {
 	const char *requests[6];    /* restart requests, NULL-terminated */
 	const char *expect[10];     /* "unit: actions: reason" per entry, in order */
 	const char *summary;
+	const char *owned[8];       /* owned unit paths (units_plan_compute_owned) */
 };
+#define SYSD "/etc/systemd/system/"
+#define LEFT " (left by an unfinished apply)"
 
+/* Positional and short: trailing fields left out are empty. */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
 static const struct plan_case plan_cases[] = {
 	{ "first apply: every unit is new", NULL, BASE, {}, {},
 	  { "a.service: write,enable,restart: new unit", "b.service: write,enable,restart: new unit",
@@ -149,9 +155,27 @@ static const struct plan_case plan_cases[] = {
 	  {}, {},
 	  { "a.service: write,enable,restart: new unit",
 	    "gardener-user.service: superseded: superseded by cloud-config-exec's native SSH key handling" },
-	  NULL },
+	  "restart: a.service" },
 	{ "empty OSCs", "spec: {}", "spec: {}", {}, {}, {}, "nothing to do" },
+	{ "owned files old accounts for change nothing", BASE, BASE, {}, {},
+	  { "a.service: none: unchanged", "b.service: none: unchanged", "os.service: none: unchanged" }, "unchanged: 3",
+	  { SYSD "a.service", SYSD "b.service", SYSD "os.service.d/10-x.conf" } },
+	{ "units left by a failed apply are dropped", BASE, BASE, {}, {},
+	  { "a.service: none: unchanged", "b.service: none: unchanged",
+	    "os.service: write,remove-dropins,enable,restart: drop-in 20-y.conf removed" LEFT,
+	    "bad.service: remove,disable,stop: dropped by the OSC" LEFT,
+	    "osx.service: remove-dropins,restart: dropped by the OSC (OS unit: our drop-ins removed, unit kept)" LEFT },
+	  "restart: os.service osx.service; remove: bad.service; unchanged: 2",
+	  { SYSD "a.service", SYSD "bad.service", SYSD "bad.service.d/10-b.conf", SYSD "os.service.d/20-y.conf",
+	    SYSD "osx.service.d/10-x.conf" } },
+	{ "a unit written by a failed first apply is restarted again", NULL, WITH(UNIT_A), {}, {},
+	  { "a.service: write,enable,restart: content changed" LEFT }, NULL, { SYSD "a.service" } },
+	{ "owned paths that are no unit files of ours are ignored", WITH(UNIT_A), WITH(UNIT_A), {}, {},
+	  { "a.service: none: unchanged" }, NULL,
+	  { "/etc/b.service", SYSD "x.d/10-x.conf", SYSD "a.service.d/", SYSD "a.service.d/x", SYSD "gardener-user.service",
+	    SYSD "../a.service", SYSD "sub/dir/a.service" } },
 };
+#pragma GCC diagnostic pop
 
 static void parse(const char *text, struct osc *ret)
 {
@@ -172,8 +196,9 @@ static void test_plan(void **state)
 	if (c->old)
 		parse(c->old, &old);
 	parse(c->new, &new);
-	assert_int_equal(units_plan_compute(c->old ? &old : NULL, &new, (char *const *)(uintptr_t)c->changed,
-					    (char *const *)(uintptr_t)c->requests, &plan),
+	assert_int_equal(units_plan_compute_owned(c->old ? &old : NULL, &new, (char *const *)(uintptr_t)c->changed,
+						  (char *const *)(uintptr_t)c->requests, (char *const *)(uintptr_t)c->owned,
+						  &plan),
 			 0);
 	while (n_expect < ELEMENTSOF(c->expect) && c->expect[n_expect])
 		n_expect++;
@@ -223,6 +248,35 @@ static void test_find(void **state)
 	osc_done(&old);
 	osc_done(&new);
 	units_plan_free(NULL);
+}
+
+static void test_owned_paths(void **state)
+{
+	struct osc osc = {};
+	_cleanup_strv_free_ char **paths = NULL;
+	_cleanup_strv_free_ char **none = NULL;
+	_cleanup_units_plan_ struct units_plan *plan = NULL;
+
+	parse(WITH(UNIT_OS ", " UNIT_B ", {name: gardener-user.service, content: G}, " UNIT_A
+		   ", {name: plain.service, enable: false}"),
+	      &osc);
+	assert_int_equal(units_owned_paths(&osc, &paths), 0);
+	assert_non_null(paths);
+	assert_string_equal(paths[0], SYSD "a.service");
+	assert_string_equal(paths[1], SYSD "b.service");
+	assert_string_equal(paths[2], SYSD "os.service.d/10-x.conf");
+	assert_null(paths[3]);
+	/* What an OSC writes is exactly what the plan of a fresh apply with
+	 * those paths owned treats as known: nothing is "left over". */
+	assert_int_equal(units_plan_compute_owned(&osc, &osc, NULL, NULL, paths, &plan), 0);
+	for (size_t i = 0; i < units_plan_size(plan); i++)
+		assert_null(strstr(units_plan_get(plan, i)->reason, "unfinished"));
+	osc_done(&osc);
+	parse("spec: {}", &osc);
+	assert_int_equal(units_owned_paths(&osc, &none), 0);
+	assert_non_null(none);
+	assert_null(none[0]);
+	osc_done(&osc);
 }
 
 static void test_actions_to_string(void **state)
@@ -412,7 +466,7 @@ static void test_apply_refuses_symlinked_dropin_dir(void **state)
 
 int main(void)
 {
-	struct CMUnitTest tests[ELEMENTSOF(plan_cases) + 6];
+	struct CMUnitTest tests[ELEMENTSOF(plan_cases) + 7];
 	size_t n = 0;
 
 	log_open("test-units", LOG_TARGET_STDERR);
@@ -422,6 +476,7 @@ int main(void)
 						  .initial_state = (void *)(uintptr_t)&plan_cases[i] };
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_find);
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_actions_to_string);
+	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_owned_paths);
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test_setup_teardown(test_apply_files, root_setup, root_teardown);
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test_setup_teardown(test_apply_dropped_files_already_gone,
 									 root_setup, root_teardown);
