@@ -1,0 +1,1049 @@
+/* The loop and the reconcile logic of node-agent; see agent.h.
+ *
+ * State flows one way: the Secret watch yields the last good (verified,
+ * validated) OSC; the Node watch yields the restart request, the optional
+ * key document, the Secret-name label and what the Node already carries;
+ * reconcile() turns that into desired.json (written only when it changed)
+ * and, once result.json reports success for the checksum we wrote, into one
+ * merge patch of the Node. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/inotify.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <systemd/sd-daemon.h>
+#include <unistd.h>
+
+#include "agent.h"
+#include "cleanup.h"
+#include "config.h"
+#include "desired.h"
+#include "fsx.h"
+#include "http.h"
+#include "kube.h"
+#include "log.h"
+#include "node.h"
+#include "osc.h"
+#include "result.h"
+#include "sandbox.h"
+#include "watch.h"
+
+#define DESIRED_FILE "desired.json"
+#define RESULT_FILE "result.json"
+#define PATCH_BACKOFF_BASE_MS 1000u
+#define PATCH_BACKOFF_CAP_MS 60000u
+
+struct agent {
+	const struct agent_options *opts;
+	struct config cfg;
+	int root_fd;
+	int state_fd;
+	int exec_fd;
+	int inotify_fd;
+	int inotify_wd;
+	int signal_fd;
+	struct http_client http;
+	struct watch secret;
+	struct watch node;
+
+	/* The last good OSC: verified checksum, parsed by osc_parse(). */
+	char *osc;
+	size_t osc_len;
+	char checksum[65];
+	char rejected_checksum[65]; /* last one refused, so it is logged once */
+
+	/* The Node as last seen. */
+	bool node_seen;
+	bool node_exists;
+	char *node_rv;
+	char *node_applied_checksum;
+	char *node_k8s_version;
+	char *node_host_keys;
+	bool node_has_restart;
+	char *key_document;
+
+	/* The restart request handed to the executor. */
+	char *restart_value;
+	char restart_id[NODE_RESTART_ID_MAX];
+	char **restart_units;
+
+	/* desired.json as last written (generation 0 form, to compare). */
+	char *desired_key;
+	uint64_t generation;
+	char written_checksum[65];
+
+	/* result.json as last read. */
+	bool result_valid;
+	struct result result;
+	char reported_result[96]; /* "checksum/generation/success" already logged */
+
+	char *host_keys;
+
+	struct http_request *patch_req;
+	uint64_t patch_wake_at;
+	unsigned patch_failures;
+	bool patch_failed_once;
+
+	/* sd_notify */
+	bool ready;
+	uint64_t last_contact_ms;
+	char last_error[256];
+	char last_status[512];
+	uint64_t watchdog_ms;
+	uint64_t next_watchdog;
+
+	bool quit;
+	bool reload;
+	bool dirty;
+};
+
+/* ---- configuration ------------------------------------------------------ */
+
+static int check_readable(const char *what, const char *path, char *err, size_t errlen)
+{
+	if (!path)
+		return 0;
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	if (fd < 0) {
+		snprintf(err, errlen, "%s \"%s\": %s", what, path, strerror(errno));
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int agent_load_config(const char *path, bool check_files, struct config *ret, char *err, size_t errlen)
+{
+	struct config c;
+	int r = config_load(path, &c, err, errlen);
+	if (r < 0)
+		return r;
+	const char *missing = !c.server		? "apiServer.server"
+			      : !c.ca_file	? "apiServer.caFile"
+			      : !c.secret_name	? "osc.secretName"
+			      : !c.node_name	? "node.name"
+						: NULL;
+	if (missing) {
+		snprintf(err, errlen, "%s: %s: required", path, missing);
+		goto fail;
+	}
+	if (!kube_name_is_valid(c.secret_name) || !kube_name_is_valid(c.secret_namespace) ||
+	    !kube_name_is_valid(c.node_name)) {
+		const char *key = !kube_name_is_valid(c.secret_name)	  ? "osc.secretName"
+				  : !kube_name_is_valid(c.secret_namespace) ? "osc.secretNamespace"
+									    : "node.name";
+		snprintf(err, errlen, "%s: %s: not a valid Kubernetes name", path, key);
+		goto fail;
+	}
+	if (!c.token_file && !c.client_cert_file && !c.bootstrap_token_file) {
+		snprintf(err, errlen,
+			 "%s: apiServer: no credential (tokenFile, clientCertificateFile + clientKeyFile, "
+			 "bootstrapTokenFile)",
+			 path);
+		goto fail;
+	}
+	if (check_files) {
+		char why[512];
+		if (check_readable("apiServer.caFile", c.ca_file, why, sizeof(why)) < 0 ||
+		    check_readable("apiServer.clientCertificateFile", c.client_cert_file, why, sizeof(why)) < 0 ||
+		    check_readable("apiServer.clientKeyFile", c.client_key_file, why, sizeof(why)) < 0 ||
+		    check_readable("apiServer.bootstrapTokenFile", c.bootstrap_token_file, why, sizeof(why)) < 0 ||
+		    /* The token file may appear later when a bootstrap token covers first contact. */
+		    (!c.bootstrap_token_file &&
+		     check_readable("apiServer.tokenFile", c.token_file, why, sizeof(why)) < 0)) {
+			snprintf(err, errlen, "%s: %s", path, why);
+			goto fail;
+		}
+	}
+	*ret = c;
+	return 0;
+fail:
+	config_done(&c);
+	return -EINVAL;
+}
+
+/* ---- status ------------------------------------------------------------- */
+
+static void set_error(struct agent *a, const char *fmt, ...) _printf_(2, 3);
+static void set_error(struct agent *a, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(a->last_error, sizeof(a->last_error), fmt, ap);
+	va_end(ap);
+}
+
+static void notify_status(struct agent *a, uint64_t now)
+{
+	char status[512];
+	char age[32] = "never";
+	if (a->last_contact_ms)
+		snprintf(age, sizeof(age), "%llus", (unsigned long long)((now - a->last_contact_ms) / 1000u));
+	/* Age is coarse on purpose: STATUS changes when something happened,
+	 * not every second. */
+	if (a->last_contact_ms && now - a->last_contact_ms < 60000u)
+		snprintf(age, sizeof(age), "<1m");
+	else if (a->last_contact_ms)
+		snprintf(age, sizeof(age), "%llum", (unsigned long long)((now - a->last_contact_ms) / 60000u));
+	snprintf(status, sizeof(status), "STATUS=applied %.12s (generation %llu); API contact %s ago%s%s",
+		 a->result_valid && a->result.success ? a->result.checksum : "none",
+		 (unsigned long long)a->generation, age, a->last_error[0] ? "; last error: " : "", a->last_error);
+	if (strcmp(status, a->last_status) == 0)
+		return;
+	snprintf(a->last_status, sizeof(a->last_status), "%s", status);
+	sd_notify(0, status);
+}
+
+/* ---- desired state -------------------------------------------------------- */
+
+static int format_desired(const struct agent *a, uint64_t generation, char **ret, size_t *ret_len)
+{
+	struct desired d = {
+		.osc = a->osc,
+		.osc_len = a->osc_len,
+		.key_document = a->cfg.keys_from_node_annotation ? a->key_document : NULL,
+		.ssh_access = true,
+		.restart_id = a->restart_units ? (char *)a->restart_id : NULL,
+		.restart_units = a->restart_units,
+		.generation = generation,
+	};
+	memcpy(d.checksum, a->checksum, sizeof(d.checksum));
+	return desired_format(&d, ret, ret_len);
+}
+
+/* Writes desired.json when its content (all but the generation) changed. */
+static int write_desired(struct agent *a)
+{
+	if (!a->osc)
+		return 0;
+	_cleanup_free_ char *key = NULL, *doc = NULL;
+	size_t key_len, doc_len;
+	int r = format_desired(a, 0, &key, &key_len);
+	if (r < 0)
+		return log_error_errno(r, "cannot format the desired state");
+	if (a->desired_key && strcmp(a->desired_key, key) == 0)
+		return 0;
+	r = format_desired(a, a->generation + 1, &doc, &doc_len);
+	if (r < 0)
+		return log_error_errno(r, "cannot format the desired state");
+	r = fsx_write_atomic_at(a->state_fd, DESIRED_FILE, doc, doc_len, 0600, FSX_UID_KEEP, FSX_GID_KEEP, 0);
+	if (r < 0) {
+		set_error(a, "cannot write %s/%s: %s", a->cfg.state_dir, DESIRED_FILE, strerror(-r));
+		return log_error_errno(r, "cannot write %s/%s", a->cfg.state_dir, DESIRED_FILE);
+	}
+	a->generation++;
+	free(a->desired_key);
+	a->desired_key = TAKE_PTR(key);
+	memcpy(a->written_checksum, a->checksum, sizeof(a->written_checksum));
+	char cs[80], gen[48];
+	snprintf(cs, sizeof(cs), "CHECKSUM=%s", a->checksum);
+	snprintf(gen, sizeof(gen), "GENERATION=%llu", (unsigned long long)a->generation);
+	log_fields(LOG_NOTICE, LOG_FIELDS(cs, gen), "wrote desired state generation %llu for checksum %.12s%s%s",
+		   (unsigned long long)a->generation, a->checksum, a->restart_units ? ", restart request " : "",
+		   a->restart_units ? a->restart_id : "");
+	return 1;
+}
+
+/* Picks up desired.json from an earlier run: its generation, content and
+ * restart request, so a restart of the agent does not rewrite it. */
+static void load_previous_desired(struct agent *a)
+{
+	_cleanup_free_ char *data = NULL;
+	size_t len;
+	int r = fsx_read_at(a->state_fd, DESIRED_FILE, DESIRED_MAX, &data, &len);
+	if (r < 0) {
+		if (r != -ENOENT)
+			log_warning_errno(r, "ignoring %s/%s", a->cfg.state_dir, DESIRED_FILE);
+		return;
+	}
+	struct desired d;
+	const char *err = NULL;
+	r = desired_parse(data, len, &d, &err);
+	if (r < 0) {
+		log_warning_errno(r, "ignoring %s/%s: %s", a->cfg.state_dir, DESIRED_FILE, err ? err : "invalid");
+		return;
+	}
+	a->generation = d.generation;
+	memcpy(a->written_checksum, d.checksum, sizeof(a->written_checksum));
+	if (d.restart_id && d.restart_units && strlen(d.restart_id) < sizeof(a->restart_id)) {
+		snprintf(a->restart_id, sizeof(a->restart_id), "%s", d.restart_id);
+		a->restart_units = TAKE_PTR(d.restart_units);
+	}
+	/* The generation-0 form of what is on disk, to compare with. */
+	d.generation = 0;
+	char *key = NULL;
+	size_t key_len;
+	if (desired_format(&d, &key, &key_len) == 0) {
+		free(a->desired_key);
+		a->desired_key = key;
+	}
+	log_info("previous desired state: generation %llu, checksum %.12s", (unsigned long long)d.generation,
+		 d.checksum);
+	desired_done(&d);
+}
+
+/* ---- result ---------------------------------------------------------------- */
+
+static void read_result(struct agent *a)
+{
+	if (a->exec_fd < 0)
+		return;
+	_cleanup_free_ char *data = NULL;
+	size_t len;
+	int r = fsx_read_at(a->exec_fd, RESULT_FILE, RESULT_MAX, &data, &len);
+	if (r < 0) {
+		if (r != -ENOENT)
+			log_warning_errno(r, "cannot read %s/%s", a->cfg.exec_state_dir, RESULT_FILE);
+		return;
+	}
+	struct result res;
+	const char *err = NULL;
+	r = result_parse(data, len, &res, &err);
+	if (r < 0) {
+		log_warning_errno(r, "ignoring %s/%s: %s", a->cfg.exec_state_dir, RESULT_FILE, err ? err : "invalid");
+		return;
+	}
+	if (a->result_valid)
+		result_done(&a->result);
+	a->result = res;
+	a->result_valid = true;
+	a->dirty = true;
+
+	char seen[96];
+	snprintf(seen, sizeof(seen), "%.64s/%llu/%d", res.checksum, (unsigned long long)res.generation, res.success);
+	if (strcmp(seen, a->reported_result) == 0)
+		return;
+	snprintf(a->reported_result, sizeof(a->reported_result), "%s", seen);
+	char cs[80], gen[48];
+	snprintf(cs, sizeof(cs), "CHECKSUM=%s", res.checksum);
+	snprintf(gen, sizeof(gen), "GENERATION=%llu", (unsigned long long)res.generation);
+	if (res.success) {
+		log_fields(LOG_INFO, LOG_FIELDS(cs, gen), "executor applied checksum %.12s (generation %llu)",
+			   res.checksum, (unsigned long long)res.generation);
+		if (strcmp(res.checksum, a->written_checksum) == 0)
+			a->last_error[0] = '\0';
+	} else {
+		char step[96];
+		snprintf(step, sizeof(step), "FAILED_STEP=%s", res.failed_step ? res.failed_step : "?");
+		log_fields(LOG_ERR, LOG_FIELDS(cs, gen, step),
+			   "executor failed to apply checksum %.12s (generation %llu) at step %s: %s; Node not annotated",
+			   res.checksum, (unsigned long long)res.generation, res.failed_step ? res.failed_step : "?",
+			   res.error ? res.error : "no reason given");
+		set_error(a, "apply of %.12s failed at %s", res.checksum, res.failed_step ? res.failed_step : "?");
+	}
+}
+
+/* True when result.json says the executor applied what we wrote last. */
+static bool applied_ok(const struct agent *a)
+{
+	return a->result_valid && a->result.success && a->written_checksum[0] &&
+	       strcmp(a->result.checksum, a->written_checksum) == 0 && a->result.generation >= a->generation;
+}
+
+static bool applied_failed(const struct agent *a)
+{
+	return a->result_valid && !a->result.success && a->written_checksum[0] &&
+	       strcmp(a->result.checksum, a->written_checksum) == 0 && a->result.generation >= a->generation;
+}
+
+/* ---- Secret --------------------------------------------------------------- */
+
+static void on_secret(struct agent *a, enum kube_event_type type, const struct kube_secret *s)
+{
+	char sf[320], cs[80];
+	snprintf(sf, sizeof(sf), "SECRET=%s/%s", a->cfg.secret_namespace, a->secret.name);
+	snprintf(cs, sizeof(cs), "CHECKSUM=%.64s", s->checksum ? s->checksum : "");
+
+	if (type == KUBE_EVENT_DELETED) {
+		log_fields(LOG_WARNING, LOG_FIELDS(sf), "Secret %s was deleted; keeping the last good state",
+			   a->secret.name);
+		set_error(a, "Secret %s deleted", a->secret.name);
+		return;
+	}
+	if (!s->osc || !s->checksum) {
+		log_fields(LOG_ERR, LOG_FIELDS(sf), "Secret %s has no %s; keeping the last good state", a->secret.name,
+			   !s->osc ? "data osc.yaml" : "annotation checksum/data-script");
+		set_error(a, "Secret %s incomplete", a->secret.name);
+		return;
+	}
+	if (a->osc && strcmp(s->checksum, a->checksum) == 0 && s->osc_len == a->osc_len &&
+	    memcmp(s->osc, a->osc, a->osc_len) == 0)
+		return; /* nothing new (resync, unrelated change) */
+	if (strcmp(s->checksum, a->rejected_checksum) == 0)
+		return; /* refused before, logged before */
+
+	int r = kube_secret_verify(s);
+	if (r < 0) {
+		snprintf(a->rejected_checksum, sizeof(a->rejected_checksum), "%.64s", s->checksum);
+		log_fields(LOG_ERR, LOG_FIELDS(sf, cs),
+			   "Secret %s rejected: annotation checksum/data-script \"%.64s\" does not match the SHA-256 "
+			   "of osc.yaml; keeping the last good state",
+			   a->secret.name, s->checksum);
+		set_error(a, "checksum mismatch in Secret %s", a->secret.name);
+		return;
+	}
+	struct osc model;
+	struct osc_error oerr = {};
+	r = osc_parse((const char *)s->osc, s->osc_len, a->cfg.state_dir, &model, &oerr);
+	if (r < 0) {
+		snprintf(a->rejected_checksum, sizeof(a->rejected_checksum), "%.64s", s->checksum);
+		log_fields(LOG_ERR, LOG_FIELDS(sf, cs), "Secret %s rejected: invalid osc.yaml: %s; keeping the last good state",
+			   a->secret.name, oerr.message[0] ? oerr.message : strerror(-r));
+		set_error(a, "invalid OSC in Secret %s", a->secret.name);
+		return;
+	}
+	log_fields(LOG_INFO, LOG_FIELDS(sf, cs), "Secret %s verified: checksum %.12s, %zu files, %zu units",
+		   a->secret.name, s->checksum, model.n_files, model.n_units);
+	osc_done(&model);
+
+	char *copy = malloc(s->osc_len + 1);
+	if (!copy) {
+		log_error_errno(-ENOMEM, "cannot keep the OSC");
+		return;
+	}
+	memcpy(copy, s->osc, s->osc_len);
+	copy[s->osc_len] = '\0';
+	free(a->osc);
+	a->osc = copy;
+	a->osc_len = s->osc_len;
+	snprintf(a->checksum, sizeof(a->checksum), "%s", s->checksum);
+	a->rejected_checksum[0] = '\0';
+	a->dirty = true;
+}
+
+/* ---- Node ------------------------------------------------------------------ */
+
+static int replace_str(char **slot, const char *v)
+{
+	char *n = NULL;
+	if (v && !(n = strdup(v)))
+		return -ENOMEM;
+	free(*slot);
+	*slot = n;
+	return 0;
+}
+
+static bool streq_null(const char *x, const char *y)
+{
+	return (!x && !y) || (x && y && strcmp(x, y) == 0);
+}
+
+static void on_node(struct agent *a, enum kube_event_type type, const struct kube_node *n)
+{
+	char nf[300];
+	snprintf(nf, sizeof(nf), "NODE=%s", a->cfg.node_name);
+	a->node_seen = true;
+	if (type == KUBE_EVENT_DELETED) {
+		log_fields(LOG_WARNING, LOG_FIELDS(nf), "Node %s was deleted", a->cfg.node_name);
+		a->node_exists = false;
+		return;
+	}
+	a->node_exists = true;
+	if (replace_str(&a->node_rv, n->resource_version) < 0 ||
+	    replace_str(&a->node_applied_checksum, n->applied_checksum) < 0 ||
+	    replace_str(&a->node_k8s_version, n->kubernetes_version) < 0 ||
+	    replace_str(&a->node_host_keys, n->ssh_host_keys) < 0) {
+		log_error_errno(-ENOMEM, "cannot record the Node");
+		return;
+	}
+	a->dirty = true;
+
+	/* The key document from the annotation, when enabled. */
+	if (a->cfg.keys_from_node_annotation && !streq_null(a->key_document, n->authorized_keys)) {
+		if (n->authorized_keys && strlen(n->authorized_keys) > DESIRED_KEY_DOCUMENT_MAX)
+			log_fields(LOG_ERR, LOG_FIELDS(nf), "annotation %s larger than %u bytes; ignored",
+				   KUBE_ANN_AUTHORIZED_KEYS, DESIRED_KEY_DOCUMENT_MAX);
+		else {
+			log_fields(LOG_INFO, LOG_FIELDS(nf), "key document from annotation %s %s", KUBE_ANN_AUTHORIZED_KEYS,
+				   n->authorized_keys ? "changed" : "removed");
+			replace_str(&a->key_document, n->authorized_keys);
+		}
+	}
+
+	/* A restart request. */
+	a->node_has_restart = n->restart_services != NULL;
+	if (!n->restart_services)
+		replace_str(&a->restart_value, NULL); /* the same value set again is a new request */
+	if (n->restart_services && !streq_null(a->restart_value, n->restart_services)) {
+		char **units = NULL;
+		char bad[64] = "";
+		int r = node_parse_restart(n->restart_services, &units, bad, sizeof(bad));
+		replace_str(&a->restart_value, n->restart_services);
+		if (r == -ENODATA) {
+			log_fields(LOG_NOTICE, LOG_FIELDS(nf), "annotation %s is empty; removing it", KUBE_ANN_RESTART);
+		} else if (r < 0) {
+			log_fields(LOG_ERR, LOG_FIELDS(nf), "annotation %s: %s \"%s\"; ignoring the request", KUBE_ANN_RESTART,
+				   r == -E2BIG ? "too many units" : "invalid unit name", bad);
+		} else {
+			strv_free(a->restart_units);
+			a->restart_units = units;
+			node_restart_id(n->resource_version, n->restart_services, a->restart_id);
+			log_fields(LOG_NOTICE, LOG_FIELDS(nf), "restart of %s requested (request %s)", n->restart_services,
+				   a->restart_id);
+		}
+	}
+
+	/* The Secret to follow. */
+	if (a->cfg.follow_secret_name_label && n->secret_name_label &&
+	    strcmp(n->secret_name_label, a->secret.name) != 0) {
+		if (!kube_name_is_valid(n->secret_name_label)) {
+			log_fields(LOG_ERR, LOG_FIELDS(nf), "label %s=\"%.64s\" is not a valid Secret name; ignored",
+				   KUBE_LABEL_SECRET_NAME, n->secret_name_label);
+		} else {
+			log_fields(LOG_NOTICE, LOG_FIELDS(nf), "label %s switches the OSC Secret from %s to %s",
+				   KUBE_LABEL_SECRET_NAME, a->secret.name, n->secret_name_label);
+			/* Retargeting starts no request here (curl callback context). */
+			watch_retarget(&a->secret, n->secret_name_label);
+		}
+	}
+}
+
+/* ---- watch callbacks -------------------------------------------------------- */
+
+static void cb_object(struct watch *w, enum kube_event_type type, const struct kube_secret *s,
+		      const struct kube_node *n, void *userdata)
+{
+	struct agent *a = userdata;
+	a->last_contact_ms = now_ms();
+	if (s)
+		on_secret(a, type, s);
+	else if (n)
+		on_node(a, type, n);
+}
+
+static void cb_missing(struct watch *w, void *userdata)
+{
+	struct agent *a = userdata;
+	if (w == &a->node) {
+		a->node_seen = true;
+		a->node_exists = false;
+	} else {
+		set_error(a, "Secret %s not found", w->name);
+	}
+}
+
+static void cb_error(struct watch *w, const char *why, void *userdata)
+{
+	struct agent *a = userdata;
+	set_error(a, "%s", why);
+}
+
+static void cb_contact(struct watch *w, void *userdata)
+{
+	struct agent *a = userdata;
+	a->last_contact_ms = now_ms();
+}
+
+static const struct watch_ops watch_ops = {
+	.on_object = cb_object,
+	.on_missing = cb_missing,
+	.on_error = cb_error,
+	.on_contact = cb_contact,
+};
+
+/* ---- Node patch ----------------------------------------------------------- */
+
+static void on_patch_done(struct http_request *req, void *userdata)
+{
+	struct agent *a = userdata;
+	uint64_t now = now_ms();
+	char nf[300], st[32], url[300];
+	a->patch_req = NULL;
+	snprintf(nf, sizeof(nf), "NODE=%s", a->cfg.node_name);
+	snprintf(st, sizeof(st), "HTTP_STATUS=%ld", req->status);
+	snprintf(url, sizeof(url), "URL=%s", req->path);
+
+	if (req->result == CURLE_OK && req->error == 0 && req->status == 200) {
+		struct kube_node n;
+		a->last_contact_ms = now;
+		a->patch_failures = 0;
+		if (kube_node_parse(req->body, req->body_len, &n, NULL) == 0) {
+			on_node(a, KUBE_EVENT_MODIFIED, &n);
+			kube_node_done(&n);
+		}
+		log_fields(LOG_INFO, LOG_FIELDS(nf, st, url), "patched Node %s", a->cfg.node_name);
+		a->dirty = true;
+		return;
+	}
+	char why[512];
+	http_describe_failure(req, why, sizeof(why));
+	log_fields(LOG_WARNING, LOG_FIELDS(nf, st, url), "PATCH of Node %s failed: %s; retrying", a->cfg.node_name, why);
+	set_error(a, "PATCH Node: %s", why);
+	a->patch_failed_once = true;
+	unsigned k = a->patch_failures < 16 ? a->patch_failures : 16;
+	uint64_t ceiling = (uint64_t)PATCH_BACKOFF_BASE_MS << k;
+	if (ceiling > PATCH_BACKOFF_CAP_MS)
+		ceiling = PATCH_BACKOFF_CAP_MS;
+	uint64_t delay = (uint64_t)(random() % (long)ceiling) + 1;
+	if (req->retry_after > 0 && (uint64_t)req->retry_after * 1000u > delay)
+		delay = (uint64_t)req->retry_after * 1000u;
+	a->patch_wake_at = now + delay;
+	a->patch_failures++;
+	a->dirty = true;
+}
+
+/* Builds and starts the merge patch the Node needs, if any. Returns 1 when a
+ * patch was started, 0 when nothing is due. */
+static int maybe_patch(struct agent *a, uint64_t now)
+{
+	if (a->patch_req || !a->node_exists || now < a->patch_wake_at)
+		return 0;
+	a->patch_wake_at = 0;
+	struct kube_patch_entry ann[3], lab[1];
+	size_t n_ann = 0, n_lab = 0;
+	bool ok = applied_ok(a);
+
+	if (ok && !streq_null(a->node_applied_checksum, a->written_checksum))
+		ann[n_ann++] = (struct kube_patch_entry){ KUBE_ANN_NODE_CHECKSUM, a->written_checksum };
+	if (ok && a->cfg.kubernetes_version && !streq_null(a->node_k8s_version, a->cfg.kubernetes_version))
+		lab[n_lab++] = (struct kube_patch_entry){ KUBE_LABEL_K8S_VERSION, a->cfg.kubernetes_version };
+	if (a->host_keys && !streq_null(a->node_host_keys, a->host_keys))
+		ann[n_ann++] = (struct kube_patch_entry){ KUBE_ANN_SSH_HOST_KEYS, a->host_keys };
+	/* The restart request is removed once the executor reports that it ran
+	 * it (or when it could not be parsed at all). */
+	if (a->node_has_restart && a->result_valid && a->restart_units && a->result.restart_id &&
+	    strcmp(a->result.restart_id, a->restart_id) == 0 && a->restart_value)
+		ann[n_ann++] = (struct kube_patch_entry){ KUBE_ANN_RESTART, NULL };
+	else if (a->node_has_restart && a->restart_value && !a->restart_units)
+		ann[n_ann++] = (struct kube_patch_entry){ KUBE_ANN_RESTART, NULL };
+	if (n_ann == 0 && n_lab == 0)
+		return 0;
+
+	_cleanup_free_ char *body = kube_merge_patch(ann, n_ann, lab, n_lab);
+	if (!body)
+		return log_error_errno(-ENOMEM, "cannot build the Node patch");
+	char path[320];
+	snprintf(path, sizeof(path), "/api/v1/nodes/%s", a->cfg.node_name);
+	int r = http_start(&a->http, "PATCH", path, NULL, body, "application/merge-patch+json", false, NULL,
+			   on_patch_done, a, &a->patch_req);
+	if (r < 0) {
+		a->patch_wake_at = now + PATCH_BACKOFF_CAP_MS;
+		return log_warning_errno(r, "cannot start the Node patch");
+	}
+	char what[256] = "";
+	for (size_t i = 0; i < n_ann; i++)
+		snprintf(what + strlen(what), sizeof(what) - strlen(what), "%s%s%s", i ? ", " : "", ann[i].key,
+			 ann[i].value ? "" : " (remove)");
+	for (size_t i = 0; i < n_lab; i++)
+		snprintf(what + strlen(what), sizeof(what) - strlen(what), "%slabel %s", n_ann || i ? ", " : "",
+			 lab[i].key);
+	char nf[300], cs[80];
+	snprintf(nf, sizeof(nf), "NODE=%s", a->cfg.node_name);
+	snprintf(cs, sizeof(cs), "CHECKSUM=%s", a->written_checksum);
+	log_fields(LOG_INFO, LOG_FIELDS(nf, cs), "patching Node %s: %s", a->cfg.node_name, what);
+	return 1;
+}
+
+/* ---- reconcile -------------------------------------------------------------- */
+
+static void reconcile(struct agent *a, uint64_t now)
+{
+	a->dirty = false;
+	/* The key document comes from the Node: wait for it rather than write
+	 * a desired state without it and another one a moment later. */
+	if (!a->cfg.keys_from_node_annotation || a->node.synced || a->node_seen)
+		write_desired(a);
+	if (!a->opts->once || applied_ok(a))
+		maybe_patch(a, now);
+}
+
+/* ---- files, inotify, signals ------------------------------------------------- */
+
+static int open_exec_dir(struct agent *a)
+{
+	if (a->exec_fd >= 0)
+		return 0;
+	int fd = fsx_open_dir_at(a->root_fd, a->cfg.exec_state_dir, 0, 0);
+	if (fd < 0)
+		return fd;
+	/* inotify needs a path; the fd's /proc link names the directory we
+	 * verified, whatever happens to the path later. */
+	char proc[64];
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	int wd = inotify_add_watch(a->inotify_fd, proc, IN_CLOSE_WRITE | IN_MOVED_TO | IN_ONLYDIR);
+	if (wd < 0) {
+		int r = negerrno();
+		close(fd);
+		return r;
+	}
+	a->exec_fd = fd;
+	a->inotify_wd = wd;
+	return 0;
+}
+
+static void close_exec_dir(struct agent *a)
+{
+	if (a->inotify_wd >= 0)
+		inotify_rm_watch(a->inotify_fd, a->inotify_wd);
+	a->inotify_wd = -1;
+	if (a->exec_fd >= 0)
+		close(a->exec_fd);
+	a->exec_fd = -1;
+}
+
+static void handle_inotify(struct agent *a)
+{
+	char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+	bool result = false;
+	for (;;) {
+		ssize_t n = read(a->inotify_fd, buf, sizeof(buf));
+		if (n <= 0)
+			break;
+		for (char *p = buf; p < buf + n;) {
+			struct inotify_event *ev = (struct inotify_event *)p;
+			if (ev->len > 0 && strcmp(ev->name, RESULT_FILE) == 0)
+				result = true;
+			if (ev->mask & (IN_IGNORED | IN_DELETE_SELF))
+				a->inotify_wd = -1;
+			p += sizeof(*ev) + ev->len;
+		}
+	}
+	if (result)
+		read_result(a);
+}
+
+static void handle_signals(struct agent *a)
+{
+	struct signalfd_siginfo si;
+	while (read(a->signal_fd, &si, sizeof(si)) == sizeof(si)) {
+		if (si.ssi_signo == SIGHUP)
+			a->reload = true;
+		else
+			a->quit = true;
+	}
+}
+
+static int open_state(struct agent *a)
+{
+	a->state_fd = fsx_open_dir_at(a->root_fd, a->cfg.state_dir, FSX_MKDIR, 0700);
+	if (a->state_fd < 0)
+		return log_error_errno(a->state_fd, "cannot open the state directory %s", a->cfg.state_dir);
+	int r = open_exec_dir(a);
+	if (r < 0)
+		log_warning_errno(r, "cannot watch %s (the executor's state directory) yet", a->cfg.exec_state_dir);
+	return 0;
+}
+
+static void refresh_host_keys(struct agent *a)
+{
+	char *keys = NULL;
+	unsigned skipped = 0;
+	if (node_read_host_keys(a->root_fd, a->cfg.rsa_min_bits, &keys, &skipped) < 0)
+		return;
+	if (skipped)
+		log_warning("%u SSH host public key file(s) in /etc/ssh unreadable or invalid; not published", skipped);
+	if (!streq_null(keys, a->host_keys)) {
+		log_info("SSH host keys: %s", keys ? "read" : "none found");
+		free(a->host_keys);
+		a->host_keys = keys;
+		a->dirty = true;
+	} else
+		free(keys);
+}
+
+/* ---- sandbox ------------------------------------------------------------------ */
+
+static int install_sandbox(void)
+{
+	static const char *const allow[] = {
+		/* memory, threads (libcurl's resolver thread), time */
+		"brk", "mmap", "munmap", "mremap", "mprotect", "madvise", "futex", "clone", "set_robust_list",
+		"rseq", "sched_yield", "clock_gettime", "clock_nanosleep", "nanosleep", "gettimeofday",
+		"getrandom", "sysinfo", "uname", "prlimit64", "getpid", "gettid", "getuid", "geteuid", "getgid",
+		"getegid", "rt_sigaction", "rt_sigprocmask", "tgkill", "restart_syscall",
+		/* files: config reload, token, CA bundle, desired/result, host keys */
+		"openat", "close", "read", "pread64", "readv", "write", "writev", "lseek", "fstat", "newfstatat",
+		"statx", "stat", "lstat", "access", "faccessat", "faccessat2", "fcntl", "ioctl", "fsync",
+		"fdatasync", "fchmod", "fchown", "renameat", "renameat2", "unlinkat", "mkdirat", "readlink",
+		"getdents64", "inotify_add_watch", "inotify_rm_watch",
+		/* network: TCP to the API server, AF_UNIX to the journal and systemd */
+		"socket", "connect", "getsockopt", "setsockopt", "getsockname", "getpeername", "sendto",
+		"recvfrom", "sendmsg", "recvmsg", "sendmmsg", "shutdown", "bind", "poll", "ppoll", "pipe2",
+		"socketpair", "eventfd2",
+	};
+	const char *bad = NULL;
+	int r = sandbox_install(allow, ELEMENTSOF(allow), &bad);
+	if (r < 0)
+		return log_error_errno(r, "cannot install the seccomp filter%s%s", bad ? " (unknown system call " : "",
+				       bad ? bad : "");
+	return 0;
+}
+
+/* ---- lifecycle ----------------------------------------------------------------- */
+
+static int start_watches(struct agent *a)
+{
+	int r = http_client_init(&a->http, &a->cfg);
+	if (r < 0)
+		return log_error_errno(r, "cannot initialise libcurl");
+	r = watch_init(&a->secret, &a->http, KUBE_KIND_SECRET, a->cfg.secret_namespace, a->cfg.secret_name,
+		       a->opts->once, &watch_ops, a);
+	if (r >= 0)
+		r = watch_init(&a->node, &a->http, KUBE_KIND_NODE, NULL, a->cfg.node_name, a->opts->once, &watch_ops,
+			       a);
+	if (r < 0)
+		return log_error_errno(r, "cannot set up the watches");
+	return 0;
+}
+
+static void stop_watches(struct agent *a)
+{
+	if (a->patch_req)
+		http_cancel(a->patch_req);
+	a->patch_req = NULL;
+	watch_done(&a->secret);
+	watch_done(&a->node);
+	http_client_done(&a->http);
+}
+
+static void reload_config(struct agent *a)
+{
+	struct config c;
+	char err[1024];
+	a->reload = false;
+	if (agent_load_config(a->opts->config_path, false, &c, err, sizeof(err)) < 0) {
+		log_error("configuration not reloaded, keeping the old one: %s", err);
+		return;
+	}
+	log_notice("reloading configuration from %s", a->opts->config_path);
+	stop_watches(a);
+	close_exec_dir(a);
+	if (a->state_fd >= 0)
+		close(a->state_fd);
+	a->state_fd = -1;
+	config_done(&a->cfg);
+	a->cfg = c;
+	if (open_state(a) < 0 || start_watches(a) < 0) {
+		a->quit = true;
+		return;
+	}
+	read_result(a);
+	refresh_host_keys(a);
+	a->dirty = true;
+}
+
+static void agent_free(struct agent *a)
+{
+	stop_watches(a);
+	close_exec_dir(a);
+	if (a->inotify_fd >= 0)
+		close(a->inotify_fd);
+	if (a->signal_fd >= 0)
+		close(a->signal_fd);
+	if (a->state_fd >= 0)
+		close(a->state_fd);
+	if (a->root_fd >= 0)
+		close(a->root_fd);
+	free(a->osc);
+	free(a->node_rv);
+	free(a->node_applied_checksum);
+	free(a->node_k8s_version);
+	free(a->node_host_keys);
+	free(a->key_document);
+	free(a->restart_value);
+	strv_free(a->restart_units);
+	free(a->desired_key);
+	free(a->host_keys);
+	if (a->result_valid)
+		result_done(&a->result);
+	config_done(&a->cfg);
+}
+
+static uint64_t min_u64(uint64_t x, uint64_t y)
+{
+	return x < y ? x : y;
+}
+
+/* --once: what is left to wait for, and the exit code when nothing is. */
+static int once_step(struct agent *a, uint64_t now, uint64_t deadline, bool *done)
+{
+	*done = true;
+	if (a->secret.state == WATCH_FAILED || a->node.state == WATCH_FAILED)
+		return AGENT_EXIT_API;
+	if (a->secret.state != WATCH_STOPPED || a->node.state != WATCH_STOPPED) {
+		*done = false;
+		return 0;
+	}
+	if (!a->osc) {
+		log_error("no valid OSC from Secret %s/%s: nothing applied", a->cfg.secret_namespace, a->secret.name);
+		return AGENT_EXIT_APPLY;
+	}
+	if (applied_failed(a))
+		return AGENT_EXIT_APPLY;
+	if (!applied_ok(a)) {
+		if (now >= deadline) {
+			log_error("no result for checksum %.12s (generation %llu) from the executor within %u ms",
+				  a->written_checksum, (unsigned long long)a->generation, a->cfg.apply_timeout_ms);
+			return AGENT_EXIT_APPLY;
+		}
+		*done = false;
+		return 0;
+	}
+	if (!a->node_exists) {
+		log_warning("Node %s does not exist: applied, but not annotated", a->cfg.node_name);
+		return AGENT_EXIT_OK;
+	}
+	if (a->patch_req) {
+		*done = false;
+		return 0;
+	}
+	if (a->patch_failed_once)
+		return AGENT_EXIT_API;
+	if (maybe_patch(a, now) > 0) {
+		*done = false;
+		return 0;
+	}
+	return AGENT_EXIT_OK;
+}
+
+int agent_run(const struct agent_options *o)
+{
+	struct agent a = {
+		.opts = o,
+		.root_fd = -1,
+		.state_fd = -1,
+		.exec_fd = -1,
+		.inotify_fd = -1,
+		.inotify_wd = -1,
+		.signal_fd = -1,
+	};
+	char err[1024];
+	int ret = AGENT_EXIT_CONFIG;
+
+	if (agent_load_config(o->config_path, false, &a.cfg, err, sizeof(err)) < 0) {
+		log_error("%s", err);
+		return AGENT_EXIT_CONFIG;
+	}
+	srandom((unsigned)now_ms() ^ (unsigned)getpid());
+
+	sigset_t mask;
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGHUP);
+	sigprocmask(SIG_BLOCK, &mask, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	a.signal_fd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
+	a.inotify_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+	a.root_fd = fsx_open_root(o->root);
+	if (a.signal_fd < 0 || a.inotify_fd < 0 || a.root_fd < 0) {
+		log_error_errno(negerrno(), "cannot set up signal, inotify or root descriptors");
+		goto out;
+	}
+	if (open_state(&a) < 0)
+		goto out;
+	load_previous_desired(&a);
+	read_result(&a);
+	refresh_host_keys(&a);
+	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+		log_error("cannot initialise libcurl");
+		goto out;
+	}
+	if (start_watches(&a) < 0)
+		goto out;
+
+	uint64_t usec = 0;
+	if (!o->once && sd_watchdog_enabled(0, &usec) > 0 && usec > 0) {
+		a.watchdog_ms = usec / 2000u;
+		if (a.watchdog_ms == 0)
+			a.watchdog_ms = 1;
+	}
+
+	/* Everything is open; from here on the network talks to us. */
+	if (!o->no_sandbox && install_sandbox() < 0)
+		goto out;
+
+	char sf[320];
+	snprintf(sf, sizeof(sf), "SECRET=%s/%s", a.cfg.secret_namespace, a.cfg.secret_name);
+	log_fields(LOG_INFO, LOG_FIELDS(sf), "%s: Secret %s/%s, Node %s, API server %s",
+		   o->once ? "one reconcile" : "starting", a.cfg.secret_namespace, a.cfg.secret_name, a.cfg.node_name,
+		   a.cfg.server);
+
+	uint64_t start = now_ms();
+	uint64_t once_deadline = UINT64_MAX;
+	ret = AGENT_EXIT_OK;
+	a.dirty = true;
+
+	while (!a.quit) {
+		uint64_t now = now_ms();
+		if (a.reload)
+			reload_config(&a);
+
+		uint64_t next = min_u64(watch_tick(&a.secret, now), watch_tick(&a.node, now));
+
+		/* A Node patch that failed is retried when its backoff ends. */
+		if (a.patch_wake_at > now)
+			next = min_u64(next, a.patch_wake_at);
+		else if (a.patch_wake_at)
+			a.dirty = true;
+
+		/* In --once mode nothing is written before both GETs answered (the
+		 * Node may name another Secret). */
+		if (a.dirty && (!o->once || (a.secret.state == WATCH_STOPPED && a.node.state == WATCH_STOPPED))) {
+			reconcile(&a, now);
+			if (o->once && once_deadline == UINT64_MAX && a.osc)
+				once_deadline = now + a.cfg.apply_timeout_ms;
+		}
+
+		if (!a.ready && !o->once && a.secret.synced) {
+			a.ready = true;
+			sd_notify(0, "READY=1");
+			log_info("ready: first contact with the API server after %llu ms",
+				 (unsigned long long)(now - start));
+		}
+		if (!o->once)
+			notify_status(&a, now);
+		if (a.watchdog_ms) {
+			if (now >= a.next_watchdog) {
+				sd_notify(0, "WATCHDOG=1");
+				a.next_watchdog = now + a.watchdog_ms;
+			}
+			next = min_u64(next, a.next_watchdog);
+		}
+
+		if (o->once) {
+			bool done;
+			int code = once_step(&a, now, once_deadline, &done);
+			if (done) {
+				ret = code;
+				break;
+			}
+			next = min_u64(next, once_deadline);
+		}
+
+		int timeout = -1;
+		if (next != UINT64_MAX)
+			timeout = next <= now ? 0 : (int)min_u64(next - now, INT_MAX);
+		if (a.dirty)
+			timeout = 0;
+		struct curl_waitfd extra[2] = {
+			{ .fd = a.signal_fd, .events = CURL_WAIT_POLLIN },
+			{ .fd = a.inotify_fd, .events = CURL_WAIT_POLLIN },
+		};
+		if (http_wait(&a.http, extra, 2, timeout) < 0) {
+			log_error("curl_multi_poll failed");
+			ret = o->once ? AGENT_EXIT_API : 1;
+			break;
+		}
+		if (extra[0].revents)
+			handle_signals(&a);
+		if (extra[1].revents)
+			handle_inotify(&a);
+		if (a.exec_fd < 0 && open_exec_dir(&a) == 0)
+			read_result(&a);
+		http_dispatch(&a.http);
+	}
+	if (a.quit)
+		log_info("exiting on signal");
+	if (!o->once)
+		sd_notify(0, "STOPPING=1");
+out:
+	agent_free(&a);
+	curl_global_cleanup();
+	return ret;
+}

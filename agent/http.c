@@ -1,0 +1,404 @@
+/* libcurl wrapper; see http.h. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "cleanup.h"
+#include "fsx.h"
+#include "http.h"
+#include "log.h"
+
+#ifndef NA_VERSION
+#define NA_VERSION "0.1"
+#endif
+
+#define TOKEN_MAX (64u << 10)
+
+uint64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+int http_client_init(struct http_client *c, const struct config *cfg)
+{
+	*c = (struct http_client){ .cfg = cfg };
+	snprintf(c->user_agent, sizeof(c->user_agent), "node-agent/%s", NA_VERSION);
+	c->multi = curl_multi_init();
+	if (!c->multi)
+		return -ENOMEM;
+	/* One connection per watch plus one for the rest is all we need. */
+	curl_multi_setopt(c->multi, CURLMOPT_MAX_HOST_CONNECTIONS, 4L);
+	curl_multi_setopt(c->multi, CURLMOPT_MAXCONNECTS, 4L);
+	return 0;
+}
+
+static void token_forget(struct http_client *c)
+{
+	if (c->token) {
+		explicit_bzero(c->token, strlen(c->token));
+		free(c->token);
+	}
+	c->token = NULL;
+	c->token_ino = 0;
+	c->token_dev = 0;
+}
+
+void http_client_done(struct http_client *c)
+{
+	if (c->multi)
+		curl_multi_cleanup(c->multi);
+	token_forget(c);
+	*c = (struct http_client){};
+}
+
+/* A token is one line of visible ASCII; anything else could smuggle header
+ * lines. Trailing whitespace (an editor's newline) is dropped. */
+static int token_clean(char *t)
+{
+	size_t n = strlen(t);
+	while (n > 0 && (t[n - 1] == '\n' || t[n - 1] == '\r' || t[n - 1] == ' ' || t[n - 1] == '\t'))
+		t[--n] = '\0';
+	if (n == 0)
+		return -ENODATA;
+	for (size_t i = 0; i < n; i++)
+		if (t[i] <= 0x20 || t[i] >= 0x7f)
+			return -EBADMSG;
+	return 0;
+}
+
+static int read_token_file(const char *path, char **ret)
+{
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	if (fd < 0)
+		return negerrno();
+	char *t = NULL;
+	size_t len;
+	int r = fsx_read_fd(fd, TOKEN_MAX, &t, &len);
+	if (r < 0)
+		return r;
+	if (memchr(t, '\0', len) || (r = token_clean(t)) < 0) {
+		explicit_bzero(t, len);
+		free(t);
+		return r < 0 ? r : -EBADMSG;
+	}
+	*ret = t;
+	return 0;
+}
+
+/* The bearer token, re-read when the file's identity changed since last time.
+ * -ENOENT when there is no token file (configured or present). */
+static int current_token(struct http_client *c, const char **ret)
+{
+	const char *path = c->cfg->token_file;
+	if (!path)
+		return -ENOENT;
+	struct stat st;
+	if (stat(path, &st) < 0) {
+		int r = negerrno();
+		token_forget(c);
+		return r;
+	}
+	if (c->token && st.st_ino == c->token_ino && st.st_dev == c->token_dev && st.st_size == c->token_size &&
+	    st.st_mtim.tv_sec == c->token_mtime.tv_sec && st.st_mtim.tv_nsec == c->token_mtime.tv_nsec) {
+		*ret = c->token;
+		return 0;
+	}
+	char *t;
+	int r = read_token_file(path, &t);
+	token_forget(c);
+	if (r < 0)
+		return r;
+	log_debug("bearer token (re-)read from %s", path);
+	c->token = t;
+	c->token_ino = st.st_ino;
+	c->token_dev = st.st_dev;
+	c->token_size = st.st_size;
+	c->token_mtime = st.st_mtim;
+	*ret = c->token;
+	return 0;
+}
+
+static void request_free(struct http_request *r)
+{
+	if (!r)
+		return;
+	if (r->easy)
+		curl_easy_cleanup(r->easy);
+	if (r->headers) {
+		/* The Authorization header holds a credential. */
+		for (struct curl_slist *h = r->headers; h; h = h->next)
+			explicit_bzero(h->data, strlen(h->data));
+		curl_slist_free_all(r->headers);
+	}
+	free(r->url);
+	free(r->path);
+	free(r->payload);
+	free(r->body);
+	kube_splitter_done(&r->splitter);
+	free(r);
+}
+
+static size_t on_write(char *data, size_t size, size_t nmemb, void *userdata)
+{
+	struct http_request *r = userdata;
+	size_t n = size * nmemb;
+	size_t max = r->client->cfg->response_max;
+
+	r->last_activity_ms = now_ms();
+	r->got_bytes = true;
+	if (r->status == 0)
+		curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &r->status);
+
+	if (r->watch && r->status == 200) {
+		int k = kube_splitter_feed(&r->splitter, data, n, r->on_line, r->userdata);
+		if (k < 0) {
+			r->error = k;
+			return 0; /* aborts the transfer: CURLE_WRITE_ERROR */
+		}
+		return n;
+	}
+	if (r->body_len + n > max) {
+		r->error = -EMSGSIZE;
+		return 0;
+	}
+	char *b = realloc(r->body, r->body_len + n + 1);
+	if (!b) {
+		r->error = -ENOMEM;
+		return 0;
+	}
+	memcpy(b + r->body_len, data, n);
+	r->body_len += n;
+	b[r->body_len] = '\0';
+	r->body = b;
+	return n;
+}
+
+static size_t on_header(char *data, size_t size, size_t nmemb, void *userdata)
+{
+	struct http_request *r = userdata;
+	r->last_activity_ms = now_ms();
+	return size * nmemb;
+}
+
+static int add_header(struct curl_slist **list, const char *h)
+{
+	struct curl_slist *n = curl_slist_append(*list, h);
+	if (!n)
+		return -ENOMEM;
+	*list = n;
+	return 0;
+}
+
+/* Picks the credential for this request: bearer token, client certificate,
+ * bootstrap token, in that order. */
+static int set_credentials(struct http_client *c, struct http_request *r)
+{
+	const struct config *cfg = c->cfg;
+	const char *token = NULL;
+	_cleanup_free_ char *bootstrap = NULL;
+	int r_tok = current_token(c, &token);
+
+	if (r_tok < 0 && r_tok != -ENOENT)
+		log_debug_errno(r_tok, "bearer token file %s unusable", cfg->token_file);
+	if (r_tok < 0 && cfg->client_cert_file && cfg->client_key_file) {
+		curl_easy_setopt(r->easy, CURLOPT_SSLCERT, cfg->client_cert_file);
+		curl_easy_setopt(r->easy, CURLOPT_SSLCERTTYPE, "PEM");
+		curl_easy_setopt(r->easy, CURLOPT_SSLKEY, cfg->client_key_file);
+		curl_easy_setopt(r->easy, CURLOPT_SSLKEYTYPE, "PEM");
+		return 0;
+	}
+	if (r_tok < 0 && cfg->bootstrap_token_file) {
+		int k = read_token_file(cfg->bootstrap_token_file, &bootstrap);
+		if (k < 0) {
+			log_debug_errno(k, "bootstrap token file %s unusable", cfg->bootstrap_token_file);
+			return -ENOKEY;
+		}
+		token = bootstrap;
+	}
+	if (!token)
+		return -ENOKEY;
+
+	size_t n = strlen("Authorization: Bearer ") + strlen(token) + 1;
+	_cleanup_free_ char *h = malloc(n);
+	if (!h)
+		return -ENOMEM;
+	snprintf(h, n, "Authorization: Bearer %s", token);
+	int k = add_header(&r->headers, h);
+	explicit_bzero(h, n);
+	if (bootstrap)
+		explicit_bzero(bootstrap, strlen(bootstrap));
+	return k;
+}
+
+int http_start(struct http_client *c, const char *method, const char *path, const char *query,
+	       const char *payload, const char *content_type, bool watch, kube_line_cb on_line,
+	       http_done_cb done, void *userdata, struct http_request **ret)
+{
+	const struct config *cfg = c->cfg;
+	struct http_request *r = calloc(1, sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	r->client = c;
+	r->method = method;
+	r->watch = watch;
+	r->on_line = on_line;
+	r->done = done;
+	r->userdata = userdata;
+	kube_splitter_init(&r->splitter, cfg->response_max);
+	int k = -ENOMEM;
+
+	size_t n = strlen(cfg->server) + strlen(path) + (query ? strlen(query) + 1 : 0) + 1;
+	r->url = malloc(n);
+	r->path = strdup(path);
+	if (!r->url || !r->path)
+		goto fail;
+	/* The configured server may end in "/". */
+	const char *server = cfg->server;
+	size_t sl = strlen(server);
+	while (sl > 0 && server[sl - 1] == '/')
+		sl--;
+	snprintf(r->url, n, "%.*s%s%s%s", (int)sl, server, path, query ? "?" : "", query ? query : "");
+
+	r->easy = curl_easy_init();
+	if (!r->easy)
+		goto fail;
+	CURL *e = r->easy;
+
+	/* Transport policy. */
+	curl_easy_setopt(e, CURLOPT_URL, r->url);
+	curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "https");
+	curl_easy_setopt(e, CURLOPT_REDIR_PROTOCOLS_STR, "https");
+	curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
+	curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 1L);
+	curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 2L);
+	curl_easy_setopt(e, CURLOPT_CAINFO, cfg->ca_file);
+	curl_easy_setopt(e, CURLOPT_CAPATH, NULL);
+	curl_easy_setopt(e, CURLOPT_SSLVERSION, (long)CURL_SSLVERSION_TLSv1_2);
+	curl_easy_setopt(e, CURLOPT_PROXY, cfg->https_proxy ? cfg->https_proxy : "");
+	curl_easy_setopt(e, CURLOPT_NOPROXY, cfg->no_proxy ? cfg->no_proxy : "");
+	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
+	curl_easy_setopt(e, CURLOPT_USERAGENT, c->user_agent);
+	curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, (long)cfg->connect_timeout_ms);
+	curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
+	curl_easy_setopt(e, CURLOPT_TCP_KEEPIDLE, 30L);
+	curl_easy_setopt(e, CURLOPT_TCP_KEEPINTVL, 10L);
+	curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, NULL);
+	curl_easy_setopt(e, CURLOPT_ERRORBUFFER, r->errbuf);
+	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_write);
+	curl_easy_setopt(e, CURLOPT_WRITEDATA, r);
+	curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
+	curl_easy_setopt(e, CURLOPT_HEADERDATA, r);
+	curl_easy_setopt(e, CURLOPT_PRIVATE, r);
+	if (!watch) {
+		curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)cfg->request_timeout_ms);
+		curl_easy_setopt(e, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)cfg->response_max);
+	}
+
+	if ((k = add_header(&r->headers, "Accept: application/json")) < 0)
+		goto fail;
+	if (payload) {
+		r->payload = strdup(payload);
+		if (!r->payload)
+			goto fail;
+		char ct[128];
+		snprintf(ct, sizeof(ct), "Content-Type: %s", content_type ? content_type : "application/json");
+		if ((k = add_header(&r->headers, ct)) < 0)
+			goto fail;
+		curl_easy_setopt(e, CURLOPT_POSTFIELDS, r->payload);
+		curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)strlen(r->payload));
+	}
+	curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, method);
+	if ((k = set_credentials(c, r)) < 0)
+		goto fail;
+	curl_easy_setopt(e, CURLOPT_HTTPHEADER, r->headers);
+
+	r->last_activity_ms = now_ms();
+	if (curl_multi_add_handle(c->multi, e) != CURLM_OK) {
+		k = -ENOMEM;
+		goto fail;
+	}
+	c->n_active++;
+	c->n_requests++;
+	*ret = r;
+	return 0;
+fail:
+	request_free(r);
+	return k;
+}
+
+void http_cancel(struct http_request *r)
+{
+	if (!r)
+		return;
+	curl_multi_remove_handle(r->client->multi, r->easy);
+	r->client->n_active--;
+	request_free(r);
+}
+
+int http_wait(struct http_client *c, struct curl_waitfd *extra, unsigned n_extra, int timeout_ms)
+{
+	CURLMcode m = curl_multi_poll(c->multi, extra, n_extra, timeout_ms, NULL);
+	return m == CURLM_OK ? 0 : -EIO;
+}
+
+int http_dispatch(struct http_client *c)
+{
+	int running = 0;
+	CURLMcode m = curl_multi_perform(c->multi, &running);
+	if (m != CURLM_OK)
+		return -EIO;
+	CURLMsg *msg;
+	int left;
+	while ((msg = curl_multi_info_read(c->multi, &left))) {
+		if (msg->msg != CURLMSG_DONE)
+			continue;
+		struct http_request *r = NULL;
+		curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&r);
+		r->result = msg->data.result;
+		curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &r->status);
+		curl_off_t ra = 0;
+		if (curl_easy_getinfo(r->easy, CURLINFO_RETRY_AFTER, &ra) == CURLE_OK && ra > 0)
+			r->retry_after = ra > 3600 ? 3600 : (long)ra;
+		curl_multi_remove_handle(c->multi, r->easy);
+		c->n_active--;
+		if (r->done)
+			r->done(r, r->userdata);
+		request_free(r);
+	}
+	return 0;
+}
+
+void http_describe_failure(const struct http_request *r, char *buf, size_t len)
+{
+	if (r->error == -EMSGSIZE) {
+		snprintf(buf, len, "response larger than %zu bytes", r->client->cfg->response_max);
+		return;
+	}
+	if (r->result == CURLE_FILESIZE_EXCEEDED) {
+		snprintf(buf, len, "response larger than %zu bytes", r->client->cfg->response_max);
+		return;
+	}
+	if (r->error < 0) {
+		snprintf(buf, len, "%s", strerror(-r->error));
+		return;
+	}
+	if (r->result != CURLE_OK) {
+		snprintf(buf, len, "%s", r->errbuf[0] ? r->errbuf : curl_easy_strerror(r->result));
+		return;
+	}
+	struct kube_status st;
+	if (r->body && kube_status_parse(r->body, r->body_len, &st) == 0) {
+		snprintf(buf, len, "HTTP %ld %s: %s", r->status, st.reason ? st.reason : "",
+			 st.message ? st.message : "");
+		kube_status_done(&st);
+		return;
+	}
+	snprintf(buf, len, "HTTP %ld", r->status);
+}

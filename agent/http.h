@@ -1,0 +1,103 @@
+/* node-agent's HTTPS client: libcurl (multi interface) + OpenSSL, locked down.
+ *
+ * Every request verifies the server against the configured CA bundle only
+ * (never the system store), checks the host name, speaks https only, never
+ * follows a redirect, ignores proxy environment variables unless the config
+ * names a proxy, has a connect deadline, and caps what it accepts: one-shot
+ * bodies at limits.responseMaxBytes, watch lines at the same ceiling.
+ *
+ * Credentials: the bearer token file is re-read whenever its inode, size or
+ * mtime change (checked before each request); a client certificate + key; the
+ * bootstrap token only when neither is usable. Credentials are never logged.
+ *
+ * A request's done callback runs from http_dispatch(); the request is freed
+ * right after it returns. Logs only at debug level: the caller decides. */
+#ifndef NA_AGENT_HTTP_H
+#define NA_AGENT_HTTP_H
+
+#include <curl/curl.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "config.h"
+#include "kube.h"
+
+struct http_request;
+typedef void (*http_done_cb)(struct http_request *req, void *userdata);
+
+struct http_client {
+	CURLM *multi;
+	const struct config *cfg;
+	char user_agent[64];
+	/* Bearer token cache, keyed by the file's identity. */
+	dev_t token_dev;
+	ino_t token_ino;
+	off_t token_size;
+	struct timespec token_mtime;
+	char *token;
+	unsigned n_active;
+	uint64_t n_requests;  /* requests started since init (for STATUS and tests) */
+};
+
+struct http_request {
+	struct http_client *client;
+	CURL *easy;
+	struct curl_slist *headers;
+	char *url;
+	char *path;                 /* for logs: the path without the query */
+	const char *method;
+	char *payload;
+	bool watch;
+
+	/* Response. */
+	long status;                /* HTTP status, 0 before headers */
+	char *body;                 /* one-shot body, or the error body of a watch */
+	size_t body_len;
+	struct kube_splitter splitter; /* watch with status 200 */
+	kube_line_cb on_line;
+	int error;                  /* -EMSGSIZE (ceiling), or what on_line returned */
+	CURLcode result;
+	char errbuf[CURL_ERROR_SIZE];
+	long retry_after;           /* seconds from Retry-After, 0 if none */
+	uint64_t last_activity_ms;  /* monotonic: when the last byte arrived */
+	bool got_bytes;
+
+	http_done_cb done;
+	void *userdata;
+};
+
+int http_client_init(struct http_client *c, const struct config *cfg);
+void http_client_done(struct http_client *c);
+
+/* Starts a request: method "GET" or "PATCH", path below the server URL
+ * ("/api/v1/nodes/x"), query (may be NULL), an optional JSON body with its
+ * content type. With watch set, a 200 response body is split into lines
+ * handed to on_line (which may return a negative errno to abort), and the
+ * request has no total deadline (the caller watches last_activity_ms);
+ * otherwise the body is kept in req->body within the ceiling and the request
+ * times out after timeouts.requestMs. Returns 0 and *ret (owned by the
+ * client until done runs). Fails with -ENOKEY when no credential is usable. */
+int http_start(struct http_client *c, const char *method, const char *path, const char *query,
+	       const char *payload, const char *content_type, bool watch, kube_line_cb on_line,
+	       http_done_cb done, void *userdata, struct http_request **ret);
+
+/* Aborts a request without calling its done callback and frees it. */
+void http_cancel(struct http_request *req);
+
+/* Waits up to timeout_ms for network activity or one of the extra fds, like
+ * curl_multi_poll(). */
+int http_wait(struct http_client *c, struct curl_waitfd *extra, unsigned n_extra, int timeout_ms);
+
+/* Drives transfers and runs done callbacks of finished requests. */
+int http_dispatch(struct http_client *c);
+
+/* A one-line description of why the request failed, for logs: the curl
+ * error, the ceiling, or the HTTP status with the Status message. Never
+ * contains credentials. */
+void http_describe_failure(const struct http_request *req, char *buf, size_t len);
+
+/* Monotonic milliseconds. */
+uint64_t now_ms(void);
+
+#endif

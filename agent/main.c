@@ -1,0 +1,142 @@
+/* node-agent: watches the node's OperatingSystemConfig Secret and its own
+ * Node on the kube-apiserver, hands a verified desired state to
+ * cloud-config-exec and annotates the Node after a successful apply. */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent.h"
+#include "config.h"
+#include "log.h"
+
+#ifndef NA_VERSION
+#define NA_VERSION "0.1"
+#endif
+
+static struct agent_options arg = {
+	.config_path = CONFIG_PATH_DEFAULT,
+};
+static int arg_log_level = -1;
+
+static void help(void)
+{
+	printf("Usage: node-agent [OPTIONS]\n\n"
+	       "Watch the node's OperatingSystemConfig on the kube-apiserver and hand it to\n"
+	       "cloud-config-exec; annotate the Node once it is applied.\n\n"
+	       "  --config FILE        configuration (default %s)\n"
+	       "  --root DIR           prefix for the state paths (paths.*), for tests\n"
+	       "  --once               one full reconcile, then exit: 0 applied, 1 apply failed,\n"
+	       "                       2 configuration error, 3 API server or network failure\n"
+	       "  --check-config       check the configuration and the files it names, then exit\n"
+	       "  --log-level LEVEL    debug, info, notice, warning or err (default info)\n"
+	       "  --help               show this help\n"
+	       "  --version            show the version\n\n"
+	       "See node-agent(8) and node-agent.conf(5).\n",
+	       CONFIG_PATH_DEFAULT);
+}
+
+static int parse_level(const char *s)
+{
+	static const struct {
+		const char *name;
+		int level;
+	} levels[] = {
+		{ "debug", LOG_DEBUG }, { "info", LOG_INFO }, { "notice", LOG_NOTICE },
+		{ "warning", LOG_WARNING }, { "err", LOG_ERR },
+	};
+	for (size_t i = 0; i < sizeof(levels) / sizeof(levels[0]); i++)
+		if (strcmp(s, levels[i].name) == 0)
+			return levels[i].level;
+	return -EINVAL;
+}
+
+/* Returns 1 to go on, 0 to exit successfully (--help, --version), < 0 on
+ * a usage error. */
+static int parse_argv(int argc, char *argv[])
+{
+	enum { ARG_CONFIG = 0x100, ARG_ROOT, ARG_ONCE, ARG_CHECK, ARG_LEVEL, ARG_VERSION, ARG_NO_SANDBOX };
+	static const struct option options[] = {
+		{ "config", required_argument, NULL, ARG_CONFIG },
+		{ "root", required_argument, NULL, ARG_ROOT },
+		{ "once", no_argument, NULL, ARG_ONCE },
+		{ "check-config", no_argument, NULL, ARG_CHECK },
+		{ "log-level", required_argument, NULL, ARG_LEVEL },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, ARG_VERSION },
+		{ "no-sandbox", no_argument, NULL, ARG_NO_SANDBOX },
+		{}
+	};
+	int c;
+	while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0) {
+		switch (c) {
+		case 'h':
+			help();
+			return 0;
+		case ARG_VERSION:
+			printf("node-agent %s\n", NA_VERSION);
+			return 0;
+		case ARG_CONFIG:
+			arg.config_path = optarg;
+			break;
+		case ARG_ROOT:
+			arg.root = optarg;
+			break;
+		case ARG_ONCE:
+			arg.once = true;
+			break;
+		case ARG_CHECK:
+			arg.check_config = true;
+			break;
+		case ARG_LEVEL:
+			arg_log_level = parse_level(optarg);
+			if (arg_log_level < 0) {
+				fprintf(stderr, "node-agent: --log-level: unknown level \"%s\"\n", optarg);
+				return -EINVAL;
+			}
+			break;
+		case ARG_NO_SANDBOX:
+			arg.no_sandbox = true;
+			break;
+		default:
+			return -EINVAL;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "node-agent: unexpected argument \"%s\"\n", argv[optind]);
+		return -EINVAL;
+	}
+	if (arg.root && arg.root[0] != '/') {
+		fprintf(stderr, "node-agent: --root: not an absolute path: \"%s\"\n", arg.root);
+		return -EINVAL;
+	}
+	return 1;
+}
+
+static int run(void)
+{
+	if (arg.check_config) {
+		struct config c;
+		char err[1024];
+		if (agent_load_config(arg.config_path, true, &c, err, sizeof(err)) < 0) {
+			fprintf(stderr, "%s\n", err);
+			return 1;
+		}
+		config_done(&c);
+		printf("configuration OK\n");
+		return 0;
+	}
+	return agent_run(&arg);
+}
+
+int main(int argc, char *argv[])
+{
+	int r = parse_argv(argc, argv);
+	if (r <= 0)
+		return r < 0 ? AGENT_EXIT_CONFIG : 0;
+	log_open("node-agent", arg.check_config ? LOG_TARGET_STDERR : LOG_TARGET_AUTO);
+	if (arg_log_level >= 0)
+		log_set_max_level(arg_log_level);
+	return run();
+}

@@ -1,0 +1,430 @@
+/* GET + watch of one named object; see watch.h. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+
+#include "cleanup.h"
+#include "log.h"
+#include "watch.h"
+
+#define BACKOFF_BASE_MS 500u
+#define BACKOFF_CAP_MS 60000u
+/* A stream that ends this quickly without an event counts as a failure, so a
+ * server answering "200, empty" cannot make us spin. */
+#define STREAM_MIN_MS 1000u
+
+static uint64_t random_below(uint64_t n)
+{
+	uint64_t x = 0;
+	if (n == 0)
+		return 0;
+	if (getrandom(&x, sizeof(x), GRND_NONBLOCK) != sizeof(x))
+		x = now_ms() * 6364136223846793005ull + 1442695040888963407ull;
+	return x % n;
+}
+
+static const char *field(const struct watch *w)
+{
+	return w->kind == KUBE_KIND_SECRET ? "SECRET" : "NODE";
+}
+
+/* "SECRET=ns/name" or "NODE=name" into buf. */
+static const char *id_field(const struct watch *w, char *buf, size_t len)
+{
+	if (w->ns)
+		snprintf(buf, len, "%s=%s/%s", field(w), w->ns, w->name);
+	else
+		snprintf(buf, len, "%s=%s", field(w), w->name);
+	return buf;
+}
+
+/* Exponential backoff with full jitter: uniformly in [0, min(cap, base*2^n)),
+ * never sooner than Retry-After. */
+static void backoff(struct watch *w, uint64_t now, long retry_after_s)
+{
+	unsigned n = w->failures < 16 ? w->failures : 16;
+	uint64_t ceiling = (uint64_t)BACKOFF_BASE_MS << n;
+	if (ceiling > BACKOFF_CAP_MS)
+		ceiling = BACKOFF_CAP_MS;
+	uint64_t delay = random_below(ceiling) + 1;
+	if (retry_after_s > 0 && (uint64_t)retry_after_s * 1000u > delay)
+		delay = (uint64_t)retry_after_s * 1000u;
+	w->wake_at = now + delay;
+	if (w->failures < UINT32_MAX)
+		w->failures++;
+}
+
+static bool rv_is_safe(const char *rv)
+{
+	if (!rv || !*rv || strlen(rv) > KUBE_RV_MAX)
+		return false;
+	for (const char *p = rv; *p; p++)
+		if (!((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || *p == '-' ||
+		      *p == '.' || *p == '_'))
+			return false;
+	return true;
+}
+
+static void set_rv(struct watch *w, const char *rv)
+{
+	if (rv_is_safe(rv))
+		snprintf(w->rv, sizeof(w->rv), "%s", rv);
+}
+
+static void object_path(const struct watch *w, bool collection, char *buf, size_t len)
+{
+	if (w->kind == KUBE_KIND_SECRET)
+		snprintf(buf, len, "/api/v1/namespaces/%s/secrets%s%s", w->ns, collection ? "" : "/",
+			 collection ? "" : w->name);
+	else
+		snprintf(buf, len, "/api/v1/nodes%s%s", collection ? "" : "/", collection ? "" : w->name);
+}
+
+static void report_error(struct watch *w, const char *why)
+{
+	if (w->ops->on_error)
+		w->ops->on_error(w, why, w->userdata);
+}
+
+static void on_get_done(struct http_request *req, void *userdata)
+{
+	struct watch *w = userdata;
+	uint64_t now = now_ms();
+	char idf[320], status[32], why[512];
+	w->req = NULL;
+	id_field(w, idf, sizeof(idf));
+	snprintf(status, sizeof(status), "HTTP_STATUS=%ld", req->status);
+
+	if (req->result == CURLE_OK && req->error == 0 && req->status == 200) {
+		const char *err = NULL;
+		struct kube_secret s = {};
+		struct kube_node n = {};
+		int r = w->kind == KUBE_KIND_SECRET
+				? kube_secret_parse(req->body, req->body_len, w->max_osc, &s, &err)
+				: kube_node_parse(req->body, req->body_len, &n, &err);
+		if (w->ops->on_contact)
+			w->ops->on_contact(w, w->userdata);
+		if (r < 0) {
+			snprintf(why, sizeof(why), "GET %s: invalid %s: %s: %s", req->path, w->what, err ? err : "?",
+				 strerror(-r));
+			log_fields(LOG_WARNING, LOG_FIELDS(idf, status, "URL_PATH_IS_GET=1"), "%s", why);
+			report_error(w, why);
+			goto fail;
+		}
+		const char *rv = w->kind == KUBE_KIND_SECRET ? s.resource_version : n.resource_version;
+		w->rv[0] = '\0';
+		set_rv(w, rv);
+		w->synced = true;
+		w->failures = 0;
+		log_fields(LOG_DEBUG, LOG_FIELDS(idf, status), "GET %s: resourceVersion %s", req->path, w->rv);
+		w->ops->on_object(w, KUBE_EVENT_ADDED, w->kind == KUBE_KIND_SECRET ? &s : NULL,
+				  w->kind == KUBE_KIND_NODE ? &n : NULL, w->userdata);
+		kube_secret_done(&s);
+		kube_node_done(&n);
+		w->state = w->oneshot ? WATCH_STOPPED : WATCH_NEED_WATCH;
+		w->wake_at = now;
+		return;
+	}
+
+	http_describe_failure(req, why, sizeof(why));
+	if (req->result == CURLE_OK && req->status == 404) {
+		if (w->ops->on_contact)
+			w->ops->on_contact(w, w->userdata);
+		w->synced = true;
+		w->failures = 0;
+		log_fields(LOG_NOTICE, LOG_FIELDS(idf, status), "GET %s: %s does not exist (yet); watching for it",
+			   req->path, w->what);
+		w->ops->on_missing(w, w->userdata);
+		/* A watch without a resourceVersion starts with ADDED once it exists. */
+		w->rv[0] = '\0';
+		w->state = w->oneshot ? WATCH_STOPPED : WATCH_NEED_WATCH;
+		w->wake_at = now;
+		return;
+	}
+	{
+		char msg[700];
+		snprintf(msg, sizeof(msg), "GET %s failed: %s", req->path, why);
+		log_fields(LOG_WARNING, LOG_FIELDS(idf, status), "%s", msg);
+		report_error(w, msg);
+	}
+fail:
+	if (w->oneshot) {
+		w->state = WATCH_FAILED;
+		return;
+	}
+	w->state = WATCH_NEED_GET;
+	backoff(w, now, req->retry_after);
+}
+
+static int on_line(const char *line, size_t len, void *userdata)
+{
+	struct watch *w = userdata;
+	struct kube_event e;
+	const char *err = NULL;
+	char idf[320];
+
+	int r = kube_event_parse(line, len, w->kind, w->max_osc, &e, &err);
+	if (r < 0) {
+		log_fields(LOG_WARNING, LOG_FIELDS(id_field(w, idf, sizeof(idf))),
+			   "watch of %s %s: invalid event (%s: %s); reconnecting", w->what, w->name,
+			   err ? err : "?", strerror(-r));
+		w->stream_error = -EBADMSG;
+		return -EBADMSG;
+	}
+	switch (e.type) {
+	case KUBE_EVENT_ERROR:
+		if (e.status.code == 410) {
+			log_fields(LOG_INFO, LOG_FIELDS(id_field(w, idf, sizeof(idf)), "HTTP_STATUS=410"),
+				   "watch of %s %s: resourceVersion %s expired (%s); re-reading", w->what, w->name,
+				   w->rv, e.status.message ? e.status.message : "");
+			w->stream_error = -ESTALE;
+		} else {
+			log_fields(LOG_WARNING, LOG_FIELDS(id_field(w, idf, sizeof(idf))),
+				   "watch of %s %s: ERROR event %d %s: %s", w->what, w->name, e.status.code,
+				   e.status.reason ? e.status.reason : "", e.status.message ? e.status.message : "");
+			w->stream_error = -EPROTO;
+		}
+		kube_event_done(&e);
+		return w->stream_error;
+	case KUBE_EVENT_BOOKMARK:
+		set_rv(w, e.resource_version);
+		log_debug("watch of %s %s: bookmark at resourceVersion %s", w->what, w->name, w->rv);
+		break;
+	default: {
+		/* The field selector should guarantee the name; check anyway. */
+		const char *name = w->kind == KUBE_KIND_SECRET ? e.secret.name : e.node.name;
+		set_rv(w, e.resource_version);
+		w->got_event = true;
+		if (name && strcmp(name, w->name) != 0) {
+			log_warning("watch of %s %s: ignoring event for %s", w->what, w->name, name);
+			break;
+		}
+		w->ops->on_object(w, e.type, w->kind == KUBE_KIND_SECRET ? &e.secret : NULL,
+				  w->kind == KUBE_KIND_NODE ? &e.node : NULL, w->userdata);
+	}
+	}
+	kube_event_done(&e);
+	return 0;
+}
+
+static void on_watch_done(struct http_request *req, void *userdata)
+{
+	struct watch *w = userdata;
+	uint64_t now = now_ms();
+	char idf[320], status[32], why[512];
+	w->req = NULL;
+	id_field(w, idf, sizeof(idf));
+	snprintf(status, sizeof(status), "HTTP_STATUS=%ld", req->status);
+
+	if (w->stream_error == -ESTALE) {
+		w->rv[0] = '\0';
+		w->state = WATCH_NEED_GET;
+		/* Expired twice in a row: do not hammer the server. */
+		if (w->failures > 0)
+			backoff(w, now, 0);
+		else
+			w->wake_at = now;
+		w->failures++;
+		return;
+	}
+	if (w->stream_error == 0 && req->result == CURLE_OK && req->status == 200 &&
+	    kube_splitter_pending(&req->splitter) == 0) {
+		if (w->ops->on_contact)
+			w->ops->on_contact(w, w->userdata);
+		if (!w->got_event && now - w->stream_started_ms < STREAM_MIN_MS) {
+			log_fields(LOG_WARNING, LOG_FIELDS(idf, status), "watch of %s %s ended at once; backing off",
+				   w->what, w->name);
+			w->state = WATCH_NEED_WATCH;
+			backoff(w, now, 0);
+			return;
+		}
+		log_fields(LOG_DEBUG, LOG_FIELDS(idf, status), "watch of %s %s ended; resuming from %s", w->what,
+			   w->name, w->rv[0] ? w->rv : "now");
+		w->failures = 0;
+		w->state = WATCH_NEED_WATCH;
+		w->wake_at = now;
+		return;
+	}
+	if (w->stream_error == -EBADMSG || w->stream_error == -EPROTO) {
+		snprintf(why, sizeof(why), "watch %s: bad event stream", req->path);
+		report_error(w, why);
+		/* The stream cannot be trusted: start over from a GET. */
+		w->rv[0] = '\0';
+		w->state = WATCH_NEED_GET;
+		backoff(w, now, 0);
+		return;
+	}
+	if (req->result == CURLE_OK && req->status == 200 && kube_splitter_pending(&req->splitter) > 0)
+		snprintf(why, sizeof(why), "stream ended inside an event");
+	else
+		http_describe_failure(req, why, sizeof(why));
+	char msg[700];
+	snprintf(msg, sizeof(msg), "watch %s failed: %s", req->path, why);
+	log_fields(LOG_WARNING, LOG_FIELDS(idf, status), "%s; reconnecting", msg);
+	report_error(w, msg);
+	w->state = req->status == 410 || !w->rv[0] ? WATCH_NEED_GET : WATCH_NEED_WATCH;
+	backoff(w, now, req->retry_after);
+}
+
+int watch_init(struct watch *w, struct http_client *http, enum kube_kind kind, const char *ns,
+	       const char *name, bool oneshot, const struct watch_ops *ops, void *userdata)
+{
+	*w = (struct watch){
+		.http = http,
+		.kind = kind,
+		.what = kind == KUBE_KIND_SECRET ? "Secret" : "Node",
+		.oneshot = oneshot,
+		.ops = ops,
+		.userdata = userdata,
+		.state = WATCH_NEED_GET,
+		.max_osc = http->cfg->response_max,
+	};
+	w->name = strdup(name);
+	w->ns = ns ? strdup(ns) : NULL;
+	if (!w->name || (ns && !w->ns)) {
+		watch_done(w);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+void watch_done(struct watch *w)
+{
+	if (w->req)
+		http_cancel(w->req);
+	free(w->name);
+	free(w->ns);
+	*w = (struct watch){};
+}
+
+int watch_retarget(struct watch *w, const char *name)
+{
+	char *n = strdup(name);
+	if (!n)
+		return -ENOMEM;
+	if (w->req)
+		http_cancel(w->req);
+	w->req = NULL;
+	free(w->name);
+	w->name = n;
+	w->rv[0] = '\0';
+	w->synced = false;
+	w->failures = 0;
+	w->state = WATCH_NEED_GET;
+	w->wake_at = 0;
+	return 0;
+}
+
+void watch_resync(struct watch *w)
+{
+	if (w->state == WATCH_STOPPED || w->state == WATCH_FAILED)
+		return;
+	if (w->state == WATCH_GETTING)
+		return;
+	if (w->req)
+		http_cancel(w->req);
+	w->req = NULL;
+	w->state = WATCH_NEED_GET;
+	w->wake_at = 0;
+}
+
+static void start_get(struct watch *w, uint64_t now)
+{
+	char path[512];
+	object_path(w, false, path, sizeof(path));
+	int r = http_start(w->http, "GET", path, NULL, NULL, NULL, false, NULL, on_get_done, w, &w->req);
+	if (r < 0) {
+		char msg[600];
+		snprintf(msg, sizeof(msg), "GET %s: cannot start: %s", path,
+			 r == -ENOKEY ? "no usable credential (token, client certificate, bootstrap token)"
+				      : strerror(-r));
+		log_warning("%s", msg);
+		report_error(w, msg);
+		if (w->oneshot) {
+			w->state = WATCH_FAILED;
+			return;
+		}
+		backoff(w, now, 0);
+		return;
+	}
+	w->state = WATCH_GETTING;
+	w->resync_at = now + w->http->cfg->resync_interval_ms;
+}
+
+static void start_watch(struct watch *w, uint64_t now)
+{
+	char path[512], query[512];
+	object_path(w, true, path, sizeof(path));
+	/* The server ends the stream a little after our own resync would
+	 * restart it, so in the steady state one stream lives per interval. */
+	unsigned timeout_s = w->http->cfg->resync_interval_ms / 1000u + 60u;
+	int n = snprintf(query, sizeof(query),
+			 "watch=1&fieldSelector=metadata.name%%3D%s&allowWatchBookmarks=true%s%s&timeoutSeconds=%u",
+			 w->name, w->rv[0] ? "&resourceVersion=" : "", w->rv, timeout_s);
+	if (n < 0 || (size_t)n >= sizeof(query)) {
+		w->state = WATCH_NEED_GET;
+		backoff(w, now, 0);
+		return;
+	}
+	w->stream_error = 0;
+	w->got_event = false;
+	int r = http_start(w->http, "GET", path, query, NULL, NULL, true, on_line, on_watch_done, w, &w->req);
+	if (r < 0) {
+		log_warning_errno(r, "watch %s: cannot start", path);
+		backoff(w, now, 0);
+		return;
+	}
+	w->stream_started_ms = now;
+	w->state = WATCH_WATCHING;
+	log_debug("watching %s %s from resourceVersion %s", w->what, w->name, w->rv[0] ? w->rv : "(now)");
+}
+
+uint64_t watch_tick(struct watch *w, uint64_t now)
+{
+	const struct config *cfg = w->http->cfg;
+	switch (w->state) {
+	case WATCH_NEED_GET:
+		if (now >= w->wake_at)
+			start_get(w, now);
+		break;
+	case WATCH_NEED_WATCH:
+		if (now >= w->wake_at)
+			start_watch(w, now);
+		break;
+	case WATCH_WATCHING:
+		if (now >= w->resync_at) {
+			log_debug("%s %s: periodic resync", w->what, w->name);
+			watch_resync(w);
+			start_get(w, now);
+			break;
+		}
+		if (w->req && now - w->req->last_activity_ms >= cfg->watch_idle_timeout_ms) {
+			char idf[320];
+			log_fields(LOG_WARNING, LOG_FIELDS(id_field(w, idf, sizeof(idf))),
+				   "watch of %s %s silent for %u ms (not even a bookmark); reconnecting", w->what,
+				   w->name, cfg->watch_idle_timeout_ms);
+			report_error(w, "watch silent past timeouts.watchIdleMs");
+			http_cancel(w->req);
+			w->req = NULL;
+			w->state = w->rv[0] ? WATCH_NEED_WATCH : WATCH_NEED_GET;
+			backoff(w, now, 0);
+		}
+		break;
+	default:
+		break;
+	}
+
+	switch (w->state) {
+	case WATCH_NEED_GET:
+	case WATCH_NEED_WATCH:
+		return w->wake_at;
+	case WATCH_WATCHING: {
+		uint64_t idle = w->req ? w->req->last_activity_ms + cfg->watch_idle_timeout_ms : UINT64_MAX;
+		return idle < w->resync_at ? idle : w->resync_at;
+	}
+	default:
+		return UINT64_MAX;
+	}
+}

@@ -1,0 +1,85 @@
+/* One watched object (the OSC Secret or the agent's own Node): a GET, then a
+ * watch by name from the resourceVersion it returned, resumed after every
+ * clean end of the stream, re-read after 410 Gone (an ERROR event) or a
+ * resync interval, reconnected with exponential backoff and full jitter
+ * (429 Retry-After honoured) after a failure, and dropped when it stays
+ * silent (not even a bookmark) for timeouts.watchIdleMs.
+ *
+ * The owner calls watch_tick() from its loop; it starts requests when due
+ * and returns the next deadline. Objects are handed to the on_object
+ * callback from inside the transfer, so the callback must only record state:
+ * libcurl forbids starting requests from its callbacks. Logs each decision
+ * (reconnect, 410, backoff) at info/notice/warning with SECRET= or NODE=. */
+#ifndef NA_AGENT_WATCH_H
+#define NA_AGENT_WATCH_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "http.h"
+#include "kube.h"
+
+enum watch_state {
+	WATCH_STOPPED,
+	WATCH_NEED_GET,     /* GET when wake_at has passed */
+	WATCH_GETTING,
+	WATCH_NEED_WATCH,   /* watch from rv (or without one) when wake_at has passed */
+	WATCH_WATCHING,
+	WATCH_FAILED,       /* one-shot mode: the GET failed */
+};
+
+struct watch;
+
+struct watch_ops {
+	/* An object from the GET (type ADDED) or an event. Ownership of the
+	 * object stays with the watch (it is released after the call). */
+	void (*on_object)(struct watch *w, enum kube_event_type type, const struct kube_secret *secret,
+			  const struct kube_node *node, void *userdata);
+	/* The object does not exist (GET 404; DELETED is delivered as an event). */
+	void (*on_missing)(struct watch *w, void *userdata);
+	/* A request failed; why is one line for STATUS=. */
+	void (*on_error)(struct watch *w, const char *why, void *userdata);
+	/* A request succeeded (contact with the API server). */
+	void (*on_contact)(struct watch *w, void *userdata);
+};
+
+struct watch {
+	struct http_client *http;
+	enum kube_kind kind;
+	const char *what;           /* "Secret" / "Node" for logs */
+	char *ns;                   /* NULL for cluster-scoped Nodes */
+	char *name;
+	char rv[KUBE_RV_MAX + 1];   /* "" when unknown */
+	enum watch_state state;
+	struct http_request *req;
+	bool oneshot;               /* GET only, no watch, no retry */
+	bool synced;                /* at least one GET answered */
+	bool got_event;             /* the current stream delivered an event */
+	int stream_error;           /* set by the line callback */
+	unsigned failures;
+	uint64_t wake_at;
+	uint64_t resync_at;
+	uint64_t stream_started_ms;
+	size_t max_osc;
+	const struct watch_ops *ops;
+	void *userdata;
+};
+
+/* Sets up a watch of kind for ns/name (ns NULL for a Node); starts with a GET
+ * at the next tick. */
+int watch_init(struct watch *w, struct http_client *http, enum kube_kind kind, const char *ns,
+	       const char *name, bool oneshot, const struct watch_ops *ops, void *userdata);
+void watch_done(struct watch *w);
+
+/* Points the watch at another object name (the Secret named by the Node
+ * label): drops the stream and the resourceVersion, GETs the new one. */
+int watch_retarget(struct watch *w, const char *name);
+
+/* Forces a fresh GET now (resync, SIGHUP). */
+void watch_resync(struct watch *w);
+
+/* Starts what is due, drops an idle stream; returns the next deadline
+ * (monotonic ms, UINT64_MAX for none). */
+uint64_t watch_tick(struct watch *w, uint64_t now);
+
+#endif
