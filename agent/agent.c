@@ -201,14 +201,14 @@ static void notify_status(struct agent *a, uint64_t now)
 
 /* ---- desired state -------------------------------------------------------- */
 
-static int format_desired(const struct agent *a, uint64_t generation, char **ret, size_t *ret_len)
+static int format_desired(struct agent *a, uint64_t generation, char **ret, size_t *ret_len)
 {
 	struct desired d = {
 		.osc = a->osc,
 		.osc_len = a->osc_len,
 		.key_document = a->cfg.keys_from_node_annotation ? a->key_document : NULL,
 		.ssh_access = true,
-		.restart_id = a->restart_units ? (char *)a->restart_id : NULL,
+		.restart_id = a->restart_units ? a->restart_id : NULL,
 		.restart_units = a->restart_units,
 		.generation = generation,
 	};

@@ -89,16 +89,15 @@ int node_parse_restart(const char *value, char ***ret, char *bad, size_t badlen)
 			snprintf(bad, badlen, "%.40s...", s);
 			return -EINVAL;
 		}
-		char name[264];
-		snprintf(name, sizeof(name), "%.*s", (int)l, s);
+		char name[272];
+		memcpy(name, s, l);
+		name[l] = '\0';
 		if (!osc_unit_name_is_valid(name)) {
-			char with[264];
-			snprintf(with, sizeof(with), "%s.service", name);
-			if (!osc_unit_name_is_valid(with)) {
-				snprintf(bad, badlen, "%s", name);
+			memcpy(name + l, ".service", sizeof(".service"));
+			if (!osc_unit_name_is_valid(name)) {
+				snprintf(bad, badlen, "%.*s", (int)l, s);
 				return -EINVAL;
 			}
-			memcpy(name, with, sizeof(name));
 		}
 		/* Duplicates are dropped: one restart each. */
 		bool dup = false;
