@@ -31,7 +31,7 @@
 #include "node.h"
 #include "osc.h"
 #include "result.h"
-#include "sandbox.h"
+#include "filter.h"
 #include "watch.h"
 
 #define DESIRED_FILE "desired.json"
@@ -97,6 +97,8 @@ struct agent {
 	char last_status[512];
 	uint64_t watchdog_ms;
 	uint64_t next_watchdog;
+
+	char *switch_secret;        /* Secret to switch to, from the Node label */
 
 	bool quit;
 	bool reload;
@@ -490,15 +492,16 @@ static void on_node(struct agent *a, enum kube_event_type type, const struct kub
 
 	/* The Secret to follow. */
 	if (a->cfg.follow_secret_name_label && n->secret_name_label &&
-	    strcmp(n->secret_name_label, a->secret.name) != 0) {
+	    strcmp(n->secret_name_label, a->secret.name) != 0 && !streq_null(n->secret_name_label, a->switch_secret)) {
 		if (!kube_name_is_valid(n->secret_name_label)) {
 			log_fields(LOG_ERR, LOG_FIELDS(nf), "label %s=\"%.64s\" is not a valid Secret name; ignored",
 				   KUBE_LABEL_SECRET_NAME, n->secret_name_label);
 		} else {
 			log_fields(LOG_NOTICE, LOG_FIELDS(nf), "label %s switches the OSC Secret from %s to %s",
 				   KUBE_LABEL_SECRET_NAME, a->secret.name, n->secret_name_label);
-			/* Retargeting starts no request here (curl callback context). */
-			watch_retarget(&a->secret, n->secret_name_label);
+			/* Inside a transfer callback libcurl forbids touching other
+			 * transfers: the loop switches after the dispatch. */
+			replace_str(&a->switch_secret, n->secret_name_label);
 		}
 	}
 }
@@ -746,34 +749,6 @@ static void refresh_host_keys(struct agent *a)
 		free(keys);
 }
 
-/* ---- sandbox ------------------------------------------------------------------ */
-
-static int install_sandbox(void)
-{
-	static const char *const allow[] = {
-		/* memory, threads (libcurl's resolver thread), time */
-		"brk", "mmap", "munmap", "mremap", "mprotect", "madvise", "futex", "clone", "set_robust_list",
-		"rseq", "sched_yield", "clock_gettime", "clock_nanosleep", "nanosleep", "gettimeofday",
-		"getrandom", "sysinfo", "uname", "prlimit64", "getpid", "gettid", "getuid", "geteuid", "getgid",
-		"getegid", "rt_sigaction", "rt_sigprocmask", "tgkill", "restart_syscall",
-		/* files: config reload, token, CA bundle, desired/result, host keys */
-		"openat", "close", "read", "pread64", "readv", "write", "writev", "lseek", "fstat", "newfstatat",
-		"statx", "stat", "lstat", "access", "faccessat", "faccessat2", "fcntl", "ioctl", "fsync",
-		"fdatasync", "fchmod", "fchown", "renameat", "renameat2", "unlinkat", "mkdirat", "readlink",
-		"getdents64", "inotify_add_watch", "inotify_rm_watch",
-		/* network: TCP to the API server, AF_UNIX to the journal and systemd */
-		"socket", "connect", "getsockopt", "setsockopt", "getsockname", "getpeername", "sendto",
-		"recvfrom", "sendmsg", "recvmsg", "sendmmsg", "shutdown", "bind", "poll", "ppoll", "pipe2",
-		"socketpair", "eventfd2",
-	};
-	const char *bad = NULL;
-	int r = sandbox_install(allow, ELEMENTSOF(allow), &bad);
-	if (r < 0)
-		return log_error_errno(r, "cannot install the seccomp filter%s%s", bad ? " (unknown system call " : "",
-				       bad ? bad : "");
-	return 0;
-}
-
 /* ---- lifecycle ----------------------------------------------------------------- */
 
 static int start_watches(struct agent *a)
@@ -849,6 +824,7 @@ static void agent_free(struct agent *a)
 	strv_free(a->restart_units);
 	free(a->desired_key);
 	free(a->host_keys);
+	free(a->switch_secret);
 	if (a->result_valid)
 		result_done(&a->result);
 	config_done(&a->cfg);
@@ -955,8 +931,15 @@ int agent_run(const struct agent_options *o)
 	}
 
 	/* Everything is open; from here on the network talks to us. */
-	if (!o->no_sandbox && install_sandbox() < 0)
-		goto out;
+	if (!o->no_sandbox) {
+		const char *bad = NULL;
+		int r = filter_install(&bad);
+		if (r < 0) {
+			log_error_errno(r, "cannot install the seccomp filter%s%s%s", bad ? " (unknown system call " : "",
+					bad ? bad : "", bad ? ")" : "");
+			goto out;
+		}
+	}
 
 	char sf[320];
 	snprintf(sf, sizeof(sf), "SECRET=%s/%s", a.cfg.secret_namespace, a.cfg.secret_name);
@@ -974,6 +957,13 @@ int agent_run(const struct agent_options *o)
 		if (a.reload)
 			reload_config(&a);
 
+		if (a.switch_secret) {
+			int r = watch_retarget(&a.secret, a.switch_secret);
+			if (r < 0)
+				log_error_errno(r, "cannot switch to Secret %s", a.switch_secret);
+			free(a.switch_secret);
+			a.switch_secret = NULL;
+		}
 		uint64_t next = min_u64(watch_tick(&a.secret, now), watch_tick(&a.node, now));
 
 		/* A Node patch that failed is retried when its backoff ends. */
@@ -1016,7 +1006,8 @@ int agent_run(const struct agent_options *o)
 			next = min_u64(next, once_deadline);
 		}
 
-		int timeout = -1;
+		/* curl_multi_poll() takes no "forever". */
+		int timeout = INT_MAX;
 		if (next != UINT64_MAX)
 			timeout = next <= now ? 0 : (int)min_u64(next - now, INT_MAX);
 		if (a.dirty)

@@ -135,7 +135,11 @@ int main(int argc, char *argv[])
 	int r = parse_argv(argc, argv);
 	if (r <= 0)
 		return r < 0 ? AGENT_EXIT_CONFIG : 0;
-	log_open("node-agent", arg.check_config ? LOG_TARGET_STDERR : LOG_TARGET_AUTO);
+	/* Under systemd the journal has it all; run by hand or by a test, the
+	 * log goes to stderr as well. */
+	log_open("node-agent", arg.check_config ? LOG_TARGET_STDERR
+			       : getenv("INVOCATION_ID") ? LOG_TARGET_AUTO
+							 : LOG_TARGET_BOTH);
 	if (arg_log_level >= 0)
 		log_set_max_level(arg_log_level);
 	return run();

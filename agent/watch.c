@@ -92,10 +92,11 @@ static void on_get_done(struct http_request *req, void *userdata)
 {
 	struct watch *w = userdata;
 	uint64_t now = now_ms();
-	char idf[320], status[32], why[512];
+	char idf[320], status[32], why[512], url[320];
 	w->req = NULL;
 	id_field(w, idf, sizeof(idf));
 	snprintf(status, sizeof(status), "HTTP_STATUS=%ld", req->status);
+	snprintf(url, sizeof(url), "URL=%s", req->path);
 
 	if (req->result == CURLE_OK && req->error == 0 && req->status == 200) {
 		const char *err = NULL;
@@ -109,16 +110,18 @@ static void on_get_done(struct http_request *req, void *userdata)
 		if (r < 0) {
 			snprintf(why, sizeof(why), "GET %s: invalid %s: %s: %s", req->path, w->what, err ? err : "?",
 				 strerror(-r));
-			log_fields(LOG_WARNING, LOG_FIELDS(idf, status, "URL_PATH_IS_GET=1"), "%s", why);
+			log_fields(LOG_WARNING, LOG_FIELDS(idf, status, url), "%s", why);
 			report_error(w, why);
 			goto fail;
 		}
 		const char *rv = w->kind == KUBE_KIND_SECRET ? s.resource_version : n.resource_version;
 		w->rv[0] = '\0';
-		set_rv(w, rv);
+		if (!w->expired)
+			set_rv(w, rv);
+		w->expired = false;
 		w->synced = true;
 		w->failures = 0;
-		log_fields(LOG_DEBUG, LOG_FIELDS(idf, status), "GET %s: resourceVersion %s", req->path, w->rv);
+		log_fields(LOG_DEBUG, LOG_FIELDS(idf, status, url), "GET %s: resourceVersion %s", req->path, w->rv);
 		w->ops->on_object(w, KUBE_EVENT_ADDED, w->kind == KUBE_KIND_SECRET ? &s : NULL,
 				  w->kind == KUBE_KIND_NODE ? &n : NULL, w->userdata);
 		kube_secret_done(&s);
@@ -134,7 +137,7 @@ static void on_get_done(struct http_request *req, void *userdata)
 			w->ops->on_contact(w, w->userdata);
 		w->synced = true;
 		w->failures = 0;
-		log_fields(LOG_NOTICE, LOG_FIELDS(idf, status), "GET %s: %s does not exist (yet); watching for it",
+		log_fields(LOG_NOTICE, LOG_FIELDS(idf, status, url), "GET %s: %s does not exist (yet); watching for it",
 			   req->path, w->what);
 		w->ops->on_missing(w, w->userdata);
 		/* A watch without a resourceVersion starts with ADDED once it exists. */
@@ -146,7 +149,7 @@ static void on_get_done(struct http_request *req, void *userdata)
 	{
 		char msg[700];
 		snprintf(msg, sizeof(msg), "GET %s failed: %s", req->path, why);
-		log_fields(LOG_WARNING, LOG_FIELDS(idf, status), "%s", msg);
+		log_fields(LOG_WARNING, LOG_FIELDS(idf, status, url), "%s", msg);
 		report_error(w, msg);
 	}
 fail:
@@ -213,13 +216,18 @@ static void on_watch_done(struct http_request *req, void *userdata)
 {
 	struct watch *w = userdata;
 	uint64_t now = now_ms();
-	char idf[320], status[32], why[512];
+	char idf[320], status[32], why[512], url[320];
 	w->req = NULL;
 	id_field(w, idf, sizeof(idf));
 	snprintf(status, sizeof(status), "HTTP_STATUS=%ld", req->status);
+	snprintf(url, sizeof(url), "URL=%s", req->path);
 
 	if (w->stream_error == -ESTALE) {
+		/* A GET returns the object's own resourceVersion, which can be
+		 * older than the watch cache as well: the watch after it starts
+		 * without one (its first event is the object as it is now). */
 		w->rv[0] = '\0';
+		w->expired = true;
 		w->state = WATCH_NEED_GET;
 		/* Expired twice in a row: do not hammer the server. */
 		if (w->failures > 0)
@@ -234,13 +242,13 @@ static void on_watch_done(struct http_request *req, void *userdata)
 		if (w->ops->on_contact)
 			w->ops->on_contact(w, w->userdata);
 		if (!w->got_event && now - w->stream_started_ms < STREAM_MIN_MS) {
-			log_fields(LOG_WARNING, LOG_FIELDS(idf, status), "watch of %s %s ended at once; backing off",
+			log_fields(LOG_WARNING, LOG_FIELDS(idf, status, url), "watch of %s %s ended at once; backing off",
 				   w->what, w->name);
 			w->state = WATCH_NEED_WATCH;
 			backoff(w, now, 0);
 			return;
 		}
-		log_fields(LOG_DEBUG, LOG_FIELDS(idf, status), "watch of %s %s ended; resuming from %s", w->what,
+		log_fields(LOG_DEBUG, LOG_FIELDS(idf, status, url), "watch of %s %s ended; resuming from %s", w->what,
 			   w->name, w->rv[0] ? w->rv : "now");
 		w->failures = 0;
 		w->state = WATCH_NEED_WATCH;
@@ -262,7 +270,7 @@ static void on_watch_done(struct http_request *req, void *userdata)
 		http_describe_failure(req, why, sizeof(why));
 	char msg[700];
 	snprintf(msg, sizeof(msg), "watch %s failed: %s", req->path, why);
-	log_fields(LOG_WARNING, LOG_FIELDS(idf, status), "%s; reconnecting", msg);
+	log_fields(LOG_WARNING, LOG_FIELDS(idf, status, url), "%s; reconnecting", msg);
 	report_error(w, msg);
 	w->state = req->status == 410 || !w->rv[0] ? WATCH_NEED_GET : WATCH_NEED_WATCH;
 	backoff(w, now, req->retry_after);

@@ -54,7 +54,8 @@ struct watch {
 	struct http_request *req;
 	bool oneshot;               /* GET only, no watch, no retry */
 	bool synced;                /* at least one GET answered */
-	bool got_event;             /* the current stream delivered an event */
+	bool got_event;
+	bool expired;               /* the last watch got 410: next one without rv */             /* the current stream delivered an event */
 	int stream_error;           /* set by the line callback */
 	unsigned failures;
 	uint64_t wake_at;

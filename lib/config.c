@@ -190,7 +190,7 @@ static int set_field(struct config *c, const struct field *f, const cJSON *v, ch
 		d = v->valuedouble;
 		if (!isfinite(d) || d < 0.0 || d > 1.0)
 			return fail(err, errlen, "%s.%s: expected a number from 0 to 1", f->section, f->key);
-		*(double *)(base + f->offset) = d;
+		memcpy(base + f->offset, &d, sizeof(d));
 		return 0;
 	case FIELD_SIZE:
 		r = get_uint(v, 4096, 1024.0 * 1024 * 1024, &d);
