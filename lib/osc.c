@@ -937,6 +937,7 @@ static int parse_unit_into(struct ctx *c, const struct ynode *n, const char *whe
 		return r;
 	if (dropins && dropins->n_items > OSC_DROPINS_MAX)
 		return fail(c, -EMSGSIZE, "%s.dropIns: more than %d drop-ins", where, OSC_DROPINS_MAX);
+	const struct ynode *seen[OSC_DROPINS_MAX]; /* names of this list, for duplicates */
 	for (size_t i = 0; dropins && i < dropins->n_items; i++) {
 		const struct ynode *d = dropins->items[i];
 		snprintf(w, sizeof(w), "%s.dropIns[%zu]", where, i);
@@ -948,14 +949,11 @@ static int parse_unit_into(struct ctx *c, const struct ynode *n, const char *whe
 		if (strlen(name->value) != name->len || !osc_dropin_name_is_valid(name->value))
 			return fail(c, -EINVAL, "%s.name: invalid drop-in name '%s' (one file name ending in .conf; line %zu)",
 				    w, quote(q, sizeof(q), name->value, name->len), name->line);
-		for (size_t j = 0; j < i; j++) {
-			const struct ynode *other;
-			if (dropins->items[j]->type == Y_MAP &&
-			    map_get(c, dropins->items[j], w, "name", &other) == 0 && other &&
-			    other->type == Y_SCALAR && strcmp(other->value, name->value) == 0)
+		seen[i] = name;
+		for (size_t j = 0; j < i; j++)
+			if (strcmp(seen[j]->value, name->value) == 0)
 				return fail(c, -EINVAL, "%s.name: duplicate drop-in '%s' (also %s.dropIns[%zu])", w,
 					    quote(q, sizeof(q), name->value, name->len), where, j);
-		}
 		char *dcontent;
 		if ((r = get_text(c, d, w, "content", false, OSC_UNIT_CONTENT_MAX, &dcontent)) < 0)
 			return r;
@@ -1023,6 +1021,12 @@ static int parse_units(struct ctx *c, const struct ynode *lists[2], const char *
 	int r = 0;
 	char q[QUOTE_MAX * 4 + 8];
 
+	/* Names of the current list, to find duplicates within it. */
+	const struct ynode **seen = calloc(total ? total : 1, sizeof(*seen));
+	if (!seen) {
+		free(u);
+		return fail(c, -ENOMEM, "out of memory");
+	}
 	for (int l = 0; l < 2 && r == 0; l++) {
 		size_t list_start = n; /* units first named in this list start here */
 		for (size_t i = 0; lists[l] && i < lists[l]->n_items && r == 0; i++) {
@@ -1042,16 +1046,13 @@ static int parse_units(struct ctx *c, const struct ynode *lists[2], const char *
 				break;
 			}
 			/* Unique within this list: compare with earlier entries of it. */
-			for (size_t j = 0; j < i; j++) {
-				const struct ynode *other;
-				if (lists[l]->items[j]->type == Y_MAP &&
-				    map_get(c, lists[l]->items[j], where, "name", &other) == 0 && other &&
-				    other->type == Y_SCALAR && strcmp(other->value, name->value) == 0) {
+			seen[i] = name;
+			for (size_t j = 0; j < i; j++)
+				if (strcmp(seen[j]->value, name->value) == 0) {
 					r = fail(c, -EINVAL, "%s.name: duplicate unit '%s' (also %s[%zu])", where,
 						 quote(q, sizeof(q), name->value, name->len), names[l], j);
 					break;
 				}
-			}
 			if (r < 0)
 				break;
 			struct osc_unit *target = NULL;
@@ -1070,6 +1071,7 @@ static int parse_units(struct ctx *c, const struct ynode *lists[2], const char *
 			r = parse_unit_into(c, e, where, target);
 		}
 	}
+	free(seen);
 	if (r < 0) {
 		units_free(u, n);
 		return r;

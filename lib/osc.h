@@ -36,14 +36,15 @@ enum osc_command {
 struct osc_file {
 	char *path;                 /* absolute, normalised (fsx_path_is_safe) */
 	mode_t mode;                /* permissions; 0600 when not given */
-	unsigned char *content;     /* decoded bytes (may contain NUL) */
+	unsigned char *content;     /* decoded bytes (may contain NUL), never NULL, with a
+	                             * NUL after content_len for convenience */
 	size_t content_len;
 	bool transmit_unencoded;
 };
 
 struct osc_dropin {
 	char *name;                 /* "10-foo.conf": one path component, ends in .conf */
-	char *content;
+	char *content;              /* never NULL ("" when not given) */
 };
 
 struct osc_unit {
@@ -51,9 +52,10 @@ struct osc_unit {
 	int enable;                 /* -1 unset (means enable), 0, 1 */
 	enum osc_command command;
 	char *content;              /* NULL: an OS unit the OSC only adds drop-ins to */
-	struct osc_dropin *dropins;
+	struct osc_dropin *dropins; /* sorted by name, unique */
 	size_t n_dropins;
-	char **file_paths;          /* files whose change restarts this unit */
+	char **file_paths;          /* files whose change restarts this unit; sorted, unique,
+	                             * safe absolute paths (not necessarily files of this OSC) */
 	size_t n_file_paths;
 };
 
