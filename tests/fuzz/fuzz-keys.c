@@ -4,7 +4,11 @@
  * allowed and as a bare public key. Whatever is accepted must render to a
  * line that parses back to the same key (same blob, fingerprint, options,
  * comment, and byte-identical rendering), and its blob must parse on its
- * own as sshd's %t/%k would hand it over; anything else aborts. */
+ * own as sshd's %t/%k would hand it over; anything else aborts.
+ *
+ * Inputs of the form "type\0raw blob" also go to keys_parse_blob()
+ * directly, so mutations reach the wire-format walker (certificates, mpints,
+ * curve points) without having to survive base64 first. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -76,6 +80,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			keys_key_done(&k);
 		} else if (r > 0 || !e.what || strlen(e.token) >= KEYS_ERROR_TOKEN_MAX) {
 			abort();
+		}
+	}
+	const char *nul = memchr(s, '\0', size < 64 ? size : 64);
+	if (nul) {
+		struct keys_key kb = {};
+		struct keys_parse_params p = {};
+		if (keys_parse_blob(s, data + (nul - s) + 1, size - (size_t)(nul - s) - 1, &p, &kb, NULL) == 0) {
+			round_trip(&kb, &p);
+			keys_key_done(&kb);
 		}
 	}
 	struct keys_key k = {};
