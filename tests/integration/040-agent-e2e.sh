@@ -13,6 +13,7 @@ kube_netns "$@"
 agent_require
 
 ANN=checksum/cloud-config-data
+annotated() { kube_wait_annotation "$@" >/dev/null; }
 # osc N [PATH]: a small OSC whose file content carries N
 osc() {
 	cat <<-EOF
@@ -122,13 +123,13 @@ check "failing apply: the annotation is left alone" [ "$(kube_annotation $ANN)" 
 rm -f "$ROOT/etc/blocked"
 t0=$(now)
 exec_once
-check "after a later successful run the agent annotates" kube_wait_annotation $ANN "$sum4" "$t0" 10
+check "after a later successful run the agent annotates" annotated $ANN "$sum4" "$t0" 10
 
 # The restart request: passed to the executor, then the annotation removed.
 t0=$(now)
 kctl POST /node '{"name":"'"$KUBE_NODE"'","annotations":{"worker.gardener.cloud/restart-systemd-services":"hello.service"}}' >/dev/null
 check "restart-systemd-services annotation is removed" \
-	kube_wait_annotation worker.gardener.cloud/restart-systemd-services "" "$t0" 10
+	annotated worker.gardener.cloud/restart-systemd-services "" "$t0" 10
 check "  ... by a merge-patch with null" \
 	[ "$(kube_count "$t0" "e['method'] == 'PATCH' and e['status'] == 200")" -ge 1 ]
 

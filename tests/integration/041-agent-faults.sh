@@ -66,6 +66,17 @@ recover() {
 	good=$(state)
 }
 
+# wait_hit SINCE FILTER [TIMEOUT]: waits until the request log has an entry
+# matching FILTER (the agent ran into the fault); false after TIMEOUT (20 s).
+wait_hit() {
+	local i
+	for ((i = 0; i < ${3:-20} * 5; i++)); do
+		[ "$(kube_count "$1" "$2")" -ge 1 ] && return 0
+		sleep 0.2
+	done
+	return 1
+}
+
 # publish a new version with a checksum that does not match: never applied
 mismatch() {
 	local n=$((v + 100))
@@ -77,6 +88,7 @@ mismatch() {
 t0=$(now)
 kctl POST /fault '{"type":"500","count":-1}' >/dev/null
 kctl POST /reset-watches >/dev/null
+wait_hit "$t0" "e['status'] == 500" 10
 sleep "$WINDOW"
 kept "500s"
 backoff "500s" "$t0"
@@ -134,9 +146,8 @@ recover "blackhole"
 t0=$(now)
 kctl POST /expire >/dev/null
 kctl POST /reset-watches >/dev/null
-sleep 2
 check "410: the agent re-GETs the Secret after the expired resume" \
-	[ "$(kube_count "$t0" "not e['watch'] and e['path'] == '/api/v1/namespaces/kube-system/secrets/$KUBE_SECRET'")" -ge 1 ]
+	wait_hit "$t0" "not e['watch'] and e['path'] == '/api/v1/namespaces/kube-system/secrets/$KUBE_SECRET'"
 kept "410"
 recover "410"
 
@@ -148,6 +159,7 @@ GETSEC="GET /api/v1/namespaces/kube-system/secrets/$KUBE_SECRET"
 t0=$(now)
 kctl POST /fault '{"type":"oversize","count":-1,"bytes":67108864,"match":"'"$GETSEC"'"}' >/dev/null
 force_get
+check "oversize: the agent ran into it" wait_hit "$t0" "e.get('fault') == 'oversize'"
 sleep "$WINDOW"
 kept "oversize"
 backoff "oversize" "$t0"
@@ -171,6 +183,7 @@ recover "oversize, Content-Length"
 t0=$(now)
 kctl POST /fault '{"type":"badjson","count":-1,"match":"'"$GETSEC"'"}' >/dev/null
 force_get
+check "invalid JSON (GET): the agent ran into it" wait_hit "$t0" "e.get('fault') == 'badjson'"
 sleep "$WINDOW"
 kept "invalid JSON (GET)"
 backoff "invalid JSON (GET)" "$t0"
@@ -178,6 +191,7 @@ recover "invalid JSON (GET)"
 t0=$(now)
 kctl POST /fault '{"type":"badjson","count":2,"match":"watch=1"}' >/dev/null
 kctl POST /reset-watches >/dev/null
+check "invalid JSON (watch): the agent ran into it" wait_hit "$t0" "e.get('fault') == 'badjson'"
 sleep "$WINDOW"
 kept "invalid JSON (watch)"
 backoff "invalid JSON (watch)" "$t0"
@@ -209,8 +223,8 @@ printf 'not-a-valid-token' >"$W/token.new"
 mv "$W/token.new" "$KUBE_DIR/token"
 t0=$(now)
 kctl POST /reset-watches >/dev/null
+check "401: the agent got 401s" wait_hit "$t0" "e['status'] == 401"
 sleep "$WINDOW"
-check "401: the agent got 401s" [ "$(kube_count "$t0" "e['status'] == 401")" -ge 1 ]
 kept "401"
 backoff "401" "$t0"
 cp "$W/token.good" "$W/token.new"
@@ -221,8 +235,8 @@ recover "401 (token file fixed)"
 kctl POST /policy '{"revokeSecret":"system:serviceaccount:kube-system:node-agent"}' >/dev/null
 t0=$(now)
 kctl POST /reset-watches >/dev/null
+check "403: the agent got 403s" wait_hit "$t0" "e['status'] == 403"
 sleep "$WINDOW"
-check "403: the agent got 403s" [ "$(kube_count "$t0" "e['status'] == 403")" -ge 1 ]
 kept "403"
 backoff "403" "$t0"
 kctl POST /policy '{"allowSecret":"system:serviceaccount:kube-system:node-agent"}' >/dev/null

@@ -105,7 +105,7 @@ kube_wait_annotation() {
 	local r v="value=$(urlenc "$2")"
 	[ -n "$2" ] || v=absent=1
 	r=$(kctl GET "/wait-annotation?node=$KUBE_NODE&key=$(urlenc "$1")&$v&since=$3&timeout=$4") || return 1
-	[ "$(jget "d['ok']" <<<"$r")" = True ] || return 1
+	[ "$(jget "d['ok']" <<<"$r")" = true ] || return 1
 	jget "d['t']" <<<"$r"
 }
 
