@@ -691,12 +691,15 @@ struct apply {
 	bool reload;                /* something on disk changed */
 };
 
-static void unit_failed(struct apply *a, size_t i, int error, const char *fmt, ...) _printf_(4, 5);
-static void unit_failed(struct apply *a, size_t i, int error, const char *fmt, ...)
+/* Records and logs (once) that unit i failed; job_result: the job's result
+ * for a failed job, else NULL. */
+static void unit_failed(struct apply *a, size_t i, int error, const char *job_result, const char *fmt, ...)
+	_printf_(5, 6);
+static void unit_failed(struct apply *a, size_t i, int error, const char *job_result, const char *fmt, ...)
 {
 	const char *unit = a->plan->items[i].e.unit;
 	_cleanup_free_ char *what = NULL;
-	char field[300];
+	char field[300], field_result[64];
 	va_list ap;
 
 	va_start(ap, fmt);
@@ -706,7 +709,9 @@ static void unit_failed(struct apply *a, size_t i, int error, const char *fmt, .
 	a->run[i].failed = true;
 	a->n_failed++;
 	snprintf(field, sizeof(field), "UNIT=%s", unit);
-	log_fields_errno(LOG_ERR, error, LOG_FIELDS(field), "%s: %s", unit, what ? what : "failed");
+	snprintf(field_result, sizeof(field_result), "JOB_RESULT=%s", job_result ? job_result : "");
+	log_fields_errno(LOG_ERR, error, job_result ? LOG_FIELDS(field, field_result) : LOG_FIELDS(field), "%s: %s",
+			 unit, what ? what : "failed");
 	sbuf_addf(&a->errors, "%s%s: %s", a->errors.len ? "; " : "", unit, what ? what : "failed");
 	if (error < 0)
 		sbuf_addf(&a->errors, ": %s", strerror(-error));
@@ -751,7 +756,7 @@ static void remove_dropins(struct apply *a, size_t i, const struct osc_unit *o, 
 	if (dfd == -ENOENT)
 		return;
 	if (dfd < 0) {
-		unit_failed(a, i, dfd, "opening %s/%s", UNITS_DIR, dname);
+		unit_failed(a, i, dfd, NULL, "opening /%s/%s", UNITS_DIR, dname);
 		return;
 	}
 	for (size_t k = 0; k < o->n_dropins; k++) {
@@ -759,11 +764,11 @@ static void remove_dropins(struct apply *a, size_t i, const struct osc_unit *o, 
 			continue;
 		r = remove_regular(dfd, o->dropins[k].name);
 		if (r < 0) {
-			unit_failed(a, i, r, "removing drop-in %s/%s/%s", UNITS_DIR, dname, o->dropins[k].name);
+			unit_failed(a, i, r, NULL, "removing drop-in /%s/%s/%s", UNITS_DIR, dname, o->dropins[k].name);
 			continue;
 		}
 		if (r > 0) {
-			log_info("Removed drop-in %s/%s/%s", UNITS_DIR, dname, o->dropins[k].name);
+			log_info("Removed drop-in /%s/%s/%s", UNITS_DIR, dname, o->dropins[k].name);
 			removed = true;
 		}
 	}
@@ -773,7 +778,7 @@ static void remove_dropins(struct apply *a, size_t i, const struct osc_unit *o, 
 		if (unlinkat(a->sysfd, dname, AT_REMOVEDIR) == 0)
 			removed = true;
 		else if (errno != ENOTEMPTY && errno != EEXIST && errno != ENOENT)
-			log_debug("rmdir %s/%s: %m", UNITS_DIR, dname);
+			log_debug("rmdir /%s/%s: %m", UNITS_DIR, dname);
 	}
 	if (removed) {
 		a->run[i].disk_changed = true;
@@ -785,11 +790,11 @@ static void remove_unit_file(struct apply *a, size_t i, const char *unit)
 {
 	int r = remove_regular(a->sysfd, unit);
 	if (r < 0) {
-		unit_failed(a, i, r, "removing %s/%s", UNITS_DIR, unit);
+		unit_failed(a, i, r, NULL, "removing /%s/%s", UNITS_DIR, unit);
 		return;
 	}
 	if (r > 0) {
-		log_info("Removed unit file %s/%s", UNITS_DIR, unit);
+		log_info("Removed unit file /%s/%s", UNITS_DIR, unit);
 		a->run[i].disk_changed = a->reload = true;
 	}
 }
@@ -805,7 +810,7 @@ static void write_unit_files(struct apply *a, size_t i, const struct osc_unit *n
 		r = fsx_write_atomic_at(a->sysfd, n->name, n->content, strlen(n->content), UNIT_FILE_MODE, a->uid,
 					a->gid, FSX_SKIP_IF_SAME);
 		if (r < 0) {
-			unit_failed(a, i, r, "writing %s/%s", UNITS_DIR, n->name);
+			unit_failed(a, i, r, NULL, "writing /%s/%s", UNITS_DIR, n->name);
 			return;
 		}
 		written |= r > 0;
@@ -816,7 +821,7 @@ static void write_unit_files(struct apply *a, size_t i, const struct osc_unit *n
 		if (r >= 0)
 			r = dfd = fsx_open_dir_at(a->sysfd, dname, FSX_MKDIR, DROPIN_DIR_MODE);
 		if (r < 0) {
-			unit_failed(a, i, r, "creating %s/%s", UNITS_DIR, dname);
+			unit_failed(a, i, r, NULL, "creating /%s/%s", UNITS_DIR, dname);
 			return;
 		}
 		for (size_t k = 0; k < n->n_dropins; k++) {
@@ -824,7 +829,7 @@ static void write_unit_files(struct apply *a, size_t i, const struct osc_unit *n
 			r = fsx_write_atomic_at(dfd, d->name, d->content, strlen(d->content), UNIT_FILE_MODE, a->uid,
 						a->gid, FSX_SKIP_IF_SAME);
 			if (r < 0) {
-				unit_failed(a, i, r, "writing %s/%s/%s", UNITS_DIR, dname, d->name);
+				unit_failed(a, i, r, NULL, "writing /%s/%s/%s", UNITS_DIR, dname, d->name);
 				return;
 			}
 			written |= r > 0;
@@ -885,7 +890,7 @@ static void apply_enable(struct apply *a, bool dropped)
 		r = enable ? systemd_enable_unit(a->bus, e->unit, &changed, &msg) :
 			     systemd_disable_unit(a->bus, e->unit, &changed, &msg);
 		if (r < 0) {
-			unit_failed(a, i, 0, "%s failed: %s", enable ? "enable" : "disable", msg ? msg : strerror(-r));
+			unit_failed(a, i, 0, NULL, "%s failed: %s", enable ? "enable" : "disable", msg ? msg : strerror(-r));
 			continue;
 		}
 		if (changed) {
@@ -984,13 +989,13 @@ static int run_phase(struct apply *a, enum job_phase phase)
 			log_debug("%s: %s: unit no longer exists", e->unit, verb);
 			a->run[idx[k]].job_ran = false;
 		} else if (j->error == -EIO) {
-			unit_failed(a, idx[k], 0, "%s failed (job result '%s')", verb, j->result);
+			unit_failed(a, idx[k], 0, j->result, "%s failed (job result '%s')", verb, j->result);
 		} else if (j->error == -ETIMEDOUT) {
-			unit_failed(a, idx[k], 0, "%s timed out after %u ms", verb, a->timeout_ms);
+			unit_failed(a, idx[k], 0, NULL, "%s timed out after %u ms", verb, a->timeout_ms);
 		} else if (j->error == -ENOENT) {
-			unit_failed(a, idx[k], 0, "%s failed: unit not found", verb);
+			unit_failed(a, idx[k], 0, NULL, "%s failed: unit not found", verb);
 		} else {
-			unit_failed(a, idx[k], j->message ? 0 : j->error, "%s failed%s%s", verb,
+			unit_failed(a, idx[k], j->message ? 0 : j->error, NULL, "%s failed%s%s", verb,
 				    j->message ? ": " : "", j->message ? j->message : "");
 		}
 		systemd_job_done(j);
@@ -1044,7 +1049,7 @@ int units_apply(const struct units_plan *plan, int rootfd, sd_bus *bus, unsigned
 		return -ENOMEM;
 	sysfd = fsx_open_dir_at(rootfd, UNITS_DIR, FSX_MKDIR, DROPIN_DIR_MODE);
 	if (sysfd < 0) {
-		log_error_errno(sysfd, "Cannot open %s below the root", UNITS_DIR);
+		log_error_errno(sysfd, "Cannot open /%s below the root", UNITS_DIR);
 		if (ret_error && asprintf(ret_error, "opening /%s: %s", UNITS_DIR, strerror(-sysfd)) < 0)
 			*ret_error = NULL;
 		return sysfd;
@@ -1095,7 +1100,7 @@ int units_apply(const struct units_plan *plan, int rootfd, sd_bus *bus, unsigned
 		if (k < 0)
 			r = k;
 	}
-	if (r < 0 && ret_error)
+	if (r < 0 && r != -ENOMEM && ret_error)
 		*ret_error = TAKE_PTR(a.errors.s);
 	free(a.errors.s);
 	return r;

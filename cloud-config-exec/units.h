@@ -124,7 +124,8 @@ const char *units_actions_to_string(unsigned actions, char *buf, size_t size);
  *     atomically via lib/fsx.h, for every unit of the new OSC (so drift is
  *     repaired: a unit whose file had to be rewritten although the OSC did
  *     not change it is restarted too), removes dropped files and drop-ins;
- *  3. EnableUnitFiles / DisableUnitFiles for new and changed units;
+ *  3. EnableUnitFiles (force) / DisableUnitFiles for new and changed units
+ *     (the enablement of unchanged units is not re-asserted);
  *  4. one daemon-reload (D-Bus Reload), only when something on disk changed;
  *  5. restarts / stops the planned units, waiting for each job's JobRemoved
  *     signal at most job_timeout_ms (0: UNITS_JOB_TIMEOUT_MS_DEFAULT); jobs
@@ -134,14 +135,20 @@ const char *units_actions_to_string(unsigned actions, char *buf, size_t size);
  * A failed unit does not stop the others: every failure is logged once (with
  * UNIT= and JOB_RESULT= fields) and collected.
  *
+ * A job that misses its deadline is left queued in systemd (it is not
+ * cancelled); it is reported as failed. The unit cloud-config-exec itself
+ * runs in is never restarted or stopped by it (logged, skipped).
+ *
  * Returns 0 on success, -EIO when at least one unit failed, another -errno
- * when the bus or the root failed. ret_changed_units (may be NULL) receives,
- * on success and on -EIO, the NULL-terminated sorted names of the units that
- * were written, removed, restarted or stopped (never NULL; caller frees with
- * strv_free). ret_error (may be NULL) receives on any failure one malloc'ed
- * line naming each failed unit and its job result, e.g.
+ * when the bus or the root failed (-ENOMEM: nothing is returned).
+ * ret_changed_units (may be NULL) receives, on success and on every failure
+ * but -ENOMEM, the NULL-terminated sorted names of the units whose files were
+ * written or removed or that were restarted or stopped, so far (never NULL;
+ * caller frees with strv_free). ret_error (may be NULL) receives on failure
+ * one malloc'ed line naming each failed unit and what failed, e.g.
  * "kubelet.service: restart failed (job result 'failed'); a.service: stop
- * timed out after 10000 ms". */
+ * timed out after 10000 ms". Each unit's failure is logged once here (with a
+ * UNIT= field); the caller records ret_error rather than logging it again. */
 int units_apply(const struct units_plan *plan, int rootfd, struct sd_bus *bus, unsigned job_timeout_ms,
 		char ***ret_changed_units, char **ret_error);
 

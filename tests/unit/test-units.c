@@ -460,7 +460,7 @@ static void test_apply_refuses_symlinked_dropin_dir(void **state)
 	 * error names the unit, and the other units are still written. */
 	assert_int_equal(symlinkat("/tmp", s->fd, SYS "os.service.d"), 0);
 	const char *out = apply(s, NULL, WITH(UNIT_A2 ", " UNIT_OS), -EIO);
-	assert_non_null(strstr(out, "os.service: creating etc/systemd/system/os.service.d"));
+	assert_non_null(strstr(out, "os.service: creating /etc/systemd/system/os.service.d"));
 	assert_string_equal(read_below(s, SYS "a.service", NULL), "[Service]\nExecStart=/bin/false\n");
 }
 
