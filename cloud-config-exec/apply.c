@@ -286,8 +286,24 @@ int apply_osc(const struct apply_ctx *c, const char *osc, size_t len, const stru
 		changed_units = st.progress_units;
 		st.progress_units = NULL;
 	} else {
+		/* Unit files are recorded as ours before they are written, and
+		 * the plan counts the record: units of an apply that failed or
+		 * was interrupted are removed once the OSC no longer has them
+		 * instead of leaking (Gardener #10972). */
+		_cleanup_strv_free_ char **unit_paths = NULL;
+		bool grew = false;
+		if (units_owned_paths(new, &unit_paths) < 0)
+			return fail_result(statefd, &res, "units", "out of memory");
+		for (char **p = unit_paths; *p; p++) {
+			r = files_strv_add(&st.owned_units, *p);
+			if (r < 0)
+				return fail_result(statefd, &res, "units", "out of memory");
+			grew = grew || r > 0;
+		}
+		if (grew && (r = state_save(statefd, &st)) < 0)
+			return fail_result(statefd, &res, "units", "cannot save the ownership record");
 		_cleanup_(units_plan_freep) struct units_plan *uplan = NULL;
-		r = units_plan_compute(old, new, changed_files, requests, &uplan);
+		r = units_plan_compute_owned(old, new, changed_files, requests, st.owned_units, &uplan);
 		if (r < 0)
 			return fail_result(statefd, &res, "units", "out of memory");
 		_cleanup_free_ char *summary = NULL;
@@ -303,6 +319,9 @@ int apply_osc(const struct apply_ctx *c, const char *osc, size_t len, const stru
 			res.changed_units = NULL;
 			return x;
 		}
+		/* Applied: what we own is now exactly what this OSC has. */
+		strv_free(st.owned_units);
+		st.owned_units = TAKE_PTR(unit_paths);
 		if (!same_as_last || (changed_units && changed_units[0])) {
 			strv_free(st.progress_units);
 			st.progress_units = NULL;

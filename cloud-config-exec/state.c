@@ -151,6 +151,7 @@ void state_done(struct state *s)
 		user_done(&s->users[i]);
 	free(s->users);
 	strv_free(s->progress_units);
+	strv_free(s->owned_units);
 	*s = (struct state){ 0 };
 }
 
@@ -206,6 +207,10 @@ int state_parse(const char *data, size_t len, struct state *ret)
 			strv_sorted_remove(s.owned_files, &s.n_owned, i);
 			i--;
 		}
+
+	const cJSON *owned_units = cJSON_GetObjectItemCaseSensitive(root, "ownedUnits");
+	if (owned_units && (r = strv_from_json(owned_units, &s.owned_units, NULL)) < 0)
+		goto fail;
 
 	const cJSON *keys = cJSON_GetObjectItemCaseSensitive(root, "managedKeys");
 	if (keys) {
@@ -290,6 +295,14 @@ int state_format(const struct state *s, char **ret, size_t *ret_len)
 	for (size_t i = 0; i < s->n_owned; i++)
 		if (!cJSON_AddItemToArray(owned, cJSON_CreateString(s->owned_files[i])))
 			return -ENOMEM;
+	if (s->owned_units) {
+		cJSON *ou = cJSON_AddArrayToObject(root, "ownedUnits");
+		if (!ou)
+			return -ENOMEM;
+		for (char **x = s->owned_units; *x; x++)
+			if (!cJSON_AddItemToArray(ou, cJSON_CreateString(*x)))
+				return -ENOMEM;
+	}
 	cJSON *keys = cJSON_AddObjectToObject(root, "managedKeys");
 	if (!keys)
 		return -ENOMEM;

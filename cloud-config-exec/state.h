@@ -56,6 +56,10 @@ struct state {
 	char progress_checksum[65]; /* "" when no apply is in progress */
 	unsigned progress_steps;    /* STATE_STEP_* finished for progress_checksum */
 	char **progress_units;      /* units changed so far by that apply (NULL-terminated or NULL) */
+	/* Unit files and drop-ins we wrote (units_owned_paths(), sorted,
+	 * NULL-terminated or NULL): recorded before they are written, so units
+	 * of an apply that never finished are known as ours (Gardener #10972). */
+	char **owned_units;
 	/* The key snapshot last written: a digest of its entries, and the
 	 * generation and creation time it was built with, so an unchanged key
 	 * set rebuilds byte-identical and is not rewritten. */

@@ -242,18 +242,20 @@ check "the healthy new unit is still started" test "$(prop new.service ActiveSta
 check "the failing apply did not restart unchanged units" test "$(ts keep.service)" = "${before[keep]}"
 check "the unit's failure is logged once, naming the unit" test "$(grep -c '^cloud-config-exec: bad.service: restart failed' "$W/log")" -eq 1
 
-# ---- units that the failed apply wrote do not leak when the next OSC lacks them: with
-# the ownership record (units_owned_paths of v2 and of the failed v3) the plan treats
-# them as ours and removes them (units-apply drives units_plan_compute_owned here).
-"$TOOL" --root "$SDBOX_ROOT" --old "$W/v2.yaml" --owned-from "$W/v2.yaml" --owned-from "$W/v3.yaml" \
-	"$W/v2.yaml" >"$W/out" 2>"$W/log"
-check "back to v2 after the failed v3 succeeds" test $? -eq 0
+# ---- units that the failed apply wrote do not leak when the next OSC lacks them: they
+# are recorded as ours before they are written (state.json ownedUnits), and the plan
+# counts the record (units_plan_compute_owned). Gardener #10972 is this leak.
+check "the ownership record lists the failed apply's units" grep -q '/etc/systemd/system/bad.service' "$ST/state.json"
+apply "$W/v2.yaml"
+check "back to v2 after the failed v3 succeeds" test "$rc" -eq 0
 left=""
 for u in bad slow new; do [ ! -e "$SYS/$u.service" ] || left="$left $u"; done
 check "units left by the failed apply are removed${left:+ (left:$left)}" test -z "$left"
 check "a unit left by the failed apply is stopped" test "$(prop new.service ActiveState)" = inactive
-check "the plan says why" grep -q '^entry: new.service remove,disable,stop dropped by the OSC (left by an unfinished apply)' "$W/out"
+check "new.service's wants symlink is removed" test ! -L "$SYS/multi-user.target.wants/new.service"
+check "the log says why" grep -q 'Units: remove: bad.service new.service slow.service; unchanged: 7' "$W/log"
 check "units v2 has are untouched by it" test "$(ts keep.service)" = "${before[keep]}"
+check_not "the ownership record no longer lists them" grep -q '/etc/systemd/system/bad.service' "$ST/state.json"
 
 # ---- the next apply fixes bad.service; drift: an edited unit file is rewritten and
 # its unit restarted although the OSC did not change it

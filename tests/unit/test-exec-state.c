@@ -34,6 +34,9 @@ static void test_roundtrip(void **state)
 	s.progress_steps = STATE_STEP_FILES;
 	memcpy(s.snapshot_digest, s.progress_checksum, 65);
 	s.snapshot_generation = 7;
+	s.owned_units = calloc(3, sizeof(char *));
+	s.owned_units[0] = strdup("/etc/systemd/system/a.service");
+	s.owned_units[1] = strdup("/etc/systemd/system/b.service.d/10-x.conf");
 
 	_cleanup_free_ char *text = NULL;
 	size_t len;
@@ -49,6 +52,10 @@ static void test_roundtrip(void **state)
 	assert_string_equal(t.progress_checksum, s.progress_checksum);
 	assert_int_equal(t.progress_steps, STATE_STEP_FILES);
 	assert_int_equal(t.snapshot_generation, 7);
+	assert_non_null(t.owned_units);
+	assert_string_equal(t.owned_units[0], "/etc/systemd/system/a.service");
+	assert_string_equal(t.owned_units[1], "/etc/systemd/system/b.service.d/10-x.conf");
+	assert_null(t.owned_units[2]);
 	_cleanup_free_ char *text2 = NULL;
 	size_t len2;
 	assert_int_equal(state_format(&t, &text2, &len2), 0);
