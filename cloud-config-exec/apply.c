@@ -89,11 +89,18 @@ static int parse_osc(const struct apply_ctx *c, const char *data, size_t len, co
 	return 0;
 }
 
+static bool any_path(const char *path, void *userdata)
+{
+	return true; /* the state directory holds only our own records */
+}
+
 static int open_state_dir(const struct apply_ctx *c, bool create)
 {
 	int fd = fsx_open_dir_at(c->rootfd, c->cfg->exec_state_dir, create ? FSX_MKDIR : 0, 0755);
 	if (fd < 0 && (create || fd != -ENOENT))
 		log_error_errno(fd, "Cannot open the state directory %s", c->cfg->exec_state_dir);
+	if (fd >= 0 && create)
+		(void)files_remove_stale_temps(fd, c->cfg->exec_state_dir, any_path, NULL);
 	return fd;
 }
 

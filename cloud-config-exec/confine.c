@@ -16,7 +16,7 @@ static const char *const allow[] = {
 	"getresuid", "getresgid", "clock_gettime", "clock_nanosleep", "nanosleep", "gettimeofday", "time",
 	"getrandom", "uname", "prlimit64", "getrlimit", "setrlimit", "set_tid_address", "set_robust_list",
 	"rseq", "arch_prctl", "futex", "sched_yield", "sched_getaffinity", "umask", "prctl", "kill", "tgkill",
-	"restart_syscall",
+	"restart_syscall", "sysinfo", "getrusage", "times",
 	/* fork + exec of useradd, and waiting for it */
 	"clone", "fork", "vfork", "execve", "wait4", "waitid", "close_range", "setsid",
 	/* files */

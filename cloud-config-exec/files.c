@@ -1,6 +1,8 @@
 /* The files step; see files.h. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -134,6 +136,8 @@ static int remove_file(int rootfd, const char *path)
 	return r < 0 ? r : 1;
 }
 
+static void remove_stale_file_temps(int rootfd, const struct osc *new);
+
 int files_apply(int rootfd, const struct osc *new, const struct files_plan *plan, struct state *st,
 		int statefd, char ***ret_written)
 {
@@ -215,8 +219,81 @@ int files_apply(int rootfd, const struct osc *new, const struct files_plan *plan
 	}
 	if (ret < 0)
 		return ret;
+	remove_stale_file_temps(rootfd, new);
 	*ret_written = TAKE_PTR(written);
 	return 0;
+}
+
+/* Is name ".#<base>.<16 hex>", fsx's temporary for base? Sets *base_len. */
+static bool temp_name(const char *name, size_t *base_len)
+{
+	size_t n = strlen(name);
+	if (n < 2 + 1 + 1 + 16 || name[0] != '.' || name[1] != '#' || name[n - 17] != '.')
+		return false;
+	for (size_t i = n - 16; i < n; i++)
+		if (!((name[i] >= '0' && name[i] <= '9') || (name[i] >= 'a' && name[i] <= 'f')))
+			return false;
+	*base_len = n - 2 - 17;
+	return true;
+}
+
+int files_remove_stale_temps(int dfd, const char *dir, bool (*ours)(const char *path, void *userdata),
+			     void *userdata)
+{
+	int fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return negerrno();
+	DIR *d = fdopendir(fd);
+	if (!d) {
+		int r = negerrno();
+		close(fd);
+		return r;
+	}
+	int removed = 0;
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		size_t bl;
+		if (!temp_name(de->d_name, &bl))
+			continue;
+		char path[OSC_PATH_MAX + 256];
+		int k = snprintf(path, sizeof(path), "%s/%.*s", strcmp(dir, "/") == 0 ? "" : dir, (int)bl,
+				 de->d_name + 2);
+		if (k < 0 || (size_t)k >= sizeof(path) || !ours(path, userdata))
+			continue;
+		if (unlinkat(dfd, de->d_name, 0) == 0) {
+			char ffield[OSC_PATH_MAX + 300];
+			snprintf(ffield, sizeof(ffield), "FILE=%s/%s", strcmp(dir, "/") == 0 ? "" : dir, de->d_name);
+			log_fields(LOG_NOTICE, LOG_FIELDS(ffield),
+				   "Removed %s/%s, left behind by an interrupted write of %s", dir, de->d_name, path);
+			removed++;
+		}
+	}
+	closedir(d);
+	return removed;
+}
+
+static bool in_osc(const char *path, void *userdata)
+{
+	return find_file(userdata, path) != NULL;
+}
+
+/* Temporaries of OSC files left behind by a kill between creating and
+ * renaming them (fsx names them ".#<name>.<16 hex>"). */
+static void remove_stale_file_temps(int rootfd, const struct osc *new)
+{
+	_cleanup_strv_free_ char **dirs = NULL;
+	for (size_t i = 0; i < new->n_files; i++) {
+		const char *slash = strrchr(new->files[i].path, '/');
+		_cleanup_free_ char *dir = strndup(new->files[i].path,
+						   slash == new->files[i].path ? 1 : (size_t)(slash - new->files[i].path));
+		if (!dir || files_strv_add(&dirs, dir) < 0)
+			return;
+	}
+	for (char **d = dirs; d && *d; d++) {
+		_cleanup_close_ int dfd = fsx_open_dir_at(rootfd, *d, 0, 0);
+		if (dfd >= 0)
+			(void)files_remove_stale_temps(dfd, *d, in_osc, (void *)(uintptr_t)new);
+	}
 }
 
 /* 1 when the file on disk differs from f (or is missing), 0 when equal. */

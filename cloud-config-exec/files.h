@@ -42,6 +42,13 @@ int files_apply(int rootfd, const struct osc *new, const struct files_plan *plan
  * created or removed to stdout. Writes nothing. */
 int files_check(int rootfd, const struct osc *new, const struct files_plan *plan);
 
+/* Removes fsx temporaries (".#<name>.<16 hex>") in the directory dfd (whose
+ * path is dir) whose target path ours() claims: leftovers of a write killed
+ * between creating and renaming the temporary. Logs each removal. Returns
+ * the number removed or -errno. */
+int files_remove_stale_temps(int dfd, const char *dir, bool (*ours)(const char *path, void *userdata),
+			     void *userdata);
+
 /* Appends a copy of s to the NULL-terminated *v (sorted insert, unique). */
 int files_strv_add(char ***v, const char *s);
 
