@@ -76,7 +76,10 @@ static int parse_osc(const struct apply_ctx *c, const char *data, size_t len, co
 	}
 	for (size_t i = 0; i < o->n_files; i++) {
 		const char *p = o->files[i].path;
-		if ((c->cfg->state_dir && path_below(p, c->cfg->state_dir)) ||
+		/* The agent's state directory is off limits, except the key
+		 * document an OSC may carry there (it is only data). */
+		bool keydoc = c->cfg->key_document_path && strcmp(p, c->cfg->key_document_path) == 0;
+		if ((c->cfg->state_dir && path_below(p, c->cfg->state_dir) && !keydoc) ||
 		    (c->cfg->snapshot_path && strcmp(p, c->cfg->snapshot_path) == 0) || path_below(p, "/" UNITS_DIR)) {
 			char ffield[1100];
 			snprintf(ffield, sizeof(ffield), "FILE=%s", p);
@@ -464,7 +467,7 @@ int apply_check(const struct apply_ctx *c, const char *osc, size_t len)
 		return APPLY_EXIT_FAILED;
 	files_check(c->rootfd, new, &fplan);
 	_cleanup_(units_plan_freep) struct units_plan *uplan = NULL;
-	if (units_plan_compute(old, new, fplan.changed, NULL, &uplan) >= 0) {
+	if (units_plan_compute_owned(old, new, fplan.changed, NULL, st.owned_units, &uplan) >= 0) {
 		_cleanup_free_ char *summary = NULL;
 		if (units_plan_format(uplan, &summary) >= 0)
 			printf("units: %s\n", summary);

@@ -147,6 +147,7 @@ int state_set_user(struct state *s, const char *user, const struct state_key *ke
 void state_done(struct state *s)
 {
 	strv_free(s->owned_files);
+	strv_free(s->owned_units);
 	for (size_t i = 0; i < s->n_users; i++)
 		user_done(&s->users[i]);
 	free(s->users);
@@ -211,6 +212,12 @@ int state_parse(const char *data, size_t len, struct state *ret)
 	const cJSON *owned_units = cJSON_GetObjectItemCaseSensitive(root, "ownedUnits");
 	if (owned_units && (r = strv_from_json(owned_units, &s.owned_units, NULL)) < 0)
 		goto fail;
+	if (s.owned_units) {
+		size_t n = 0;
+		while (s.owned_units[n])
+			n++;
+		qsort(s.owned_units, n, sizeof(char *), cmp_str);
+	}
 
 	const cJSON *keys = cJSON_GetObjectItemCaseSensitive(root, "managedKeys");
 	if (keys) {
