@@ -261,14 +261,14 @@ int state_parse(const char *data, size_t len, struct state *ret)
 	if (p) {
 		const cJSON *c = cJSON_GetObjectItemCaseSensitive(p, "checksum");
 		const cJSON *steps = cJSON_GetObjectItemCaseSensitive(p, "steps");
-		const cJSON *units = cJSON_GetObjectItemCaseSensitive(p, "changedUnits");
+		const cJSON *changed = cJSON_GetObjectItemCaseSensitive(p, "changedUnits");
 		if (!cJSON_IsString(c) || strlen(c->valuestring) != 64 || !cJSON_IsNumber(steps)) {
 			r = -EINVAL;
 			goto fail;
 		}
 		memcpy(s.progress_checksum, c->valuestring, 65);
 		s.progress_steps = (unsigned)steps->valuedouble;
-		if (units && (r = strv_from_json(units, &s.progress_units, NULL)) < 0)
+		if (changed && (r = strv_from_json(changed, &s.progress_units, NULL)) < 0)
 			goto fail;
 	}
 	const cJSON *snap = cJSON_GetObjectItemCaseSensitive(root, "snapshot");
