@@ -147,7 +147,6 @@ int state_set_user(struct state *s, const char *user, const struct state_key *ke
 void state_done(struct state *s)
 {
 	strv_free(s->owned_files);
-	strv_free(s->owned_units);
 	for (size_t i = 0; i < s->n_users; i++)
 		user_done(&s->users[i]);
 	free(s->users);

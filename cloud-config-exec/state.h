@@ -51,8 +51,6 @@ struct state_user {
 struct state {
 	char **owned_files;         /* NULL-terminated, sorted, unique; never NULL after load */
 	size_t n_owned;
-	char **owned_units;         /* unit files and drop-ins we wrote (units_owned_paths()),
-	                               NULL-terminated, sorted, or NULL */
 	struct state_user *users;   /* managed keys, per user */
 	size_t n_users;
 	char progress_checksum[65]; /* "" when no apply is in progress */
