@@ -36,6 +36,18 @@ int b64_decode(const char *in, size_t len, size_t max, unsigned flags, unsigned 
 		if (!is_b64_char((unsigned char)clean[i]))
 			return -EINVAL;
 
+	/* Canonical form: the bits that padding discards must be zero, so each
+	 * byte string has exactly one encoding (a re-encode must round-trip).
+	 * Checked before the size, so that what is not base64 at all is
+	 * -EINVAL whatever the ceiling (fuzz-b64 found the other order). */
+	if (pad > 0) {
+		unsigned char last = (unsigned char)clean[n - pad - 1];
+		static const char alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+		unsigned v = (unsigned)(strchr(alphabet, last) - alphabet);
+		if ((pad == 1 && (v & 0x3)) || (pad == 2 && (v & 0xf)))
+			return -EINVAL;
+	}
+
 	size_t out_len = n / 4 * 3 - pad;
 	if (out_len > max)
 		return -EMSGSIZE;
@@ -49,17 +61,6 @@ int b64_decode(const char *in, size_t len, size_t max, unsigned flags, unsigned 
 	if (k < 0 || (size_t)k != n / 4 * 3) {
 		free(out);
 		return -EINVAL;
-	}
-	/* Canonical form: the bits that padding discards must be zero, so each
-	 * byte string has exactly one encoding (a re-encode must round-trip). */
-	if (pad > 0) {
-		unsigned char last = (unsigned char)clean[n - pad - 1];
-		static const char alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-		unsigned v = (unsigned)(strchr(alphabet, last) - alphabet);
-		if ((pad == 1 && (v & 0x3)) || (pad == 2 && (v & 0xf))) {
-			free(out);
-			return -EINVAL;
-		}
 	}
 	out[out_len] = '\0';
 	*ret = out;
