@@ -17,6 +17,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cjson/cJSON.h>
+
 #include "cleanup.h"
 #include "fsx.h"
 #include "osc.h"
@@ -206,6 +208,32 @@ static void gardener_worker_json_equals_yaml(void **state)
 	osc_equal(&oy, &oj);
 	osc_done(&oy);
 	osc_done(&oj);
+}
+
+/* The same JSON re-printed by cJSON: tab-indented and compact. */
+static void gardener_worker_json_reprinted(void **state)
+{
+	size_t ylen, jlen;
+	_cleanup_free_ char *y = read_fixture("osc/gardener-worker.yaml", &ylen);
+	_cleanup_free_ char *j = read_fixture("osc/gardener-worker.json", &jlen);
+	cJSON *doc = cJSON_ParseWithLength(j, jlen);
+	assert_non_null(doc);
+	struct osc oy = {};
+	assert_int_equal(osc_parse(y, ylen, FORBIDDEN, &oy, NULL), 0);
+	for (int formatted = 0; formatted <= 1; formatted++) {
+		_cleanup_free_ char *text = formatted ? cJSON_Print(doc) : cJSON_PrintUnformatted(doc);
+		assert_non_null(text);
+		assert_true(formatted ? strchr(text, '\t') != NULL : strchr(text, '\n') == NULL);
+		struct osc o = {};
+		struct osc_error err;
+		int r = osc_parse(text, strlen(text), FORBIDDEN, &o, &err);
+		if (r < 0)
+			fail_msg("%s: %s", formatted ? "formatted" : "compact", err.message);
+		osc_equal(&oy, &o);
+		osc_done(&o);
+	}
+	osc_done(&oy);
+	cJSON_Delete(doc);
 }
 
 static void gardener_worker_v2(void **state)
@@ -759,6 +787,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(gardener_worker_yaml),
 		cmocka_unit_test(gardener_worker_json_equals_yaml),
+		cmocka_unit_test(gardener_worker_json_reprinted),
 		cmocka_unit_test(gardener_worker_v2),
 		cmocka_unit_test(minimal),
 		cmocka_unit_test(bad_fixtures),
