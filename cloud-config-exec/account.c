@@ -115,7 +115,8 @@ int account_create(const char *root, const char *name)
 	char a0[] = "useradd", a1[] = "-m", a2[] = "-U", a3[] = "--prefix", a4[] = "--";
 	char e0[] = "PATH=/usr/sbin:/usr/bin:/sbin:/bin", e1[] = "LANG=C", e2[] = "LC_ALL=C";
 	char *envp[] = { e0, e1, e2, NULL };
-	_cleanup_free_ char *root_arg = strdup(root ? root : "/"), *name_arg = strdup(name);
+	_cleanup_free_ char *root_arg = strdup(root ? root : "/");
+	_cleanup_free_ char *name_arg = strdup(name);
 	if (!root_arg || !name_arg)
 		return log_error_errno(-ENOMEM, "Out of memory");
 	char *argv[8];
@@ -132,7 +133,8 @@ int account_create(const char *root, const char *name)
 	argv[n] = NULL;
 
 	pid_t pid = fork();
-	if (pid < 0)
+	if (pid < 0) /* root_arg, name_arg: freed by _cleanup_free_ */
+		/* cppcheck-suppress memleak */
 		return log_error_errno(negerrno(), "Failed to fork for %s", USERADD);
 	if (pid == 0) {
 		int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);

@@ -413,7 +413,12 @@ static int load_desired(const struct apply_ctx *c, struct desired *ret, bool qui
 int apply_desired(const struct apply_ctx *c)
 {
 	struct desired d = { 0 };
-	int r = load_desired(c, &d, false);
+	int r = load_desired(c, &d, true);
+	if (r == -ENOENT) {
+		/* The timer may fire before node-agent wrote anything. */
+		log_notice("No desired state yet (%s/desired.json): nothing to apply", c->cfg->state_dir);
+		return APPLY_EXIT_OK;
+	}
 	if (r < 0)
 		return APPLY_EXIT_FAILED;
 	r = apply_osc(c, d.osc, d.osc_len, &d);

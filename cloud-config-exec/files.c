@@ -136,7 +136,7 @@ static int remove_file(int rootfd, const char *path)
 	return r < 0 ? r : 1;
 }
 
-static void remove_stale_file_temps(int rootfd, const struct osc *new);
+static void remove_stale_file_temps(int rootfd, const struct osc *new, const struct files_plan *plan);
 
 int files_apply(int rootfd, const struct osc *new, const struct files_plan *plan, struct state *st,
 		int statefd, char ***ret_written)
@@ -219,7 +219,7 @@ int files_apply(int rootfd, const struct osc *new, const struct files_plan *plan
 	}
 	if (ret < 0)
 		return ret;
-	remove_stale_file_temps(rootfd, new);
+	remove_stale_file_temps(rootfd, new, plan);
 	*ret_written = TAKE_PTR(written);
 	return 0;
 }
@@ -272,27 +272,50 @@ int files_remove_stale_temps(int dfd, const char *dir, bool (*ours)(const char *
 	return removed;
 }
 
-static bool in_osc(const char *path, void *userdata)
+static bool strv_has(char *const *v, const char *s)
 {
-	return find_file(userdata, path) != NULL;
+	for (; v && *v; v++)
+		if (strcmp(*v, s) == 0)
+			return true;
+	return false;
+}
+
+/* A temporary is ours when its target is a file of the new OSC, one the
+ * old OSC had (plan->changed lists dropped files too) or one we owned. */
+static bool temp_target_ours(const char *path, void *userdata)
+{
+	const void *const *ctx = userdata;
+	const struct osc *new = ctx[0];
+	const struct files_plan *plan = ctx[1];
+	return find_file(new, path) || strv_has(plan->changed, path) || strv_has(plan->remove, path);
+}
+
+static int add_dir_of(char ***dirs, const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	_cleanup_free_ char *dir = strndup(path, slash == path ? 1 : (size_t)(slash - path));
+	return dir ? files_strv_add(dirs, dir) : -ENOMEM;
 }
 
 /* Temporaries of OSC files left behind by a kill between creating and
  * renaming them (fsx names them ".#<name>.<16 hex>"). */
-static void remove_stale_file_temps(int rootfd, const struct osc *new)
+static void remove_stale_file_temps(int rootfd, const struct osc *new, const struct files_plan *plan)
 {
 	_cleanup_strv_free_ char **dirs = NULL;
-	for (size_t i = 0; i < new->n_files; i++) {
-		const char *slash = strrchr(new->files[i].path, '/');
-		_cleanup_free_ char *dir = strndup(new->files[i].path,
-						   slash == new->files[i].path ? 1 : (size_t)(slash - new->files[i].path));
-		if (!dir || files_strv_add(&dirs, dir) < 0)
+	for (size_t i = 0; i < new->n_files; i++)
+		if (add_dir_of(&dirs, new->files[i].path) < 0)
 			return;
-	}
+	for (char **p = plan->changed; p && *p; p++)
+		if (add_dir_of(&dirs, *p) < 0)
+			return;
+	for (char **p = plan->remove; p && *p; p++)
+		if (add_dir_of(&dirs, *p) < 0)
+			return;
+	const void *ctx[2] = { new, plan };
 	for (char **d = dirs; d && *d; d++) {
 		_cleanup_close_ int dfd = fsx_open_dir_at(rootfd, *d, 0, 0);
 		if (dfd >= 0)
-			(void)files_remove_stale_temps(dfd, *d, in_osc, (void *)(uintptr_t)new);
+			(void)files_remove_stale_temps(dfd, *d, temp_target_ours, (void *)(uintptr_t)ctx);
 	}
 }
 
