@@ -175,6 +175,9 @@ $(B)/fuzz/%: tests/fuzz/%.c $(LIB_SRCS) $(wildcard lib/*.h)
 	@$(if $(Q),echo "  FUZZ    $@")
 	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $< $(LIB_SRCS) $(PKG_LIBS)
 
+# fuzz-restart compiles agent/node.c into itself (see the target).
+$(B)/fuzz/fuzz-restart: agent/node.c agent/node.h
+
 fuzz-build: $(FUZZ_BINS)
 
 # Replays every seed corpus, then fuzzes each target for FUZZ_SECONDS.
