@@ -26,6 +26,9 @@
 #   SDBOX_MIRROR   Debian mirror (default http://deb.debian.org/debian)
 #   SDBOX_SUITE    default bookworm
 #   SDBOX_KEEP_ROOTFS=1  down leaves the unpacked tree for the next up
+#   SDBOX_SETUP    a command run on the host as `sh -c "$SDBOX_SETUP" setup ROOTFS`
+#                  after the tree exists and before it boots (install files,
+#                  enable units); up fails when it fails
 #
 # Needs root, and: apt-get install -y --no-install-recommends systemd-container
 # debootstrap debian-archive-keyring. Host unit files, /run and cgroups outside
@@ -105,6 +108,9 @@ up() {
 	if [ ! -x "$ROOTFS/lib/systemd/systemd" ]; then
 		rm -rf "$ROOTFS"
 		make_rootfs
+	fi
+	if [ -n "${SDBOX_SETUP:-}" ]; then
+		if ! sh -c "$SDBOX_SETUP" setup "$ROOTFS" >&2; then log "SDBOX_SETUP failed"; exit 1; fi
 	fi
 	t1=$(now_ms)
 	echo "$name" >"$STATE/name"
