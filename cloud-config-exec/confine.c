@@ -17,8 +17,9 @@ static const char *const allow[] = {
 	"getrandom", "uname", "prlimit64", "getrlimit", "setrlimit", "set_tid_address", "set_robust_list",
 	"rseq", "arch_prctl", "futex", "sched_yield", "sched_getaffinity", "umask", "prctl", "kill", "tgkill",
 	"restart_syscall", "sysinfo", "getrusage", "times",
-	/* fork + exec of useradd, and waiting for it */
-	"clone", "fork", "vfork", "execve", "wait4", "waitid", "close_range", "setsid",
+	/* fork + exec of useradd, and waiting for it; useradd's lckpwdf()
+	 * bounds its wait for the passwd lock with alarm() */
+	"alarm", "clone", "fork", "vfork", "execve", "wait4", "waitid", "close_range", "setsid",
 	/* files */
 	"read", "write", "readv", "writev", "pread64", "pwrite64", "lseek", "close", "openat", "open",
 	"creat", "fstat", "newfstatat", "stat", "lstat", "statx", "statfs", "fstatfs", "access",
