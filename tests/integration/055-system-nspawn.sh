@@ -98,6 +98,10 @@ case $1 in node-agent) out=/var/lib/node-agent/probe.out ;; *) out=/var/lib/clou
 	else echo "write-etc: denied"; fi
 	if echo x 2>/dev/null >/usr/na-probe-usr; then echo "write-usr: allowed"; rm -f /usr/na-probe-usr
 	else echo "write-usr: denied"; fi
+	for d in /home /root; do
+		if mkdir "$d/na-probe-dir" 2>/dev/null; then rmdir "$d/na-probe-dir"; echo "write-${d#/}: allowed"
+		else echo "write-${d#/}: denied"; fi
+	done
 	if ls -A /home 2>/dev/null | grep -q .; then echo "see-home: yes"; else echo "see-home: no"; fi
 	if cat /etc/ssh/ssh_host_ed25519_key >/dev/null 2>&1; then echo "host-private-key: readable"
 	else echo "host-private-key: unreadable"; fi
@@ -177,7 +181,7 @@ mkdesired "$S/osc1.json" 1 >"$BOX/var/lib/node-agent/.desired.json.tmp"
 box chown node-agent:node-agent /var/lib/node-agent/.desired.json.tmp
 box chmod 0600 /var/lib/node-agent/.desired.json.tmp
 box mv /var/lib/node-agent/.desired.json.tmp /var/lib/node-agent/desired.json
-result_is() { grep -q "\"checksum\": *\"$1\"" "$BOX/var/lib/cloud-config-exec/result.json" 2>/dev/null; }
+result_is() { grep -q "\"checksum\":[[:space:]]*\"$1\"" "$BOX/var/lib/cloud-config-exec/result.json" 2>/dev/null; }
 if wait_for 30 result_is "$sum1"; then
 	ok "desired.json dropped in -> cloud-config-exec ran (result.json names its checksum)"
 else
@@ -187,14 +191,14 @@ fi
 check "... started through the path unit (TriggeredBy, Result=success)" \
 	sh -c "'$SDBOX' ctl show -p TriggeredBy -p Result cloud-config-exec.service | tr '\n' ' ' |
 		grep -q 'TriggeredBy=.*cloud-config-exec.path.*Result=success\|Result=success.*TriggeredBy=.*cloud-config-exec.path'"
-check "... result.json says success" grep -q '"success": *true' "$BOX/var/lib/cloud-config-exec/result.json"
+check "... result.json says success" grep -q '"success":[[:space:]]*true' "$BOX/var/lib/cloud-config-exec/result.json"
 check "... the OSC's file appeared: /etc/na-boot/hello.conf" \
 	test "$(cat "$BOX/etc/na-boot/hello.conf" 2>/dev/null)" = "dropped in by hand"
 check "... the OSC's unit was started over D-Bus from the sandbox: na-boot-probe.service active" \
 	test "$(ctl is-active na-boot-probe.service)" = active
-check "... the login user gardener was created (useradd inside the sandbox)" box getent passwd gardener
+check "... the login user gardener was created (useradd inside the sandbox)" box sh -c "getent passwd gardener >/dev/null"
 check "... the key snapshot exists" test -s "$BOX/var/lib/cloud-config-exec/authkeys.snap"
-grep -q '"success": *true' "$BOX/var/lib/cloud-config-exec/result.json" 2>/dev/null ||
+grep -q '"success":[[:space:]]*true' "$BOX/var/lib/cloud-config-exec/result.json" 2>/dev/null ||
 	dump "journal" box journalctl -q --no-pager -u cloud-config-exec.service
 
 # --- sshd + authkeys-cmd ----------------------------------------------------
@@ -292,4 +296,7 @@ check "executor sandbox: AF_INET socket fails: $(probe cloud-config-exec inet-so
 	sh -c 'test -n "$1" && test "$1" != connected' sh "$(probe cloud-config-exec inet-socket)"
 check "executor sandbox: write to /etc allowed (control)" test "$(probe cloud-config-exec write-etc)" = allowed
 check "executor sandbox: write to /usr denied" test "$(probe cloud-config-exec write-usr)" = denied
+check "executor sandbox: write to /home allowed (useradd -m, ~/.ssh)" test "$(probe cloud-config-exec write-home)" = allowed
+check "executor sandbox: write to /root denied" test "$(probe cloud-config-exec write-root)" = denied
+check "agent sandbox: write to /home denied" test "$(probe node-agent write-home)" = denied
 finish
