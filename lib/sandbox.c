@@ -18,14 +18,16 @@ static const char *const always[] = { "exit", "exit_group", "rt_sigreturn" };
 /* What the ASan/UBSan/LSan runtimes call after main() has started: reports
  * (write, readlink of /proc/self/exe, open of /proc/self/maps), shadow and
  * quarantine memory, the alternate signal stack, and LSan's leak check at
- * exit, which clones a tracer thread that ptraces the process. */
+ * exit, which clones a tracer (a separate process sharing our memory, so
+ * the filter's kill would hit it alone and leave us spinning) that lists
+ * /proc/self/task and ptraces every thread. */
 static const char *const sanitizer[] = {
-	"brk", "clock_gettime", "clone", "close", "fstat", "futex", "getpid", "getppid",
-	"gettid", "getrlimit", "ioctl", "lseek", "madvise", "mmap", "mprotect", "mremap",
+	"brk", "clock_gettime", "clone", "close", "fstat", "futex", "getdents", "getdents64", "getpid",
+	"getppid", "gettid", "getrlimit", "ioctl", "kill", "lseek", "madvise", "mmap", "mprotect", "mremap",
 	"munmap", "newfstatat", "open", "openat", "pipe2", "prctl", "prlimit64", "ptrace",
 	"read", "readlink", "readlinkat", "rt_sigaction", "rt_sigprocmask", "sched_getaffinity",
 	"sched_yield", "sigaltstack", "statx", "tgkill", "uname", "wait4", "waitpid", "write",
-	"writev",
+	"writev", "process_vm_readv",
 };
 #endif
 

@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +30,19 @@ static int parse_u64(const char *s, uint64_t *ret)
 	return 0;
 }
 
+/* Each entry's user points at the start of its own getline() buffer. */
+struct entries {
+	struct snapshot_entry *v;
+	size_t n;
+};
+
+static void entries_done(struct entries *e)
+{
+	for (size_t i = 0; i < e->n; i++)
+		free((char *)(uintptr_t)e->v[i].user);
+	free(e->v);
+}
+
 int main(int argc, char **argv)
 {
 	uint64_t generation = 1;
@@ -45,9 +59,9 @@ int main(int argc, char **argv)
 		return 2;
 	}
 
-	size_t n = 0, cap = 0;
-	struct snapshot_entry *e = NULL;
-	char *line = NULL;
+	_cleanup_(entries_done) struct entries es = {};
+	size_t cap = 0;
+	_cleanup_free_ char *line = NULL;
 	size_t linecap = 0;
 	ssize_t len;
 	unsigned lineno = 0;
@@ -74,19 +88,19 @@ int main(int argc, char **argv)
 			fprintf(stderr, "mksnapshot: line %u: bad expiry \"%s\"\n", lineno, f[2]);
 			return 1;
 		}
-		if (n == cap) {
+		if (es.n == cap) {
 			cap = cap ? cap * 2 : 1024;
-			struct snapshot_entry *ne = realloc(e, cap * sizeof(*e));
+			struct snapshot_entry *ne = realloc(es.v, cap * sizeof(*ne));
 			if (!ne)
 				return 1;
-			e = ne;
+			es.v = ne;
 		}
-		/* The entry points into this line's buffer; take a fresh one next. */
-		e[n++] = (struct snapshot_entry){ f[0], f[1], f[3], (int64_t)expiry };
+		/* The entry points into this line's buffer (f[0] == line); the
+		 * next line gets a fresh one. */
+		es.v[es.n++] = (struct snapshot_entry){ f[0], f[1], f[3], (int64_t)expiry };
 		line = NULL;
 		linecap = 0;
 	}
-	free(line);
 
 	const char *name;
 	_cleanup_close_ int root = fsx_open_root(argv[a][0] == '/' ? "/" : ".");
@@ -96,17 +110,15 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	size_t bad = SIZE_MAX;
-	int r = snapshot_write_at(dir, name, e, n, generation, (int64_t)time(NULL), FSX_UID_KEEP, FSX_GID_KEEP,
+	int r = snapshot_write_at(dir, name, es.v, es.n, generation, (int64_t)time(NULL), FSX_UID_KEEP, FSX_GID_KEEP,
 				  &bad);
 	if (r < 0) {
 		if (bad != SIZE_MAX)
-			fprintf(stderr, "mksnapshot: entry %zu (user \"%s\"): %s\n", bad + 1, e[bad].user,
+			fprintf(stderr, "mksnapshot: entry %zu (user \"%s\"): %s\n", bad + 1, es.v[bad].user,
 				strerror(-r));
 		else
 			fprintf(stderr, "mksnapshot: %s: %s\n", argv[a], strerror(-r));
 		return 1;
 	}
-	/* The entries' strings are leaked on purpose: the process ends here. */
-	free(e);
 	return 0;
 }
