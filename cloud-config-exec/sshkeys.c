@@ -408,7 +408,7 @@ int sshkeys_apply(int rootfd, const char *root, const struct config *cfg, const 
 	if (r == -EINVAL)
 		return log_fields_errno(LOG_ERR, r, LOG_FIELDS(ufield), "Invalid login user name '%s'", login);
 	if (r == -ENOENT) {
-		log_warning("No /etc/passwd below the root: no login user, keys only in the snapshot");
+		log_warning("No /etc/passwd below the root: no login user, its keys are not applied");
 		r = 0;
 	} else if (r < 0)
 		return log_error_errno(r, "Cannot read /etc/passwd");
