@@ -194,22 +194,28 @@ cp -p "$W/good.snap" "$SNAP"
 check "bad arguments: exit 0, no output, no stderr" status_quiet --snapshot "$SNAP" a b c d e
 check "unknown option: exit 0, no output, no stderr" status_quiet --bogus akcalice
 
-# A user with 2,000 keys (~180 KB of output, more than a pipe holds).
-python3 - "$W/big.tsv" <<'PY'
+# synthetic USER COUNT: COUNT random ed25519 keys of USER as mksnapshot lines
+synthetic() {
+	python3 - "$1" "$2" <<'PY'
 import base64, hashlib, os, struct, sys
 def s(b): return struct.pack(">I", len(b)) + b
-with open(sys.argv[1], "w") as f:
-    for i in range(2000):
-        blob = s(b"ssh-ed25519") + s(os.urandom(32))
-        fp = "SHA256:" + base64.b64encode(hashlib.sha256(blob).digest()).decode().rstrip("=")
-        f.write("akcbig\t%s\t0\tssh-ed25519 %s big-%d\n" % (fp, base64.b64encode(blob).decode(), i))
+for i in range(int(sys.argv[2])):
+    blob = s(b"ssh-ed25519") + s(os.urandom(32))
+    fp = "SHA256:" + base64.b64encode(hashlib.sha256(blob).digest()).decode().rstrip("=")
+    print("%s\t%s\t0\tssh-ed25519 %s big-%d" % (sys.argv[1], fp, base64.b64encode(blob).decode(), i))
 PY
-{ all_entries; cat "$W/big.tsv"; } | write_snapshot 3
+}
+# A user with 2,000 keys (~180 KB of output, more than a pipe holds) and
+# one with 50,000 (a lookup that takes milliseconds, for the deadline).
+{ all_entries; synthetic akcbig 2000; synthetic akchuge 50000; } | write_snapshot 3
 check "2,000 keys of one user are all printed, whole lines" \
 	test "$(akc akcbig | grep -c '^ssh-ed25519 [A-Za-z0-9+/=]* big-[0-9]*$')" -eq 2000
 # sshd closing the pipe early (older sshd did): EPIPE, exit 0, not SIGPIPE.
 "$D/authkeys-cmd" --snapshot "$SNAP" akcbig </dev/null 2>/dev/null | head -c 100 >/dev/null
 check "a reader that goes away early: exit 0" test "${PIPESTATUS[0]}" -eq 0
+check "50,000 keys of one user are all printed" test "$(akc akchuge | wc -l)" -eq 50000
+check "a 1 ms deadline ends that lookup: exit 0, no output, no stderr" \
+	status_quiet --deadline-ms 1 --snapshot "$SNAP" akchuge
 # While it waits for a reader the process shows its seccomp filter.
 "$D/authkeys-cmd" --snapshot "$SNAP" akcbig </dev/null > >(sleep 2) &
 HPID=$!
