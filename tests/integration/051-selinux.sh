@@ -70,19 +70,10 @@ else
 	fail "module with an unknown type should compile (only the link catches it)"
 fi
 
-# want/deny ARGS...: sesearch ARGS on the linked policy finds a rule / none.
-want() {
-	local out
-	out=$(sesearch "$@" "$P" 2>&1)
-	if [ -n "$out" ] && ! grep -q '^Traceback\|error' <<<"$out"; then ok "allowed: $*"; else fail "allowed: $* (no rule)"; fi
-}
-deny() {
-	local out
-	out=$(sesearch "$@" "$P" 2>&1)
-	if [ -z "$out" ]; then ok "denied: $*"; else fail "denied: $*"; sed 's/^/#   /' <<<"$out" | head -5; fi
-}
-
-echo "# node_agent_t: network, its own state; no home dirs, no system config"
+# The assertions, sesearch syntax, one process for all (tests/lib/sesearch-batch.py):
+# want = some rule matches, deny = none does, uncond = none outside a boolean.
+cat >"$W/assertions" <<'ASSERT'
+# node_agent_t: network, its own state; no home dirs, no system config
 want -A -s node_agent_t -t http_port_t -c tcp_socket -p name_connect
 want -A -s node_agent_t -t unreserved_port_t -c tcp_socket -p name_connect
 want -A -s node_agent_t -t node_agent_var_lib_t -c file -p write,create,rename
@@ -102,8 +93,7 @@ deny -A -s node_agent_t -t cloud_config_exec_var_lib_t -c file,dir -p write,crea
 deny -A -s node_agent_t -t sshd_key_t -c file -p write,append
 deny -A -s node_agent_t -c service -p start,stop
 deny -A -s node_agent_t -t system_dbusd_t -c unix_stream_socket -p connectto
-
-echo "# cloud_config_exec_t: OSC files, units via D-Bus, ~/.ssh, useradd; no network"
+# cloud_config_exec_t: OSC files, units via D-Bus, ~/.ssh, useradd; no network
 want -A -s cloud_config_exec_t -t etc_t -c file -p write,create,rename
 want -A -s cloud_config_exec_t -t var_lib_t -c file -p write,create
 want -A -s cloud_config_exec_t -t ssh_home_t -c file -p write,create,rename,setattr
@@ -124,16 +114,7 @@ deny -A -s cloud_config_exec_t -t node_agent_var_lib_t -c file,dir -p write,crea
 deny -A -s cloud_config_exec_t -t node_agent_unit_t -c file -p write,create,unlink
 deny -A -s cloud_config_exec_t -t node_agent_unit_t -c service -p stop,disable
 deny -A -s cloud_config_exec_t -t shadow_t -c file -p write
-# usr_t/bin_t (/opt, /opt/bin) only under the tunable, never unconditionally.
-want -A -s cloud_config_exec_t -t bin_t -c file -p write,create -b cloud_config_exec_manage_bin_usr
-# has_uncond ARGS...: sesearch finds a rule that no boolean guards.
-has_uncond() { sesearch "$@" "$P" 2>/dev/null | grep -v '\]:\(True\|False\)$' | grep -q .; }
-for t in usr_t bin_t; do
-	check_not "denied unless cloud_config_exec_manage_bin_usr: -A -s cloud_config_exec_t -t $t -c file -p write,create" \
-		has_uncond -A -s cloud_config_exec_t -t "$t" -c file -p write,create
-done
-
-echo "# authkeys_cmd_t: from sshd_t, reads the snapshot, writes sshd's pipe; nothing else"
+# authkeys_cmd_t: from sshd_t, reads the snapshot, writes sshd's pipe; nothing else
 want -T -s sshd_t -t authkeys_cmd_exec_t -c process
 want -A -s sshd_t -t authkeys_cmd_exec_t -c file -p execute
 want -A -s sshd_t -t authkeys_cmd_t -c process -p transition
@@ -157,6 +138,25 @@ deny -A -s authkeys_cmd_t -t bin_t -c file -p execute
 deny -A -s node_agent_t -t cloud_config_exec_t -c process -p transition
 deny -A -s node_agent_t -t authkeys_cmd_t -c process -p transition
 deny -A -s authkeys_cmd_t -t node_agent_t -c process -p transition
+# usr_t/bin_t (/opt, /opt/bin) only under the tunable, never unconditionally
+want -A -s cloud_config_exec_t -t bin_t -c file -p write,create -b cloud_config_exec_manage_bin_usr
+uncond -A -s cloud_config_exec_t -t bin_t -c file -p write,create
+uncond -A -s cloud_config_exec_t -t usr_t -c file -p write,create
+ASSERT
+SEBATCH=$TESTS_DIR/lib/sesearch-batch.py
+/usr/bin/python3 "$SEBATCH" "$P" <"$W/assertions" >"$W/assert.out" 2>&1
+while IFS= read -r line; do
+	case $line in
+	"ok "*) ok "${line#ok }" ;;
+	"not ok "*) fail "${line#not ok }" ;;
+	*) echo "$line" ;;
+	esac
+done <"$W/assert.out"
+grep -q '^ok \|^not ok ' "$W/assert.out" || fail "sesearch-batch.py produced no results: $(head -3 "$W/assert.out")"
+# ... and the tool can fail: a deny that the policy contradicts.
+check_not "assertion tool reports a contradicted deny" sh -c \
+	'echo "deny -A -s node_agent_t -t node_agent_var_lib_t -c file -p write" | /usr/bin/python3 "$1" "$2" >/dev/null' \
+	sh "$SEBATCH" "$P"
 
 # remove again (from the scratch store), then the host must be unchanged
 check "semodule -n -r node_agent removes the module" quiet semodule -p "$R" -n -r node_agent
