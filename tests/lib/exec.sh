@@ -41,7 +41,9 @@ tree_hash() { tree_state "$1" | sha256sum | cut -d' ' -f1; }
 strace_cce() {
 	local log=$1 root=$2
 	shift 2
-	strace -f -qq -e trace=openat,open,creat,rename,renameat,renameat2,unlink,unlinkat,mkdir,mkdirat,write \
+	# LeakSanitizer cannot run under ptrace (make check-sanitize).
+	ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0 \
+		strace -f -qq -e trace=openat,open,creat,rename,renameat,renameat2,unlink,unlinkat,mkdir,mkdirat,write \
 		-o "$log" "$CCE" --root "$root" --config "$(dirname "$root")/config.json" --no-systemd --log stderr "$@"
 }
 

@@ -9,14 +9,14 @@
 
 #include <errno.h>
 #include <signal.h>
-#include <sys/ptrace.h>
+#include <sys/syscall.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "../../cloud-config-exec/confine.h"
 
-enum { CASE_UNIX, CASE_NETLINK, CASE_INET, CASE_INET6, CASE_PTRACE };
+enum { CASE_UNIX, CASE_NETLINK, CASE_INET, CASE_INET6, CASE_MOUNT };
 
 /* Returns the child's wait status. Exit 0: the call behaved as allowed. */
 static int run_case(int which)
@@ -40,8 +40,9 @@ static int run_case(int which)
 		case CASE_INET6:
 			fd = socket(AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 			_exit(94);
-		case CASE_PTRACE:
-			ptrace(PTRACE_TRACEME, 0, NULL, NULL);
+		case CASE_MOUNT:
+			/* not on the list (and not added for sanitizers either) */
+			syscall(SYS_mount, "none", "/", "tmpfs", 0UL, NULL);
 			_exit(95);
 		}
 		(void)fd;
@@ -82,7 +83,7 @@ static void test_inet_killed(void **state)
 static void test_forbidden_syscall_killed(void **state)
 {
 	(void)state;
-	int s = run_case(CASE_PTRACE);
+	int s = run_case(CASE_MOUNT);
 	assert_true(WIFSIGNALED(s));
 	assert_int_equal(WTERMSIG(s), SIGSYS);
 }
