@@ -83,14 +83,14 @@ check "empty key set refused, logged" grep -q "Refusing the new key set of garde
 check "empty key set: keys kept in authorized_keys" grep -q "$CUR" "$AK"
 check "empty key set: keys kept in the snapshot" test "$(akc gardener | grep -c ssh-ed25519)" -eq 2
 mkdir -p "$R/var/lib/node-agent"
-desired() { # desired OSC-FILE SSHACCESS [KEYDOC-FILE]
+desired() { # desired OSC-FILE SSHACCESS [RESTART-ID UNIT]
 	python3 - "$@" <<'PY'
 import hashlib, json, sys
 osc = open(sys.argv[1]).read()
 d = {"version": 1, "checksum": hashlib.sha256(osc.encode()).hexdigest(), "osc": osc,
      "sshAccess": sys.argv[2] == "true", "generation": 7}
-if len(sys.argv) > 3:
-    d["keyDocument"] = open(sys.argv[3]).read()
+if len(sys.argv) > 4:
+    d["restart"] = {"id": sys.argv[3], "units": [sys.argv[4]]}
 print(json.dumps(d))
 PY
 }
@@ -104,6 +104,16 @@ desired "$W/empty.json" true | sed 's/"generation": 7/"generation": 8/; s/"check
 cce "$R" apply-desired 2>"$W/badsum.log"
 check "desired state with a wrong checksum is refused" test $? -eq 1
 check "checksum refusal logged" grep -qi "checksum" "$W/badsum.log"
+
+# --- a restart request is executed once and reported by its id
+desired "$W/empty.json" false restart-1 na-test-u0.service >"$R/var/lib/node-agent/desired.json"
+check "apply-desired with a restart request" cce "$R" apply-desired
+check "result names the executed restart request" grep -q '"restartId":[[:space:]]*"restart-1"' "$ST/result.json"
+before=$(stat -c '%i %y' "$ST/result.json")
+cce "$R" apply-desired 2>"$W/restart2.log"
+check "same request again: not re-executed, result.json not rewritten" test "$before" = "$(stat -c '%i %y' "$ST/result.json")"
+rm "$R/var/lib/node-agent/desired.json"
+check "apply-desired without a desired state exits 0" cce "$R" apply-desired
 
 # --- the expiring-key document: in the OSC at ssh.keyDocumentPath
 cce "$R" apply "$W/v1.json" 2>/dev/null
