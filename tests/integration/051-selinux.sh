@@ -110,7 +110,9 @@ want -A -s cloud_config_exec_t -c capability -p chown,dac_override,fowner
 deny -A -s cloud_config_exec_t -c tcp_socket,udp_socket -p name_connect,name_bind,create
 deny -A -s cloud_config_exec_t -c rawip_socket,packet_socket,netlink_route_socket -p create
 deny -A -s cloud_config_exec_t -c capability -p sys_admin,setuid,setgid,net_admin,net_raw,sys_module,sys_ptrace
-deny -A -s cloud_config_exec_t -t node_agent_var_lib_t -c file,dir -p write,create,add_name,unlink
+# (the key document OSC file goes into the agent's state dir; never a directory there)
+want -A -s cloud_config_exec_t -t node_agent_var_lib_t -c file -p create,rename
+deny -A -s cloud_config_exec_t -t node_agent_var_lib_t -c dir -p create,rmdir,setattr
 deny -A -s cloud_config_exec_t -t node_agent_unit_t -c file -p write,create,unlink
 deny -A -s cloud_config_exec_t -t node_agent_unit_t -c service -p stop,disable
 deny -A -s cloud_config_exec_t -t shadow_t -c file -p write
