@@ -191,7 +191,7 @@ fuzz-replay: fuzz-build
 lint:
 	$(Q)tests/lint
 
-bench: $(PROGS)
+bench: $(PROGS) $(TOOLS)
 	$(Q)B=$(abspath $(B)) tests/bench/run
 
 # ---- install ---------------------------------------------------------------
