@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -102,8 +103,21 @@ static int open_state_dir(const struct apply_ctx *c, bool create)
 	int fd = fsx_open_dir_at(c->rootfd, c->cfg->exec_state_dir, create ? FSX_MKDIR : 0, 0755);
 	if (fd < 0 && (create || fd != -ENOENT))
 		log_error_errno(fd, "Cannot open the state directory %s", c->cfg->exec_state_dir);
-	if (fd >= 0 && create)
+	if (fd >= 0 && create) {
+		/* Root-owned 0755: authkeys-cmd reads the snapshot in here, and
+		 * nobody but root may plant anything. */
+		struct stat st;
+		if (fstat(fd, &st) < 0 || st.st_uid != 0 || (st.st_mode & 0022)) {
+			if (fchown(fd, 0, 0) < 0 || fchmod(fd, 0755) < 0) {
+				int r = log_error_errno(negerrno(), "Cannot make %s root-owned 0755",
+							c->cfg->exec_state_dir);
+				close(fd);
+				return r;
+			}
+			log_notice("Fixed owner and mode of %s", c->cfg->exec_state_dir);
+		}
 		(void)files_remove_stale_temps(fd, c->cfg->exec_state_dir, any_path, NULL);
+	}
 	return fd;
 }
 

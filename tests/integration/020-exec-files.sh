@@ -36,6 +36,9 @@ check "last-applied record" grep -q "^# cloud-config-exec last-applied sha256=$(
 check "pre-existing file not recorded as ours" bash -c "! grep -q 'dir1/f1.conf' '$ST/state.json'"
 check "created file recorded as ours" grep -q 'dir4/f4.conf' "$ST/state.json"
 check "state dir 0755" test "$(stat -c %a "$ST")" = 755
+chmod 0777 "$ST"
+cce "$R" apply "$W/v1.json" 2>/dev/null
+check "a world-writable state dir is fixed to 0755" test "$(stat -c %a "$ST")" = 755
 check "status says success" bash -c "'$CCE' --root '$R' --config '$W/config.json' status | grep -q 'result: success'"
 
 # --- no-op re-apply: zero writes
