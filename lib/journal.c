@@ -29,6 +29,11 @@ static bool key_ok(const char *s, size_t len)
 
 int journal_sendv(int fd, const struct iovec *fields, size_t n)
 {
+	return journal_sendv_to(fd, JOURNAL_SOCKET_PATH, fields, n);
+}
+
+int journal_sendv_to(int fd, const char *path, const struct iovec *fields, size_t n)
+{
 	static const char nl = '\n';
 	struct iovec iov[FIELDS_MAX * 5];
 	uint64_t lens[FIELDS_MAX];
@@ -59,10 +64,13 @@ int journal_sendv(int fd, const struct iovec *fields, size_t n)
 	}
 
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	memcpy(sa.sun_path, JOURNAL_SOCKET_PATH, sizeof(JOURNAL_SOCKET_PATH));
+	size_t plen = strlen(path);
+	if (plen == 0 || plen >= sizeof(sa.sun_path))
+		return -EINVAL;
+	memcpy(sa.sun_path, path, plen + 1);
 	struct msghdr mh = {
 		.msg_name = &sa,
-		.msg_namelen = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + sizeof(JOURNAL_SOCKET_PATH)),
+		.msg_namelen = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + plen + 1),
 		.msg_iov = iov,
 		.msg_iovlen = k,
 	};

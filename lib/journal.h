@@ -30,4 +30,8 @@ int journal_open(void);
  * without a journal, -EAGAIN when it is congested). */
 int journal_sendv(int fd, const struct iovec *fields, size_t n);
 
+/* The same, to the datagram socket bound at path instead of the journal's
+ * (tests). */
+int journal_sendv_to(int fd, const char *path, const struct iovec *fields, size_t n);
+
 #endif
