@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -98,6 +99,35 @@ static bool any_path(const char *path, void *userdata)
 	return true; /* the state directory holds only our own records */
 }
 
+/* One run at a time (the path unit, the timer and a run by hand): an
+ * exclusive flock on the state directory itself, held until the fd is
+ * closed at exit. Creates nothing, so a no-op run still writes nothing. */
+static int lock_state_dir(const struct apply_ctx *c, int fd)
+{
+	unsigned timeout_ms = c->cfg->apply_timeout_ms ? c->cfg->apply_timeout_ms : 300000;
+	struct timespec start, now;
+	bool told = false;
+	clock_gettime(CLOCK_MONOTONIC, &start);
+	for (;;) {
+		if (flock(fd, LOCK_EX | LOCK_NB) == 0)
+			return 0;
+		if (errno != EWOULDBLOCK && errno != EINTR)
+			return log_error_errno(negerrno(), "Cannot lock %s", c->cfg->exec_state_dir);
+		if (!told) {
+			log_notice("Waiting for another cloud-config-exec run to finish (lock on %s)",
+				   c->cfg->exec_state_dir);
+			told = true;
+		}
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		long ms = (now.tv_sec - start.tv_sec) * 1000 + (now.tv_nsec - start.tv_nsec) / 1000000;
+		if (ms > (long)timeout_ms)
+			return log_error_errno(-ETIMEDOUT, "Another cloud-config-exec run held %s for %u ms",
+					       c->cfg->exec_state_dir, timeout_ms);
+		struct timespec d = { 0, 50 * 1000 * 1000 };
+		nanosleep(&d, NULL);
+	}
+}
+
 static int open_state_dir(const struct apply_ctx *c, bool create)
 {
 	int fd = fsx_open_dir_at(c->rootfd, c->cfg->exec_state_dir, create ? FSX_MKDIR : 0, 0755);
@@ -115,6 +145,11 @@ static int open_state_dir(const struct apply_ctx *c, bool create)
 				return r;
 			}
 			log_notice("Fixed owner and mode of %s", c->cfg->exec_state_dir);
+		}
+		int r = lock_state_dir(c, fd);
+		if (r < 0) {
+			close(fd);
+			return r;
 		}
 		(void)files_remove_stale_temps(fd, c->cfg->exec_state_dir, any_path, NULL);
 	}

@@ -41,6 +41,18 @@ cce "$R" apply "$W/v1.json" 2>/dev/null
 check "a world-writable state dir is fixed to 0755" test "$(stat -c %a "$ST")" = 755
 check "status says success" bash -c "'$CCE' --root '$R' --config '$W/config.json' status | grep -q 'result: success'"
 
+# --- one run at a time: a second run waits for the lock on the state dir
+flock "$ST" -c 'sleep 2' &
+lockpid=$!
+sleep 0.3
+t0=$(date +%s%N)
+cce "$R" apply "$W/v1.json" 2>"$W/lock.log"
+rc=$?
+t1=$(date +%s%N)
+wait $lockpid
+check "a concurrent run waits for the lock and succeeds" test $rc -eq 0 -a $(( (t1 - t0) / 1000000 )) -ge 1200
+check "waiting is logged" grep -q "Waiting for another cloud-config-exec run" "$W/lock.log"
+
 # --- no-op re-apply: zero writes
 before=$(tree_state "$R"; stat -c '%n %i %y %z' "$ST"/*)
 strace_cce "$W/noop.strace" "$R" apply "$W/v1.json" 2>"$W/noop.log"
