@@ -218,6 +218,14 @@ check_not "a key that is in neither the snapshot nor authorized_keys is refused"
 out=$(login breakglass gardener-previous)
 check "break-glass: breakglass's own authorized_keys still works: '$out'" test "$out" = breakglass
 
+# Drift repair by a plain start (what the timer does), in the sandbox: a
+# ~/.ssh the user loosened goes back to 0700 (chmod of a user-owned
+# directory: needs CAP_FOWNER).
+box chmod 0755 /home/gardener/.ssh
+ctl start cloud-config-exec.service >/dev/null 2>&1
+check "a timer-style run repairs ~gardener/.ssh 0755 -> $(box stat -c %a /home/gardener/.ssh)" \
+	test "$(box stat -c %a /home/gardener/.ssh)" = 700
+
 # --- node-agent against the test API server in the box's network namespace ----
 if [ ! -x "$BOX/usr/sbin/node-agent" ]; then
 	echo "# node-agent is not built yet: its checks are skipped (not counted)"
