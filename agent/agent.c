@@ -37,7 +37,7 @@
 #define DESIRED_FILE "desired.json"
 #define RESULT_FILE "result.json"
 #define PATCH_BACKOFF_BASE_MS 1000u
-#define PATCH_BACKOFF_CAP_MS 60000u
+#define PATCH_BACKOFF_CAP_MS 30000u
 
 struct agent {
 	const struct agent_options *opts;
@@ -72,6 +72,7 @@ struct agent {
 	char *restart_value;
 	char restart_id[NODE_RESTART_ID_MAX];
 	char **restart_units;
+	bool restart_invalid;       /* the annotation's value cannot be executed */
 
 	/* desired.json as last written (generation 0 form, to compare). */
 	char *desired_key;
@@ -469,18 +470,21 @@ static void on_node(struct agent *a, enum kube_event_type type, const struct kub
 
 	/* A restart request. */
 	a->node_has_restart = n->restart_services != NULL;
-	if (!n->restart_services)
+	if (!n->restart_services) {
 		replace_str(&a->restart_value, NULL); /* the same value set again is a new request */
+		a->restart_invalid = false;
+	}
 	if (n->restart_services && !streq_null(a->restart_value, n->restart_services)) {
 		char **units = NULL;
 		char bad[64] = "";
 		int r = node_parse_restart(n->restart_services, &units, bad, sizeof(bad));
 		replace_str(&a->restart_value, n->restart_services);
+		a->restart_invalid = r < 0;
 		if (r == -ENODATA) {
 			log_fields(LOG_NOTICE, LOG_FIELDS(nf), "annotation %s is empty; removing it", KUBE_ANN_RESTART);
 		} else if (r < 0) {
-			log_fields(LOG_ERR, LOG_FIELDS(nf), "annotation %s: %s \"%s\"; ignoring the request", KUBE_ANN_RESTART,
-				   r == -E2BIG ? "too many units" : "invalid unit name", bad);
+			log_fields(LOG_ERR, LOG_FIELDS(nf), "annotation %s: %s \"%s\"; removing the request unexecuted",
+				   KUBE_ANN_RESTART, r == -E2BIG ? "too many units" : "invalid unit name", bad);
 		} else {
 			strv_free(a->restart_units);
 			a->restart_units = units;
@@ -609,10 +613,11 @@ static int maybe_patch(struct agent *a, uint64_t now)
 		ann[n_ann++] = (struct kube_patch_entry){ KUBE_ANN_SSH_HOST_KEYS, a->host_keys };
 	/* The restart request is removed once the executor reports that it ran
 	 * it (or when it could not be parsed at all). */
-	if (a->node_has_restart && a->result_valid && a->restart_units && a->result.restart_id &&
+	if (a->node_has_restart && !a->restart_invalid && a->result_valid && a->restart_units &&
+	    a->result.restart_id &&
 	    strcmp(a->result.restart_id, a->restart_id) == 0 && a->restart_value)
 		ann[n_ann++] = (struct kube_patch_entry){ KUBE_ANN_RESTART, NULL };
-	else if (a->node_has_restart && a->restart_value && !a->restart_units)
+	else if (a->node_has_restart && a->restart_invalid)
 		ann[n_ann++] = (struct kube_patch_entry){ KUBE_ANN_RESTART, NULL };
 	if (n_ann == 0 && n_lab == 0)
 		return 0;

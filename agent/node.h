@@ -16,12 +16,12 @@
 int node_read_host_keys(int root_fd, unsigned rsa_min_bits, char **ret, unsigned *ret_skipped);
 
 /* Splits the annotation value ("kubelet,containerd.service") into unit names,
- * appending ".service" where the name has no unit type, each validated with
- * osc_unit_name_is_valid(); empty items are skipped. Returns a
- * NULL-terminated array (NULL-terminated, at least one entry), -ENODATA for
- * an empty list, -EINVAL naming the bad item in *ret_bad (static buffer-free:
- * points into a copy the caller does not own; only valid until the next
- * call), -E2BIG past DESIRED_RESTART_UNITS_MAX. */
+ * appending ".service" where the name is not a valid unit name by itself,
+ * each validated with osc_unit_name_is_valid(); blanks around items and
+ * empty items are skipped, duplicates dropped. On success *ret is a
+ * NULL-terminated array (at least one entry, owned by the caller). Fails
+ * with -ENODATA for an empty list, -EINVAL for an invalid item (copied into
+ * bad, badlen bytes), -E2BIG past DESIRED_RESTART_UNITS_MAX units. */
 int node_parse_restart(const char *value, char ***ret, char *bad, size_t badlen);
 
 /* An identifier of one restart request: the Node's resourceVersion when it

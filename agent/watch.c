@@ -10,7 +10,7 @@
 #include "watch.h"
 
 #define BACKOFF_BASE_MS 500u
-#define BACKOFF_CAP_MS 60000u
+#define BACKOFF_CAP_MS 30000u
 /* A stream that ends this quickly without an event counts as a failure, so a
  * server answering "200, empty" cannot make us spin. */
 #define STREAM_MIN_MS 1000u
@@ -176,6 +176,10 @@ static int on_line(const char *line, size_t len, void *userdata)
 		w->stream_error = -EBADMSG;
 		return -EBADMSG;
 	}
+	/* A stream that delivers valid events is healthy again: the next
+	 * failure starts the backoff from the bottom. */
+	if (e.type != KUBE_EVENT_ERROR)
+		w->failures = 0;
 	switch (e.type) {
 	case KUBE_EVENT_ERROR:
 		if (e.status.code == 410) {
