@@ -285,7 +285,7 @@ static void load_previous_desired(struct agent *a)
 		free(a->desired_key);
 		a->desired_key = key;
 	}
-	log_info("previous desired state: generation %llu, checksum %.12s", (unsigned long long)d.generation,
+	log_info("previous desired state: generation %llu, checksum %.12s", (unsigned long long)a->generation,
 		 d.checksum);
 	desired_done(&d);
 }

@@ -1,0 +1,209 @@
+#!/bin/bash
+# node-agent on its own against the TLS test API server, with a stand-in for
+# cloud-config-exec (a loop answering desired.json with result.json as told
+# by $S/exec-mode: ok, fail or none), in a private network namespace and a
+# scratch root: --check-config, --once exit codes (0 applied, 1 apply failed
+# or timed out, 2 bad config, 3 API down), the SSH host keys annotation, the
+# Secret-name label, restart requests (valid and invalid), bearer token
+# rotation, the bootstrap token fallback, SIGHUP with a broken config,
+# SIGTERM within a second, and idle: no request but the two watches.
+source "$TESTS_DIR/lib/common.sh"
+source "$TESTS_DIR/lib/kube.sh"
+kube_netns "$@"
+AGENT=$B/node-agent
+[ -x "$AGENT" ] || skip_all "node-agent is not built"
+
+S=$(scratch)
+ROOT=$S/root
+mkdir -p "$ROOT/var/lib/cloud-config-exec" "$ROOT/etc/ssh"
+osc() { printf 'spec:\n  files:\n  - path: /etc/hello\n    content:\n      inline:\n        data: "v%s"\n' "$1"; }
+osc 1 >"$S/v1.yaml"
+KUBE_OSC=$S/v1.yaml kube_start "$S" \
+	--token "rotated-token=system:serviceaccount:kube-system:rotated" \
+	--secret-reader system:serviceaccount:kube-system:rotated \
+	--node-admin system:serviceaccount:kube-system:rotated --bookmark-interval 3 || { fail "test API server starts"; finish; exit 1; }
+ssh-keygen -q -t ed25519 -N '' -C root@test -f "$ROOT/etc/ssh/ssh_host_ed25519_key"
+
+config() { # FILE [JSON merged over the defaults]
+	python3 - "$1" "${2:-{\}}" <<-'EOF'
+	import json, os, sys
+	e = os.environ
+	c = {"apiServer": {"server": e["KUBE_API"], "caFile": e["KUBE_PKI"] + "/ca.crt", "tokenFile": e["KUBE_DIR"] + "/token"},
+	     "node": {"name": e["KUBE_NODE"], "kubernetesVersion": "1.31.1"},
+	     "osc": {"secretName": e["KUBE_SECRET"]},
+	     "timeouts": {"connectMs": 1000, "requestMs": 3000, "watchIdleMs": 10000, "applyMs": 3000}}
+	for k, v in json.loads(sys.argv[2]).items():
+	    c.setdefault(k, {}).update(v)
+	    for kk in [kk for kk, vv in c[k].items() if vv is None]:
+	        del c[k][kk]
+	json.dump(c, open(sys.argv[1], "w"))
+	os.chmod(sys.argv[1], 0o600)
+	EOF
+}
+export KUBE_API KUBE_DIR KUBE_PKI KUBE_NODE KUBE_SECRET
+CONF=$S/agent.json
+config "$CONF"
+
+# The stand-in executor.
+echo ok >"$S/exec-mode"
+python3 - "$ROOT" "$S/exec-mode" <<-'EOF' &
+import json, os, sys, time
+root, modef = sys.argv[1:]
+des = root + "/var/lib/node-agent/desired.json"
+res = root + "/var/lib/cloud-config-exec/result.json"
+done = None
+while True:
+    time.sleep(0.05)
+    try:
+        d = json.load(open(des))
+        mode = open(modef).read().strip()
+    except Exception:
+        continue
+    if mode == "none" or (d["generation"], mode) == done:
+        continue
+    r = {"version": 1, "checksum": d["checksum"], "generation": d["generation"], "success": mode == "ok",
+         "changedUnits": [], "finishedAt": int(time.time())}
+    if mode != "ok":
+        r.update(failedStep="files", error="stand-in failure")
+    if "restart" in d:
+        r["restartId"] = d["restart"]["id"]
+    open(res + ".tmp", "w").write(json.dumps(r))
+    os.rename(res + ".tmp", res)
+    done = (d["generation"], mode)
+EOF
+FAKE=$!
+on_exit "kill $FAKE"
+ANN=checksum/cloud-config-data
+sum() { sha256sum "$1" | cut -d' ' -f1; }
+# wait_ann KEY VALUE [SECONDS]: until the Node's annotation KEY is VALUE ("" = absent).
+wait_ann() {
+	local i
+	for ((i = 0; i < ${3:-10} * 10; i++)); do
+		[ "$(kube_annotation "$1")" = "$2" ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
+once() { "$AGENT" --once --root "$ROOT" --config "${1:-$CONF}" >>"$S/once.log" 2>&1; echo $?; }
+
+# --- --check-config
+check "--check-config accepts the config" "$AGENT" --check-config --config "$CONF"
+config "$S/bad.json" '{"osc": {"secretName": null}}'
+out=$("$AGENT" --check-config --config "$S/bad.json" 2>&1)
+check "--check-config names a missing key" grep -q "osc.secretName: required" <<<"$out"
+config "$S/noca.json" '{"apiServer": {"caFile": "/nonexistent/ca.crt"}}'
+out=$("$AGENT" --check-config --config "$S/noca.json" 2>&1)
+check "--check-config names an unreadable CA file" grep -q 'apiServer.caFile "/nonexistent/ca.crt"' <<<"$out"
+echo '{"apiServer": {"caFile": 1}}' >"$S/type.json"
+out=$("$AGENT" --check-config --config "$S/type.json" 2>&1)
+check "--check-config: wrong type, with file and key" [ "$out" = "$S/type.json: apiServer.caFile: expected a string" ]
+
+# --- --once
+check "--once: 0 when applied" [ "$(once)" = 0 ]
+check "--once: the Node carries the checksum" [ "$(kube_annotation $ANN)" = "$(sum "$S/v1.yaml")" ]
+check "--once: and the kubernetes-version label" [ "$(kube_label worker.gardener.cloud/kubernetes-version)" = 1.31.1 ]
+hk=$(cut -d' ' -f1,2 "$ROOT/etc/ssh/ssh_host_ed25519_key.pub")
+check "--once: the SSH host key is published without its comment" [ "$(kube_annotation node-agent.gardener.cloud/ssh-host-keys)" = "$hk" ]
+check "desired.json is 0600" [ "$(stat -c %a "$ROOT/var/lib/node-agent/desired.json")" = 600 ]
+gen=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["generation"])' "$ROOT/var/lib/node-agent/desired.json")
+check "--once again: 0, desired.json not rewritten" [ "$(once)" = 0 ] && \
+	[ "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["generation"])' "$ROOT/var/lib/node-agent/desired.json")" = "$gen" ]
+osc 2 >"$S/v2.yaml"
+kube_secret "$S/v2.yaml" >/dev/null
+echo fail >"$S/exec-mode"
+check "--once: 1 when the apply fails" [ "$(once)" = 1 ]
+check "--once: a failed apply leaves the annotation" [ "$(kube_annotation $ANN)" = "$(sum "$S/v1.yaml")" ]
+grep -q 'failed to apply checksum .* at step files: stand-in failure' "$S/once.log"
+check "--once: the failing step is logged" [ $? = 0 ]
+echo none >"$S/exec-mode"
+t0=$(date +%s%N)
+rc=$(once)
+ms=$((($(date +%s%N) - t0) / 1000000))
+check "--once: 1 when no result comes within applyMs (${ms} ms)" [ "$rc" = 1 ] && [ "$ms" -ge 2900 ] && [ "$ms" -lt 8000 ]
+echo ok >"$S/exec-mode"
+check "--once: 2 for a bad config" [ "$(once "$S/bad.json")" = 2 ]
+config "$S/down.json" '{"apiServer": {"server": "https://127.0.0.1:6999"}}'
+check "--once: 3 when the API server is unreachable" [ "$(once "$S/down.json")" = 3 ]
+kube_secret "$S/v1.yaml" >/dev/null
+
+# --- the daemon
+"$AGENT" --root "$ROOT" --config "$CONF" >"$S/agent.log" 2>&1 &
+PID=$!
+on_exit "kill $PID"
+t0=$(now)
+osc 3 >"$S/v3.yaml"
+sleep 1
+kube_secret "$S/v3.yaml" >"$S/answer"
+t0=$(jget "d['t']" <"$S/answer")
+echo "# v3: $(jget "d['checksum']" <"$S/answer") local $(sum "$S/v3.yaml")"
+check "daemon: a new Secret version is annotated" wait_ann $ANN "$(sum "$S/v3.yaml")" 10
+
+# Secret-name label: switches to another Secret.
+osc 4 >"$S/v4.yaml"
+KUBE_SECRET=other-osc kube_secret "$S/v4.yaml" >/dev/null
+t0=$(now)
+kctl POST /node '{"name": "node-1", "labels": {"worker.gardener.cloud/gardener-node-agent-secret-name": "other-osc"}}' >/dev/null
+check "label: the Secret it names is applied" wait_ann $ANN "$(sum "$S/v4.yaml")" 10
+check "label: and watched by name" [ "$(kube_count "$t0" "e['watch'] and 'metadata.name%3Dother-osc' in e['path']")" -ge 1 ]
+
+# Restart requests.
+t0=$(now)
+kctl POST /node '{"name": "node-1", "annotations": {"worker.gardener.cloud/restart-systemd-services": "kubelet,containerd.service"}}' >/dev/null
+check "restart: the annotation is removed after the executor ran it" \
+	wait_ann worker.gardener.cloud/restart-systemd-services "" 10
+check "restart: desired.json carried the units" \
+	python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(d["restart"]["units"] != ["kubelet.service", "containerd.service"])' \
+	"$ROOT/var/lib/node-agent/desired.json"
+t0=$(now)
+kctl POST /node '{"name": "node-1", "annotations": {"worker.gardener.cloud/restart-systemd-services": "kubelet;reboot"}}' >/dev/null
+check "restart: an invalid request is removed too" \
+	wait_ann worker.gardener.cloud/restart-systemd-services "" 10
+check "restart: and logged" grep -q 'invalid unit name "kubelet;reboot"' "$S/agent.log"
+
+# Token rotation: the next request uses the new token.
+printf 'rotated-token' >"$S/token.new"
+mv "$S/token.new" "$S/token"
+t0=$(now)
+kctl POST /reset-watches >/dev/null
+sleep 2
+check "token file re-read: requests come as the rotated identity" \
+	[ "$(kube_count "$t0" "e['user'] == 'system:serviceaccount:kube-system:rotated'")" -ge 1 ]
+check "  ... and none with the old one" \
+	[ "$(kube_count "$t0" "e['user'] == 'system:serviceaccount:kube-system:node-agent'")" -eq 0 ]
+check "the token never appears in the log" bash -c "! grep -q 'rotated-token\|$KUBE_TOKEN' '$S/agent.log'"
+
+# SIGHUP with a broken config: keeps running with the old one.
+cp "$CONF" "$S/agent.json.good"
+echo '{"apiServer": {"server": 42}}' >"$CONF"
+kill -HUP $PID
+sleep 1
+check "SIGHUP with a broken config: still running" kill -0 $PID
+check "  ... and says why" grep -q 'keeping the old one: .*apiServer.server: expected a string' "$S/agent.log"
+cp "$S/agent.json.good" "$CONF"
+
+# Idle: nothing but the two watches.
+sleep 2
+t0=$(now)
+sleep "${IDLE_SECONDS:-8}"
+n=$(kube_count "$t0" "not e['watch']")
+check "idle: no request besides the watches ($n)" [ "$n" -eq 0 ]
+echo "# idle VmRSS $(awk '/VmRSS/{print $2}' /proc/$PID/status) kB, RssAnon $(awk '/RssAnon/{print $2}' /proc/$PID/status) kB"
+
+# SIGTERM: exit 0 within a second.
+t0=$(date +%s%N)
+kill -TERM $PID
+wait $PID
+rc=$?
+ms=$((($(date +%s%N) - t0) / 1000000))
+check "SIGTERM: exit 0 (rc $rc) within a second ($ms ms)" [ "$rc" = 0 ] && [ "$ms" -lt 1000 ]
+
+# Bootstrap token when there is no token file.
+config "$S/boot.json" '{"apiServer": {"tokenFile": "/nonexistent/token", "bootstrapTokenFile": "'"$S"'/bootstrap"}}'
+printf 'abcdef.0123456789abcdef\n' >"$S/bootstrap"
+t0=$(now)
+once "$S/boot.json" >/dev/null
+check "bootstrap token: used when the token file is missing" \
+	[ "$(kube_count "$t0" "e['user'] == 'system:bootstrap:abcdef' and '/secrets/' in e['path'] and e['status'] == 200")" -ge 1 ]
+
+[ "$_fail" -eq 0 ] || { echo "--- agent.log"; tail -40 "$S/agent.log"; echo "--- once.log"; tail -20 "$S/once.log"; }
+finish
