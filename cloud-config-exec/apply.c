@@ -348,7 +348,13 @@ int apply_osc(const struct apply_ctx *c, const char *osc, size_t len, const stru
 		/* Unit files are recorded as ours before they are written, and
 		 * the plan counts the record: units of an apply that failed or
 		 * was interrupted are removed once the OSC no longer has them
-		 * instead of leaking (Gardener #10972). */
+		 * instead of leaking (Gardener #10972).
+		 * The plan is computed with the record as it was, so a unit this
+		 * apply adds reads "new unit", not "left by an unfinished apply". */
+		_cleanup_(units_plan_freep) struct units_plan *uplan = NULL;
+		r = units_plan_compute_owned(old, new, changed_files, requests, st.owned_units, &uplan);
+		if (r < 0)
+			return fail_result(statefd, &res, "units", "out of memory");
 		_cleanup_strv_free_ char **unit_paths = NULL;
 		bool grew = false;
 		if (units_owned_paths(new, &unit_paths) < 0)
@@ -361,10 +367,6 @@ int apply_osc(const struct apply_ctx *c, const char *osc, size_t len, const stru
 		}
 		if (grew && (r = state_save(statefd, &st)) < 0)
 			return fail_result(statefd, &res, "units", "cannot save the ownership record");
-		_cleanup_(units_plan_freep) struct units_plan *uplan = NULL;
-		r = units_plan_compute_owned(old, new, changed_files, requests, st.owned_units, &uplan);
-		if (r < 0)
-			return fail_result(statefd, &res, "units", "out of memory");
 		_cleanup_free_ char *summary = NULL;
 		if (units_plan_format(uplan, &summary) >= 0)
 			log_fields(LOG_INFO, LOG_FIELDS(cfield), "Units: %s", summary);

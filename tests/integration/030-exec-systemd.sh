@@ -150,6 +150,7 @@ check "our drop-in is active on the OS unit" test "$(prop osunit.service Environ
 check_not "gardener-user.service is never written" test -e "$SYS/gardener-user.service"
 check_not "gardener-user.path is never written" test -e "$SYS/gardener-user.path"
 check "gardener-user.path is not loaded" test "$(prop gardener-user.path LoadState)" = not-found
+check "a new unit is restarted as 'new unit'" grep -q "Restarted keep.service (new unit): done in" "$W/log"
 check "the plan is logged with the superseded units" grep -q "Units: restart: .*; superseded: gardener-user.path gardener-user.service" "$W/log"
 
 declare -A before
