@@ -692,7 +692,9 @@ struct apply {
 };
 
 /* Records and logs (once) that unit i failed; job_result: the job's result
- * for a failed job, else NULL. */
+ * for a failed job, else NULL. A failed restart request is only logged, as a
+ * warning: as with gardener-node-agent, a bad or failing name in the Node's
+ * annotation must not fail the apply of the OSC (and be retried forever). */
 static void unit_failed(struct apply *a, size_t i, int error, const char *job_result, const char *fmt, ...)
 	_printf_(5, 6);
 static void unit_failed(struct apply *a, size_t i, int error, const char *job_result, const char *fmt, ...)
@@ -706,12 +708,16 @@ static void unit_failed(struct apply *a, size_t i, int error, const char *job_re
 	if (vasprintf(&what, fmt, ap) < 0)
 		what = NULL;
 	va_end(ap);
-	a->run[i].failed = true;
-	a->n_failed++;
+	bool request = a->plan->items[i].e.actions & UNITS_REQUESTED;
 	snprintf(field, sizeof(field), "UNIT=%s", unit);
 	snprintf(field_result, sizeof(field_result), "JOB_RESULT=%s", job_result ? job_result : "");
-	log_fields_errno(LOG_ERR, error, job_result ? LOG_FIELDS(field, field_result) : LOG_FIELDS(field), "%s: %s",
-			 unit, what ? what : "failed");
+	log_fields_errno(request ? LOG_WARNING : LOG_ERR, error,
+			 job_result ? LOG_FIELDS(field, field_result) : LOG_FIELDS(field), "%s: %s%s", unit,
+			 request ? "requested " : "", what ? what : "failed");
+	if (request)
+		return;
+	a->run[i].failed = true;
+	a->n_failed++;
 	sbuf_addf(&a->errors, "%s%s: %s", a->errors.len ? "; " : "", unit, what ? what : "failed");
 	if (error < 0)
 		sbuf_addf(&a->errors, ": %s", strerror(-error));
@@ -977,7 +983,9 @@ static int run_phase(struct apply *a, enum job_phase phase)
 		const char *verb = systemd_verb_to_string(j->verb);
 		char field_unit[300], field_result[64];
 
-		a->run[idx[k]].job_ran = true;
+		/* A job was queued (it may have failed or be late); a call that
+		 * systemd refused changed nothing. */
+		a->run[idx[k]].job_ran = j->error == 0 || j->error == -EIO || j->error == -ETIMEDOUT;
 		snprintf(field_unit, sizeof(field_unit), "UNIT=%s", e->unit);
 		snprintf(field_result, sizeof(field_result), "JOB_RESULT=%s", j->result ? j->result : "none");
 		if (j->error == 0) {
@@ -987,7 +995,6 @@ static int run_phase(struct apply *a, enum job_phase phase)
 		} else if (j->error == -ENOENT && phase != PHASE_REQUESTS && !e->new) {
 			/* Dropped, and already gone (Gardener PR #8898): fine. */
 			log_debug("%s: %s: unit no longer exists", e->unit, verb);
-			a->run[idx[k]].job_ran = false;
 		} else if (j->error == -EIO) {
 			unit_failed(a, idx[k], 0, j->result, "%s failed (job result '%s')", verb, j->result);
 		} else if (j->error == -ETIMEDOUT) {

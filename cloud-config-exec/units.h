@@ -130,7 +130,9 @@ const char *units_actions_to_string(unsigned actions, char *buf, size_t size);
  *  5. restarts / stops the planned units, waiting for each job's JobRemoved
  *     signal at most job_timeout_ms (0: UNITS_JOB_TIMEOUT_MS_DEFAULT); jobs
  *     run in parallel;
- *  6. then the restart requests, the same way.
+ *  6. then the restart requests, the same way; their failures are logged
+ *     as warnings but do not fail the apply (as gardener-node-agent: a bad
+ *     name in the Node's annotation must not block the OSC).
  * bus may be NULL: files only (scratch-root tests, steps 1, 3-6 skipped).
  * A failed unit does not stop the others: every failure is logged once (with
  * UNIT= and JOB_RESULT= fields) and collected.

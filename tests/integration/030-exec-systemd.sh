@@ -184,8 +184,9 @@ check "re-apply restarts nothing${moved:+ (moved:$moved)}" test -z "$moved"
 	unit req2.service
 	unit req3.service
 } >"$W/v2.yaml"
-apply_desired "$W/v2.yaml" req.service req2.service
-check "v2 apply succeeds" test "$rc" -eq 0
+apply_desired "$W/v2.yaml" req.service req2.service nope.service
+check "v2 apply succeeds (a requested unit that does not exist does not fail it)" test "$rc" -eq 0
+check "the missing requested unit is logged as a warning" grep -q "nope.service: requested restart failed: unit not found" "$W/log"
 check "v2 reports exactly the touched units ($(changed))" test "$(changed)" = \
 	"change.service dropme.service filep.service osunit.service req.service req2.service stopme.service"
 check "changed unit is restarted (timestamp moved)" test "$(ts change.service)" -gt "${before[change]}"
@@ -214,7 +215,7 @@ check "the admin's drop-in stays" test -f "$SYS/osunit.service.d/50-admin.conf"
 check "OS unit runs without our drop-in" test "$(prop osunit.service Environment)" = ADMIN=1
 plan_line=$(grep -o 'Units: .*' "$W/log")
 check "the plan is logged ($plan_line)" test "$plan_line" = \
-	"Units: restart: change.service filep.service osunit.service; stop: stopme.service; remove: dropme.service; restart requested: req.service req2.service; unchanged: 4"
+	"Units: restart: change.service filep.service osunit.service; stop: stopme.service; remove: dropme.service; restart requested: req.service req2.service nope.service; unchanged: 4"
 
 # ---- a restart request without ".service" (units-apply: the desired state only carries
 # full names; units_plan_compute() accepts both, as gardener-node-agent >= 1.92)
