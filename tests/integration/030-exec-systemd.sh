@@ -153,6 +153,11 @@ check "gardener-user.path is not loaded" test "$(prop gardener-user.path LoadSta
 check "a new unit is restarted as 'new unit'" grep -q "Restarted keep.service (new unit): done in" "$W/log"
 check "the plan is logged with the superseded units" grep -q "Units: restart: .*; superseded: gardener-user.path gardener-user.service" "$W/log"
 
+check "systemd_unit_state() reads what systemctl shows" test "$("$TOOL" --state keep.service)" = \
+	"keep.service active loaded $(ts keep.service)"
+check "systemd_unit_state() loads a unit nothing refers to" test "$("$TOOL" --state never.service)" = \
+	"never.service inactive not-found 0"
+
 declare -A before
 for u in $UNITS; do before[$u]=$(ts $u.service); done
 

@@ -2,6 +2,8 @@
  *
  *   units-apply [--root DIR] [--old OSC] [--changed PATH]... [--restart UNIT]...
  *               [--owned-from OSC]... [--timeout-ms N] [--no-bus] NEW-OSC
+ *   units-apply --state UNIT
+ *
  *
  * Plans old -> new (units_plan_compute), prints the plan ("plan: <summary>"
  * and one "entry: unit actions reason" line per entry), applies it
@@ -10,11 +12,14 @@
  * with (units_plan_compute_owned), as if an apply of it had failed; against the system bus (DBUS_SYSTEM_BUS_ADDRESS
  * points it at an nspawn box), and prints "changed: <units>" and, on failure,
  * "error: <line>" plus "apply_ms: N". Exit 0 on success, 1 when the apply
- * failed, 2 on usage or input errors. Until `cloud-config-exec apply` exists,
+ * failed, 2 on usage or input errors. --state prints "UNIT ActiveState
+ * LoadState ActiveEnterTimestampMonotonic" as systemd_unit_state() reads
+ * them (LoadUnit, so also for units nothing refers to). Until `cloud-config-exec apply` exists,
  * tests/integration/030-exec-systemd.sh drives units_apply() with this. */
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,6 +62,7 @@ int main(int argc, char **argv)
 		{ "changed", required_argument, NULL, 'c' },  { "restart", required_argument, NULL, 'R' },
 		{ "timeout-ms", required_argument, NULL, 't' }, { "no-bus", no_argument, NULL, 'n' },
 		{ "owned-from", required_argument, NULL, 'O' },
+		{ "state", required_argument, NULL, 's' },
 		{}
 	};
 	const char *root = NULL, *old_path = NULL;
@@ -106,6 +112,19 @@ int main(int argc, char **argv)
 		case 'n':
 			use_bus = false;
 			break;
+		case 's': {
+			_cleanup_free_ char *active = NULL, *load = NULL;
+			uint64_t ts = 0;
+			r = systemd_open(&bus);
+			if (r >= 0)
+				r = systemd_unit_state(bus, optarg, &active, &load, &ts);
+			if (bus)
+				sd_bus_flush_close_unref(bus);
+			if (r < 0)
+				return log_error_errno(r, "Cannot read the state of %s", optarg), 1;
+			printf("%s %s %s %" PRIu64 "\n", optarg, active, load, ts);
+			return 0;
+		}
 		case 'O':
 			if (n_owned_from == MAX_ARGS)
 				return 2;
