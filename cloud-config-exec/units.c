@@ -805,6 +805,33 @@ static void remove_unit_file(struct apply *a, size_t i, const char *unit)
 	}
 }
 
+/* True when dirfd/name is a regular file holding exactly content. */
+static bool same_content(int dirfd, const char *name, const char *content)
+{
+	_cleanup_free_ char *data = NULL;
+	size_t len, want = strlen(content);
+
+	if (fsx_read_at(dirfd, name, want, &data, &len) < 0)
+		return false;
+	return len == want && memcmp(data, content, len) == 0;
+}
+
+/* Makes dirfd/name hold content (mode 0644, root). Returns 1 when the bytes
+ * changed, 0 when they were right already (a wrong mode or owner is fixed
+ * without counting as a change: systemd reads the same definition, so no
+ * reload and no restart), -errno. */
+static int write_unit_file(struct apply *a, int dirfd, const char *name, const char *content)
+{
+	bool same = same_content(dirfd, name, content);
+	int r = fsx_write_atomic_at(dirfd, name, content, strlen(content), UNIT_FILE_MODE, a->uid, a->gid,
+				    FSX_SKIP_IF_SAME);
+	if (r < 0)
+		return r;
+	if (r > 0 && same)
+		log_info("Fixed the mode or owner of %s", name);
+	return r > 0 && !same;
+}
+
 /* Writes the unit file and drop-ins of n where they differ. */
 static void write_unit_files(struct apply *a, size_t i, const struct osc_unit *n)
 {
@@ -813,8 +840,7 @@ static void write_unit_files(struct apply *a, size_t i, const struct osc_unit *n
 	int r;
 
 	if (n->content) {
-		r = fsx_write_atomic_at(a->sysfd, n->name, n->content, strlen(n->content), UNIT_FILE_MODE, a->uid,
-					a->gid, FSX_SKIP_IF_SAME);
+		r = write_unit_file(a, a->sysfd, n->name, n->content);
 		if (r < 0) {
 			unit_failed(a, i, r, NULL, "writing /%s/%s", UNITS_DIR, n->name);
 			return;
@@ -832,8 +858,7 @@ static void write_unit_files(struct apply *a, size_t i, const struct osc_unit *n
 		}
 		for (size_t k = 0; k < n->n_dropins; k++) {
 			const struct osc_dropin *d = &n->dropins[k];
-			r = fsx_write_atomic_at(dfd, d->name, d->content, strlen(d->content), UNIT_FILE_MODE, a->uid,
-						a->gid, FSX_SKIP_IF_SAME);
+			r = write_unit_file(a, dfd, d->name, d->content);
 			if (r < 0) {
 				unit_failed(a, i, r, NULL, "writing /%s/%s/%s", UNITS_DIR, dname, d->name);
 				return;

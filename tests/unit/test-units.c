@@ -412,6 +412,16 @@ static void test_apply_files(void **state)
 	assert_int_equal(fstatat(s->fd, SYS "a.service", &st, 0), 0);
 	assert_int_equal(st.st_ino, ino);
 
+	/* A wrong mode (gardener-node-agent wrote 0600) is fixed, but the
+	 * definition is the same: no change, so no reload and no restart. */
+	assert_int_equal(fchmodat(s->fd, SYS "a.service", 0600, 0), 0);
+	assert_int_equal(fchmodat(s->fd, SYS "os.service.d/10-x.conf", 0600, 0), 0);
+	assert_string_equal(apply(s, BASE, BASE, 0), "");
+	read_below(s, SYS "a.service", &mode);
+	assert_int_equal(mode, 0644);
+	read_below(s, SYS "os.service.d/10-x.conf", &mode);
+	assert_int_equal(mode, 0644);
+
 	/* One changed unit: exactly that one. */
 	assert_string_equal(apply(s, BASE, WITH(UNIT_A2 ", " UNIT_B ", " UNIT_OS), 0), "a.service");
 	assert_string_equal(read_below(s, SYS "a.service", NULL), "[Service]\nExecStart=/bin/false\n");
