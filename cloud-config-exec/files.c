@@ -60,9 +60,16 @@ int files_strv_add(char ***v, const char *s)
 	return 1;
 }
 
+/* Equal entries in two models. An image file has no bytes here, so it is
+ * "the same" exactly when its reference is: image, filePathInImage and
+ * permissions (what Gardener's agent would copy out of the image). */
 static bool file_same(const struct osc_file *a, const struct osc_file *b)
 {
-	return a->mode == b->mode && a->content_len == b->content_len &&
+	if (a->source != b->source || a->mode != b->mode)
+		return false;
+	if (a->source == OSC_SOURCE_IMAGE)
+		return strcmp(a->image, b->image) == 0 && strcmp(a->path_in_image, b->path_in_image) == 0;
+	return a->content_len == b->content_len &&
 	       (a->content_len == 0 || memcmp(a->content, b->content, a->content_len) == 0);
 }
 
@@ -149,9 +156,22 @@ int files_apply(int rootfd, const struct osc *new, const struct files_plan *plan
 		return log_error_errno(-ENOMEM, "Out of memory");
 
 	/* Ownership first: a file we are about to create is recorded as ours
-	 * (and persisted) before it exists, so no crash can leak it. */
+	 * (and persisted) before it exists, so no crash can leak it. An image
+	 * file is never written by us, so never ours: one we wrote while it
+	 * was inline content is left to the OS image from now on. */
 	for (size_t i = 0; i < new->n_files; i++) {
 		const char *path = new->files[i].path;
+		if (new->files[i].source == OSC_SOURCE_IMAGE) {
+			if (state_owns(st, path)) {
+				char ffield[OSC_PATH_MAX + 8];
+				snprintf(ffield, sizeof(ffield), "FILE=%s", path);
+				log_fields(LOG_NOTICE, LOG_FIELDS(ffield),
+					   "File %s now comes from an image: no longer ours, left in place", path);
+				state_disown(st, path);
+				own_changed = true;
+			}
+			continue;
+		}
 		if (state_owns(st, path))
 			continue;
 		r = path_exists(rootfd, path);
@@ -171,6 +191,17 @@ int files_apply(int rootfd, const struct osc *new, const struct files_plan *plan
 		_cleanup_free_ char *ffield = NULL;
 		if (asprintf(&ffield, "FILE=%s", f->path) < 0)
 			return log_error_errno(-ENOMEM, "Out of memory");
+		if (f->source == OSC_SOURCE_IMAGE) {
+			/* No containerd client, no pulls: say so on every apply. */
+			_cleanup_free_ char *ifield = NULL;
+			if (asprintf(&ifield, "IMAGE=%s", f->image) < 0)
+				return log_error_errno(-ENOMEM, "Out of memory");
+			log_fields(LOG_NOTICE, LOG_FIELDS(ffield, ifield),
+				   "File '%s' comes from image '%s' (path '%s'): not materialised by cloud-config-exec; "
+				   "the OS image must provide it",
+				   f->path, f->image, f->path_in_image);
+			continue;
+		}
 		const char *name;
 		_cleanup_close_ int dfd = fsx_open_parent_at(rootfd, f->path, FSX_MKDIR, 0755, &name);
 		if (dfd < 0) {
@@ -348,6 +379,12 @@ static int file_differs(int rootfd, const struct osc_file *f)
 int files_check(int rootfd, const struct osc *new, const struct files_plan *plan)
 {
 	for (size_t i = 0; i < new->n_files; i++) {
+		const struct osc_file *f = &new->files[i];
+		if (f->source == OSC_SOURCE_IMAGE) {
+			printf("image   %s: from image '%s' (path '%s'), not materialised; the OS image must provide it\n",
+			       f->path, f->image, f->path_in_image);
+			continue;
+		}
 		int r = file_differs(rootfd, &new->files[i]);
 		if (r < 0)
 			printf("file    %s: cannot inspect: %s\n", new->files[i].path, strerror(-r));

@@ -3,7 +3,13 @@
  * files_plan_compute() is pure: it compares the last applied model with the
  * new one (not the disk), so a re-run after a crash computes the same plan.
  * files_apply() does the I/O below the root fd, records ownership in the
- * executor state before it creates anything and logs one line per file. */
+ * executor state before it creates anything and logs one line per file.
+ *
+ * Image files (content.imageRef, OSC_SOURCE_IMAGE) are never written,
+ * owned or removed: this project pulls no images, the OS image must provide
+ * them. Their bytes are unknown here, so they count as changed (restarting
+ * the units whose filePaths name them) only when their reference changes:
+ * image, filePathInImage or permissions, or a switch to or from inline. */
 #ifndef CCE_FILES_H
 #define CCE_FILES_H
 
@@ -13,9 +19,10 @@
 #include "state.h"
 
 struct files_plan {
-	/* Paths whose content or mode differs between the old and the new
-	 * model, plus paths that appeared or were dropped (everything when old
-	 * is NULL). Units whose filePaths name one of them are restarted. */
+	/* Paths whose content or mode (for image files: reference) differs
+	 * between the old and the new model, plus paths that appeared or were
+	 * dropped (everything when old is NULL). Units whose filePaths name one
+	 * of them are restarted. */
 	char **changed;
 	/* Paths the executor created (owned) that the new model no longer
 	 * lists: removed. Files the executor never created are never here. */
@@ -29,17 +36,20 @@ int files_plan_compute(const struct osc *old, const struct osc *new, char *const
 		       struct files_plan *ret);
 void files_plan_done(struct files_plan *p);
 
-/* Writes every file of new below rootfd (skipping identical ones: no write,
- * no mtime change) and removes plan->remove. Files that do not exist yet are
- * recorded as owned in *st and st is saved to statefd before the first one is
- * created. On success *ret_written (NULL-terminated, caller frees) lists the
+/* Writes every inline file of new below rootfd (skipping identical ones: no
+ * write, no mtime change) and removes plan->remove. Files that do not exist
+ * yet are recorded as owned in *st and st is saved to statefd before the
+ * first one is created. Image files are not touched: each gets one notice
+ * line, and one still recorded as owned (written while it was inline) is
+ * disowned. On success *ret_written (NULL-terminated, caller frees) lists the
  * paths actually written. Logs each decision and each error; returns the
  * first error after trying every file. */
 int files_apply(int rootfd, const struct osc *new, const struct files_plan *plan, struct state *st,
 		int statefd, char ***ret_written);
 
 /* Dry run for "check": prints one line per file that would be written,
- * created or removed to stdout. Writes nothing. */
+ * created or removed, and one per image file ("image   PATH: ..."), to
+ * stdout. Writes nothing. */
 int files_check(int rootfd, const struct osc *new, const struct files_plan *plan);
 
 /* Removes fsx temporaries (".#<name>.<16 hex>") in the directory dfd (whose

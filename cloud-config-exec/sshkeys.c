@@ -105,6 +105,17 @@ static const struct osc_file *find_osc_file(const struct osc *osc, const char *p
 	return NULL;
 }
 
+/* A key source given as an image file (content.imageRef) has no bytes here:
+ * it is refused (logged), not read as an empty key list. */
+static int refuse_image_source(const struct osc_file *f)
+{
+	char ffield[1100];
+	snprintf(ffield, sizeof(ffield), "FILE=%s", f->path);
+	return log_fields_errno(LOG_ERR, -EINVAL, LOG_FIELDS(ffield),
+				"Key source %s rejected: it comes from image '%s', whose files are not read here",
+				f->path, f->image);
+}
+
 /* Adds every entry of a parsed document; a user whose name keydoc accepted
  * but who is root without ssh.allowRoot is skipped (logged). */
 static int add_doc(struct wants *w, struct keydoc *doc, const struct config *cfg, const char *what)
@@ -345,7 +356,8 @@ int sshkeys_apply(int rootfd, const char *root, const struct config *cfg, const 
 		have_source = true;
 		if (!wants_get(&w, cfg->login_user, true))
 			return log_error_errno(-ENOMEM, "Out of memory");
-		if ((r = collect_gardener_file(gf, cfg, &w)) == -ENOMEM)
+		r = gf->source == OSC_SOURCE_IMAGE ? refuse_image_source(gf) : collect_gardener_file(gf, cfg, &w);
+		if (r == -ENOMEM)
 			return log_error_errno(r, "Out of memory");
 		source_failed = source_failed || r < 0;
 	}
@@ -354,7 +366,9 @@ int sshkeys_apply(int rootfd, const char *root, const struct config *cfg, const 
 		have_source = true;
 		if (!wants_get(&w, cfg->login_user, true))
 			return log_error_errno(-ENOMEM, "Out of memory");
-		r = collect_document(df->path, (const char *)df->content, df->content_len, cfg, &w);
+		r = df->source == OSC_SOURCE_IMAGE
+			    ? refuse_image_source(df)
+			    : collect_document(df->path, (const char *)df->content, df->content_len, cfg, &w);
 		if (r == -ENOMEM)
 			return log_error_errno(r, "Out of memory");
 		source_failed = source_failed || r < 0;

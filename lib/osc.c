@@ -625,31 +625,78 @@ struct tmp_file {
 	size_t index;
 };
 
+static void file_free(struct osc_file *f)
+{
+	free(f->path);
+	free(f->content);
+	free(f->image);
+	free(f->path_in_image);
+	memset(f, 0, sizeof(*f));
+}
+
 static void tmp_files_free(struct tmp_file *t, size_t n)
 {
-	for (size_t i = 0; i < n; i++) {
-		free(t[i].f.path);
-		free(t[i].f.content);
-	}
+	for (size_t i = 0; i < n; i++)
+		file_free(&t[i].f);
 	free(t);
+}
+
+/* content.imageRef: the reference is validated and kept; nothing resolves
+ * it here (see enum osc_file_source). */
+static int parse_image_ref(struct ctx *c, const struct ynode *ref, const char *where, struct osc_file *f)
+{
+	const struct ynode *image, *pin;
+	char q[QUOTE_MAX * 4 + 8];
+	int r;
+
+	if ((r = get_str(c, ref, where, "image", true, &image)) < 0)
+		return r;
+	if (image->len == 0)
+		return fail(c, -EINVAL, "%s.image: empty image reference (line %zu)", where, image->line);
+	if (image->len > OSC_IMAGE_MAX)
+		return fail(c, -EMSGSIZE, "%s.image: image reference '%s' longer than %u bytes (line %zu)", where,
+			    quote(q, sizeof(q), image->value, image->len), OSC_IMAGE_MAX, image->line);
+	for (size_t i = 0; i < image->len; i++) {
+		unsigned char ch = (unsigned char)image->value[i];
+		if (ch <= 0x20 || ch >= 0x7f)
+			return fail(c, -EINVAL,
+				    "%s.image: image reference '%s' contains a byte that is not printable ASCII "
+				    "(line %zu)",
+				    where, quote(q, sizeof(q), image->value, image->len), image->line);
+	}
+	if ((r = get_str(c, ref, where, "filePathInImage", true, &pin)) < 0)
+		return r;
+	if ((r = check_path(c, where, ".filePathInImage", pin, false)) < 0)
+		return r;
+
+	f->image = strdup(image->value);
+	f->path_in_image = strdup(pin->value);
+	f->content = calloc(1, 1);
+	if (!f->image || !f->path_in_image || !f->content)
+		return fail(c, -ENOMEM, "out of memory");
+	f->content_len = 0;
+	f->source = OSC_SOURCE_IMAGE;
+	return 0;
 }
 
 static int parse_content(struct ctx *c, const struct ynode *content, const char *where, struct osc_file *f)
 {
-	const struct ynode *inl, *other;
+	const struct ynode *inl, *other, *image_ref;
 	int r;
 	char w[128];
 	char q[QUOTE_MAX * 4 + 8];
 
+	/* A secretRef names another Secret in kube-system. gardenlet resolves
+	 * it into inline content for every shoot but self-hosted ones, whose
+	 * gardener-node-agent then GETs that Secret itself. node-agent is
+	 * authorised to read the OSC Secret only, and guessing an empty file
+	 * instead would break the node silently, so the OSC is refused. */
 	if ((r = map_get(c, content, where, "secretRef", &other)) < 0)
 		return r;
 	if (other)
-		return fail(c, -EINVAL, "%s.secretRef: not supported on this node (only inline content; line %zu)",
-			    where, other->line);
-	if ((r = map_get(c, content, where, "imageRef", &other)) < 0)
-		return r;
-	if (other)
-		return fail(c, -EINVAL, "%s.imageRef: not supported on this node (only inline content; line %zu)",
+		return fail(c, -EINVAL,
+			    "%s.secretRef: not supported on this node (the agent reads no other Secret; "
+			    "only inline content and imageRef; line %zu)",
 			    where, other->line);
 
 	int tu;
@@ -659,6 +706,15 @@ static int parse_content(struct ctx *c, const struct ynode *content, const char 
 
 	if ((r = get_node(c, content, where, "inline", Y_MAP, &inl)) < 0)
 		return r;
+	if ((r = get_node(c, content, where, "imageRef", Y_MAP, &image_ref)) < 0)
+		return r;
+	if (inl && image_ref)
+		return fail(c, -EINVAL, "%s: both inline and imageRef given (line %zu); exactly one is allowed", where,
+			    image_ref->line);
+	if (image_ref) {
+		snprintf(w, sizeof(w), "%s.imageRef", where);
+		return parse_image_ref(c, image_ref, w, f);
+	}
 	if (!inl)
 		return fail(c, -EINVAL, "%s.inline: missing", where);
 	snprintf(w, sizeof(w), "%s.inline", where);
@@ -794,8 +850,7 @@ static int parse_files(struct ctx *c, const struct ynode *lists[2], const char *
 			if (keep) {
 				n++;
 			} else {
-				free(t[n].f.path);
-				free(t[n].f.content);
+				file_free(&t[n].f);
 				memset(&t[n], 0, sizeof(t[n]));
 			}
 		}
@@ -1213,10 +1268,8 @@ void osc_done(struct osc *osc)
 {
 	if (!osc)
 		return;
-	for (size_t i = 0; i < osc->n_files; i++) {
-		free(osc->files[i].path);
-		free(osc->files[i].content);
-	}
+	for (size_t i = 0; i < osc->n_files; i++)
+		file_free(&osc->files[i]);
 	free(osc->files);
 	units_free(osc->units, osc->n_units);
 	memset(osc, 0, sizeof(*osc));

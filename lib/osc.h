@@ -3,9 +3,10 @@
  *
  * osc_parse() is a pure parser (libyaml; JSON is YAML) from the bytes of
  * Gardener's osc.yaml into this validated, normalised model: files with
- * decoded content, units with spec and status.extensionUnits merged by name.
- * No I/O, no logging; errors name the field ("spec.files[3].path") and the
- * offending value. */
+ * decoded content (or, for content.imageRef, the image reference that is
+ * not resolved here), units with spec and status.extensionUnits merged by
+ * name. No I/O, no logging; errors name the field ("spec.files[3].path")
+ * and the offending value. */
 #ifndef NA_OSC_H
 #define NA_OSC_H
 
@@ -23,6 +24,7 @@
 #define OSC_PATH_MAX 1024
 #define OSC_UNIT_CONTENT_MAX (256u << 10)
 #define OSC_ERROR_MAX 512
+#define OSC_IMAGE_MAX 512             /* bytes of an imageRef.image reference */
 #define OSC_YAML_EVENTS_MAX (1u << 18) /* libyaml events (nodes) in one document */
 #define OSC_YAML_DEPTH_MAX 64         /* nesting of mappings and sequences */
 
@@ -33,13 +35,30 @@ enum osc_command {
 	OSC_COMMAND_STOP,
 };
 
+/* Where a file's bytes come from. */
+enum osc_file_source {
+	OSC_SOURCE_INLINE,          /* content.inline: the bytes are in content */
+	OSC_SOURCE_IMAGE,           /* content.imageRef: a file inside a container image.
+	                             * Gardener's agent pulls the image through containerd and
+	                             * copies the file out (kubelet, gardener-node-agent);
+	                             * this project has no containerd client and pulls
+	                             * nothing, so such a file is only described here and
+	                             * the OS image has to provide it. */
+};
+
 struct osc_file {
 	char *path;                 /* absolute, normalised (fsx_path_is_safe) */
 	mode_t mode;                /* permissions; 0600 when not given */
-	unsigned char *content;     /* decoded bytes (may contain NUL), never NULL, with a
-	                             * NUL after content_len for convenience */
-	size_t content_len;
+	enum osc_file_source source;
+	unsigned char *content;     /* INLINE: decoded bytes (may contain NUL); IMAGE: empty.
+	                             * Never NULL, with a NUL after content_len for
+	                             * convenience */
+	size_t content_len;         /* 0 for IMAGE */
 	bool transmit_unencoded;
+	char *image;                /* IMAGE: the image reference as written (1..OSC_IMAGE_MAX
+	                             * bytes of printable ASCII, no space); INLINE: NULL */
+	char *path_in_image;        /* IMAGE: filePathInImage, absolute and normalised like
+	                             * path (fsx_path_is_safe); INLINE: NULL */
 };
 
 struct osc_dropin {
@@ -70,6 +89,14 @@ struct osc_error {
 	char message[OSC_ERROR_MAX]; /* "spec.files[3].path: relative path 'etc/x'" */
 };
 
+/* Invariants of a model osc_parse() returned (the fuzzer checks them):
+ * files sorted by path and unique, every path safe and outside
+ * forbidden_prefix, content never NULL and NUL-terminated, content_len and
+ * mode within the ceilings; an IMAGE file has content_len 0 and non-NULL
+ * image and path_in_image, an INLINE file has both NULL; units sorted by
+ * name and unique with valid names, drop-ins sorted and unique with valid
+ * names and non-NULL content, filePaths sorted, unique and safe. */
+
 /* Parses and validates len bytes of osc.yaml (YAML or JSON). On success fills
  * *ret (release with osc_done()) and returns 0; on failure returns -EINVAL
  * (malformed, wrong type, invalid value), -EMSGSIZE (a ceiling above) or
@@ -94,10 +121,18 @@ int osc_parse(const char *data, size_t len, const char *forbidden_prefix, struct
  *  - spec.files[] and status.extensionFiles[] (concatenated, then filtered by
  *    node): path (absolute, normalised, not below forbidden_prefix),
  *    permissions (integer 0..07777; YAML 1.1 reads 0644 as octal, Gardener
- *    writes decimal 420; default 0600), content.inline.{encoding "" | "b64",
- *    data}, content.transmitUnencoded. content.secretRef and content.imageRef
- *    cannot be resolved on this kind of node and are rejected. Two files with
- *    the same path are an error.
+ *    writes decimal 420; default 0600), content.transmitUnencoded, and
+ *    exactly one of:
+ *     - content.inline.{encoding "" | "b64", data} (source INLINE);
+ *     - content.imageRef.{image, filePathInImage} (source IMAGE): image
+ *       non-empty, at most OSC_IMAGE_MAX bytes of printable ASCII without
+ *       space; filePathInImage required, checked like path (but not against
+ *       forbidden_prefix: it names a path inside the image). The file is
+ *       kept in the model with empty content; nothing here pulls images.
+ *    content.secretRef is rejected: it names another Secret in kube-system,
+ *    which only self-hosted shoots leave unresolved (gardenlet inlines it for
+ *    every other shoot) and which the agent is neither authorised nor built
+ *    to read. Two files with the same path are an error.
  *  - spec.units[] and status.extensionUnits[] (unit names unique within each
  *    list), merged by name exactly like gardener-node-agent's mergeUnits():
  *    a later entry overwrites enable/command/content when it sets them and

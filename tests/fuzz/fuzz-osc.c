@@ -29,6 +29,16 @@ static void check(const struct osc *o)
 			abort();
 		if (osc_find_file(o, f->path) != f)
 			abort();
+		if (f->source == OSC_SOURCE_IMAGE) {
+			if (f->content_len != 0 || !f->image || !f->path_in_image || f->image[0] == '\0' ||
+			    strlen(f->image) > OSC_IMAGE_MAX || !fsx_path_is_safe(f->path_in_image, OSC_PATH_MAX))
+				abort();
+			for (const char *p = f->image; *p; p++)
+				if ((unsigned char)*p <= 0x20 || (unsigned char)*p >= 0x7f)
+					abort();
+		} else if (f->source != OSC_SOURCE_INLINE || f->image || f->path_in_image) {
+			abort();
+		}
 	}
 	if (o->n_files > OSC_FILES_MAX || o->n_units > OSC_UNITS_MAX)
 		abort();

@@ -124,6 +124,16 @@ static void gardener_fixture(void **state)
 	assert_int_equal(desired_parse(out, len, &p, NULL), 0);
 	assert_int_equal(p.osc_len, n);
 	assert_memory_equal(p.osc, buf, n);
+	/* The desired state carries the raw osc.yaml, so its imageRef file
+	 * (the kubelet binary) reaches cloud-config-exec as the agent saw it. */
+	assert_non_null(strstr(p.osc, "imageRef:"));
+	struct osc o = {};
+	assert_int_equal(osc_parse(p.osc, p.osc_len, NULL, &o, NULL), 0);
+	const struct osc_file *k = osc_find_file(&o, "/opt/bin/kubelet");
+	assert_non_null(k);
+	assert_int_equal(k->source, OSC_SOURCE_IMAGE);
+	assert_string_equal(k->path_in_image, "/kubelet");
+	osc_done(&o);
 	desired_done(&p);
 	free(buf);
 }

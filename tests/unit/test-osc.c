@@ -69,7 +69,7 @@ static bool starts_with(const void *s, const char *prefix)
 
 static void check_gardener_worker(const struct osc *o)
 {
-	assert_int_equal(o->n_files, 12);
+	assert_int_equal(o->n_files, 13);
 	assert_int_equal(o->n_units, 8);
 	for (size_t i = 1; i < o->n_files; i++)
 		assert_true(strcmp(o->files[i - 1].path, o->files[i].path) < 0);
@@ -98,6 +98,18 @@ static void check_gardener_worker(const struct osc *o)
 	assert_string_equal((const char *)f->content, "br_netfilter\nip_vs\n");
 	f = file(o, "/etc/systemd/journald.conf"); /* encoding: "" */
 	assert_true(starts_with(f->content, "[Journal]\n"));
+	/* The kubelet binary: an imageRef file, kept but not resolved. */
+	f = file(o, "/opt/bin/kubelet");
+	assert_int_equal(f->source, OSC_SOURCE_IMAGE);
+	assert_int_equal(f->mode, 0755);
+	assert_string_equal(f->image, "europe-docker.pkg.dev/gardener-project/releases/hyperkube:v1.31.1");
+	assert_string_equal(f->path_in_image, "/kubelet");
+	assert_int_equal(f->content_len, 0);
+	for (size_t i = 0; i < o->n_files; i++)
+		if (o->files[i].source == OSC_SOURCE_INLINE)
+			assert_null(o->files[i].image);
+		else
+			assert_string_equal(o->files[i].path, "/opt/bin/kubelet");
 	/* From status.extensionFiles. */
 	assert_true(starts_with(file(o, "/etc/containerd/conf.d/10-os.toml")->content, "[plugins."));
 
@@ -121,10 +133,11 @@ static void check_gardener_worker(const struct osc *o)
 	assert_int_equal(u->n_dropins, 1);
 	assert_string_equal(u->dropins[0].name, "12-os-tuning.conf");
 	assert_string_equal(u->dropins[0].content, "[Service]\nLimitNOFILE=1048576\n");
-	assert_int_equal(u->n_file_paths, 3);
+	assert_int_equal(u->n_file_paths, 4);
 	assert_string_equal(u->file_paths[0], "/etc/modules-load.d/k8s.conf");
-	assert_string_equal(u->file_paths[1], "/var/lib/kubelet/ca.crt");
-	assert_string_equal(u->file_paths[2], "/var/lib/kubelet/config/kubelet");
+	assert_string_equal(u->file_paths[1], "/opt/bin/kubelet");
+	assert_string_equal(u->file_paths[2], "/var/lib/kubelet/ca.crt");
+	assert_string_equal(u->file_paths[3], "/var/lib/kubelet/config/kubelet");
 
 	u = unit(o, "containerd.service");
 	assert_null(u->content); /* an OS unit: only a drop-in */
@@ -172,6 +185,11 @@ static void osc_equal(const struct osc *a, const struct osc *b)
 		assert_int_equal(a->files[i].content_len, b->files[i].content_len);
 		assert_memory_equal(a->files[i].content, b->files[i].content, a->files[i].content_len);
 		assert_int_equal(a->files[i].transmit_unencoded, b->files[i].transmit_unencoded);
+		assert_int_equal(a->files[i].source, b->files[i].source);
+		if (a->files[i].image || b->files[i].image) {
+			assert_string_equal(a->files[i].image, b->files[i].image);
+			assert_string_equal(a->files[i].path_in_image, b->files[i].path_in_image);
+		}
 	}
 	assert_int_equal(a->n_units, b->n_units);
 	for (size_t i = 0; i < a->n_units; i++) {
@@ -242,8 +260,9 @@ static void gardener_worker_v2(void **state)
 	_cleanup_free_ char *data = read_fixture("osc/gardener-worker-v2.yaml", &len);
 	struct osc o = {};
 	assert_int_equal(osc_parse(data, len, FORBIDDEN, &o, NULL), 0);
-	assert_int_equal(o.n_files, 11);
+	assert_int_equal(o.n_files, 12);
 	assert_int_equal(o.n_units, 7);
+	assert_int_equal(file(&o, "/opt/bin/kubelet")->source, OSC_SOURCE_IMAGE);
 	assert_null(osc_find_unit(&o, "valitail.service"));
 	assert_null(osc_find_file(&o, "/var/lib/valitail/auth-token"));
 	assert_non_null(strstr((const char *)file(&o, "/var/lib/kubelet/config/kubelet")->content, "maxPods: 250\n"));
@@ -489,6 +508,97 @@ static void scalar_typing(void **state)
 	osc_done(&o);
 }
 
+/* content.imageRef: kept in the model, not resolved. */
+static void image_ref(void **state)
+{
+	static const char doc[] =
+		"spec:\n"
+		"  files:\n"
+		"  - path: /opt/bin/kubelet\n"
+		"    permissions: 493\n"
+		"    content:\n"
+		"      imageRef:\n"
+		"        image: europe-docker.pkg.dev/gardener-project/releases/hyperkube:v1.31.1@sha256:0123abcd\n"
+		"        filePathInImage: /kubelet\n"
+		"        unknownField: ignored\n"
+		"  - {path: /etc/x, content: {inline: {data: x}}}\n"
+		"status:\n"
+		"  extensionFiles:\n"
+		"  - {path: /opt/bin/tool, content: {transmitUnencoded: true, imageRef: {image: 'r/t:1', "
+		"filePathInImage: /usr/bin/tool}}}\n";
+	struct osc o = {};
+	struct osc_error err;
+	int r = parse_str(doc, &o, &err);
+	if (r < 0)
+		fail_msg("%s", err.message);
+	assert_int_equal(o.n_files, 3);
+	const struct osc_file *f = file(&o, "/opt/bin/kubelet");
+	assert_int_equal(f->source, OSC_SOURCE_IMAGE);
+	assert_int_equal(f->mode, 0755);
+	assert_string_equal(f->image,
+			    "europe-docker.pkg.dev/gardener-project/releases/hyperkube:v1.31.1@sha256:0123abcd");
+	assert_string_equal(f->path_in_image, "/kubelet");
+	assert_non_null(f->content);
+	assert_int_equal(f->content_len, 0);
+	assert_int_equal(f->content[0], '\0');
+	assert_false(f->transmit_unencoded);
+
+	f = file(&o, "/opt/bin/tool");
+	assert_int_equal(f->source, OSC_SOURCE_IMAGE);
+	assert_int_equal(f->mode, 0600); /* default */
+	assert_string_equal(f->image, "r/t:1");
+	assert_string_equal(f->path_in_image, "/usr/bin/tool");
+	assert_true(f->transmit_unencoded);
+
+	f = file(&o, "/etc/x");
+	assert_int_equal(f->source, OSC_SOURCE_INLINE);
+	assert_null(f->image);
+	assert_null(f->path_in_image);
+	osc_done(&o);
+
+	/* The same through JSON; a file filtered out by hostName is freed. */
+	static const char json[] =
+		"{\"spec\": {\"files\": [{\"path\": \"/opt/bin/kubelet\", \"content\": {\"imageRef\": "
+		"{\"image\": \"hyperkube:v1\", \"filePathInImage\": \"/kubelet\"}}}, "
+		"{\"path\": \"/opt/bin/other\", \"hostName\": \"elsewhere\", \"content\": {\"imageRef\": "
+		"{\"image\": \"x:1\", \"filePathInImage\": \"/x\"}}}]}}";
+	assert_int_equal(parse_str(json, &o, &err), 0);
+	assert_int_equal(o.n_files, 1);
+	assert_string_equal(o.files[0].image, "hyperkube:v1");
+	osc_done(&o);
+
+	/* The image reference ceiling: exactly OSC_IMAGE_MAX bytes, then one more. */
+	char big[OSC_IMAGE_MAX + 2];
+	char d2[OSC_IMAGE_MAX + 200];
+	memset(big, 'a', sizeof(big));
+	big[OSC_IMAGE_MAX] = '\0';
+	snprintf(d2, sizeof(d2), "spec: {files: [{path: /a, content: {imageRef: {image: %s, filePathInImage: /k}}}]}",
+		 big);
+	assert_int_equal(parse_str(d2, &o, &err), 0);
+	assert_int_equal(strlen(o.files[0].image), OSC_IMAGE_MAX);
+	osc_done(&o);
+	big[OSC_IMAGE_MAX] = 'a';
+	big[OSC_IMAGE_MAX + 1] = '\0';
+	snprintf(d2, sizeof(d2), "spec: {files: [{path: /a, content: {imageRef: {image: %s, filePathInImage: /k}}}]}",
+		 big);
+	o.n_files = 4242;
+	assert_int_equal(parse_str(d2, &o, &err), -EMSGSIZE);
+	assert_non_null(strstr(err.message, "spec.files[0].content.imageRef.image: image reference 'aaaa"));
+	assert_non_null(strstr(err.message, "longer than 512 bytes"));
+	assert_int_equal(o.n_files, 4242);
+}
+
+/* The fixture under bad/ for secretRef is still refused, naming the field. */
+static void secret_ref_fixture(void **state)
+{
+	size_t len;
+	_cleanup_free_ char *data = read_fixture("osc/bad/secret-ref.yaml", &len);
+	struct osc o = {};
+	struct osc_error err;
+	assert_int_equal(osc_parse(data, len, FORBIDDEN, &o, &err), -EINVAL);
+	assert_non_null(strstr(err.message, "content.secretRef: not supported on this node"));
+}
+
 /* ---- rejections ---------------------------------------------------------- */
 
 static void bad_documents(void **state)
@@ -543,9 +653,48 @@ static void bad_documents(void **state)
 		{ "spec: {files: [{path: /a}]}", -EINVAL, "spec.files[0].content: missing" },
 		{ "spec: {files: [{path: /a, content: {}}]}", -EINVAL, "spec.files[0].content.inline: missing" },
 		{ "spec: {files: [{path: /a, content: {secretRef: {name: s, dataKey: k}}}]}", -EINVAL,
-		  "spec.files[0].content.secretRef: not supported" },
-		{ "spec: {files: [{path: /a, content: {imageRef: {image: i, filePathInImage: /k}}}]}", -EINVAL,
-		  "spec.files[0].content.imageRef: not supported" },
+		  "spec.files[0].content.secretRef: not supported on this node" },
+		{ "spec: {files: [{path: /a, content: {secretRef: {name: s, dataKey: k}, inline: {data: x}}}]}",
+		  -EINVAL, "spec.files[0].content.secretRef: not supported" },
+		{ "spec: {files: [{path: /a, content: {secretRef: {name: s, dataKey: k}, "
+		  "imageRef: {image: i, filePathInImage: /k}}}]}", -EINVAL, "spec.files[0].content.secretRef" },
+		/* imageRef */
+		{ "spec: {files: [{path: /a, content: {imageRef: x}}]}", -EINVAL,
+		  "spec.files[0].content.imageRef: expected a mapping, got a string 'x'" },
+		{ "spec: {files: [{path: /a, content: {imageRef: {filePathInImage: /k}}}]}", -EINVAL,
+		  "spec.files[0].content.imageRef.image: missing" },
+		{ "spec: {files: [{path: /a, content: {imageRef: {image: '', filePathInImage: /k}}}]}", -EINVAL,
+		  "spec.files[0].content.imageRef.image: empty image reference" },
+		{ "spec: {files: [{path: /a, content: {imageRef: {image: 5, filePathInImage: /k}}}]}", -EINVAL,
+		  "spec.files[0].content.imageRef.image: expected a string, got an integer '5'" },
+		{ "spec: {files: [{path: /a, content: {imageRef: {image: 'a b', filePathInImage: /k}}}]}", -EINVAL,
+		  "spec.files[0].content.imageRef.image: image reference 'a b' contains a byte that is not printable" },
+		{ "spec: {files: [{path: /a, content: {imageRef: {image: \"a\\nb\", filePathInImage: /k}}}]}",
+		  -EINVAL, "spec.files[0].content.imageRef.image: image reference 'a\\x0ab' contains" },
+		{ "spec: {files: [{path: /a, content: {imageRef: {image: \"a\\0b\", filePathInImage: /k}}}]}",
+		  -EINVAL, "image reference 'a\\x00b' contains" },
+		{ "spec: {files: [{path: /a, content: {imageRef: {image: \"r/\u00e9:1\", filePathInImage: /k}}}]}",
+		  -EINVAL, "spec.files[0].content.imageRef.image: image reference" },
+		{ "spec: {files: [{path: /a, content: {imageRef: {image: i}}}]}", -EINVAL,
+		  "spec.files[0].content.imageRef.filePathInImage: missing" },
+		{ "spec: {files: [{path: /a, content: {imageRef: {image: i, filePathInImage: kubelet}}}]}", -EINVAL,
+		  "spec.files[0].content.imageRef.filePathInImage: relative path 'kubelet'" },
+		{ "spec: {files: [{path: /a, content: {imageRef: {image: i, filePathInImage: /a/../k}}}]}", -EINVAL,
+		  "spec.files[0].content.imageRef.filePathInImage: '..' component in path '/a/../k'" },
+		{ "spec: {files: [{path: /a, content: {imageRef: {image: i, filePathInImage: /}}}]}", -EINVAL,
+		  "spec.files[0].content.imageRef.filePathInImage: no file name in path '/'" },
+		{ "spec: {files: [{path: /a, content: {imageRef: {image: i, filePathInImage: [/k]}}}]}", -EINVAL,
+		  "spec.files[0].content.imageRef.filePathInImage: expected a string, got a list" },
+		{ "spec: {files: [{path: /a, content: {imageRef: {image: i, filePathInImage: /k}, "
+		  "inline: {data: x}}}]}", -EINVAL,
+		  "spec.files[0].content: both inline and imageRef given" },
+		{ "status: {extensionFiles: [{path: /a, content: {imageRef: {image: i, filePathInImage: \"/k\\tx\"}}}]}",
+		  -EINVAL, "status.extensionFiles[0].content.imageRef.filePathInImage: control character in path" },
+		{ "spec: {files: [{path: /var/lib/node-agent/x, content: {imageRef: {image: i, filePathInImage: /k}}}]}",
+		  -EINVAL, "spec.files[0].path: path '/var/lib/node-agent/x' is inside the agent's state directory" },
+		{ "spec: {files: [{path: /a, content: {imageRef: {image: i, filePathInImage: /k}}},"
+		  " {path: /a, content: {inline: {data: x}}}]}", -EINVAL,
+		  "spec.files[1].path: duplicate path '/a' (also spec.files[0])" },
 		{ "spec: {files: [{path: /a, content: {inline: {encoding: base64, data: YQ==}}}]}", -EINVAL,
 		  "spec.files[0].content.inline.encoding: unknown encoding 'base64'" },
 		{ "spec: {files: [{path: /a, content: {inline: {encoding: b64, data: 'YQ='}}}]}", -EINVAL,
@@ -795,6 +944,8 @@ int main(void)
 		cmocka_unit_test(node_filter),
 		cmocka_unit_test(permissions),
 		cmocka_unit_test(scalar_typing),
+		cmocka_unit_test(image_ref),
+		cmocka_unit_test(secret_ref_fixture),
 		cmocka_unit_test(bad_documents),
 		cmocka_unit_test(error_quotes_are_bounded),
 		cmocka_unit_test(ceilings),
