@@ -58,8 +58,10 @@ struct units_plan_entry {
 	const char *reason;         /* one phrase, owned by the plan: "new unit",
 				     * "content changed", "drop-in 10-a.conf changed",
 				     * "file /etc/a changed", "dropped by the OSC", ... */
-	const struct osc_unit *old; /* definition in the old OSC (NULL when none); */
-	const struct osc_unit *new; /* in the new one; both borrowed from the OSCs
+	const struct osc_unit *old; /* definition in the old OSC (NULL when none; a
+				     * copy owned by the plan when widened by owned
+				     * paths, see units_plan_compute_owned()); */
+	const struct osc_unit *new; /* in the new one; borrowed from the OSCs
 				     * given to units_plan_compute(), which must
 				     * outlive the plan */
 };
