@@ -88,6 +88,17 @@ int systemd_reload(sd_bus *bus, char **ret_error)
 	return r;
 }
 
+int systemd_reset_failed(sd_bus *bus, const char *unit, char **ret_error)
+{
+	_cleanup_bus_error_ sd_bus_error e = SD_BUS_ERROR_NULL;
+	int r = call(bus, "ResetFailedUnit", &e, NULL, "s", unit);
+	if (r < 0 && sd_bus_error_has_name(&e, "org.freedesktop.systemd1.NoSuchUnit"))
+		return 0;
+	if (r < 0)
+		set_error(ret_error, &e, r);
+	return r;
+}
+
 /* Reads the a(sss) list of changes; returns their count. */
 static int count_changes(sd_bus_message *reply, const char *unit)
 {

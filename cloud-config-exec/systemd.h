@@ -31,6 +31,11 @@ int systemd_reload(struct sd_bus *bus, char **ret_error);
 int systemd_enable_unit(struct sd_bus *bus, const char *unit, bool *ret_changed, char **ret_error);
 int systemd_disable_unit(struct sd_bus *bus, const char *unit, bool *ret_changed, char **ret_error);
 
+/* ResetFailedUnit: forget a unit's failed state (a dropped unit whose
+ * process died on stop would otherwise linger as "failed"). A unit systemd
+ * does not know is fine (returns 0). */
+int systemd_reset_failed(struct sd_bus *bus, const char *unit, char **ret_error);
+
 /* LoadUnit (GetUnit fails for a unit nothing refers to yet) and reads
  * ActiveState, LoadState and ActiveEnterTimestampMonotonic (us). Strings are
  * malloc'ed; any output pointer may be NULL. */

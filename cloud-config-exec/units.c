@@ -1061,6 +1061,21 @@ static int changed_units(const struct apply *a, char ***ret)
 	return 0;
 }
 
+/* A dropped unit whose process died of the stop stays "failed" in the
+ * manager (and the system "degraded") even after its file is gone: forget
+ * that state. Failures here are only logged: the unit is stopped. */
+static void reset_dropped(struct apply *a)
+{
+	for (size_t i = 0; i < a->plan->n; i++) {
+		const struct units_plan_entry *e = &a->plan->items[i].e;
+		_cleanup_free_ char *msg = NULL;
+		if (e->new || !(e->actions & UNITS_REMOVE) || a->run[i].failed)
+			continue;
+		if (systemd_reset_failed(a->bus, e->unit, &msg) < 0)
+			log_warning("%s: reset-failed: %s", e->unit, msg ? msg : "failed");
+	}
+}
+
 int units_apply(const struct units_plan *plan, int rootfd, sd_bus *bus, unsigned job_timeout_ms,
 		char ***ret_changed_units, char **ret_error)
 {
@@ -1093,8 +1108,10 @@ int units_apply(const struct units_plan *plan, int rootfd, sd_bus *bus, unsigned
 	r = 0;
 	if (bus) {
 		r = run_phase(&a, PHASE_DROPPED);
-		if (r >= 0)
+		if (r >= 0) {
+			reset_dropped(&a);
 			apply_enable(&a, true);
+		}
 	}
 	if (r >= 0) {
 		apply_files(&a);

@@ -120,7 +120,8 @@ int units_plan_format(const struct units_plan *plan, char **ret);
 const char *units_actions_to_string(unsigned actions, char *buf, size_t size);
 
 /* Applies plan below rootfd (a directory fd for "/", or a scratch root):
- *  1. stops and disables the dropped units we created (bus only);
+ *  1. stops, resets the failed state of (a process killed by the stop
+ *     would leave it "failed"), and disables the dropped units we created;
  *  2. writes unit files (/etc/systemd/system/<name>, 0644) and drop-ins
  *     (<name>.d/<dropin>, 0644, dir 0755) only where the content differs,
  *     atomically via lib/fsx.h, for every unit of the new OSC (so drift is
