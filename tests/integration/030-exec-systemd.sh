@@ -288,6 +288,9 @@ left=""
 for u in bad new; do [ ! -e "$SYS/$u.service" ] || left="$left $u"; done
 check "their unit files are removed${left:+ (left:$left)}" test -z "$left"
 
+failed_units=$(ctl --failed --plain --no-legend | awk '{print $1}' | tr '\n' ' ')
+check "no failed unit is left behind${failed_units:+ ($failed_units)}" test -z "$failed_units"
+
 # ---- numbers for the report
 echo "# box: $(cat "$SDBOX_STATE/timings")"
 echo "# job latencies (ms): $(grep -E '(Restarted|Stopped) .*: done in' "$W/all.log" | grep -o 'done in [0-9.]* ms' | awk '{print $3}' | sort -n | tr '\n' ' ')"
