@@ -126,8 +126,18 @@ config "$S/down.json" '{"apiServer": {"server": "https://127.0.0.1:6999"}}'
 check "--once: 3 when the API server is unreachable" [ "$(once "$S/down.json")" = 3 ]
 kube_secret "$S/v1.yaml" >/dev/null
 
-# --- the daemon
-"$AGENT" --root "$ROOT" --config "$CONF" >"$S/agent.log" 2>&1 &
+# --- the daemon, with a stand-in for systemd's notify socket
+python3 - "$S/notify" "$S/notify.log" <<-'EOF' &
+import socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+s.bind(sys.argv[1])
+with open(sys.argv[2], "a", buffering=1) as log:
+    while True:
+        log.write(s.recv(4096).decode() + "\n")
+EOF
+on_exit "kill $!"
+for ((i = 0; i < 50; i++)); do [ -S "$S/notify" ] && break; sleep 0.1; done
+NOTIFY_SOCKET=$S/notify WATCHDOG_USEC=400000 "$AGENT" --root "$ROOT" --config "$CONF" >"$S/agent.log" 2>&1 &
 PID=$!
 on_exit "kill $PID"
 t0=$(now)
@@ -188,6 +198,11 @@ sleep "${IDLE_SECONDS:-8}"
 n=$(kube_count "$t0" "not e['watch']")
 check "idle: no request besides the watches ($n)" [ "$n" -eq 0 ]
 echo "# idle VmRSS $(awk '/VmRSS/{print $2}' /proc/$PID/status) kB, RssAnon $(awk '/RssAnon/{print $2}' /proc/$PID/status) kB"
+
+check "sd_notify: READY=1" grep -qx READY=1 "$S/notify.log"
+check "sd_notify: STATUS= names the applied checksum" grep -q "^STATUS=applied $(sum "$S/v4.yaml" | cut -c1-12)" "$S/notify.log"
+n=$(grep -cx WATCHDOG=1 "$S/notify.log")
+check "sd_notify: WATCHDOG=1 at half of WATCHDOG_USEC ($n pings)" [ "$n" -ge 20 ]
 
 # SIGTERM: exit 0 within a second.
 t0=$(date +%s%N)
