@@ -101,6 +101,8 @@ struct agent {
 
 	char *switch_secret;        /* Secret to switch to, from the Node label */
 
+	uint64_t next_local_resync;
+
 	bool quit;
 	bool reload;
 	bool dirty;
@@ -652,9 +654,11 @@ static int maybe_patch(struct agent *a, uint64_t now)
 static void reconcile(struct agent *a, uint64_t now)
 {
 	a->dirty = false;
-	/* The key document comes from the Node: wait for it rather than write
-	 * a desired state without it and another one a moment later. */
-	if (!a->cfg.keys_from_node_annotation || a->node.synced || a->node_seen)
+	/* The Node may carry a restart request or the key document: wait for
+	 * its first answer (or failure) rather than write one desired state
+	 * without them and another a moment later. A Node that cannot be read
+	 * does not hold up the OSC, unless the keys come from it. */
+	if (a->node.synced || a->node_seen || (!a->cfg.keys_from_node_annotation && a->node.failures > 0))
 		write_desired(a);
 	if (!a->opts->once || applied_ok(a))
 		maybe_patch(a, now);
@@ -963,6 +967,11 @@ int agent_run(const struct agent_options *o)
 			reload_config(&a);
 
 		if (a.switch_secret) {
+			/* --once applies what the label names or nothing. */
+			if (o->once) {
+				free(a.osc);
+				a.osc = NULL;
+			}
 			int r = watch_retarget(&a.secret, a.switch_secret);
 			if (r < 0)
 				log_error_errno(r, "cannot switch to Secret %s", a.switch_secret);
@@ -970,6 +979,19 @@ int agent_run(const struct agent_options *o)
 			a.switch_secret = NULL;
 		}
 		uint64_t next = min_u64(watch_tick(&a.secret, now), watch_tick(&a.node, now));
+		/* The local inputs are re-read with the same period as the remote
+		 * ones (inotify covers result.json; this covers missed events and
+		 * the host keys, which nothing announces). */
+		if (!o->once) {
+			if (now >= a.next_local_resync) {
+				if (a.next_local_resync) {
+					read_result(&a);
+					refresh_host_keys(&a);
+				}
+				a.next_local_resync = now + a.cfg.resync_interval_ms;
+			}
+			next = min_u64(next, a.next_local_resync);
+		}
 
 		/* A Node patch that failed is retried when its backoff ends. */
 		if (a.patch_wake_at > now)
