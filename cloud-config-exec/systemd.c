@@ -88,6 +88,20 @@ int systemd_reload(sd_bus *bus, char **ret_error)
 	return r;
 }
 
+int systemd_unit_file_state(sd_bus *bus, const char *unit, char **ret_state)
+{
+	_cleanup_bus_error_ sd_bus_error e = SD_BUS_ERROR_NULL;
+	_cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+	const char *state;
+	int r = call(bus, "GetUnitFileState", &e, &reply, "s", unit);
+	if (r >= 0)
+		r = sd_bus_message_read(reply, "s", &state);
+	if (r < 0)
+		return r;
+	*ret_state = strdup(state);
+	return *ret_state ? 0 : -ENOMEM;
+}
+
 int systemd_reset_failed(sd_bus *bus, const char *unit, char **ret_error)
 {
 	_cleanup_bus_error_ sd_bus_error e = SD_BUS_ERROR_NULL;

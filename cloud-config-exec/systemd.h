@@ -31,6 +31,9 @@ int systemd_reload(struct sd_bus *bus, char **ret_error);
 int systemd_enable_unit(struct sd_bus *bus, const char *unit, bool *ret_changed, char **ret_error);
 int systemd_disable_unit(struct sd_bus *bus, const char *unit, bool *ret_changed, char **ret_error);
 
+/* GetUnitFileState: "enabled", "disabled", "static", "masked", ... (malloc'ed). */
+int systemd_unit_file_state(struct sd_bus *bus, const char *unit, char **ret_state);
+
 /* ResetFailedUnit: forget a unit's failed state (a dropped unit whose
  * process died on stop would otherwise linger as "failed"). A unit systemd
  * does not know is fine (returns 0). */

@@ -675,6 +675,8 @@ struct unit_run {
 	bool failed;                /* a file or enable step failed: no job for it */
 	bool drift;                 /* rewritten although the OSC did not change it */
 	bool job_ran;               /* a restart/stop job was issued */
+	bool superseded_active;     /* a gardener-user unit (from GNA) is running */
+	bool superseded_enabled;    /* ... or enabled */
 };
 
 struct apply {
@@ -932,7 +934,8 @@ static void apply_enable(struct apply *a, bool dropped)
 }
 
 enum job_phase {
-	PHASE_DROPPED,              /* stop the dropped units we created */
+	PHASE_DROPPED,              /* stop the dropped units we created, and
+				     * superseded units found on disk */
 	PHASE_UNITS,                /* restart / stop of new, changed, drifted, dropped OS units */
 	PHASE_REQUESTS,             /* restart requests */
 };
@@ -942,8 +945,14 @@ static bool wants_job(const struct apply *a, size_t i, enum job_phase phase, enu
 	const struct units_plan_entry *e = &a->plan->items[i].e;
 	unsigned act = e->actions;
 
-	if (a->run[i].failed || (act & UNITS_SUPERSEDED))
+	if (a->run[i].failed)
 		return false;
+	if (act & UNITS_SUPERSEDED) {
+		if (phase != PHASE_DROPPED || !a->run[i].superseded_active)
+			return false;
+		*ret = SYSTEMD_STOP;
+		return true;
+	}
 	switch (phase) {
 	case PHASE_DROPPED:
 		if (e->new || !(act & UNITS_REMOVE) || !(act & UNITS_STOP))
@@ -1017,8 +1026,8 @@ static int run_phase(struct apply *a, enum job_phase phase)
 			log_fields(LOG_INFO, LOG_FIELDS(field_unit, field_result), "%s %s (%s%s): done in %.1f ms",
 				   j->verb == SYSTEMD_STOP ? "Stopped" : "Restarted", e->unit, e->reason,
 				   a->run[idx[k]].drift ? ", drift repaired" : "", (double)j->usec / 1000.0);
-		} else if (j->error == -ENOENT && phase != PHASE_REQUESTS && !e->new) {
-			/* Dropped, and already gone (Gardener PR #8898): fine. */
+		} else if (j->error == -ENOENT && phase != PHASE_REQUESTS && (!e->new || phase == PHASE_DROPPED)) {
+			/* Dropped or superseded, and already gone (Gardener PR #8898): fine. */
 			log_debug("%s: %s: unit no longer exists", e->unit, verb);
 		} else if (j->error == -EIO) {
 			unit_failed(a, idx[k], 0, j->result, "%s failed (job result '%s')", verb, j->result);
@@ -1059,6 +1068,50 @@ static int changed_units(const struct apply *a, char ***ret)
 	qsort(v, n, sizeof(char *), cmp_str);
 	*ret = TAKE_PTR(v);
 	return 0;
+}
+
+/* The bash gardener-user units that the OSC carries are superseded: we
+ * never write, enable or start them. On a node that gardener-node-agent
+ * configured before, they are on disk, enabled and armed, and the path unit
+ * would run the script that overwrites authorized_keys whenever the key file
+ * changes, fighting the keys step. Such copies are stopped (phase
+ * PHASE_DROPPED) and disabled, never removed (we did not write them). */
+static void find_superseded(struct apply *a)
+{
+	for (size_t i = 0; i < a->plan->n; i++) {
+		const struct units_plan_entry *e = &a->plan->items[i].e;
+		_cleanup_free_ char *active = NULL, *file_state = NULL;
+		struct stat st;
+		if ((e->actions & (UNITS_SUPERSEDED | UNITS_REQUESTED)) != UNITS_SUPERSEDED || !e->new ||
+		    fstatat(a->sysfd, e->unit, &st, AT_SYMLINK_NOFOLLOW) < 0)
+			continue;
+		if (systemd_unit_state(a->bus, e->unit, &active, NULL, NULL) >= 0)
+			a->run[i].superseded_active = strcmp(active, "inactive") != 0 && strcmp(active, "failed") != 0;
+		if (systemd_unit_file_state(a->bus, e->unit, &file_state) >= 0)
+			a->run[i].superseded_enabled = strncmp(file_state, "enabled", 7) == 0;
+	}
+}
+
+static void disable_superseded(struct apply *a)
+{
+	for (size_t i = 0; i < a->plan->n; i++) {
+		const struct units_plan_entry *e = &a->plan->items[i].e;
+		_cleanup_free_ char *msg = NULL;
+		bool changed = false;
+		char field[300];
+		if (!a->run[i].superseded_active && !a->run[i].superseded_enabled)
+			continue;
+		if (a->run[i].superseded_enabled && systemd_disable_unit(a->bus, e->unit, &changed, &msg) < 0) {
+			unit_failed(a, i, 0, NULL, "disabling the superseded unit failed: %s", msg ? msg : "?");
+			continue;
+		}
+		if (changed)
+			a->run[i].disk_changed = a->reload = true;
+		snprintf(field, sizeof(field), "UNIT=%s", e->unit);
+		log_fields(LOG_NOTICE, LOG_FIELDS(field), "%s: %s; the copy found on disk is %s", e->unit,
+			   SUPERSEDED_REASON,
+			   a->run[i].superseded_active ? (changed ? "stopped and disabled" : "stopped") : "disabled");
+	}
 }
 
 /* A dropped unit whose process died of the stop stays "failed" in the
@@ -1107,10 +1160,12 @@ int units_apply(const struct units_plan *plan, int rootfd, sd_bus *bus, unsigned
 
 	r = 0;
 	if (bus) {
+		find_superseded(&a);
 		r = run_phase(&a, PHASE_DROPPED);
 		if (r >= 0) {
 			reset_dropped(&a);
 			apply_enable(&a, true);
+			disable_superseded(&a);
 		}
 	}
 	if (r >= 0) {

@@ -19,7 +19,8 @@
  *    annotation, ".service" optional) are restarted after everything else;
  *  - gardener-user.service and gardener-user.path are superseded by
  *    cloud-config-exec's native key handling: never written, enabled or
- *    started.
+ *    started; copies that gardener-node-agent left on disk are stopped and
+ *    disabled by units_apply() when running or enabled (never removed).
  *
  * units_apply() carries a plan out below a root directory and, when given a
  * bus, against the system manager (systemd.h). */

@@ -172,6 +172,29 @@ moved=""
 for u in $UNITS; do [ "$(ts $u.service)" = "${before[$u]}" ] || moved="$moved $u"; done
 check "re-apply restarts nothing${moved:+ (moved:$moved)}" test -z "$moved"
 
+# ---- a node gardener-node-agent configured before: its copies of the superseded
+# gardener-user units are on disk, enabled and armed. They are stopped and disabled
+# (the path unit would run the script that overwrites authorized_keys), never
+# rewritten or removed; the next apply leaves them alone.
+printf '# written by gardener-node-agent\n[Path]\nPathChanged=/var/lib/gardener-user-authorized-keys\n[Install]\nWantedBy=multi-user.target\n' \
+	>"$SYS/gardener-user.path"
+printf '# written by gardener-node-agent\n[Service]\nType=oneshot\nExecStart=/bin/true\n' >"$SYS/gardener-user.service"
+cp "$SYS/gardener-user.path" "$W/gnu.path"
+ctl daemon-reload
+ctl enable --now gardener-user.path 2>/dev/null
+check "GNA's gardener-user.path is armed before" test "$(prop gardener-user.path ActiveState)" = active
+apply "$W/v1.yaml"
+check "apply on the GNA node succeeds" test "$rc" -eq 0
+check "GNA's gardener-user.path is stopped" test "$(prop gardener-user.path ActiveState)" = inactive
+check "GNA's gardener-user.path is disabled" test "$(ctl is-enabled gardener-user.path)" = disabled
+check "GNA's gardener-user.path is neither rewritten nor removed" cmp -s "$SYS/gardener-user.path" "$W/gnu.path"
+check "the log says so" grep -q "gardener-user.path: superseded by cloud-config-exec's native SSH key handling; the copy found on disk is stopped and disabled" "$W/log"
+moved=""
+for u in $UNITS; do [ "$(ts $u.service)" = "${before[$u]}" ] || moved="$moved $u"; done
+check "nothing else is restarted${moved:+ (moved:$moved)}" test -z "$moved"
+apply "$W/v1.yaml"
+check "the next apply leaves them alone" bash -c "! grep -q 'gardener-user.path: superseded' '$W/log' && grep -q 'nothing changed' '$W/log'"
+
 # ---- v2 through desired.json: change one, drop two, disable one, change a file that
 # one unit lists in filePaths, and a restart request for two unchanged units
 {
