@@ -19,7 +19,7 @@ osc() { printf 'spec:\n  files:\n  - path: /etc/hello\n    permissions: 420\n   
 W=$(scratch)
 v=1
 osc $v >"$W/v1.yaml"
-if ! agent_e2e_setup "$W/v1.yaml" '{}'; then
+if ! agent_e2e_setup "$W/v1.yaml" '{}' --bookmark-interval 5; then
 	fail "agent applies the first OSC"
 	dump_logs
 	finish
