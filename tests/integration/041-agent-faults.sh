@@ -15,7 +15,7 @@ agent_require
 
 ANN=checksum/cloud-config-data
 WINDOW=${FAULT_WINDOW:-6}      # seconds each fault lasts
-RECOVER=${RECOVER_SECONDS:-45} # the backoff cap must let the agent back within this
+RECOVER=${RECOVER_SECONDS:-75} # the agent's backoff cap (60 s) plus the work
 MAX_REQ=${MAX_REQ:-30}         # requests per fault window that still count as backoff
 
 osc() { printf 'spec:\n  files:\n  - path: /etc/hello\n    permissions: 420\n    content:\n      inline:\n        data: "hello %s"\n' "$1"; }
@@ -66,16 +66,6 @@ recover() {
 	good=$(state)
 }
 
-# wait_hit SINCE FILTER [TIMEOUT]: waits until the request log has an entry
-# matching FILTER (the agent ran into the fault); false after TIMEOUT (20 s).
-wait_hit() {
-	local i
-	for ((i = 0; i < ${3:-20} * 5; i++)); do
-		[ "$(kube_count "$1" "$2")" -ge 1 ] && return 0
-		sleep 0.2
-	done
-	return 1
-}
 
 # publish a new version with a checksum that does not match: never applied
 mismatch() {
@@ -84,24 +74,10 @@ mismatch() {
 	kube_secret "$W/mm.yaml" "${1:-wrong}" >/dev/null
 }
 
-# --- 500 on every request
-t0=$(now)
-kctl POST /fault '{"type":"500","count":-1}' >/dev/null
-kctl POST /reset-watches >/dev/null
-wait_hit "$t0" "e['status'] == 500" 10
-sleep "$WINDOW"
-kept "500s"
-backoff "500s" "$t0"
-check "500s: the agent did retry" [ "$(kube_count "$t0" "e['status'] == 500")" -ge 2 ]
-recover "500s"
-
-# --- 429 with Retry-After: 3
-t0=$(now)
-kctl POST /fault '{"type":"429","count":-1,"retryAfter":3}' >/dev/null
-kctl POST /reset-watches >/dev/null
-sleep $((WINDOW + 2))
-kept "429"
-gap=$(kctl GET "/log?since=$t0" | python3 -c 'import json, sys
+# gap_after_429 SINCE: the shortest time between a 429 and the next request
+# for the same resource ("none" when there was no such pair).
+gap_after_429() {
+	kctl GET "/log?since=$1" | python3 -c 'import json, sys
 reqs = json.load(sys.stdin)["requests"]
 gaps = []
 for cls in ("/secrets", "/nodes"):
@@ -109,138 +85,198 @@ for cls in ("/secrets", "/nodes"):
     for a, b in zip(rs, rs[1:]):
         if a["status"] == 429:
             gaps.append(b["t"] - a["t"])
-print("%.2f" % min(gaps) if gaps else "none")')
-check "429: Retry-After honoured (shortest gap after a 429: $gap s, >= 2.9)" \
-	python3 -c "import sys; sys.exit(not ('$gap' != 'none' and float('$gap') >= 2.9))"
-recover "429"
+print("%.2f" % min(gaps) if gaps else "none")'
+}
 
-# --- connection reset in the middle of a watch event
-t0=$(now)
-kctl POST /fault '{"type":"reset","count":3,"match":"watch=1"}' >/dev/null
-kctl POST /reset-watches >/dev/null
-sleep "$WINDOW"
-kept "reset mid-watch"
-backoff "reset mid-watch" "$t0"
-recover "reset mid-watch"
+# oversize_sent SINCE: the most bytes the server wrote of an oversize body
+# before the client closed (-1: the client never closed early).
+oversize_sent() {
+	kctl GET "/log?since=$1" | python3 -c 'import json, re, sys
+n = [int(m.group(1)) for e in json.load(sys.stdin)["requests"] if e.get("fault") == "oversize"
+     for m in [re.search(r"after (\d+) bytes", e.get("error") or "")] if m]
+print(max(n) if n else -1)'
+}
 
-# --- accepts the request, never answers (requestMs / watchIdleMs deadlines)
-t0=$(now)
-kctl POST /fault '{"type":"hang","count":-1}' >/dev/null
-kctl POST /reset-watches >/dev/null
-mismatch
-sleep "$WINDOW"
-kept "hang"
-backoff "hang" "$t0"
-recover "hang"
-
-# --- accepts TCP, never even does TLS (connectMs deadline)
-t0=$(now)
-kctl POST /fault '{"type":"blackhole","count":-1}' >/dev/null
-kctl POST /reset-watches >/dev/null
-sleep "$WINDOW"
-kept "blackhole"
-backoff "blackhole" "$t0"
-recover "blackhole"
-
-# --- 410 Gone on the watch resume: the agent re-GETs
-t0=$(now)
-kctl POST /expire >/dev/null
-kctl POST /reset-watches >/dev/null
-check "410: the agent re-GETs the Secret after the expired resume" \
-	wait_hit "$t0" "not e['watch'] and e['path'] == '/api/v1/namespaces/kube-system/secrets/$KUBE_SECRET'"
-kept "410"
-recover "410"
-
-# The remaining faults need a plain GET of the Secret, which a 410 forces.
+# force_get: a 410 (expired history) makes the agent GET the Secret again.
 force_get() { kctl POST /expire >/dev/null; kctl POST /reset-watches >/dev/null; }
 GETSEC="GET /api/v1/namespaces/kube-system/secrets/$KUBE_SECRET"
 
+# --- 500 on every request
+p500() {
+	t0=$(now)
+	kctl POST /fault '{"type":"500","count":-1}' >/dev/null
+	kctl POST /reset-watches >/dev/null
+	wait_hit "$t0" "e['status'] == 500" 10
+	sleep "$WINDOW"
+	kept "500s"
+	backoff "500s" "$t0"
+	check "500s: the agent did retry" [ "$(kube_count "$t0" "e['status'] == 500")" -ge 2 ]
+	recover "500s"
+}
+
+# --- 429 with Retry-After: 3
+p429() {
+	t0=$(now)
+	kctl POST /fault '{"type":"429","count":-1,"retryAfter":3}' >/dev/null
+	kctl POST /reset-watches >/dev/null
+	wait_hit "$t0" "e['status'] == 429"
+	sleep $((WINDOW + 2))
+	kept "429"
+	gap=$(gap_after_429 "$t0")
+	check "429: Retry-After honoured (shortest gap after a 429: $gap s, >= 2.9)" \
+		python3 -c "import sys; sys.exit(not ('$gap' != 'none' and float('$gap') >= 2.9))"
+	recover "429"
+}
+
+# --- connection reset in the middle of a watch event
+preset() {
+	t0=$(now)
+	kctl POST /fault '{"type":"reset","count":3,"match":"watch=1"}' >/dev/null
+	kctl POST /reset-watches >/dev/null
+	sleep "$WINDOW"
+	kept "reset mid-watch"
+	backoff "reset mid-watch" "$t0"
+	recover "reset mid-watch"
+}
+
+# --- accepts the request, never answers (requestMs / watchIdleMs deadlines)
+phang() {
+	t0=$(now)
+	kctl POST /fault '{"type":"hang","count":-1}' >/dev/null
+	kctl POST /reset-watches >/dev/null
+	mismatch
+	sleep "$WINDOW"
+	kept "hang"
+	backoff "hang" "$t0"
+	recover "hang"
+}
+
+# --- accepts TCP, never even does TLS (connectMs deadline)
+pblackhole() {
+	t0=$(now)
+	kctl POST /fault '{"type":"blackhole","count":-1}' >/dev/null
+	kctl POST /reset-watches >/dev/null
+	sleep "$WINDOW"
+	kept "blackhole"
+	backoff "blackhole" "$t0"
+	recover "blackhole"
+}
+
+# --- 410 Gone on the watch resume: the agent re-GETs
+p410() {
+	t0=$(now)
+	kctl POST /expire >/dev/null
+	kctl POST /reset-watches >/dev/null
+	check "410: the agent re-GETs the Secret after the expired resume" \
+		wait_hit "$t0" "not e['watch'] and e['path'] == '/api/v1/namespaces/kube-system/secrets/$KUBE_SECRET'"
+	kept "410"
+	recover "410"
+
+}
+
 # --- a body over the ceiling (64 MiB, chunked; the agent's limit is 1 MiB)
-t0=$(now)
-kctl POST /fault '{"type":"oversize","count":-1,"bytes":67108864,"match":"'"$GETSEC"'"}' >/dev/null
-force_get
-check "oversize: the agent ran into it" wait_hit "$t0" "e.get('fault') == 'oversize'"
-sleep "$WINDOW"
-kept "oversize"
-backoff "oversize" "$t0"
-sent=$(kctl GET "/log?since=$t0" | python3 -c 'import json, re, sys
-n = [int(m.group(1)) for e in json.load(sys.stdin)["requests"] if e.get("fault") == "oversize"
-     for m in [re.search(r"after (\d+) bytes", e.get("error") or "")] if m]
-print(max(n) if n else -1)')
-check "oversize: the agent stopped reading early ($sent bytes sent before it closed; < 16 MiB)" \
-	[ "$sent" -ge 0 ] && [ "$sent" -lt 16777216 ]
-recover "oversize"
+poversize() {
+	t0=$(now)
+	kctl POST /fault '{"type":"oversize","count":-1,"bytes":67108864,"match":"'"$GETSEC"'"}' >/dev/null
+	force_get
+	check "oversize: the agent ran into it" wait_hit "$t0" "e.get('fault') == 'oversize'"
+	sleep "$WINDOW"
+	kept "oversize"
+	backoff "oversize" "$t0"
+	sent=$(oversize_sent "$t0")
+	check "oversize: the agent stopped reading early ($sent bytes sent before it closed; < 16 MiB)" \
+		[ "$sent" -ge 0 ] && [ "$sent" -lt 16777216 ]
+	recover "oversize"
+}
 
 # --- the same with a Content-Length (the agent can refuse before reading)
-kctl POST /fault '{"type":"oversize","count":-1,"bytes":67108864,"chunked":false,"match":"'"$GETSEC"'"}' >/dev/null
-t0=$(now)
-force_get
-sleep 3
-kept "oversize, Content-Length"
-recover "oversize, Content-Length"
+poversize_cl() {
+	kctl POST /fault '{"type":"oversize","count":-1,"bytes":67108864,"chunked":false,"match":"'"$GETSEC"'"}' >/dev/null
+	t0=$(now)
+	force_get
+	sleep 3
+	kept "oversize, Content-Length"
+	recover "oversize, Content-Length"
+}
 
 # --- invalid JSON in a GET and in a watch
-t0=$(now)
-kctl POST /fault '{"type":"badjson","count":-1,"match":"'"$GETSEC"'"}' >/dev/null
-force_get
-check "invalid JSON (GET): the agent ran into it" wait_hit "$t0" "e.get('fault') == 'badjson'"
-sleep "$WINDOW"
-kept "invalid JSON (GET)"
-backoff "invalid JSON (GET)" "$t0"
-recover "invalid JSON (GET)"
-t0=$(now)
-kctl POST /fault '{"type":"badjson","count":2,"match":"watch=1"}' >/dev/null
-kctl POST /reset-watches >/dev/null
-check "invalid JSON (watch): the agent ran into it" wait_hit "$t0" "e.get('fault') == 'badjson'"
-sleep "$WINDOW"
-kept "invalid JSON (watch)"
-backoff "invalid JSON (watch)" "$t0"
-recover "invalid JSON (watch)"
+pbadjson() {
+	t0=$(now)
+	kctl POST /fault '{"type":"badjson","count":-1,"match":"'"$GETSEC"'"}' >/dev/null
+	force_get
+	check "invalid JSON (GET): the agent ran into it" wait_hit "$t0" "e.get('fault') == 'badjson'"
+	sleep "$WINDOW"
+	kept "invalid JSON (GET)"
+	backoff "invalid JSON (GET)" "$t0"
+	recover "invalid JSON (GET)"
+	t0=$(now)
+	kctl POST /fault '{"type":"badjson","count":2,"match":"watch=1"}' >/dev/null
+	kctl POST /reset-watches >/dev/null
+	check "invalid JSON (watch): the agent ran into it" wait_hit "$t0" "e.get('fault') == 'badjson'"
+	sleep "$WINDOW"
+	kept "invalid JSON (watch)"
+	backoff "invalid JSON (watch)" "$t0"
+	recover "invalid JSON (watch)"
+}
 
 # --- checksum mismatch, then the annotation missing altogether
-mismatch wrong
-sleep 2
-kept "checksum mismatch"
-mismatch none
-sleep 2
-kept "checksum annotation missing"
-recover "checksum mismatch"
+pmismatch() {
+	mismatch wrong
+	sleep 2
+	kept "checksum mismatch"
+	mismatch none
+	sleep 2
+	kept "checksum annotation missing"
+	recover "checksum mismatch"
+}
 
 # --- listener down, then up
-kctl POST /down >/dev/null
-mismatch
-sleep "$WINDOW"
-kept "server down"
-kctl POST /up >/dev/null
-t0=$(now)
-recover "server down"
-backoff "after up" "$t0"
+pdown() {
+	kctl POST /down >/dev/null
+	mismatch
+	sleep "$WINDOW"
+	kept "server down"
+	kctl POST /up >/dev/null
+	t0=$(now)
+	recover "server down"
+	backoff "after up" "$t0"
+}
 
 # --- 401: the token file holds a token the server does not know. The agent
-# re-reads the file when it changes, so fixing the file is the recovery.
-cp "$KUBE_DIR/token" "$W/token.good"
-printf 'not-a-valid-token' >"$W/token.new"
-mv "$W/token.new" "$KUBE_DIR/token"
-t0=$(now)
-kctl POST /reset-watches >/dev/null
-check "401: the agent got 401s" wait_hit "$t0" "e['status'] == 401"
-sleep "$WINDOW"
-kept "401"
-backoff "401" "$t0"
-cp "$W/token.good" "$W/token.new"
-mv "$W/token.new" "$KUBE_DIR/token"
-recover "401 (token file fixed)"
+p401() {
+	# re-reads the file when it changes, so fixing the file is the recovery.
+	cp "$KUBE_DIR/token" "$W/token.good"
+	printf 'not-a-valid-token' >"$W/token.new"
+	mv "$W/token.new" "$KUBE_DIR/token"
+	t0=$(now)
+	kctl POST /reset-watches >/dev/null
+	check "401: the agent got 401s" wait_hit "$t0" "e['status'] == 401"
+	sleep "$WINDOW"
+	kept "401"
+	backoff "401" "$t0"
+	cp "$W/token.good" "$W/token.new"
+	mv "$W/token.new" "$KUBE_DIR/token"
+	recover "401 (token file fixed)"
+}
 
 # --- 403: the agent's identity may no longer read the Secret
-kctl POST /policy '{"revokeSecret":"system:serviceaccount:kube-system:node-agent"}' >/dev/null
-t0=$(now)
-kctl POST /reset-watches >/dev/null
-check "403: the agent got 403s" wait_hit "$t0" "e['status'] == 403"
-sleep "$WINDOW"
-kept "403"
-backoff "403" "$t0"
-kctl POST /policy '{"allowSecret":"system:serviceaccount:kube-system:node-agent"}' >/dev/null
-recover "403"
+p403() {
+	kctl POST /policy '{"revokeSecret":"system:serviceaccount:kube-system:node-agent"}' >/dev/null
+	t0=$(now)
+	kctl POST /reset-watches >/dev/null
+	check "403: the agent got 403s" wait_hit "$t0" "e['status'] == 403"
+	sleep "$WINDOW"
+	kept "403"
+	backoff "403" "$t0"
+	kctl POST /policy '{"allowSecret":"system:serviceaccount:kube-system:node-agent"}' >/dev/null
+	recover "403"
+}
+
+# PHASES="p429 p403" runs only those (debugging); default: all, in this order.
+for phase in ${PHASES:-p500 p429 preset phang pblackhole p410 poversize poversize_cl pbadjson pmismatch pdown p401 p403}; do
+	echo "# phase $phase"
+	"$phase"
+done
 
 check "the agent is still running" kill -0 "$AGENT_PID"
 [ "$_fail" -eq 0 ] || dump_logs

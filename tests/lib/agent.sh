@@ -129,6 +129,17 @@ agent_e2e_setup() {
 	kube_wait_annotation checksum/cloud-config-data "$(sha256 "$osc")" "$T_START" 20 >/dev/null
 }
 
+# wait_hit SINCE FILTER [TIMEOUT]: waits until the request log has an entry
+# matching FILTER (the agent ran into the fault); false after TIMEOUT (20 s).
+wait_hit() {
+	local i
+	for ((i = 0; i < ${3:-20} * 5; i++)); do
+		[ "$(kube_count "$1" "$2")" -ge 1 ] && return 0
+		sleep 0.2
+	done
+	return 1
+}
+
 # dump_logs: for failures, the tails of every log.
 dump_logs() {
 	echo "--- agent.log"; tail -n 40 "$S/agent.log" 2>/dev/null

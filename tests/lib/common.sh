@@ -22,6 +22,9 @@ _run_cleanups() {
 	for ((i = ${#_cleanups[@]} - 1; i >= 0; i--)); do eval "${_cleanups[$i]}" >/dev/null 2>&1 || true; done
 }
 trap _run_cleanups EXIT
+# A test killed by SIGTERM/SIGINT (timeout, ^C) still cleans up.
+trap 'exit 143' TERM
+trap 'exit 130' INT
 
 # scratch: a fresh directory removed on exit. Usually called as d=$(scratch),
 # i.e. in a subshell whose on_exit list is lost, so the directory is also

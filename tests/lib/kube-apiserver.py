@@ -48,6 +48,8 @@ CONTROL (all JSON; times are the server's time.time()):
   GET  /node?name=NAME                         -> the Node
   GET  /log[?since=T]   -> {"now", "requests": [{"t","end","method","path","status",
                             "user","contentType","watch","fault","error"}]}
+                        every request from its start; status and end are null
+                        while unknown (in flight; status 0: no answer sent)
   GET  /watches         -> the watches open now
   GET  /annotation-history?node=NAME&key=KEY   -> [{"t","value","rv"}]
   GET  /wait-annotation?node=NAME&key=KEY&value=V&since=T&timeout=S
@@ -62,7 +64,8 @@ CONTROL (all JSON; times are the server's time.time()):
             "badjson"
   POST /clear-faults    drop every scripted fault, release hung connections
   POST /reset-watches   every open watch: half an event, then RST
-  POST /expire          forget the watch history (a resume gets ERROR 410)
+  POST /expire          forget the watch history and move the RV on: a resume
+                        from any RV a client has seen gets ERROR 410
   POST /down            close the listener and every connection
   POST /up              listen again
   POST /restart  {"tls": "good"|"other-ca"|"wrong-host"} down, forget the
@@ -154,6 +157,9 @@ class Store:
 
     def expire(self):
         with self.cond:
+            # as if another resource had been written meanwhile (etcd's
+            # revision is global): every RV a client has seen is now too old
+            self.rv += 1
             self.history.clear()
             self.floor = self.rv
             self.cond.notify_all()
@@ -264,9 +270,12 @@ class State:
             self.log.append(entry)
             if len(self.log) > LOG_MAX:
                 del self.log[:len(self.log) - LOG_MAX]
-        if self.args.verbose:
-            print("api: %s %s -> %s (%s)" % (entry.get("method"), entry.get("path"),
-                  entry.get("status"), entry.get("user")), file=sys.stderr, flush=True)
+        if self.args.verbose and entry.get("end") is not None:
+            self.print_entry(entry)
+
+    def print_entry(self, entry):
+        print("api: %s %s -> %s (%s)" % (entry.get("method"), entry.get("path"),
+              entry.get("status"), entry.get("user")), file=sys.stderr, flush=True)
 
     # --- TLS
     def ssl_context(self):
@@ -524,13 +533,15 @@ class ApiHandler(http.server.BaseHTTPRequestHandler):
                       "status": None, "user": None,
                       "contentType": self.headers.get("Content-Type"),
                       "watch": False, "fault": None}
+        # Logged when it starts, so requests in flight (watches, hung ones)
+        # show up; status and end are filled in as they become known.
+        st.log_request(self.entry)
         try:
             self.dispatch_inner()
         finally:
             self.entry["end"] = time.time()
-            if not self.entry.get("logged"):
-                st.log_request(self.entry)
-            self.entry.pop("logged", None)
+            if st.args.verbose:
+                st.print_entry(self.entry)
 
     def dispatch_inner(self):
         st = self.st
@@ -871,9 +882,6 @@ class ApiHandler(http.server.BaseHTTPRequestHandler):
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
         self.entry["status"] = 200
-        # log the watch now (it may last long); "end" is filled in later
-        self.entry["logged"] = True
-        st.log_request(self.entry)
         wid = id(self)
         with st.lock:
             st.watches[wid] = {"t": self.entry["t"], "path": self.path, "user": self.entry["user"]}
