@@ -118,7 +118,8 @@ agent_e2e_setup() {
 	shift 2 || shift $#
 	S=$(scratch)
 	ROOT=$S/root
-	mkdir -p "$ROOT"
+	# the base directories of an installed system, with their usual modes
+	install -d -m 0755 "$ROOT" "$ROOT/etc" "$ROOT/home" "$ROOT/var" "$ROOT/var/lib" "$ROOT/opt"
 	KUBE_OSC=$osc kube_start "$S" "$@" || return 1
 	export KUBE_API KUBE_PKI KUBE_DIR KUBE_NODE KUBE_SECRET
 	AGENT_CONF=$S/agent.json
