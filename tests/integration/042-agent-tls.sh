@@ -29,10 +29,11 @@ ok "agent applies the first OSC"
 state() { echo "$(desired_checksum) $(cat "$ROOT/etc/hello" 2>/dev/null) $(kube_annotation $ANN)"; }
 good=$(state)
 
+# publish: a new version of the Secret; its time in $T_PUB (no subshell: v counts)
 publish() {
 	v=$((v + 1))
 	osc $v >"$W/v$v.yaml"
-	kube_secret "$W/v$v.yaml" | jget "d['t']"
+	T_PUB=$(kube_secret "$W/v$v.yaml" | jget "d['t']")
 }
 applied() { # NAME SINCE
 	if kube_wait_annotation $ANN "$(sha256 "$W/v$v.yaml")" "$2" "$RECOVER" >/dev/null; then
@@ -47,14 +48,17 @@ applied() { # NAME SINCE
 for mode in other-ca wrong-host; do
 	t0=$(now)
 	kctl POST /restart '{"tls":"'$mode'"}' >/dev/null
-	publish >/dev/null
-	wait_hit "$t0" "e['method'] == 'TLS'"
+	publish
+	# other-ca: the client aborts the handshake (server logs "TLS");
+	# wrong-host: the handshake completes, the client checks the name and
+	# hangs up before sending a request (server logs "CLOSED").
+	wait_hit "$t0" "e['method'] in ('TLS', 'CLOSED')"
 	sleep 5
-	n_tls=$(kube_count "$t0" "e['method'] == 'TLS'")
-	n_http=$(kube_count "$t0" "e['method'] != 'TLS' and e['method'] != '-'")
-	check "$mode: the agent tried and the handshake failed ($n_tls times)" [ "$n_tls" -ge 1 ]
+	n_tls=$(kube_count "$t0" "e['method'] in ('TLS', 'CLOSED')")
+	n_http=$(kube_count "$t0" "e['method'] not in ('TLS', 'CLOSED', '-')")
+	check "$mode: the agent tried and refused the server ($n_tls connections without a request)" [ "$n_tls" -ge 1 ]
 	check "$mode: and it backed off ($n_tls handshakes, <= 30)" [ "$n_tls" -le 30 ]
-	check "$mode: not one HTTP request got through" [ "$n_http" -eq 0 ]
+	check "$mode: not one HTTP request got through" [ "$n_http" -eq 0 ] || kube_requests "$t0"
 	if [ "$(state)" = "$good" ]; then ok "$mode: last good state in force"; else fail "$mode: last good state in force"; fi
 	t0=$(now)
 	kctl POST /restart '{"tls":"good"}' >/dev/null
@@ -74,7 +78,8 @@ check "client certificate: the Node authorizer refuses the Secret (403)" \
 	[ "$(kube_count "$t0" "e['user'] == 'system:node:$KUBE_NODE' and '/secrets' in e['path'] and e['status'] == 403")" -ge 1 ]
 if [ "$(state)" = "$good" ]; then ok "403 for the node identity: last good state in force"; else fail "403 for the node identity: last good state in force"; fi
 kctl POST /policy '{"allowSecret":"system:node:'"$KUBE_NODE"'"}' >/dev/null
-t0=$(publish)
+publish
+t0=$T_PUB
 applied "client certificate with a relationship to the Secret: applied and annotated" "$t0"
 check "  ... the Node patched by system:node:$KUBE_NODE" \
 	[ "$(kube_count "$t0" "e['method'] == 'PATCH' and e['status'] == 200 and e['user'] == 'system:node:$KUBE_NODE'")" -ge 1 ]

@@ -47,6 +47,8 @@ CONTROL (all JSON; times are the server's time.time()):
   POST /node     {"name", "annotations": {k: v|null}, "labels": {k: v|null}, "delete": bool}
   GET  /node?name=NAME                         -> the Node
   GET  /log[?since=T]   -> {"now", "requests": [{"t","end","method","path","status",
+                            (method "TLS": a failed handshake; "CLOSED": a
+                            connection that ended without a request; "-": blackhole)
                             "user","contentType","watch","fault","error"}]}
                         every request from its start; status and end are null
                         while unknown (in flight; status 0: no answer sent)
@@ -357,8 +359,16 @@ class ApiServer(http.server.ThreadingHTTPServer):
                 raise Abort()
             with st.lock:
                 st.conns.add(conn)
+            t_conn = time.time()
             try:
-                self.RequestHandlerClass(conn, client_address, self)
+                h = self.RequestHandlerClass(conn, client_address, self)
+                if h.n_requests == 0:
+                    # The handshake worked but the client hung up without a
+                    # request: what a client that checks the host name
+                    # after the handshake does with a wrong-host certificate.
+                    st.log_request({"t": t_conn, "end": time.time(), "method": "CLOSED", "path": "-",
+                                    "status": 0, "user": None, "contentType": None, "watch": False,
+                                    "fault": None, "error": "connection closed without a request"})
             finally:
                 with st.lock:
                     st.conns.discard(conn)
@@ -390,6 +400,7 @@ class ApiHandler(http.server.BaseHTTPRequestHandler):
     server_version = "kube-apiserver-test/1.20"
     sys_version = ""
     timeout = 120
+    n_requests = 0
 
     def log_message(self, *a):
         pass
@@ -529,6 +540,7 @@ class ApiHandler(http.server.BaseHTTPRequestHandler):
     # --- dispatch
     def dispatch(self):
         st = self.st
+        self.n_requests += 1
         self.entry = {"t": time.time(), "end": None, "method": self.command, "path": self.path,
                       "status": None, "user": None,
                       "contentType": self.headers.get("Content-Type"),
