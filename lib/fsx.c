@@ -166,11 +166,77 @@ int fsx_open_root(const char *root)
 	return RET_NERRNO(open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC));
 }
 
+/* Identity of a directory on the way down from the root of a walk. */
+struct dir_id {
+	dev_t dev;
+	ino_t ino;
+};
+
+/* Records the identity of fd as (*chain)[i], growing the array. */
+static int chain_set(struct dir_id **chain, size_t *cap, size_t i, int fd)
+{
+	if (i >= *cap) {
+		size_t ncap = *cap ? *cap * 2 : 16;
+		struct dir_id *n = reallocarray(*chain, ncap, sizeof(**chain));
+		if (!n)
+			return -ENOMEM;
+		*chain = n;
+		*cap = ncap;
+	}
+	struct stat st;
+	if (fstat(fd, &st) < 0)
+		return negerrno();
+	(*chain)[i] = (struct dir_id){ st.st_dev, st.st_ino };
+	return 0;
+}
+
+/* True when the symlink lst, found in the directory dirfd, can only have
+ * been made by root: the link is root's, and so is the directory, which no
+ * group or other may write to (with a POSIX ACL the group bits are the ACL
+ * mask, so a named user granted write shows up here too). */
+static bool symlink_trusted(int dirfd, const struct stat *lst)
+{
+	struct stat dst;
+	if (fstat(dirfd, &dst) < 0)
+		return false;
+	return S_ISLNK(lst->st_mode) && lst->st_uid == 0 && dst.st_uid == 0 &&
+	       (dst.st_mode & (S_IWGRP | S_IWOTH)) == 0;
+}
+
+static bool has_dotdot(const char *path)
+{
+	for (const char *p = path; *p;) {
+		while (*p == '/')
+			p++;
+		size_t n = strcspn(p, "/");
+		if (n == 2 && p[0] == '.' && p[1] == '.')
+			return true;
+		p += n;
+	}
+	return false;
+}
+
 int fsx_open_dir_at(int dirfd, const char *path, unsigned flags, mode_t mode)
 {
+	const bool follow = flags & FSX_FOLLOW_ROOT_SYMLINKS;
+	/* With follow: chain[0] is dirfd, chain[depth] the directory cur, so a
+	 * ".." in a link's target can be checked to land where we came from. */
+	_cleanup_free_ struct dir_id *chain = NULL;
+	_cleanup_free_ char *spliced = NULL; /* link target + rest of the walk */
+	size_t depth = 0, chain_cap = 0;
+	unsigned hops = 0;
+	int r;
+
+	/* The caller's own ".." is refused outright; only the target of a
+	 * trusted link may climb, and never above dirfd. */
+	if (has_dotdot(path))
+		return -EPERM;
+
 	_cleanup_close_ int cur = RET_NERRNO(openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
 	if (cur < 0)
 		return cur;
+	if (follow && (r = chain_set(&chain, &chain_cap, 0, cur)) < 0)
+		return r;
 
 	const char *p = path;
 	while (*p) {
@@ -187,8 +253,24 @@ int fsx_open_dir_at(int dirfd, const char *path, unsigned flags, mode_t mode)
 		p += n;
 		if (strcmp(comp, ".") == 0)
 			continue;
-		if (strcmp(comp, "..") == 0)
-			return -EPERM;
+		if (strcmp(comp, "..") == 0) {
+			/* Only reachable from a followed link's target. The
+			 * parent must be the directory we walked through: a
+			 * directory renamed meanwhile could otherwise let the
+			 * climb pass above dirfd. */
+			if (!follow || depth == 0)
+				return -EPERM;
+			_cleanup_close_ int up = openat(cur, "..", O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+			struct stat st;
+			if (up < 0 || fstat(up, &st) < 0)
+				return negerrno();
+			if (st.st_dev != chain[depth - 1].dev || st.st_ino != chain[depth - 1].ino)
+				return -EAGAIN;
+			close(cur);
+			cur = TAKE_FD(up);
+			depth--;
+			continue;
+		}
 
 		int next = openat(cur, comp, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
 		if (next < 0 && errno == ENOENT && (flags & FSX_MKDIR)) {
@@ -197,13 +279,55 @@ int fsx_open_dir_at(int dirfd, const char *path, unsigned flags, mode_t mode)
 			next = openat(cur, comp, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
 		}
 		if (next < 0) {
-			int r = negerrno();
-			struct stat st;
-			/* O_NOFOLLOW|O_DIRECTORY reports a symlink as ENOTDIR: say ELOOP. */
-			if (r == -ENOTDIR && fstatat(cur, comp, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode))
+			r = negerrno();
+			/* O_NOFOLLOW|O_DIRECTORY reports a symlink as ENOTDIR.
+			 * The link is examined through an O_PATH fd, so what is
+			 * checked is what is read. */
+			if (r != -ENOTDIR && r != -ELOOP)
+				return r;
+			_cleanup_close_ int lfd = openat(cur, comp, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+			struct stat lst;
+			if (lfd < 0 || fstat(lfd, &lst) < 0 || !S_ISLNK(lst.st_mode))
+				return r;
+			if (!follow || !symlink_trusted(cur, &lst) || ++hops > FSX_SYMLINK_HOPS_MAX)
 				return -ELOOP;
+			char target[PATH_MAX];
+			ssize_t k = readlinkat(lfd, "", target, sizeof(target));
+			if (k < 0)
+				return negerrno();
+			if ((size_t)k >= sizeof(target))
+				return -ENAMETOOLONG;
+			if (k == 0)
+				return -ENOENT;
+			size_t rest = strlen(p);
+			if ((size_t)k + 1 + rest >= PATH_MAX)
+				return -ENAMETOOLONG;
+			char *s = malloc((size_t)k + 1 + rest + 1);
+			if (!s)
+				return -ENOMEM;
+			memcpy(s, target, (size_t)k);
+			s[k] = '/';
+			memcpy(s + k + 1, p, rest + 1);
+			free(spliced);
+			p = spliced = s;
+			if (target[0] == '/') {
+				/* Absolute: from the root of the walk, as
+				 * RESOLVE_IN_ROOT would. */
+				int root = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+				if (root < 0)
+					return negerrno();
+				close(cur);
+				cur = root;
+				depth = 0;
+			}
+			/* Relative: from the link's directory, cur. */
+			continue;
+		}
+		if (follow && (r = chain_set(&chain, &chain_cap, depth + 1, next)) < 0) {
+			close(next);
 			return r;
 		}
+		depth++;
 		close(cur);
 		cur = next;
 	}

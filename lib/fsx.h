@@ -1,5 +1,6 @@
 /* Safe file operations: bounded reads, crash-safe atomic replacement, and
- * directory walks that never follow a symlink.
+ * directory walks that never follow a symlink anyone but root could have
+ * made (and by default none at all).
  *
  * All functions return >= 0 on success and -errno on failure, never log above
  * debug level, and take directory file descriptors so that callers resolve a
@@ -22,7 +23,15 @@ enum {
 	FSX_SKIP_IF_SAME = 1 << 0,
 	/* fsx_open_dir_at: create missing components (mode from the call). */
 	FSX_MKDIR = 1 << 1,
+	/* fsx_open_dir_at: follow a symlink among the directories of the path
+	 * when only root can have made it (see there), as the merged-/usr
+	 * /lib -> usr/lib or an image's /home -> var/home. For paths that
+	 * only root chooses; code that walks into a user's home must not. */
+	FSX_FOLLOW_ROOT_SYMLINKS = 1 << 2,
 };
+
+/* Symlinks one walk follows at most with FSX_FOLLOW_ROOT_SYMLINKS. */
+#define FSX_SYMLINK_HOPS_MAX 16
 
 /* Reads all of fd (from offset 0 onwards, a regular file only) into a new
  * NUL-terminated buffer. -EFBIG if it holds more than max bytes, -EBADFD when
@@ -38,21 +47,38 @@ int fsx_read_at(int dirfd, const char *name, size_t max, char **ret, size_t *ret
 /* Atomically replaces dirfd/name with data: a temporary file in the same
  * directory is written, chowned (unless FSX_*_KEEP), chmodded to mode,
  * fsynced, renamed over name, and the directory is fsynced. name must be a
- * single path component. Returns 1 when the file was written, 0 when
+ * single path component; whatever is at name (a symlink too) is replaced,
+ * never followed. Returns 1 when the file was written, 0 when
  * FSX_SKIP_IF_SAME found it already identical. */
 int fsx_write_atomic_at(int dirfd, const char *name, const void *data, size_t len, mode_t mode,
 			uid_t uid, gid_t gid, unsigned flags);
 
 /* Opens the directory at the relative path below dirfd, one component at a
- * time with O_NOFOLLOW, so neither a symlink nor ".." can lead outside dirfd.
- * Absolute paths are taken relative to dirfd (dirfd is "the root"). With
- * FSX_MKDIR, missing components are created with mode (as root:root unless
- * the caller's credentials say otherwise). Returns the new O_DIRECTORY fd. */
+ * time with O_NOFOLLOW. Absolute paths are taken relative to dirfd (dirfd is
+ * "the root"); a ".." component of path is refused (-EPERM). With FSX_MKDIR,
+ * missing components are created with mode (as root:root unless the
+ * caller's credentials say otherwise). Returns the new O_DIRECTORY fd.
+ *
+ * A symlink component gives -ELOOP, unless FSX_FOLLOW_ROOT_SYMLINKS is set
+ * and the link is owned by root and sits in a directory owned by root that
+ * is neither group- nor other-writable, so that only root can have planted
+ * it. Such a link is read (at most PATH_MAX bytes) and the walk continues
+ * with its target: an absolute target from dirfd, never from the host's
+ * "/" (like openat2's RESOLVE_IN_ROOT, so pass the root fd, not a
+ * subdirectory), a relative one from the link's directory. A ".." in a
+ * target climbs to the directory the walk came through (-EAGAIN if that
+ * is not the physical parent any more, e.g. after a rename) and never above
+ * dirfd (-EPERM). More than FSX_SYMLINK_HOPS_MAX links: -ELOOP. Missing
+ * directories of a target are created as above with FSX_MKDIR. Nothing
+ * else changes: the files that fsx_write_atomic_at and fsx_read_at handle
+ * are never followed. */
 int fsx_open_dir_at(int dirfd, const char *path, unsigned flags, mode_t mode);
 
-/* Opens the parent directory of path below dirfd (as fsx_open_dir_at) and
- * returns it; *ret_name points into path at the final component. -EINVAL for
- * a path without a final component ("/", "a/.."). */
+/* Opens the parent directory of path below dirfd (as fsx_open_dir_at, with
+ * the same flags) and returns it; *ret_name points into path at the final
+ * component, which is not looked at (a symlink there stays for the caller
+ * to refuse or replace). -EINVAL for a path without a final component
+ * ("/", "a/.."). */
 int fsx_open_parent_at(int dirfd, const char *path, unsigned flags, mode_t mode, const char **ret_name);
 
 /* Opens the root prefix ("/" when root is NULL or empty) as a directory fd. */
