@@ -14,6 +14,12 @@
 #include "fsx.h"
 #include "log.h"
 
+/* How an OSC path is walked: a symlink among its directories is followed
+ * only when root alone can have made it (merged /usr's lib -> usr/lib, an
+ * image's opt -> var/opt), and resolved inside the root; the file itself is
+ * never followed. */
+#define WALK FSX_FOLLOW_ROOT_SYMLINKS
+
 static const struct osc_file *find_file(const struct osc *osc, const char *path)
 {
 	if (!osc)
@@ -113,7 +119,7 @@ int files_plan_compute(const struct osc *old, const struct osc *new, char *const
 static int path_exists(int rootfd, const char *path)
 {
 	const char *name;
-	_cleanup_close_ int dfd = fsx_open_parent_at(rootfd, path, 0, 0, &name);
+	_cleanup_close_ int dfd = fsx_open_parent_at(rootfd, path, WALK, 0, &name);
 	if (dfd == -ENOENT)
 		return 0;
 	if (dfd < 0)
@@ -127,7 +133,7 @@ static int path_exists(int rootfd, const char *path)
 static int remove_file(int rootfd, const char *path)
 {
 	const char *name;
-	_cleanup_close_ int dfd = fsx_open_parent_at(rootfd, path, 0, 0, &name);
+	_cleanup_close_ int dfd = fsx_open_parent_at(rootfd, path, WALK, 0, &name);
 	if (dfd == -ENOENT)
 		return 0;
 	if (dfd < 0)
@@ -203,10 +209,10 @@ int files_apply(int rootfd, const struct osc *new, const struct files_plan *plan
 			continue;
 		}
 		const char *name;
-		_cleanup_close_ int dfd = fsx_open_parent_at(rootfd, f->path, FSX_MKDIR, 0755, &name);
+		_cleanup_close_ int dfd = fsx_open_parent_at(rootfd, f->path, WALK | FSX_MKDIR, 0755, &name);
 		if (dfd < 0) {
 			r = log_fields_errno(LOG_ERR, dfd, LOG_FIELDS(ffield),
-					     "Cannot open the directory of %s (a symlink or a non-directory in the path?)",
+					     "Cannot open the directory of %s (a symlink not made by root, or a non-directory in the path?)",
 					     f->path);
 			if (ret == 0)
 				ret = r;
@@ -344,7 +350,7 @@ static void remove_stale_file_temps(int rootfd, const struct osc *new, const str
 			return;
 	const void *ctx[2] = { new, plan };
 	for (char **d = dirs; d && *d; d++) {
-		_cleanup_close_ int dfd = fsx_open_dir_at(rootfd, *d, 0, 0);
+		_cleanup_close_ int dfd = fsx_open_dir_at(rootfd, *d, WALK, 0);
 		if (dfd >= 0)
 			(void)files_remove_stale_temps(dfd, *d, temp_target_ours, (void *)(uintptr_t)ctx);
 	}
@@ -354,7 +360,7 @@ static void remove_stale_file_temps(int rootfd, const struct osc *new, const str
 static int file_differs(int rootfd, const struct osc_file *f)
 {
 	const char *name;
-	_cleanup_close_ int dfd = fsx_open_parent_at(rootfd, f->path, 0, 0, &name);
+	_cleanup_close_ int dfd = fsx_open_parent_at(rootfd, f->path, WALK, 0, &name);
 	if (dfd == -ENOENT)
 		return 1;
 	if (dfd < 0)

@@ -37,12 +37,15 @@ int files_plan_compute(const struct osc *old, const struct osc *new, char *const
 void files_plan_done(struct files_plan *p);
 
 /* Writes every inline file of new below rootfd (skipping identical ones: no
- * write, no mtime change) and removes plan->remove. Files that do not exist
- * yet are recorded as owned in *st and st is saved to statefd before the
- * first one is created. Image files are not touched: each gets one notice
- * line, and one still recorded as owned (written while it was inline) is
- * disowned. On success *ret_written (NULL-terminated, caller frees) lists the
- * paths actually written. Logs each decision and each error; returns the
+ * write, no mtime change) and removes plan->remove. A symlink among a path's
+ * directories is followed, inside the root, only when root alone can have
+ * made it (FSX_FOLLOW_ROOT_SYMLINKS: /lib -> usr/lib); any other is refused,
+ * and the file itself is replaced, never followed. files_check walks the
+ * same way. Files that do not exist yet are recorded as owned in *st and st
+ * is saved to statefd before the first one is created. Image files are not
+ * touched: each gets one notice line, and one still recorded as owned
+ * (written while it was inline) is disowned. On success *ret_written
+ * (NULL-terminated, caller frees) lists the paths actually written. Logs each decision and each error; returns the
  * first error after trying every file. */
 int files_apply(int rootfd, const struct osc *new, const struct files_plan *plan, struct state *st,
 		int statefd, char ***ret_written);

@@ -2,10 +2,11 @@
 # cloud-config-exec in a scratch root (--root, --no-systemd): apply, no-op
 # re-apply (zero writes, proven by strace and by inode/mtime/ctime of every
 # file), one changed file (exactly one write), dropped files (ours removed,
-# foreign ones kept), planted symlinks in a path, bad OSCs (rejected, tree
-# unchanged), check (writes nothing), status, exit codes; image files
-# (content.imageRef): never written, owned or removed, logged, listed by
-# check, and a changed image reference restarts the unit that names it.
+# foreign ones kept), planted symlinks in a path (a user's link, a link in a
+# world-writable directory), bad OSCs (rejected, tree unchanged), check
+# (writes nothing), status, exit codes; image files (content.imageRef):
+# never written, owned or removed, logged, listed by check, and a changed
+# image reference restarts the unit that names it.
 source "$TESTS_DIR/lib/common.sh"
 source "$TESTS_DIR/lib/exec.sh"
 require_root
@@ -116,15 +117,27 @@ check "check reports the file it would write" grep -q "write   /etc/na-test/dir4
 check "check writes nothing" test "$(count_fs_writes "$W/check.strace")" -eq 0
 check "check: tree unchanged" test "$before" = "$(tree_state "$R"; stat -c '%n %i %y %z' "$ST"/*)"
 
-# --- a symlink planted in a path is never followed
+# --- a symlink planted in a path is never followed. (Only a link root alone
+# can have made, root's own in a directory no one else may write, is
+# followed, inside the root: 024.) Planted by a user: the link is the
+# user's, or its directory is writable by others.
 V=$W/victim
 mkdir -p "$V"
 rm -rf "$R/etc/na-test/dir2"
 ln -s "$V" "$R/etc/na-test/dir2"
+chown -h 1500:1500 "$R/etc/na-test/dir2"
 cce "$R" apply "$W/v1.json" 2>"$W/link.log"
-check "apply through a planted symlink fails" test $? -eq 1
+check "apply through a user's symlink fails" test $? -eq 1
 check "nothing written into the symlink's target" test -z "$(ls -A "$V")"
+check "nothing written at the target inside the root" test ! -e "$R$V"
 check "the failure names the file" grep -q "dir2/f" "$W/link.log"
+chown -h 0:0 "$R/etc/na-test/dir2"
+chmod 1777 "$R/etc/na-test"
+cce "$R" apply "$W/v1.json" 2>"$W/link.log"
+check "apply through a symlink in a world-writable directory fails" test $? -eq 1
+check "nothing written into the symlink's target" test -z "$(ls -A "$V")"
+check "nothing written at the target inside the root" test ! -e "$R$V"
+chmod 0755 "$R/etc/na-test"
 rm "$R/etc/na-test/dir2"
 check "after removing the link the apply completes" cce "$R" apply "$W/v1.json"
 check "the foreign file came back with OSC content, dropped one restored" test -e "$R/etc/na-test/dir4/f4.conf"
