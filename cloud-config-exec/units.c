@@ -1147,7 +1147,9 @@ int units_apply(const struct units_plan *plan, int rootfd, sd_bus *bus, unsigned
 
 	if (!run)
 		return -ENOMEM;
-	sysfd = fsx_open_dir_at(rootfd, UNITS_DIR, FSX_MKDIR, DROPIN_DIR_MODE);
+	/* The way to the unit directory may pass a link only root can have
+	 * made (fsx.h); the .d directories below it are opened strictly. */
+	sysfd = fsx_open_dir_at(rootfd, UNITS_DIR, FSX_MKDIR | FSX_FOLLOW_ROOT_SYMLINKS, DROPIN_DIR_MODE);
 	if (sysfd < 0) {
 		log_error_errno(sysfd, "Cannot open /%s below the root", UNITS_DIR);
 		if (ret_error && asprintf(ret_error, "opening /%s: %s", UNITS_DIR, strerror(-sysfd)) < 0)

@@ -7,7 +7,9 @@
 # file is removed through the link. Links anyone but root could have made
 # (a user's link, a link in a world- or group-writable directory) are still
 # refused and nothing is written through them, inside or outside the root.
-# The home-directory walk stays strict: a home under home -> var/home is
+# The unit directory may sit behind a root-made link as well (the .d
+# directories below it are opened strictly). The home-directory walk stays
+# strict: a home under home -> var/home is
 # not written.
 source "$TESTS_DIR/lib/common.sh"
 source "$TESTS_DIR/lib/exec.sh"
@@ -131,4 +133,36 @@ mkdir -p "$R/usr/lib/na-user" && chown $UID_G "$R/usr/lib/na-user"
 plant user-link-below-lib usr/lib/na-user/cfg ../../../etc/victim /lib/na-user/cfg/evil.conf
 check "links still refused: the OSC files from before are intact" grep -qx "# $P_SBIN" "$R/usr/sbin/na-test-helper"
 check "the root's links unchanged after all of it" test "$links_before" = "$(links)"
+
+# --- unit files: the unit directory reached through a root-made link
+# (etc/systemd -> ../usr/etc-systemd) is written; through a user's link not.
+# (Every apply so far created etc/systemd/system as a directory.)
+rm -rf "$R/etc/systemd"
+mkdir -p "$R/usr/etc-systemd"
+ln -s ../usr/etc-systemd "$R/etc/systemd"
+unit_osc() {
+	python3 - "$1" >"$2" <<'EOF'
+import json, sys
+print(json.dumps({"spec": {"files": [{"path": "/etc/na-test/plain.conf", "permissions": 0o644,
+    "content": {"inline": {"data": "# /etc/na-test/plain.conf\n"}}}],
+    "units": [{"name": sys.argv[1], "content": "[Service]\nExecStart=/bin/true\n",
+               "dropIns": [{"name": "10-x.conf", "content": "[Service]\nNice=1\n"}]}]}}))
+EOF
+}
+unit_osc na-link.service "$W/unit1.json"
+cce "$R" apply "$W/unit1.json" 2>"$W/unit1.log"
+check "unit apply through a root-made etc/systemd link succeeds" test $? -eq 0
+check "unit file written to usr/etc-systemd/system" test -s "$R/usr/etc-systemd/system/na-link.service"
+check "drop-in written below it" test -s "$R/usr/etc-systemd/system/na-link.service.d/10-x.conf"
+check "etc/systemd is still the link" test -L "$R/etc/systemd"
+rm "$R/etc/systemd"
+mkdir -p "$R/etc/victim-systemd"
+ln -s ../etc/victim-systemd "$R/etc/systemd"
+chown -h $UID_G:$UID_G "$R/etc/systemd"
+unit_osc na-evil.service "$W/unit2.json"
+cce "$R" apply "$W/unit2.json" 2>"$W/unit2.log"
+check "unit apply through a user's etc/systemd link fails" test $? -eq 1
+check "nothing written at that link's target" test -z "$(ls -A "$R/etc/victim-systemd")"
+rm "$R/etc/systemd"
+
 finish
