@@ -82,6 +82,8 @@ PROGS := $(if $(wildcard agent/main.c),$(B)/node-agent) \
 TESTS := $(patsubst tests/unit/%.c,$(B)/tests/%,$(TEST_SRCS))
 # Test-only programs (fixture generators), linked like the unit tests.
 TOOLS := $(patsubst tests/tools/%.c,$(B)/tools/%,$(TOOL_SRCS))
+# The LD_PRELOAD fault injector of the disk fault tests (tests/lib/faultfs.c).
+TOOLS += $(B)/tools/faultfs.so
 
 .PHONY: all check check-unit check-integration check-sanitize fuzz fuzz-build \
         fuzz-replay lint bench install uninstall clean
@@ -150,6 +152,14 @@ $(B)/tools/%: $(B)/obj/tests/tools/%.o $(AGENT_A) $(EXEC_A) $(AKC_A) $(LIB_A)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $^ $(PKG_LIBS)
+
+# Interposes open/write/fsync/rename/...: no _FORTIFY_SOURCE (its inline
+# wrappers would clash) and no sanitizer (it is preloaded into programs that
+# may carry their own runtime).
+$(B)/tools/faultfs.so: tests/lib/faultfs.c
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CCLD    $@")
+	$(Q)$(CC) -std=gnu11 $(WARN) -U_FORTIFY_SOURCE -O2 -g -fPIC -shared -Wl,-z,relro,-z,now -o $@ $< -ldl
 
 $(B)/obj/tests/unit/%.o: ALL_CFLAGS += $(CMOCKA_CFLAGS) -Itests/unit
 
