@@ -344,6 +344,52 @@ static int write_snapshot(int rootfd, const struct config *cfg, const struct sna
 	return 0;
 }
 
+/* A NULL-fingerprint-terminated array of keys from keys_union(). */
+static void owned_freep(struct state_key **p)
+{
+	if (!*p)
+		return;
+	for (struct state_key *k = *p; k->fingerprint; k++) {
+		free(k->fingerprint);
+		free(k->line);
+	}
+	free(*p);
+}
+
+/* The keys of prev (may be NULL) and of add[0..n), each fingerprint once,
+ * as copies: what an authorized_keys file that could not be rewritten may
+ * hold of ours. */
+static int keys_union(const struct state_user *prev, const struct state_key *add, size_t n,
+		      struct state_key **ret, size_t *ret_n)
+{
+	size_t np = prev ? prev->n_keys : 0, k = 0;
+	_cleanup_(owned_freep) struct state_key *v = calloc(np + n + 1, sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	for (size_t i = 0; i < np + n; i++) {
+		const struct state_key *x = i < np ? &prev->keys[i] : &add[i - np];
+		bool dup = false;
+		for (size_t j = 0; j < k && !dup; j++)
+			dup = strcmp(v[j].fingerprint, x->fingerprint) == 0;
+		if (dup)
+			continue;
+		v[k].line = strdup(x->line);
+		v[k].fingerprint = strdup(x->fingerprint);
+		v[k].expiry = x->expiry;
+		if (!v[k].fingerprint || !v[k].line) {
+			free(v[k].line);
+			v[k].line = NULL;
+			free(v[k].fingerprint);
+			v[k].fingerprint = NULL;
+			return -ENOMEM;
+		}
+		k++;
+	}
+	*ret = TAKE_PTR(v);
+	*ret_n = k;
+	return 0;
+}
+
 int sshkeys_apply(int rootfd, const char *root, const struct config *cfg, const struct sshkeys_input *in,
 		  struct state *st, int statefd, bool *ret_changed)
 {
@@ -410,6 +456,9 @@ int sshkeys_apply(int rootfd, const char *root, const struct config *cfg, const 
 
 	_cleanup_free_ struct snapshot_entry *entries = NULL;
 	size_t n_entries = 0;
+	_cleanup_(owned_freep) struct state_key *owned = NULL;
+	size_t n_owned = 0;
+	bool have_owned = false;
 
 	/* The login user. */
 	const char *login = cfg->login_user;
@@ -452,17 +501,28 @@ int sshkeys_apply(int rootfd, const char *root, const struct config *cfg, const 
 			return log_error_errno(r, "Out of memory");
 		else {
 			/* The home refused the write (logged): the keys still go to
-			 * the snapshot, so authkeys-cmd serves them. */
+			 * the snapshot, so authkeys-cmd serves them. But the file
+			 * still holds what we wrote before, so the state remembers
+			 * the old and the new keys as ours (below, after the
+			 * snapshot): otherwise a key dropped now would count as
+			 * somebody else's line next time and stay for good. A disk
+			 * that failed (not a refusal) fails the step. */
+			int werr = r;
 			struct keymerge_params mp = { .ssh_access = in->ssh_access, .max_shrink = cfg->max_key_shrink,
 						      .now = in->now, .exclusive = true };
 			r = keymerge_compute(NULL, 0, lprev, lw ? lw->keys : NULL, lw ? lw->n : 0, &mp, &m);
 			if (r < 0)
 				return log_error_errno(r, "Out of memory");
 			log_changes(login, lprev, &m, lw, in->now);
-			r = state_set_user(st, login, m.managed, m.n_managed);
+			r = keys_union(lprev, m.managed, m.n_managed, &owned, &n_owned);
+			if (r >= 0)
+				r = state_set_user(st, login, m.managed, m.n_managed);
 			keymerge_result_done(&m);
 			if (r < 0)
 				return log_error_errno(r, "Out of memory");
+			have_owned = true;
+			if (werr == -EIO || werr == -ENOSPC || werr == -EDQUOT || werr == -EROFS || werr == -EFBIG)
+				ret = werr;
 		}
 	}
 
@@ -530,6 +590,8 @@ int sshkeys_apply(int rootfd, const char *root, const struct config *cfg, const 
 	r = write_snapshot(rootfd, cfg, entries, n_entries, st, in->now, &changed);
 	if (r < 0)
 		ret = r;
+	if (have_owned && (r = state_set_user(st, login, owned, n_owned)) < 0)
+		return log_error_errno(r, "Out of memory");
 	int k = state_save(statefd, st);
 	if (k < 0 && ret == 0)
 		ret = log_error_errno(k, "Failed to save %s", STATE_FILE);
