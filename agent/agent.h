@@ -22,7 +22,7 @@ struct agent_options {
 	const char *root;       /* prefix of paths.* (NULL: "/") */
 	bool once;
 	bool check_config;
-	bool no_sandbox;        /* for debugging under strace/valgrind: not in --help */
+	bool no_sandbox;        /* --no-sandbox: debugging under strace/valgrind (node-agent(8)) */
 };
 
 /* Loads and checks the configuration for the daemon: what config_load()

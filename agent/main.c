@@ -31,6 +31,7 @@ static void help(void)
 	       "                       2 configuration error, 3 API server or network failure\n"
 	       "  --check-config       check the configuration and the files it names, then exit\n"
 	       "  --log-level LEVEL    debug, info, notice, warning or err (default info)\n"
+	       "  --no-sandbox         no seccomp filter of its own (debugging under valgrind/strace)\n"
 	       "  --help               show this help\n"
 	       "  --version            show the version\n\n"
 	       "See node-agent(8) and node-agent.conf(5).\n",
