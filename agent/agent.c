@@ -579,11 +579,22 @@ static void on_patch_done(struct http_request *req, void *userdata)
 		a->dirty = true;
 		return;
 	}
-	char why[512];
-	http_describe_failure(req, why, sizeof(why));
-	log_fields(LOG_WARNING, LOG_FIELDS(nf, st, url), "PATCH of Node %s failed: %s; retrying", a->cfg.node_name, why);
-	set_error(a, "PATCH Node: %s", why);
-	a->patch_failed_once = true;
+	if (req->result == CURLE_OK && req->status == 409) {
+		/* The Node changed after we read it (a new restart request?): the
+		 * watch brings the new version, the patch is recomputed then. */
+		log_fields(LOG_INFO, LOG_FIELDS(nf, st, url), "Node %s changed meanwhile; re-evaluating the patch",
+			   a->cfg.node_name);
+		a->last_contact_ms = now;
+		if (a->opts->once)
+			a->patch_failed_once = true;
+	} else {
+		char why[512];
+		http_describe_failure(req, why, sizeof(why));
+		log_fields(LOG_WARNING, LOG_FIELDS(nf, st, url), "PATCH of Node %s failed: %s; retrying",
+			   a->cfg.node_name, why);
+		set_error(a, "PATCH Node: %s", why);
+		a->patch_failed_once = true;
+	}
 	unsigned k = a->patch_failures < 16 ? a->patch_failures : 16;
 	uint64_t ceiling = (uint64_t)PATCH_BACKOFF_BASE_MS << k;
 	if (ceiling > PATCH_BACKOFF_CAP_MS)
@@ -605,6 +616,7 @@ static int maybe_patch(struct agent *a, uint64_t now)
 	a->patch_wake_at = 0;
 	struct kube_patch_entry ann[3], lab[1];
 	size_t n_ann = 0, n_lab = 0;
+	bool removes_restart = false;
 	bool ok = applied_ok(a);
 
 	if (ok && !streq_null(a->node_applied_checksum, a->written_checksum))
@@ -618,13 +630,17 @@ static int maybe_patch(struct agent *a, uint64_t now)
 	if (a->node_has_restart && !a->restart_invalid && a->result_valid && a->restart_units &&
 	    a->result.restart_id &&
 	    strcmp(a->result.restart_id, a->restart_id) == 0 && a->restart_value)
-		ann[n_ann++] = (struct kube_patch_entry){ KUBE_ANN_RESTART, NULL };
+		removes_restart = true;
 	else if (a->node_has_restart && a->restart_invalid)
+		removes_restart = true;
+	if (removes_restart)
 		ann[n_ann++] = (struct kube_patch_entry){ KUBE_ANN_RESTART, NULL };
 	if (n_ann == 0 && n_lab == 0)
 		return 0;
 
-	_cleanup_free_ char *body = kube_merge_patch(ann, n_ann, lab, n_lab);
+	/* Removing the restart request is conditional on the Node being the
+	 * one we read: a new request set meanwhile must not be dropped. */
+	_cleanup_free_ char *body = kube_merge_patch(ann, n_ann, lab, n_lab, removes_restart ? a->node_rv : NULL);
 	if (!body)
 		return log_error_errno(-ENOMEM, "cannot build the Node patch");
 	char path[320];

@@ -522,13 +522,14 @@ static int add_map(cJSON *meta, const char *name, const struct kube_patch_entry 
 }
 
 char *kube_merge_patch(const struct kube_patch_entry *annotations, size_t n_annotations,
-		       const struct kube_patch_entry *labels, size_t n_labels)
+		       const struct kube_patch_entry *labels, size_t n_labels, const char *resource_version)
 {
 	_cleanup_cjson_ cJSON *root = cJSON_CreateObject();
 	if (!root)
 		return NULL;
 	cJSON *meta = cJSON_AddObjectToObject(root, "metadata");
-	if (!meta || add_map(meta, "annotations", annotations, n_annotations) < 0 ||
+	if (!meta || (resource_version && !cJSON_AddStringToObject(meta, "resourceVersion", resource_version)) ||
+	    add_map(meta, "annotations", annotations, n_annotations) < 0 ||
 	    add_map(meta, "labels", labels, n_labels) < 0)
 		return NULL;
 	return cJSON_PrintUnformatted(root);

@@ -145,9 +145,11 @@ struct kube_patch_entry {
 };
 
 /* Builds a JSON merge patch {"metadata":{"annotations":{...},"labels":{...}}}
- * (application/merge-patch+json). Either list may be empty. Returns a
- * malloc'ed string or NULL on OOM. */
+ * (application/merge-patch+json). Either list may be empty. With
+ * resource_version (may be NULL) the patch carries metadata.resourceVersion,
+ * which makes the server refuse it with 409 Conflict if the object changed
+ * since (optimistic concurrency). Returns a malloc'ed string or NULL on OOM. */
 char *kube_merge_patch(const struct kube_patch_entry *annotations, size_t n_annotations,
-		       const struct kube_patch_entry *labels, size_t n_labels);
+		       const struct kube_patch_entry *labels, size_t n_labels, const char *resource_version);
 
 #endif

@@ -413,16 +413,20 @@ static void patches(void **state)
 		{ KUBE_ANN_RESTART, NULL },
 	};
 	const struct kube_patch_entry lab[] = { { KUBE_LABEL_K8S_VERSION, "1.31.1" } };
-	_cleanup_free_ char *p = kube_merge_patch(ann, 2, lab, 1);
+	_cleanup_free_ char *p = kube_merge_patch(ann, 2, lab, 1, NULL);
 	assert_string_equal(p, "{\"metadata\":{\"annotations\":{\"checksum/cloud-config-data\":\"abc\","
 			       "\"worker.gardener.cloud/restart-systemd-services\":null},"
 			       "\"labels\":{\"worker.gardener.cloud/kubernetes-version\":\"1.31.1\"}}}");
-	_cleanup_free_ char *q = kube_merge_patch(NULL, 0, lab, 1);
+	_cleanup_free_ char *q = kube_merge_patch(NULL, 0, lab, 1, NULL);
 	assert_string_equal(q, "{\"metadata\":{\"labels\":{\"worker.gardener.cloud/kubernetes-version\":\"1.31.1\"}}}");
 	/* Quotes and newlines in values are escaped, not injected. */
 	const struct kube_patch_entry evil[] = { { KUBE_ANN_SSH_HOST_KEYS, "a\"}\nb" } };
-	_cleanup_free_ char *r = kube_merge_patch(evil, 1, NULL, 0);
+	_cleanup_free_ char *r = kube_merge_patch(evil, 1, NULL, 0, NULL);
 	assert_string_equal(r, "{\"metadata\":{\"annotations\":{\"node-agent.gardener.cloud/ssh-host-keys\":\"a\\\"}\\nb\"}}}");
+	/* With a precondition. */
+	_cleanup_free_ char *t = kube_merge_patch(ann + 1, 1, NULL, 0, "4711");
+	assert_string_equal(t, "{\"metadata\":{\"resourceVersion\":\"4711\",\"annotations\":"
+			       "{\"worker.gardener.cloud/restart-systemd-services\":null}}}");
 }
 
 int main(void)
