@@ -56,7 +56,8 @@ struct units_plan {
  * "gardener" from /var/lib/gardener-user-authorized-keys, started by a path
  * unit when that file changes (Gardener PR #10671). cloud-config-exec does the
  * same natively and safely (keys step), so these two units would only race
- * with it: they are never written, enabled or started. */
+ * with it: they are never written, enabled or started (and copies left armed
+ * by gardener-node-agent are stopped and disabled: find_superseded()). */
 static bool unit_is_superseded(const char *name)
 {
 	return strcmp(name, "gardener-user.service") == 0 || strcmp(name, "gardener-user.path") == 0;
