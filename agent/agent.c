@@ -198,6 +198,11 @@ static void notify_status(struct agent *a, uint64_t now)
 	snprintf(status, sizeof(status), "STATUS=applied %.12s (generation %llu); API contact %s ago%s%s",
 		 a->result_valid && a->result.success ? a->result.checksum : "none",
 		 (unsigned long long)a->generation, age, a->last_error[0] ? "; last error: " : "", a->last_error);
+	/* Server-provided text ends up in last_error: one line only, or it
+	 * could add assignments of its own to the notification. */
+	for (char *p = status; *p; p++)
+		if ((unsigned char)*p < 0x20 || *p == 0x7f)
+			*p = '?';
 	if (strcmp(status, a->last_status) == 0)
 		return;
 	snprintf(a->last_status, sizeof(a->last_status), "%s", status);
@@ -613,7 +618,6 @@ static int maybe_patch(struct agent *a, uint64_t now)
 {
 	if (a->patch_req || !a->node_exists || now < a->patch_wake_at)
 		return 0;
-	a->patch_wake_at = 0;
 	struct kube_patch_entry ann[3], lab[1];
 	size_t n_ann = 0, n_lab = 0;
 	bool removes_restart = false;
@@ -1012,18 +1016,21 @@ int agent_run(const struct agent_options *o)
 		/* A Node patch that failed is retried when its backoff ends. */
 		if (a.patch_wake_at > now)
 			next = min_u64(next, a.patch_wake_at);
-		else if (a.patch_wake_at)
+		else if (a.patch_wake_at) {
+			a.patch_wake_at = 0;
 			a.dirty = true;
+		}
 
 		/* In --once mode nothing is written before both GETs answered (the
 		 * Node may name another Secret). */
-		if (a.dirty && (!o->once || (a.secret.state == WATCH_STOPPED && a.node.state == WATCH_STOPPED))) {
+		bool can_reconcile = !o->once || (a.secret.state == WATCH_STOPPED && a.node.state == WATCH_STOPPED);
+		if (a.dirty && can_reconcile) {
 			reconcile(&a, now);
 			if (o->once && once_deadline == UINT64_MAX && a.osc)
 				once_deadline = now + a.cfg.apply_timeout_ms;
 		}
 
-		if (!a.ready && !o->once && a.secret.synced) {
+		if (!a.ready && !o->once && (a.secret.synced || a.last_contact_ms)) {
 			a.ready = true;
 			sd_notify(0, "READY=1");
 			log_info("ready: first contact with the API server after %llu ms",
@@ -1053,7 +1060,7 @@ int agent_run(const struct agent_options *o)
 		int timeout = INT_MAX;
 		if (next != UINT64_MAX)
 			timeout = next <= now ? 0 : (int)min_u64(next - now, INT_MAX);
-		if (a.dirty)
+		if (a.dirty && can_reconcile)
 			timeout = 0;
 		struct curl_waitfd extra[2] = {
 			{ .fd = a.signal_fd, .events = CURL_WAIT_POLLIN },

@@ -132,9 +132,10 @@ static void on_get_done(struct http_request *req, void *userdata)
 	}
 
 	http_describe_failure(req, why, sizeof(why));
+	/* Any HTTP answer, even an error, is contact with the API server. */
+	if (req->result == CURLE_OK && req->status > 0 && w->ops->on_contact)
+		w->ops->on_contact(w, w->userdata);
 	if (req->result == CURLE_OK && req->status == 404) {
-		if (w->ops->on_contact)
-			w->ops->on_contact(w, w->userdata);
 		w->synced = true;
 		w->failures = 0;
 		log_fields(LOG_NOTICE, LOG_FIELDS(idf, status, url), "GET %s: %s does not exist (yet); watching for it",
