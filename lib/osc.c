@@ -98,7 +98,8 @@ static const char *quote(char *buf, size_t size, const char *value, size_t len)
 			}
 			break;
 		}
-		if (c < 0x20 || c == 0x7f || c == '\\' || c == '\'') {
+		/* Non-ASCII too: a quoted bidi override must not reorder the log line. */
+		if (c < 0x20 || c >= 0x7f || c == '\\' || c == '\'') {
 			buf[o++] = '\\';
 			buf[o++] = 'x';
 			buf[o++] = hex[c >> 4];
@@ -578,6 +579,12 @@ static const char *path_problem(const char *path, size_t len, int *r)
 	for (size_t i = 0; i < len; i++)
 		if ((unsigned char)path[i] < 0x20 || path[i] == 0x7f)
 			return "control character in path";
+	/* Node paths are ASCII. Anything else is refused outright: bidi
+	 * overrides, zero-width characters, homoglyphs and C1 controls would
+	 * make the path in a log line or a review differ from the file written. */
+	for (size_t i = 0; i < len; i++)
+		if ((unsigned char)path[i] >= 0x80)
+			return "non-ASCII byte in path";
 	if (path[0] != '/')
 		return "relative path";
 	if (len == 1)

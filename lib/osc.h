@@ -119,7 +119,7 @@ int osc_parse(const char *data, size_t len, const char *forbidden_prefix, struct
  *    unknown field are ignored; a known field of the wrong type is an error;
  *    `null` counts as absent.
  *  - spec.files[] and status.extensionFiles[] (concatenated, then filtered by
- *    node): path (absolute, normalised, not below forbidden_prefix),
+ *    node): path (absolute, normalised, printable ASCII, not below forbidden_prefix),
  *    permissions (integer 0..07777; YAML 1.1 reads 0644 as octal, Gardener
  *    writes decimal 420; default 0600), content.transmitUnencoded, and
  *    exactly one of:
