@@ -6,6 +6,7 @@
  * reconcile() turns that into desired.json (written only when it changed)
  * and, once result.json reports success for the checksum we wrote, into one
  * merge patch of the Node. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -750,11 +751,48 @@ static void handle_signals(struct agent *a)
 	}
 }
 
+/* Is name ".#desired.json.<16 hex>", the temporary of fsx_write_atomic_at()? */
+static bool is_desired_temporary(const char *name)
+{
+	static const char prefix[] = ".#" DESIRED_FILE ".";
+	if (strncmp(name, prefix, sizeof(prefix) - 1) != 0)
+		return false;
+	const char *h = name + sizeof(prefix) - 1;
+	size_t n = strspn(h, "0123456789abcdef");
+	return n == 16 && h[n] == '\0';
+}
+
+/* A write killed between the temporary's creation and the rename leaves
+ * the temporary behind (desired.json itself is whole: old or new). Only one
+ * agent writes here, and none is writing yet: remove them, so a crash loop
+ * cannot fill the disk (tests/integration/062-agent-kill.sh). */
+static void remove_stale_temporaries(struct agent *a)
+{
+	int fd = fcntl(a->state_fd, F_DUPFD_CLOEXEC, 3);
+	if (fd < 0)
+		return;
+	DIR *d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return;
+	}
+	unsigned n = 0;
+	struct dirent *de;
+	while ((de = readdir(d)))
+		if (is_desired_temporary(de->d_name) && unlinkat(a->state_fd, de->d_name, 0) == 0)
+			n++;
+	closedir(d);
+	if (n)
+		log_notice("removed %u temporary file(s) left in %s by an interrupted write of %s", n, a->cfg.state_dir,
+			   DESIRED_FILE);
+}
+
 static int open_state(struct agent *a)
 {
 	a->state_fd = fsx_open_dir_at(a->root_fd, a->cfg.state_dir, FSX_MKDIR, 0700);
 	if (a->state_fd < 0)
 		return log_error_errno(a->state_fd, "cannot open the state directory %s", a->cfg.state_dir);
+	remove_stale_temporaries(a);
 	int r = open_exec_dir(a);
 	if (r < 0)
 		log_warning_errno(r, "cannot watch %s (the executor's state directory) yet", a->cfg.exec_state_dir);
