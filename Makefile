@@ -123,10 +123,9 @@ $(B)/cloud-config-exec: $(B)/obj/cloud-config-exec/main.o $(EXEC_A) $(LIB_A)
 # libseccomp and libxxhash 1.3 ms -- loading the shared libraries alone
 # would break the goal (<= 1.5 x cat). So it is linked -static-pie against
 # libseccomp.a and libxxhash.a (Full RELRO, PIE, canary as everything else)
-# and logs through lib/log.c compiled with NA_LOG_NATIVE_JOURNAL, which
-# speaks the journal's native protocol (lib/journal.c) instead of loading
-# libsystemd. Sanitizer builds cannot be static: they link dynamically.
-AKC_LOG_O := $(B)/obj/authkeys-cmd/log-native.o
+# and logs like the other programs through lib/log.c, which speaks the
+# journal's native protocol (lib/journal.c) rather than loading libsystemd.
+# Sanitizer builds cannot be static: they link dynamically.
 ifeq ($(SANITIZE),1)
 AKC_LDFLAGS := $(ALL_LDFLAGS)
 AKC_LIBS ?= $(shell $(PKG_CONFIG) --libs libseccomp libxxhash)
@@ -134,12 +133,7 @@ else
 AKC_LDFLAGS := -static-pie -Wl,-z,relro,-z,now,-z,noexecstack $(LDFLAGS)
 AKC_LIBS ?= $(shell $(PKG_CONFIG) --libs --static libseccomp libxxhash)
 endif
-$(AKC_LOG_O): lib/log.c
-	@mkdir -p $(dir $@)
-	@$(if $(Q),echo "  CC      $< (native journal)")
-	$(Q)$(CC) $(ALL_CFLAGS) -DNA_LOG_NATIVE_JOURNAL -c -o $@ $<
-
-$(B)/authkeys-cmd: $(B)/obj/authkeys-cmd/main.o $(AKC_LOG_O) $(AKC_A) $(LIB_A)
+$(B)/authkeys-cmd: $(B)/obj/authkeys-cmd/main.o $(AKC_A) $(LIB_A)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(ALL_CFLAGS) $(AKC_LDFLAGS) -o $@ $^ $(AKC_LIBS)
 

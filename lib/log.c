@@ -1,4 +1,18 @@
-/* Journal + stderr logger; see log.h. */
+/* Journal + stderr logger; see log.h.
+ *
+ * One way to the journal for all three programs: the journal's native
+ * protocol through lib/journal.c, on a datagram socket opened by log_open()
+ * and written with a non-blocking sendmsg(). The reason is authkeys-cmd: it
+ * runs twice per ssh login, is linked -static-pie, and loading libsystemd
+ * would cost it about 0.5 ms per call, more than its whole lookup. Once it
+ * speaks the protocol itself, node-agent and cloud-config-exec have no
+ * reason to log differently; they still link libsystemd for what only it
+ * does (sd_notify, sd-bus).
+ *
+ * Each program calls log_open() before it installs its seccomp filter, so
+ * the filter only has to allow sendmsg() (a datagram with msg_name needs no
+ * connect()). A message logged before log_open() opens the socket on first
+ * use, as libsystemd did: nothing is sandboxed that early. */
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -7,17 +21,8 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#include "log.h"
-
-/* authkeys-cmd compiles this file a second time with NA_LOG_NATIVE_JOURNAL
- * (see the Makefile): it is linked statically and speaks the journal's
- * native protocol itself (lib/journal.h) instead of loading libsystemd. */
-#ifdef NA_LOG_NATIVE_JOURNAL
 #include "journal.h"
-static int log_journal_fd = -1;
-#else
-#include <systemd/sd-journal.h>
-#endif
+#include "log.h"
 
 #define LOG_FIELDS_MAX 16
 #define LOG_MESSAGE_MAX 2048
@@ -25,16 +30,26 @@ static int log_journal_fd = -1;
 static const char *log_ident = "node-agent";
 static enum log_target log_target = LOG_TARGET_AUTO;
 static int log_max_level = LOG_INFO;
+static int log_journal_fd = -1;
+static bool log_journal_tried;
+
+/* Opens the journal socket once; a failure is not retried (the process may
+ * be under its seccomp filter by then). */
+static void journal_fd_open(void)
+{
+	if (log_journal_tried)
+		return;
+	log_journal_tried = true;
+	log_journal_fd = journal_open();
+}
 
 void log_open(const char *ident, enum log_target target)
 {
 	log_ident = ident;
 	log_target = target;
-#ifdef NA_LOG_NATIVE_JOURNAL
 	/* Opened here, before a seccomp filter that allows only sendmsg. */
-	if (log_journal_fd < 0 && target != LOG_TARGET_STDERR)
-		log_journal_fd = journal_open();
-#endif
+	if (target != LOG_TARGET_STDERR)
+		journal_fd_open();
 	if (getenv("NODE_AGENT_DEBUG"))
 		log_max_level = LOG_DEBUG;
 }
@@ -119,12 +134,9 @@ int log_full(int level, int error, const char *file, int line, const char *const
 #undef ADD
 		for (size_t i = 0; fields && fields[i] && i < LOG_FIELDS_MAX; i++)
 			iov[k++] = (struct iovec){ (void *)(uintptr_t)fields[i], strlen(fields[i]) };
-#ifdef NA_LOG_NATIVE_JOURNAL
+		journal_fd_open();
 		if (log_journal_fd >= 0)
 			(void)journal_sendv(log_journal_fd, iov, k);
-#else
-		(void)sd_journal_sendv(iov, (int)k);
-#endif
 	}
 
 	if (want_stderr())
