@@ -10,12 +10,11 @@
 
 #include "cleanup.h"
 #include "fsx.h"
+#include "jsonx.h"
 #include "state.h"
 
 #define STATE_VERSION 1
 #define LAST_APPLIED_HEADER "# cloud-config-exec last-applied sha256="
-
-DEFINE_TRIVIAL_CLEANUP_FUNC(cJSON *, cJSON_Delete)
 
 void state_sha256_hex(const void *data, size_t len, char out[static 65])
 {
@@ -155,29 +154,6 @@ void state_done(struct state *s)
 	*s = (struct state){ 0 };
 }
 
-static int strv_from_json(const cJSON *a, char ***ret, size_t *ret_n)
-{
-	if (!cJSON_IsArray(a))
-		return -EINVAL;
-	size_t n = (size_t)cJSON_GetArraySize(a);
-	_cleanup_strv_free_ char **v = calloc(n + 1, sizeof(char *));
-	if (!v)
-		return -ENOMEM;
-	size_t i = 0;
-	const cJSON *e;
-	cJSON_ArrayForEach(e, a) {
-		if (!cJSON_IsString(e))
-			return -EINVAL;
-		v[i] = strdup(e->valuestring);
-		if (!v[i++])
-			return -ENOMEM;
-	}
-	*ret = TAKE_PTR(v);
-	if (ret_n)
-		*ret_n = n;
-	return 0;
-}
-
 static int cmp_str(const void *a, const void *b)
 {
 	return strcmp(*(char *const *)a, *(char *const *)b);
@@ -196,11 +172,12 @@ int state_parse(const char *data, size_t len, struct state *ret)
 	int r = 0;
 	const cJSON *owned = cJSON_GetObjectItemCaseSensitive(root, "ownedFiles");
 	if (owned)
-		r = strv_from_json(owned, &s.owned_files, &s.n_owned);
+		r = jsonx_get_strv(owned, SIZE_MAX, &s.owned_files);
 	else
 		r = (s.owned_files = calloc(1, sizeof(char *))) ? 0 : -ENOMEM;
 	if (r < 0)
 		goto fail;
+	s.n_owned = (size_t)r;
 	qsort(s.owned_files, s.n_owned, sizeof(char *), cmp_str);
 	for (size_t i = 1; i < s.n_owned; i++)
 		if (strcmp(s.owned_files[i - 1], s.owned_files[i]) == 0) {
@@ -209,7 +186,7 @@ int state_parse(const char *data, size_t len, struct state *ret)
 		}
 
 	const cJSON *owned_units = cJSON_GetObjectItemCaseSensitive(root, "ownedUnits");
-	if (owned_units && (r = strv_from_json(owned_units, &s.owned_units, NULL)) < 0)
+	if (owned_units && (r = jsonx_get_strv(owned_units, SIZE_MAX, &s.owned_units)) < 0)
 		goto fail;
 	if (s.owned_units) {
 		size_t n = 0;
@@ -267,7 +244,7 @@ int state_parse(const char *data, size_t len, struct state *ret)
 		}
 		memcpy(s.progress_checksum, c->valuestring, 65);
 		s.progress_steps = (unsigned)steps->valuedouble;
-		if (changed && (r = strv_from_json(changed, &s.progress_units, NULL)) < 0)
+		if (changed && (r = jsonx_get_strv(changed, SIZE_MAX, &s.progress_units)) < 0)
 			goto fail;
 	}
 	const cJSON *snap = cJSON_GetObjectItemCaseSensitive(root, "snapshot");
@@ -295,20 +272,10 @@ int state_format(const struct state *s, char **ret, size_t *ret_len)
 	_cleanup_(cJSON_Deletep) cJSON *root = cJSON_CreateObject();
 	if (!root || !cJSON_AddNumberToObject(root, "version", STATE_VERSION))
 		return -ENOMEM;
-	cJSON *owned = cJSON_AddArrayToObject(root, "ownedFiles");
-	if (!owned)
+	if (!jsonx_add_strv(root, "ownedFiles", s->owned_files))
 		return -ENOMEM;
-	for (size_t i = 0; i < s->n_owned; i++)
-		if (!cJSON_AddItemToArray(owned, cJSON_CreateString(s->owned_files[i])))
-			return -ENOMEM;
-	if (s->owned_units) {
-		cJSON *ou = cJSON_AddArrayToObject(root, "ownedUnits");
-		if (!ou)
-			return -ENOMEM;
-		for (char **x = s->owned_units; *x; x++)
-			if (!cJSON_AddItemToArray(ou, cJSON_CreateString(*x)))
-				return -ENOMEM;
-	}
+	if (s->owned_units && !jsonx_add_strv(root, "ownedUnits", s->owned_units))
+		return -ENOMEM;
 	cJSON *keys = cJSON_AddObjectToObject(root, "managedKeys");
 	if (!keys)
 		return -ENOMEM;
@@ -331,12 +298,8 @@ int state_format(const struct state *s, char **ret, size_t *ret_len)
 		if (!p || !cJSON_AddStringToObject(p, "checksum", s->progress_checksum) ||
 		    !cJSON_AddNumberToObject(p, "steps", s->progress_steps))
 			return -ENOMEM;
-		cJSON *u = cJSON_AddArrayToObject(p, "changedUnits");
-		if (!u)
+		if (!jsonx_add_strv(p, "changedUnits", s->progress_units))
 			return -ENOMEM;
-		for (char **x = s->progress_units; x && *x; x++)
-			if (!cJSON_AddItemToArray(u, cJSON_CreateString(*x)))
-				return -ENOMEM;
 	}
 	if (s->snapshot_digest[0]) {
 		cJSON *p = cJSON_AddObjectToObject(root, "snapshot");
@@ -345,20 +308,7 @@ int state_format(const struct state *s, char **ret, size_t *ret_len)
 		    !cJSON_AddNumberToObject(p, "createdAt", (double)s->snapshot_created_at))
 			return -ENOMEM;
 	}
-	char *text = cJSON_Print(root);
-	if (!text)
-		return -ENOMEM;
-	size_t n = strlen(text);
-	char *out = realloc(text, n + 2);
-	if (!out) {
-		free(text);
-		return -ENOMEM;
-	}
-	out[n++] = '\n';
-	out[n] = '\0';
-	*ret = out;
-	*ret_len = n;
-	return 0;
+	return jsonx_print(root, ret, ret_len);
 }
 
 int state_load(int dirfd, struct state *ret)

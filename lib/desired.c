@@ -9,8 +9,6 @@
 #include "jsonx.h"
 #include "osc.h"
 
-DEFINE_TRIVIAL_CLEANUP_FUNC(cJSON *, cJSON_Delete)
-
 void desired_sha256_hex(const void *data, size_t len, char out[static 65])
 {
 	static const char hex[] = "0123456789abcdef";
@@ -97,32 +95,10 @@ int desired_format(const struct desired *d, char **ret, size_t *ret_len)
 		cJSON *restart = cJSON_AddObjectToObject(root, "restart");
 		if (!restart || !cJSON_AddStringToObject(restart, "id", d->restart_id))
 			return -ENOMEM;
-		cJSON *units = cJSON_AddArrayToObject(restart, "units");
-		if (!units)
+		if (!jsonx_add_strv(restart, "units", d->restart_units))
 			return -ENOMEM;
-		for (char **u = d->restart_units; *u; u++) {
-			cJSON *s = cJSON_CreateString(*u);
-			if (!s || !cJSON_AddItemToArray(units, s)) {
-				cJSON_Delete(s);
-				return -ENOMEM;
-			}
-		}
 	}
-	char *out = cJSON_Print(root);
-	if (!out)
-		return -ENOMEM;
-	size_t len = strlen(out);
-	char *nl = realloc(out, len + 2);
-	if (!nl) {
-		free(out);
-		return -ENOMEM;
-	}
-	nl[len++] = '\n';
-	nl[len] = '\0';
-	*ret = nl;
-	if (ret_len)
-		*ret_len = len;
-	return 0;
+	return jsonx_print(root, ret, ret_len);
 }
 
 static const char *const top_keys[] = { "version", "checksum", "generation", "sshAccess", "osc",
@@ -142,19 +118,10 @@ int desired_parse(const char *data, size_t len, struct desired *ret, const char 
 {
 	if (len > DESIRED_MAX)
 		return set_err(err, "document larger than DESIRED_MAX", -EMSGSIZE);
-	_cleanup_(cJSON_Deletep) cJSON *root = jsonx_parse(data, len);
-	if (!root)
-		return set_err(err, "not valid JSON", -EINVAL);
-	if (!cJSON_IsObject(root))
-		return set_err(err, "document: not a JSON object", -EINVAL);
-	if (jsonx_check_keys(root, top_keys, NULL) < 0)
-		return set_err(err, "document: unknown or duplicate key", -EINVAL);
-
-	uint64_t version;
-	if (!jsonx_get_uint(cJSON_GetObjectItemCaseSensitive(root, "version"), JSONX_UINT_MAX, &version))
-		return set_err(err, "version: missing or not an unsigned integer", -EINVAL);
-	if (version != DESIRED_VERSION)
-		return set_err(err, "version: unsupported", -EPROTONOSUPPORT);
+	_cleanup_(cJSON_Deletep) cJSON *root = NULL;
+	int r = jsonx_parse_document(data, len, top_keys, DESIRED_VERSION, &root, err);
+	if (r < 0)
+		return r;
 
 	_cleanup_(desired_done) struct desired d = { .ssh_access = true };
 	const cJSON *j = cJSON_GetObjectItemCaseSensitive(root, "checksum");
@@ -208,23 +175,16 @@ int desired_parse(const char *data, size_t len, struct desired *ret, const char 
 		const cJSON *units = cJSON_GetObjectItemCaseSensitive(restart, "units");
 		if (!cJSON_IsArray(units))
 			return set_err(err, "restart.units: missing or not an array", -EINVAL);
-		int n = cJSON_GetArraySize(units);
-		if (n > DESIRED_RESTART_UNITS_MAX)
-			return set_err(err, "restart.units: more than DESIRED_RESTART_UNITS_MAX", -EMSGSIZE);
-		d.restart_units = calloc((size_t)n + 1, sizeof(char *));
-		if (!d.restart_units)
-			return set_err(err, "out of memory", -ENOMEM);
-		int i = 0;
-		const cJSON *u;
-		cJSON_ArrayForEach(u, units) {
-			if (!cJSON_IsString(u))
-				return set_err(err, "restart.units: not a string", -EINVAL);
-			if (take_string(u, &d.restart_units[i++]) < 0)
-				return set_err(err, "out of memory", -ENOMEM);
-		}
+		r = jsonx_get_strv(units, DESIRED_RESTART_UNITS_MAX, &d.restart_units);
+		if (r == -EMSGSIZE)
+			return set_err(err, "restart.units: more than DESIRED_RESTART_UNITS_MAX", r);
+		if (r == -EINVAL)
+			return set_err(err, "restart.units: not a string", r);
+		if (r < 0)
+			return set_err(err, "out of memory", r);
 	}
 
-	int r = check(&d, err);
+	r = check(&d, err);
 	if (r < 0)
 		return r;
 	*ret = d;

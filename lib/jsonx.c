@@ -3,8 +3,10 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "cleanup.h"
 #include "jsonx.h"
 
 /* True when a string in the JSON text carries the escape \u0000, which
@@ -43,6 +45,93 @@ cJSON *jsonx_parse(const char *data, size_t len)
 			return NULL;
 		}
 	return j;
+}
+
+static int set_err(const char **err, const char *msg, int r)
+{
+	if (err)
+		*err = msg;
+	return r;
+}
+
+int jsonx_parse_document(const char *data, size_t len, const char *const *allowed, uint64_t version,
+			 cJSON **ret, const char **err)
+{
+	cJSON *root = jsonx_parse(data, len);
+	int r = 0;
+	uint64_t v;
+	if (!root)
+		return set_err(err, "not valid JSON", -EINVAL);
+	if (!cJSON_IsObject(root))
+		r = set_err(err, "document: not a JSON object", -EINVAL);
+	else if (jsonx_check_keys(root, allowed, NULL) < 0)
+		r = set_err(err, "document: unknown or duplicate key", -EINVAL);
+	else if (!jsonx_get_uint(cJSON_GetObjectItemCaseSensitive(root, "version"), JSONX_UINT_MAX, &v))
+		r = set_err(err, "version: missing or not an unsigned integer", -EINVAL);
+	else if (v != version)
+		r = set_err(err, "version: unsupported", -EPROTONOSUPPORT);
+	if (r < 0) {
+		cJSON_Delete(root);
+		return r;
+	}
+	*ret = root;
+	return 0;
+}
+
+int jsonx_print(const cJSON *root, char **ret, size_t *ret_len)
+{
+	char *out = cJSON_Print(root);
+	if (!out)
+		return -ENOMEM;
+	size_t len = strlen(out);
+	char *nl = realloc(out, len + 2);
+	if (!nl) {
+		free(out);
+		return -ENOMEM;
+	}
+	nl[len++] = '\n';
+	nl[len] = '\0';
+	*ret = nl;
+	if (ret_len)
+		*ret_len = len;
+	return 0;
+}
+
+cJSON *jsonx_add_strv(cJSON *obj, const char *name, char *const *strv)
+{
+	cJSON *a = cJSON_AddArrayToObject(obj, name);
+	if (!a)
+		return NULL;
+	for (char *const *p = strv; p && *p; p++) {
+		cJSON *s = cJSON_CreateString(*p);
+		if (!s || !cJSON_AddItemToArray(a, s)) {
+			cJSON_Delete(s);
+			return NULL;
+		}
+	}
+	return a;
+}
+
+int jsonx_get_strv(const cJSON *a, size_t max, char ***ret)
+{
+	if (!cJSON_IsArray(a))
+		return -EINVAL;
+	int n = cJSON_GetArraySize(a);
+	if ((size_t)n > max)
+		return -EMSGSIZE;
+	_cleanup_strv_free_ char **v = calloc((size_t)n + 1, sizeof(char *));
+	if (!v)
+		return -ENOMEM;
+	int i = 0;
+	const cJSON *e;
+	cJSON_ArrayForEach(e, a) {
+		if (!cJSON_IsString(e))
+			return -EINVAL;
+		if (!(v[i++] = strdup(e->valuestring)))
+			return -ENOMEM;
+	}
+	*ret = TAKE_PTR(v);
+	return n;
 }
 
 int jsonx_check_keys(const cJSON *obj, const char *const *allowed, const char **bad)

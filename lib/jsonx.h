@@ -10,6 +10,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cleanup.h"
+
+/* _cleanup_(cJSON_Deletep) cJSON *root = ... */
+DEFINE_TRIVIAL_CLEANUP_FUNC(cJSON *, cJSON_Delete)
+
 /* Largest integer a JSON number (an IEEE double) carries exactly: 2^53 - 1. */
 #define JSONX_UINT_MAX ((UINT64_C(1) << 53) - 1)
 
@@ -18,6 +23,30 @@
  * \u0000 are refused, so no string is silently cut short. The caller
  * cJSON_Delete()s. */
 cJSON *jsonx_parse(const char *data, size_t len);
+
+/* Parses a versioned document of ours: exactly len bytes (jsonx_parse()),
+ * one object whose member names are all in allowed (NULL-terminated) and
+ * none twice, with a member "version" equal to version. Returns 0 and the
+ * object in *ret (the caller cJSON_Delete()s); -EINVAL, or
+ * -EPROTONOSUPPORT for another version, with *err (when err is not NULL)
+ * set to a static message that names what was wrong. */
+int jsonx_parse_document(const char *data, size_t len, const char *const *allowed, uint64_t version,
+			 cJSON **ret, const char **err);
+
+/* Prints root indented, with a final newline, into a new string the caller
+ * frees; *ret_len (when ret_len is not NULL) is its length. Returns 0 or
+ * -ENOMEM. */
+int jsonx_print(const cJSON *root, char **ret, size_t *ret_len);
+
+/* Adds to obj an array member holding the strings of the NULL-terminated
+ * vector strv (NULL: an empty array). Returns the array, or NULL on ENOMEM. */
+cJSON *jsonx_add_strv(cJSON *obj, const char *name, char *const *strv);
+
+/* Copies the JSON array a of strings into a new NULL-terminated vector the
+ * caller strv_free()s. Returns the number of strings; -EINVAL when a is not
+ * an array or holds anything but strings, -EMSGSIZE when it holds more than
+ * max, -ENOMEM. *ret is written only on success. */
+int jsonx_get_strv(const cJSON *a, size_t max, char ***ret);
 
 /* Adds an integer member exactly (cJSON's own number printing keeps only
  * about 15 significant digits). NULL when v > JSONX_UINT_MAX or on ENOMEM. */

@@ -9,8 +9,6 @@
 #include "osc.h"
 #include "result.h"
 
-DEFINE_TRIVIAL_CLEANUP_FUNC(cJSON *, cJSON_Delete)
-
 static int set_err(const char **err, const char *msg, int r)
 {
 	if (err)
@@ -101,36 +99,14 @@ int result_format(const struct result *r, char **ret, size_t *ret_len)
 		if (!e || !cJSON_AddStringToObject(root, "error", e))
 			return -ENOMEM;
 	}
-	cJSON *units = cJSON_AddArrayToObject(root, "changedUnits");
-	if (!units)
+	if (!jsonx_add_strv(root, "changedUnits", r->changed_units))
 		return -ENOMEM;
-	for (char **u = r->changed_units; u && *u; u++) {
-		cJSON *s = cJSON_CreateString(*u);
-		if (!s || !cJSON_AddItemToArray(units, s)) {
-			cJSON_Delete(s);
-			return -ENOMEM;
-		}
-	}
 	if (r->restart_id && !cJSON_AddStringToObject(root, "restartId", r->restart_id))
 		return -ENOMEM;
 	if (!jsonx_add_uint(root, "finishedAt", (uint64_t)r->finished_at))
 		return -ENOMEM;
 
-	char *out = cJSON_Print(root);
-	if (!out)
-		return -ENOMEM;
-	size_t len = strlen(out);
-	char *nl = realloc(out, len + 2);
-	if (!nl) {
-		free(out);
-		return -ENOMEM;
-	}
-	nl[len++] = '\n';
-	nl[len] = '\0';
-	*ret = nl;
-	if (ret_len)
-		*ret_len = len;
-	return 0;
+	return jsonx_print(root, ret, ret_len);
 }
 
 static const char *const keys[] = { "version", "checksum", "generation", "success", "failedStep", "error",
@@ -154,19 +130,10 @@ int result_parse(const char *data, size_t len, struct result *ret, const char **
 {
 	if (len > RESULT_MAX)
 		return set_err(err, "document larger than RESULT_MAX", -EMSGSIZE);
-	_cleanup_(cJSON_Deletep) cJSON *root = jsonx_parse(data, len);
-	if (!root)
-		return set_err(err, "not valid JSON", -EINVAL);
-	if (!cJSON_IsObject(root))
-		return set_err(err, "document: not a JSON object", -EINVAL);
-	if (jsonx_check_keys(root, keys, NULL) < 0)
-		return set_err(err, "document: unknown or duplicate key", -EINVAL);
-
-	uint64_t version;
-	if (!jsonx_get_uint(cJSON_GetObjectItemCaseSensitive(root, "version"), JSONX_UINT_MAX, &version))
-		return set_err(err, "version: missing or not an unsigned integer", -EINVAL);
-	if (version != RESULT_VERSION)
-		return set_err(err, "version: unsupported", -EPROTONOSUPPORT);
+	_cleanup_(cJSON_Deletep) cJSON *root = NULL;
+	int k = jsonx_parse_document(data, len, keys, RESULT_VERSION, &root, err);
+	if (k < 0)
+		return k;
 
 	_cleanup_(result_done) struct result r = {};
 	const cJSON *j = cJSON_GetObjectItemCaseSensitive(root, "checksum");
@@ -187,7 +154,6 @@ int result_parse(const char *data, size_t len, struct result *ret, const char **
 		return set_err(err, "success: missing or not a boolean", -EINVAL);
 	r.success = cJSON_IsTrue(j);
 
-	int k;
 	if ((k = opt_string(root, "failedStep", &r.failed_step, err, "failedStep: not a string")) < 0 ||
 	    (k = opt_string(root, "error", &r.error, err, "error: not a string")) < 0 ||
 	    (k = opt_string(root, "restartId", &r.restart_id, err, "restartId: not a string")) < 0)
@@ -199,20 +165,13 @@ int result_parse(const char *data, size_t len, struct result *ret, const char **
 	if (units) {
 		if (!cJSON_IsArray(units))
 			return set_err(err, "changedUnits: not an array", -EINVAL);
-		int n = cJSON_GetArraySize(units);
-		if (n > RESULT_CHANGED_UNITS_MAX)
-			return set_err(err, "changedUnits: more than RESULT_CHANGED_UNITS_MAX", -EMSGSIZE);
-		r.changed_units = calloc((size_t)n + 1, sizeof(char *));
-		if (!r.changed_units)
-			return set_err(err, "out of memory", -ENOMEM);
-		int i = 0;
-		const cJSON *u;
-		cJSON_ArrayForEach(u, units) {
-			if (!cJSON_IsString(u))
-				return set_err(err, "changedUnits: not a string", -EINVAL);
-			if (!(r.changed_units[i++] = strdup(u->valuestring)))
-				return set_err(err, "out of memory", -ENOMEM);
-		}
+		k = jsonx_get_strv(units, RESULT_CHANGED_UNITS_MAX, &r.changed_units);
+		if (k == -EMSGSIZE)
+			return set_err(err, "changedUnits: more than RESULT_CHANGED_UNITS_MAX", k);
+		if (k == -EINVAL)
+			return set_err(err, "changedUnits: not a string", k);
+		if (k < 0)
+			return set_err(err, "out of memory", k);
 	}
 
 	if ((k = check(&r, err)) < 0)
