@@ -18,36 +18,11 @@
 
 #include "cleanup.h"
 #include "fsx.h"
-
-struct scratch {
-	char path[64];
-	int fd;
-};
+#include "scratch.h"
 
 static int setup(void **state)
 {
-	struct scratch *s = calloc(1, sizeof(*s));
-	snprintf(s->path, sizeof(s->path), "/tmp/na-test-fsx.XXXXXX");
-	if (!mkdtemp(s->path))
-		return -1;
-	s->fd = open(s->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	*state = s;
-	return s->fd < 0 ? -1 : 0;
-}
-
-static int teardown(void **state)
-{
-	struct scratch *s = *state;
-	close(s->fd);
-	pid_t pid = fork();
-	if (pid == 0) {
-		execl("/bin/rm", "rm", "-rf", s->path, (char *)NULL);
-		_exit(127);
-	}
-	int st;
-	waitpid(pid, &st, 0);
-	free(s);
-	return 0;
+	return scratch_setup(state, "fsx");
 }
 
 static void write_then_skip_same(void **state)
@@ -350,14 +325,14 @@ static void path_safety(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(write_then_skip_same, setup, teardown),
-		cmocka_unit_test_setup_teardown(write_replaces_symlink_not_target, setup, teardown),
-		cmocka_unit_test_setup_teardown(read_limits_and_refusals, setup, teardown),
-		cmocka_unit_test_setup_teardown(dir_walk, setup, teardown),
-		cmocka_unit_test_setup_teardown(follow_root_link, setup, teardown),
-		cmocka_unit_test_setup_teardown(refuse_untrusted_links, setup, teardown),
-		cmocka_unit_test_setup_teardown(link_targets_stay_in_root, setup, teardown),
-		cmocka_unit_test_setup_teardown(hop_limit, setup, teardown),
+		cmocka_unit_test_setup_teardown(write_then_skip_same, setup, scratch_teardown),
+		cmocka_unit_test_setup_teardown(write_replaces_symlink_not_target, setup, scratch_teardown),
+		cmocka_unit_test_setup_teardown(read_limits_and_refusals, setup, scratch_teardown),
+		cmocka_unit_test_setup_teardown(dir_walk, setup, scratch_teardown),
+		cmocka_unit_test_setup_teardown(follow_root_link, setup, scratch_teardown),
+		cmocka_unit_test_setup_teardown(refuse_untrusted_links, setup, scratch_teardown),
+		cmocka_unit_test_setup_teardown(link_targets_stay_in_root, setup, scratch_teardown),
+		cmocka_unit_test_setup_teardown(hop_limit, setup, scratch_teardown),
 		cmocka_unit_test(path_safety),
 	};
 	return cmocka_run_group_tests_name("fsx", tests, NULL, NULL);

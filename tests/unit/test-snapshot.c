@@ -19,6 +19,7 @@
 #include "cleanup.h"
 #include "fsx.h"
 #include "snapshot.h"
+#include "scratch.h"
 
 #define K1 "AAAAC3NzaC1lZDI1NTE5AAAAIAc+1111111111111111111111111111111111111111"
 #define K2 "AAAAC3NzaC1lZDI1NTE5AAAAIAc+2222222222222222222222222222222222222222"
@@ -319,30 +320,9 @@ static void other_version_is_refused(void **state)
 	assert_string_equal(what, "magic");
 }
 
-struct scratch {
-	char path[64];
-	int fd;
-};
-
 static int setup(void **state)
 {
-	struct scratch *s = calloc(1, sizeof(*s));
-	snprintf(s->path, sizeof(s->path), "/tmp/na-test-snapshot.XXXXXX");
-	if (!mkdtemp(s->path))
-		return -1;
-	s->fd = open(s->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	*state = s;
-	return s->fd < 0 ? -1 : 0;
-}
-
-static int teardown(void **state)
-{
-	struct scratch *s = *state;
-	unlinkat(s->fd, "snap", 0);
-	close(s->fd);
-	rmdir(s->path);
-	free(s);
-	return 0;
+	return scratch_setup(state, "snapshot");
 }
 
 static void open_fd_checks_owner_and_mode(void **state)
@@ -398,7 +378,7 @@ int main(void)
 		cmocka_unit_test(every_flipped_byte_is_caught),
 		cmocka_unit_test(truncated_or_extended_is_rejected),
 		cmocka_unit_test(other_version_is_refused),
-		cmocka_unit_test_setup_teardown(open_fd_checks_owner_and_mode, setup, teardown),
+		cmocka_unit_test_setup_teardown(open_fd_checks_owner_and_mode, setup, scratch_teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

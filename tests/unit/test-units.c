@@ -19,6 +19,7 @@
 #include "log.h"
 #include "osc.h"
 #include "../../cloud-config-exec/units.h"
+#include "scratch.h"
 
 /* The base OSC most cases start from (YAML flow style keeps it short):
  * a.service: ours, unchanged in most cases; b.service: ours, restarted when
@@ -291,43 +292,14 @@ static void test_actions_to_string(void **state)
 
 /* ---- units_apply() without a bus, in a scratch root ------------------- */
 
-struct root {
-	char path[64];
-	int fd;
-};
-
 static int root_setup(void **state)
 {
-	struct root *s = calloc(1, sizeof(*s));
-	if (!s)
-		return -1;
-	snprintf(s->path, sizeof(s->path), "/tmp/na-test-units.XXXXXX");
-	if (!mkdtemp(s->path)) {
-		free(s);
-		return -1;
-	}
-	s->fd = open(s->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	*state = s;
-	return s->fd < 0 ? -1 : 0;
-}
-
-static int root_teardown(void **state)
-{
-	struct root *s = *state;
-	close(s->fd);
-	pid_t pid = fork();
-	if (pid == 0) {
-		execl("/bin/rm", "rm", "-rf", s->path, (char *)NULL);
-		_exit(127);
-	}
-	waitpid(pid, NULL, 0);
-	free(s);
-	return 0;
+	return scratch_setup(state, "units");
 }
 
 /* Plans old -> new and applies it below the root; returns the changed units
  * joined by spaces ("" for none) in a static buffer. */
-static const char *apply(struct root *s, const char *old_text, const char *new_text, int expect_r)
+static const char *apply(struct scratch *s, const char *old_text, const char *new_text, int expect_r)
 {
 	static char out[512];
 	struct osc old = {}, new = {};
@@ -356,7 +328,7 @@ static const char *apply(struct root *s, const char *old_text, const char *new_t
 	return out;
 }
 
-static char *read_below(struct root *s, const char *path, mode_t *ret_mode)
+static char *read_below(struct scratch *s, const char *path, mode_t *ret_mode)
 {
 	static char buf[256];
 	struct stat st;
@@ -373,13 +345,13 @@ static char *read_below(struct root *s, const char *path, mode_t *ret_mode)
 	return buf;
 }
 
-static bool exists_below(struct root *s, const char *path)
+static bool exists_below(struct scratch *s, const char *path)
 {
 	struct stat st;
 	return fstatat(s->fd, path, &st, AT_SYMLINK_NOFOLLOW) == 0;
 }
 
-static void write_below(struct root *s, const char *path, const char *text)
+static void write_below(struct scratch *s, const char *path, const char *text)
 {
 	int fd = openat(s->fd, path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
 	assert_true(fd >= 0);
@@ -391,7 +363,7 @@ static void write_below(struct root *s, const char *path, const char *text)
 
 static void test_apply_files(void **state)
 {
-	struct root *s = *state;
+	struct scratch *s = *state;
 	mode_t mode = 0;
 	struct stat st;
 
@@ -455,7 +427,7 @@ static void test_apply_files(void **state)
 
 static void test_apply_dropped_files_already_gone(void **state)
 {
-	struct root *s = *state;
+	struct scratch *s = *state;
 
 	/* Gardener PR #8898: a dropped unit whose files are already gone is fine. */
 	assert_string_equal(apply(s, WITH(UNIT_A ", " UNIT_OS), "spec: {}", 0), "");
@@ -463,7 +435,7 @@ static void test_apply_dropped_files_already_gone(void **state)
 
 static void test_apply_refuses_symlinked_dropin_dir(void **state)
 {
-	struct root *s = *state;
+	struct scratch *s = *state;
 
 	assert_string_equal(apply(s, NULL, WITH(UNIT_A), 0), "a.service");
 	/* A symlink where the drop-in directory goes is not followed; the
@@ -487,10 +459,10 @@ int main(void)
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_find);
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_actions_to_string);
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_owned_paths);
-	tests[n++] = (struct CMUnitTest)cmocka_unit_test_setup_teardown(test_apply_files, root_setup, root_teardown);
+	tests[n++] = (struct CMUnitTest)cmocka_unit_test_setup_teardown(test_apply_files, root_setup, scratch_teardown);
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test_setup_teardown(test_apply_dropped_files_already_gone,
-									 root_setup, root_teardown);
+									 root_setup, scratch_teardown);
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test_setup_teardown(test_apply_refuses_symlinked_dropin_dir,
-									 root_setup, root_teardown);
+									 root_setup, scratch_teardown);
 	return _cmocka_run_group_tests("units", tests, n, NULL, NULL);
 }
