@@ -114,38 +114,50 @@ int files_plan_compute(const struct osc *old, const struct osc *new, char *const
 	return 0;
 }
 
+/* Opens the directory of path below rootfd and lstats the entry: 1 with
+ * *ret_dfd, *ret_name and *ret_st set when it exists (as anything, links not
+ * followed), 0 when it or a directory on the way does not, -errno when that
+ * cannot be told. */
+static int lstat_below(int rootfd, const char *path, int *ret_dfd, const char **ret_name, struct stat *ret_st)
+{
+	const char *name;
+	_cleanup_close_ int dfd = fsx_open_parent_at(rootfd, path, WALK, 0, &name);
+	if (dfd == -ENOENT)
+		return 0;
+	if (dfd < 0)
+		return dfd;
+	struct stat st;
+	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return errno == ENOENT ? 0 : negerrno();
+	*ret_dfd = TAKE_FD(dfd);
+	*ret_name = name;
+	*ret_st = st;
+	return 1;
+}
+
 /* 1 when path exists below rootfd (as anything, links not followed), 0 when
  * not, -errno when that cannot be told. */
 static int path_exists(int rootfd, const char *path)
 {
+	_cleanup_close_ int dfd = -EBADF;
 	const char *name;
-	_cleanup_close_ int dfd = fsx_open_parent_at(rootfd, path, WALK, 0, &name);
-	if (dfd == -ENOENT)
-		return 0;
-	if (dfd < 0)
-		return dfd;
 	struct stat st;
-	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-		return errno == ENOENT ? 0 : negerrno();
-	return 1;
+	return lstat_below(rootfd, path, &dfd, &name, &st);
 }
 
 static int remove_file(int rootfd, const char *path)
 {
+	_cleanup_close_ int dfd = -EBADF;
 	const char *name;
-	_cleanup_close_ int dfd = fsx_open_parent_at(rootfd, path, WALK, 0, &name);
-	if (dfd == -ENOENT)
-		return 0;
-	if (dfd < 0)
-		return dfd;
 	struct stat st;
-	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-		return errno == ENOENT ? 0 : negerrno();
+	int r = lstat_below(rootfd, path, &dfd, &name, &st);
+	if (r <= 0)
+		return r;
 	if (S_ISDIR(st.st_mode))
 		return -EISDIR;
 	if (unlinkat(dfd, name, 0) < 0)
 		return errno == ENOENT ? 0 : negerrno();
-	int r = fsx_fsync_dir(dfd);
+	r = fsx_fsync_dir(dfd);
 	return r < 0 ? r : 1;
 }
 
