@@ -1017,30 +1017,33 @@ int keys_parse_line_ex(const char *line, size_t len, const struct keys_parse_par
 	return parse_line(line, len, params, params && params->allow_options, ret, reterr);
 }
 
-int keys_parse_line(const char *line, size_t len, const struct keys_parse_params *params,
-		    struct keys_key *ret, const char **reterr_what)
-{
-	struct keys_error e = {};
-	int r = keys_parse_line_ex(line, len, params, ret, &e);
-	if (r < 0 && reterr_what)
-		*reterr_what = e.what;
-	return r;
-}
-
 int keys_parse_public_ex(const char *text, size_t len, const struct keys_parse_params *params,
 			 struct keys_key *ret, struct keys_error *reterr)
 {
 	return parse_line(text, len, params, false, ret, reterr);
 }
 
-int keys_parse_public(const char *text, size_t len, const struct keys_parse_params *params,
-		      struct keys_key *ret, const char **reterr_what)
+/* parse_line() for the forms that report only what was wrong. */
+static int parse_line_what(const char *text, size_t len, const struct keys_parse_params *params, bool options,
+			   struct keys_key *ret, const char **reterr_what)
 {
 	struct keys_error e = {};
-	int r = keys_parse_public_ex(text, len, params, ret, &e);
+	int r = parse_line(text, len, params, options, ret, &e);
 	if (r < 0 && reterr_what)
 		*reterr_what = e.what;
 	return r;
+}
+
+int keys_parse_line(const char *line, size_t len, const struct keys_parse_params *params,
+		    struct keys_key *ret, const char **reterr_what)
+{
+	return parse_line_what(line, len, params, params && params->allow_options, ret, reterr_what);
+}
+
+int keys_parse_public(const char *text, size_t len, const struct keys_parse_params *params,
+		      struct keys_key *ret, const char **reterr_what)
+{
+	return parse_line_what(text, len, params, false, ret, reterr_what);
 }
 
 /* ---- expiry ----------------------------------------------------------- */
