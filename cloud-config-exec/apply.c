@@ -25,6 +25,7 @@
 
 #include "apply.h"
 #include "cleanup.h"
+#include "desired.h"
 #include "files.h"
 #include "fsx.h"
 #include "log.h"
@@ -259,7 +260,7 @@ int apply_osc(const struct apply_ctx *c, const char *osc, size_t len, const stru
 {
 	struct result res = { .generation = d ? d->generation : 0 };
 	char cfield[80];
-	state_sha256_hex(osc, len, res.checksum);
+	desired_sha256_hex(osc, len, res.checksum);
 	snprintf(cfield, sizeof(cfield), "CHECKSUM=%s", res.checksum);
 
 	_cleanup_(osc_donep) struct osc *new = NULL;
@@ -515,7 +516,7 @@ int apply_check(const struct apply_ctx *c, const char *osc, size_t len)
 		log_warning("%s/%s is damaged; assuming no owned files", c->cfg->exec_state_dir, STATE_FILE);
 	char checksum[65], sum[65];
 	_cleanup_(osc_donep) struct osc *old = load_old(c, statefd, checksum);
-	state_sha256_hex(osc, len, sum);
+	desired_sha256_hex(osc, len, sum);
 	printf("checksum %s (last applied: %s)\n", sum, old ? checksum : "none");
 	printf("%zu files, %zu units: valid\n", new->n_files, new->n_units);
 	struct files_plan fplan = { 0 };

@@ -8,6 +8,7 @@
 
 #include "account.h"
 #include "cleanup.h"
+#include "desired.h"
 #include "fsx.h"
 #include "home.h"
 #include "keymerge.h"
@@ -312,7 +313,7 @@ static int write_snapshot(int rootfd, const struct config *cfg, const struct sna
 		off += (size_t)k;
 	}
 	char digest[65];
-	state_sha256_hex(buf, off, digest);
+	desired_sha256_hex(buf, off, digest);
 	if (strcmp(digest, st->snapshot_digest) != 0) {
 		memcpy(st->snapshot_digest, digest, 65);
 		st->snapshot_generation++;

@@ -2,36 +2,19 @@
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <openssl/evp.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cleanup.h"
+#include "desired.h"
 #include "fsx.h"
 #include "jsonx.h"
 #include "state.h"
 
 #define STATE_VERSION 1
 #define LAST_APPLIED_HEADER "# cloud-config-exec last-applied sha256="
-
-void state_sha256_hex(const void *data, size_t len, char out[static 65])
-{
-	unsigned char md[EVP_MAX_MD_SIZE];
-	unsigned mdlen = 0;
-	static const char hex[] = "0123456789abcdef";
-
-	if (EVP_Digest(data, len, md, &mdlen, EVP_sha256(), NULL) != 1 || mdlen != 32) {
-		out[0] = '\0';
-		return;
-	}
-	for (unsigned i = 0; i < 32; i++) {
-		out[2 * i] = hex[md[i] >> 4];
-		out[2 * i + 1] = hex[md[i] & 15];
-	}
-	out[64] = '\0';
-}
 
 static void strv_sorted_remove(char **v, size_t *n, size_t i)
 {
@@ -353,7 +336,7 @@ int state_load_last_applied(int dirfd, char **ret, size_t *ret_len, char checksu
 	const char *body = data + hl + 65;
 	size_t body_len = len - hl - 65;
 	char sum[65];
-	state_sha256_hex(body, body_len, sum);
+	desired_sha256_hex(body, body_len, sum);
 	if (memcmp(sum, data + hl, 64) != 0)
 		return -EBADMSG;
 	char *out = malloc(body_len + 1);
@@ -374,7 +357,7 @@ int state_save_last_applied(int dirfd, const char *osc, size_t len)
 	if (!buf)
 		return -ENOMEM;
 	memcpy(buf, LAST_APPLIED_HEADER, hl);
-	state_sha256_hex(osc, len, buf + hl);
+	desired_sha256_hex(osc, len, buf + hl);
 	buf[hl + 64] = '\n';
 	memcpy(buf + hl + 65, osc, len);
 	return fsx_write_atomic_at(dirfd, STATE_LAST_APPLIED, buf, hl + 65 + len, 0600, FSX_UID_KEEP,

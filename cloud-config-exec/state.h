@@ -80,9 +80,6 @@ int state_load(int dirfd, struct state *ret);
 int state_save(int dirfd, const struct state *s);
 void state_done(struct state *s);
 
-/* Lowercase hex SHA-256 (OpenSSL). */
-void state_sha256_hex(const void *data, size_t len, char out[static 65]);
-
 /* Owned-file set operations (keep the array sorted and unique). */
 bool state_owns(const struct state *s, const char *path);
 int state_own(struct state *s, const char *path);

@@ -15,6 +15,7 @@
 
 #include "../../cloud-config-exec/state.h"
 #include "cleanup.h"
+#include "desired.h"
 #include "fsx.h"
 
 static void test_roundtrip(void **state)
@@ -100,7 +101,7 @@ static void test_last_applied(void **state)
 	assert_int_equal(state_load_last_applied(dfd, &data, &len, sum), 0);
 	assert_string_equal(data, osc);
 	char want[65];
-	state_sha256_hex(osc, strlen(osc), want);
+	desired_sha256_hex(osc, strlen(osc), want);
 	assert_string_equal(sum, want);
 	free(data);
 
