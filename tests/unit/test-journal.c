@@ -50,6 +50,15 @@ static int teardown(void **state)
 
 #define IOV(s) ((struct iovec){ (void *)(uintptr_t)(s), sizeof(s) - 1 })
 
+/* The next datagram on the sink is exactly the len bytes of want. */
+static void assert_received(const struct sink *s, const char *want, size_t len)
+{
+	char buf[512];
+	ssize_t n = recv(s->fd, buf, sizeof(buf), 0);
+	assert_int_equal(n, len);
+	assert_memory_equal(buf, want, len);
+}
+
 static void plain_fields(void **state)
 {
 	struct sink *s = *state;
@@ -57,11 +66,8 @@ static void plain_fields(void **state)
 	assert_true(fd >= 0);
 	struct iovec f[] = { IOV("MESSAGE=served 1 key"), IOV("PRIORITY=6"), IOV("USER=alice") };
 	assert_int_equal(journal_sendv_to(fd, s->path, f, ELEMENTSOF(f)), 0);
-	char buf[512];
-	ssize_t n = recv(s->fd, buf, sizeof(buf), 0);
 	static const char want[] = "MESSAGE=served 1 key\nPRIORITY=6\nUSER=alice\n";
-	assert_int_equal(n, sizeof(want) - 1);
-	assert_memory_equal(buf, want, sizeof(want) - 1);
+	assert_received(s, want, sizeof(want) - 1);
 }
 
 static void newline_uses_binary_form(void **state)
@@ -70,12 +76,9 @@ static void newline_uses_binary_form(void **state)
 	_cleanup_close_ int fd = journal_open();
 	struct iovec f[] = { IOV("MESSAGE=a\nb"), IOV("X=") };
 	assert_int_equal(journal_sendv_to(fd, s->path, f, ELEMENTSOF(f)), 0);
-	char buf[512];
-	ssize_t n = recv(s->fd, buf, sizeof(buf), 0);
 	/* "MESSAGE\n" le64(3) "a\nb" "\n" "X=\n" */
 	static const char want[] = "MESSAGE\n\x03\0\0\0\0\0\0\0a\nb\nX=\n";
-	assert_int_equal(n, sizeof(want) - 1);
-	assert_memory_equal(buf, want, sizeof(want) - 1);
+	assert_received(s, want, sizeof(want) - 1);
 }
 
 static void bad_fields_are_refused(void **state)
