@@ -36,13 +36,6 @@ command -v ssh-keygen >/dev/null || skip_all "ssh-keygen not installed"
 
 W=$(scratch)
 K=$TESTS_DIR/fixtures/keys
-mk_root() {
-	local r=$1
-	mkdir -p "$r/etc" "$r/home/gardener"
-	printf 'root:x:0:0:root:/root:/bin/sh\ngardener:x:1700:1700::/home/gardener:/bin/sh\n' >"$r/etc/passwd"
-	printf 'root:x:0:\ngardener:x:1700:\n' >"$r/etc/group"
-	chown 1700:1700 "$r/home/gardener"
-}
 echo '{"ssh": {"createUser": false}}' >"$W/config.json"
 cat "$K/gardener-current.pub" "$K/gardener-previous.pub" >"$W/keys1"
 ssh-keygen -q -t ed25519 -N '' -C third@node-agent-test -f "$W/third"
@@ -85,7 +78,7 @@ content() {
 
 # v1 applied: the base every case starts from.
 BASE=$W/base
-mk_root "$BASE"
+gardener_root "$BASE"
 run_cce "$BASE" "$W/v1.json" || { fail "v1 applies"; cat "$W/err"; finish; exit 1; }
 content "$BASE" >"$W/base.content"
 BASE_SNAP=$(sha256sum <"$BASE/$ST/authkeys.snap" | cut -d' ' -f1)

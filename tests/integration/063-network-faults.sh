@@ -36,10 +36,7 @@ PROXY=127.0.0.1:6445
 
 S=$(scratch)
 ROOT=$S/root
-mkdir -p "$ROOT/etc" "$ROOT/home/gardener"
-printf 'root:x:0:0:root:/root:/bin/sh\ngardener:x:1700:1700::/home/gardener:/bin/sh\n' >"$ROOT/etc/passwd"
-printf 'root:x:0:\ngardener:x:1700:\n' >"$ROOT/etc/group"
-chown 1700:1700 "$ROOT/home/gardener"
+gardener_root "$ROOT"
 
 # Keys: A expires EXP_IN seconds into the outage, B never.
 for k in a b; do ssh-keygen -q -t ed25519 -N '' -C "key-$k" -f "$S/key-$k"; done

@@ -27,10 +27,7 @@ command -v ssh-keygen >/dev/null || skip_all "ssh-keygen not installed"
 
 W=$(scratch)
 R=$W/root
-mkdir -p "$R/etc" "$R/home/gardener"
-printf 'root:x:0:0:root:/root:/bin/sh\ngardener:x:1700:1700::/home/gardener:/bin/sh\n' >"$R/etc/passwd"
-printf 'root:x:0:\ngardener:x:1700:\n' >"$R/etc/group"
-chown 1700:1700 "$R/home/gardener"
+gardener_root "$R"
 echo '{"ssh": {"createUser": false}}' >"$W/config.json"
 for k in a b c; do ssh-keygen -q -t ed25519 -N '' -C "key-$k" -f "$W/key-$k"; done
 blob() { cut -d' ' -f2 "$W/key-$1.pub"; }

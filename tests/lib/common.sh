@@ -33,6 +33,17 @@ _scratch_list=$(mktemp "${TMPDIR:-/tmp}/na-test-scratch.XXXXXX")
 on_exit "while read -r d; do rm -rf \"\$d\"; done <'$_scratch_list'; rm -f '$_scratch_list'"
 scratch() { local d; d=$(mktemp -d "${TMPDIR:-/tmp}/na-test.XXXXXX"); echo "$d" >>"$_scratch_list"; echo "$d"; }
 
+# gardener_root DIR: DIR becomes a root with two accounts in etc/passwd and
+# etc/group, root and gardener (uid and gid 1700), and gardener's home,
+# owned by it.
+gardener_root() {
+	local r=$1
+	mkdir -p "$r/etc" "$r/home/gardener"
+	printf 'root:x:0:0:root:/root:/bin/sh\ngardener:x:1700:1700::/home/gardener:/bin/sh\n' >"$r/etc/passwd"
+	printf 'root:x:0:\ngardener:x:1700:\n' >"$r/etc/group"
+	chown 1700:1700 "$r/home/gardener"
+}
+
 finish() {
 	echo "$_pass passed, $_fail failed"
 	[ "$_fail" -eq 0 ]
