@@ -15,6 +15,7 @@
 
 #include "../../cloud-config-exec/account.h"
 #include "cleanup.h"
+#include "scratch.h"
 
 static void test_names(void **state)
 {
@@ -32,13 +33,14 @@ static void test_names(void **state)
 	assert_false(account_name_is_valid(NULL));
 }
 
+static int setup(void **state)
+{
+	return scratch_setup(state, "exec-account");
+}
+
 static void test_lookup(void **state)
 {
-	(void)state;
-	char dir[] = "/tmp/na-test-exec-account.XXXXXX";
-	assert_non_null(mkdtemp(dir));
-	int rootfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	assert_true(rootfd >= 0);
+	int rootfd = ((struct scratch *)*state)->fd;
 	struct account a = { 0 };
 	assert_int_equal(account_lookup(rootfd, "gardener", &a), -ENOENT); /* no /etc/passwd */
 	assert_int_equal(mkdirat(rootfd, "etc", 0755), 0);
@@ -62,17 +64,13 @@ static void test_lookup(void **state)
 	assert_int_equal(unlinkat(rootfd, "etc/passwd", 0), 0);
 	assert_int_equal(symlinkat("/etc/passwd", rootfd, "etc/passwd"), 0);
 	assert_int_equal(account_lookup(rootfd, "root", &a), -ELOOP);
-	unlinkat(rootfd, "etc/passwd", 0);
-	unlinkat(rootfd, "etc", AT_REMOVEDIR);
-	close(rootfd);
-	rmdir(dir);
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_names),
-		cmocka_unit_test(test_lookup),
+		cmocka_unit_test_setup_teardown(test_lookup, setup, scratch_teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -17,6 +17,7 @@
 #include "cleanup.h"
 #include "desired.h"
 #include "fsx.h"
+#include "scratch.h"
 
 static void test_roundtrip(void **state)
 {
@@ -85,13 +86,14 @@ static void test_bad(void **state)
 	}
 }
 
+static int setup(void **state)
+{
+	return scratch_setup(state, "exec-state");
+}
+
 static void test_last_applied(void **state)
 {
-	(void)state;
-	char dir[] = "/tmp/na-test-exec-state.XXXXXX";
-	assert_non_null(mkdtemp(dir));
-	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	assert_true(dfd >= 0);
+	int dfd = ((struct scratch *)*state)->fd;
 	char *data = NULL, sum[65];
 	size_t len;
 	assert_int_equal(state_load_last_applied(dfd, &data, &len, sum), -ENOENT);
@@ -116,10 +118,6 @@ static void test_last_applied(void **state)
 	assert_int_equal(state_load_last_applied(dfd, &data, &len, sum), -EBADMSG);
 	assert_true(fsx_write_atomic_at(dfd, STATE_LAST_APPLIED, osc, strlen(osc), 0600, FSX_UID_KEEP, FSX_GID_KEEP, 0) > 0);
 	assert_int_equal(state_load_last_applied(dfd, &data, &len, sum), -EBADMSG);
-
-	unlinkat(dfd, STATE_LAST_APPLIED, 0);
-	close(dfd);
-	rmdir(dir);
 }
 
 int main(void)
@@ -127,7 +125,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_roundtrip),
 		cmocka_unit_test(test_bad),
-		cmocka_unit_test(test_last_applied),
+		cmocka_unit_test_setup_teardown(test_last_applied, setup, scratch_teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
