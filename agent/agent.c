@@ -18,7 +18,6 @@
 #include <sys/inotify.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
-#include <systemd/sd-daemon.h>
 #include <unistd.h>
 
 #include "agent.h"
@@ -30,6 +29,7 @@
 #include "kube.h"
 #include "log.h"
 #include "node.h"
+#include "notify.h"
 #include "osc.h"
 #include "result.h"
 #include "filter.h"
@@ -93,6 +93,7 @@ struct agent {
 	bool patch_failed_once;
 
 	/* sd_notify */
+	struct notify notify;
 	bool ready;
 	uint64_t last_contact_ms;
 	char last_error[256];
@@ -207,7 +208,7 @@ static void notify_status(struct agent *a, uint64_t now)
 	if (strcmp(status, a->last_status) == 0)
 		return;
 	snprintf(a->last_status, sizeof(a->last_status), "%s", status);
-	sd_notify(0, status);
+	notify_send(&a->notify, status);
 }
 
 /* ---- desired state -------------------------------------------------------- */
@@ -881,6 +882,7 @@ static void agent_free(struct agent *a)
 		close(a->state_fd);
 	if (a->root_fd >= 0)
 		close(a->root_fd);
+	notify_close(&a->notify);
 	free(a->osc);
 	free(a->node_rv);
 	free(a->node_applied_checksum);
@@ -954,6 +956,7 @@ int agent_run(const struct agent_options *o)
 		.inotify_fd = -1,
 		.inotify_wd = -1,
 		.signal_fd = -1,
+		.notify = { .fd = -1 },
 	};
 	char err[1024];
 	int ret = AGENT_EXIT_CONFIG;
@@ -974,6 +977,11 @@ int agent_run(const struct agent_options *o)
 	a.signal_fd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
 	a.inotify_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
 	a.root_fd = fsx_open_root(o->root);
+	if (!o->once) {
+		int r = notify_open(&a.notify);
+		if (r < 0)
+			log_warning_errno(r, "cannot use $NOTIFY_SOCKET; not telling the service manager anything");
+	}
 	if (a.signal_fd < 0 || a.inotify_fd < 0 || a.root_fd < 0) {
 		log_error_errno(negerrno(), "cannot set up signal, inotify or root descriptors");
 		goto out;
@@ -991,7 +999,7 @@ int agent_run(const struct agent_options *o)
 		goto out;
 
 	uint64_t usec = 0;
-	if (!o->once && sd_watchdog_enabled(0, &usec) > 0 && usec > 0) {
+	if (!o->once && (usec = notify_watchdog_usec()) > 0) {
 		a.watchdog_ms = usec / 2000u;
 		if (a.watchdog_ms == 0)
 			a.watchdog_ms = 1;
@@ -1070,7 +1078,7 @@ int agent_run(const struct agent_options *o)
 
 		if (!a.ready && !o->once && (a.secret.synced || a.last_contact_ms)) {
 			a.ready = true;
-			sd_notify(0, "READY=1");
+			notify_send(&a.notify, "READY=1");
 			log_info("ready: first contact with the API server after %llu ms",
 				 (unsigned long long)(now - start));
 		}
@@ -1078,7 +1086,7 @@ int agent_run(const struct agent_options *o)
 			notify_status(&a, now);
 		if (a.watchdog_ms) {
 			if (now >= a.next_watchdog) {
-				sd_notify(0, "WATCHDOG=1");
+				notify_send(&a.notify, "WATCHDOG=1");
 				a.next_watchdog = now + a.watchdog_ms;
 			}
 			next = min_u64(next, a.next_watchdog);
@@ -1120,7 +1128,7 @@ int agent_run(const struct agent_options *o)
 	if (a.quit)
 		log_info("exiting on signal");
 	if (!o->once)
-		sd_notify(0, "STOPPING=1");
+		notify_send(&a.notify, "STOPPING=1");
 out:
 	agent_free(&a);
 	curl_global_cleanup();

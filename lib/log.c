@@ -6,8 +6,9 @@
  * runs twice per ssh login, is linked -static-pie, and loading libsystemd
  * would cost it about 0.5 ms per call, more than its whole lookup. Once it
  * speaks the protocol itself, node-agent and cloud-config-exec have no
- * reason to log differently; they still link libsystemd for what only it
- * does (sd_notify, sd-bus).
+ * reason to log differently; cloud-config-exec still links libsystemd for
+ * sd-bus, node-agent speaks sd_notify itself (agent/notify.c) and links no
+ * libsystemd at all.
  *
  * Each program calls log_open() before it installs its seccomp filter, so
  * the filter only has to allow sendmsg() (a datagram with msg_name needs no
