@@ -16,6 +16,7 @@ if [ -z "${AKC_TEST_IN_NS:-}" ]; then
 fi
 
 source "$TESTS_DIR/lib/common.sh"
+source "$TESTS_DIR/lib/journal.sh"
 
 AKC=$B/authkeys-cmd
 MKSNAP=$B/tools/mksnapshot
@@ -29,21 +30,10 @@ PORT=2222
 
 # --- the private /run: helper dir, privsep dir, fake journal ----------------
 mount -t tmpfs -o mode=0755 na-akc-run /run
-install -d -m 0755 /run/sshd "$D" "$D/home" /run/systemd/journal
+install -d -m 0755 /run/sshd "$D" "$D/home"
 install -m 0755 "$AKC" "$D/authkeys-cmd"
 JLOG=$W/journal.log
-python3 - "$JLOG" >/dev/null 2>&1 <<'PY' &
-import os, socket, sys
-p = "/run/systemd/journal/socket"
-s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-s.bind(p)
-os.chmod(p, 0o666)
-with open(sys.argv[1], "ab", buffering=0) as f:
-    while True:
-        f.write(s.recv(1 << 16).replace(b"\n", b"|") + b"\n")
-PY
-JPID=$!
-on_exit "kill $JPID"
+fake_journal "$JLOG" || exit 1
 
 # --- users: scratch copies of passwd/group/shadow -------------------------
 cp /etc/passwd /etc/group /etc/shadow "$W/"
