@@ -150,19 +150,25 @@ static size_t on_write(char *data, size_t size, size_t nmemb, void *userdata)
 	size_t n = size * nmemb;
 	size_t max = r->client->cfg->response_max;
 
-	r->last_activity_ms = now_ms();
 	r->got_bytes = true;
 	if (r->status == 0)
 		curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &r->status);
 
 	if (r->watch && r->status == 200) {
+		uint64_t lines = r->splitter.lines;
 		int k = kube_splitter_feed(&r->splitter, data, n, r->on_line, r->userdata);
 		if (k < 0) {
 			r->error = k;
 			return 0; /* aborts the transfer: CURLE_WRITE_ERROR */
 		}
+		/* Only a complete event is progress: a peer that trickles one
+		 * line a byte at a time must not keep a watch (and stale data)
+		 * alive past timeouts.watchIdleMs. */
+		if (r->splitter.lines != lines)
+			r->last_activity_ms = now_ms();
 		return n;
 	}
+	r->last_activity_ms = now_ms();
 	if (r->body_len + n > max) {
 		r->error = -EMSGSIZE;
 		return 0;

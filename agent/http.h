@@ -60,7 +60,8 @@ struct http_request {
 	CURLcode result;
 	char errbuf[CURL_ERROR_SIZE];
 	long retry_after;           /* seconds from Retry-After, 0 if none */
-	uint64_t last_activity_ms;  /* monotonic: when the last byte arrived */
+	uint64_t last_activity_ms;  /* monotonic: when the last byte arrived; for a
+	                               watch stream, the last complete event line */
 	bool got_bytes;
 
 	http_done_cb done;

@@ -465,6 +465,7 @@ int kube_splitter_feed(struct kube_splitter *s, const char *data, size_t len, ku
 			return r;
 		if (!nl)
 			break;
+		s->lines++;
 		data = nl + 1;
 		len -= take + 1;
 	}

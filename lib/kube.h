@@ -12,6 +12,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 /* Names and annotations the agent reads and writes. */
 #define KUBE_SECRET_DATA_KEY "osc.yaml"
@@ -120,6 +121,7 @@ struct kube_splitter {
 	size_t len;
 	size_t cap;
 	size_t max_line;
+	uint64_t lines;     /* lines terminated so far (empty ones included) */
 };
 
 typedef int (*kube_line_cb)(const char *line, size_t len, void *userdata);

@@ -28,7 +28,10 @@ command -v ssh-keygen >/dev/null || skip_all "ssh-keygen not installed"
 
 OUTAGE=${OUTAGE:-60}
 FLAPS=${FLAPS:-10}
-SLOW=${SLOW:-15}
+# Long enough for two give-ups in a row: a trickling connection is dropped
+# after watchIdleMs (8 s), and the reconnect waits up to the backoff cap
+# (30 s, full jitter) after earlier phases' failures: 2 x 38 s < 80 s.
+SLOW=${SLOW:-80}
 RECOVER=${RECOVER:-45}
 RSS_SLACK_KB=${RSS_SLACK_KB:-1024}
 ANN=checksum/cloud-config-data

@@ -346,9 +346,14 @@ static void splitter_every_boundary(void **state)
 	struct kube_splitter s;
 	struct collect c = {};
 	kube_splitter_init(&s, 1024);
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < n; i++) {
+		uint64_t before = s.lines;
 		assert_int_equal(kube_splitter_feed(&s, stream + i, 1, collect_cb, &c), 0);
+		/* The count moves exactly on the byte that completes a line. */
+		assert_int_equal(s.lines - before, stream[i] == '\n' ? 1 : 0);
+	}
 	assert_int_equal(c.n, 3);
+	assert_int_equal(s.lines, 4); /* three events and one empty line */
 	kube_splitter_done(&s);
 }
 
