@@ -63,6 +63,14 @@ done
 for p in cloud-config-exec authkeys-cmd; do
 	[ -x "$B/$p" ] || skip_all "$p is not built yet ($B/$p)"
 done
+# The booted system runs the installed binaries under the units' own
+# system-call filters, which the sanitizer runtimes' extra calls (LeakSanitizer's
+# ptrace at exit among them) do not pass: the executor's run through the path
+# unit then ends in a sanitizer failure, not in ours. `make check` boots the
+# production build; the sanitizer build runs every other test.
+if nm "$B/cloud-config-exec" 2>/dev/null | grep __asan_init >/dev/null; then
+	skip_all "sanitizer build: the installed units' seccomp filters exclude the sanitizer runtime (make check runs this test on the production build)"
+fi
 source "$TESTS_DIR/lib/kube.sh"
 
 S=$(scratch)
