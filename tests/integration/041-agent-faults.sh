@@ -195,7 +195,7 @@ poversize() {
 	backoff "oversize" "$t0"
 	sent=$(oversize_sent "$t0")
 	check "oversize: the agent stopped reading early ($sent bytes sent before it closed; < 16 MiB)" \
-		[ "$sent" -ge 0 ] && [ "$sent" -lt 16777216 ]
+		[ "$sent" -ge 0 -a "$sent" -lt 16777216 ]
 	recover "oversize"
 }
 

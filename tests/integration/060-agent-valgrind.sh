@@ -134,7 +134,7 @@ check "native session: every one of $RSS_ROUNDS Secret versions applied and anno
 echo "agent-rss: $EVENTS events, $RESETS watch resets, $RELOADS reloads; VmRSS kB at start $rss0, after each quarter: ${RSS[*]}"
 growth=$(( ${RSS[-1]:-0} - ${RSS[0]:-0} ))
 check "VmRSS flat: ${growth} kB from the first to the last quarter (<= $RSS_SLACK_KB)" \
-	[ "${#RSS[@]}" -ge 4 ] && [ "$growth" -le "$RSS_SLACK_KB" ]
+	[ "${#RSS[@]}" -ge 4 -a "$growth" -le "$RSS_SLACK_KB" ]
 agent_stop
 check "native agent exits 0 on SIGTERM" [ "$AGENT_RC" -eq 0 ]
 finish

@@ -12,6 +12,11 @@
 # At the end a normal agent run converges: the last version is applied and
 # annotated, and no temporary file is left in the agent's state directory
 # (the agent removes those of an interrupted write when it starts).
+# Random instants may or may not land inside the short write, so a second,
+# deterministic phase kills the agent exactly before each write step of one
+# desired.json write in turn (tests/lib/faultfs.c, FAULTFS_ERRNO=KILL) and
+# checks the same things; at least one of those kills must leave a temporary
+# behind (the write really was interrupted midway).
 # Prints "agent-kill: N kills, M survived, W of them mid-write ...".
 source "$TESTS_DIR/lib/common.sh"
 source "$TESTS_DIR/lib/kube.sh"
@@ -83,21 +88,70 @@ for ((i = 1; i <= KILL_RUNS; i++)); do
 done
 echo "agent-kill: $n kills, $good survived; $written after the new desired.json was in place, $midwrite mid-write (a temporary left), the rest before the write; $consumer checked by cloud-config-exec"
 check "kill -9 at $n random instants: desired.json never torn ($good of $n)" [ "$good" -eq "$n" ]
-check "the instants cover the write: $midwrite mid-write, $written after, $((n - written - midwrite)) before" \
-	[ "$midwrite" -ge 1 ] && [ "$written" -ge 1 ] && [ $((n - written - midwrite)) -ge 1 ]
+check "the instants straddle the write: $written after it, $((n - written - midwrite)) before, $midwrite mid-write" \
+	[ "$written" -ge 1 -a $((n - written - midwrite)) -ge 1 ]
+
+# run_steps I [FAULTFS-ENV...]: publishes version I and runs the agent under
+# faultfs (only the state directory's path calls count) until it dies or,
+# at most 15 s later, is killed.
+run_steps() {
+	local i=$1 t
+	shift
+	osc "$i" >"$W/cur.yaml"
+	kube_secret "$W/cur.yaml" >/dev/null
+	sha256 "$W/cur.yaml" >>"$W/published"
+	env LD_PRELOAD="$B/tools/faultfs.so" FAULTFS_PATH=/var/lib/node-agent "$@" \
+		"$AGENT" --root "$ROOT" --config "$AGENT_CONF" --log-level warning </dev/null >>"$S/agent.log" 2>&1 &
+	pid=$!
+	for ((t = 0; t < 150; t++)); do
+		kill -0 "$pid" 2>/dev/null || break
+		[ "$(desired_checksum)" = "$(sha256 "$W/cur.yaml")" ] && [ -z "${FAULTFS_FAIL_RUN:-}" ] && break
+		sleep 0.1
+	done
+	kill -9 "$pid" 2>/dev/null
+	wait "$pid" 2>/dev/null
+}
+
+# The write steps of one desired.json write, counted once, then a kill
+# just before each of them.
+i=$((KILL_RUNS + 1))
+: >"$W/steps.log"
+run_steps "$i" FAULTFS_LOG="$W/steps.log"
+nsteps=$(wc -l <"$W/steps.log")
+check "one desired.json write has write steps to kill at ($nsteps: $(awk '{print $2}' "$W/steps.log" | sort | uniq -c | tr -s ' \n' ' '))" \
+	[ "$nsteps" -ge 3 ]
+sgood=0 smid=0
+for ((k = 1; k <= nsteps; k++)); do
+	i=$((i + 1))
+	FAULTFS_FAIL_RUN=1 run_steps "$i" FAULTFS_FAIL="$k" FAULTFS_ERRNO=KILL
+	if valid; then sgood=$((sgood + 1)); else fail "kill before write step $k: desired.json torn or unknown"; fi
+	# A leftover temporary would add a clean-up step to the next run and
+	# shift the numbering: keep one aside for the convergence run below.
+	for tmp in "$ROOT/var/lib/node-agent"/.#desired.json.*; do
+		[ -e "$tmp" ] || continue
+		smid=$((smid + 1))
+		leftover=$(basename "$tmp")
+		mv "$tmp" "$W/$leftover"
+	done
+done
+[ -n "${leftover:-}" ] && mv "$W/$leftover" "$ROOT/var/lib/node-agent/"
+echo "agent-kill: $nsteps kills at exact write steps, $sgood survived, $smid of them mid-write (a temporary left)"
+check "kill -9 before each of the $nsteps write steps: desired.json never torn ($sgood of $nsteps)" \
+	[ "$sgood" -eq "$nsteps" ]
+check "the step kills interrupt the write midway ($smid left a temporary)" [ "$smid" -ge 1 ]
 
 # Convergence: a normal run applies and annotates the last version.
 exec_loop_start
 T_START=$(now)
 agent_start
 if kube_wait_annotation $ANN "$(sha256 "$W/cur.yaml")" "$T_START" 30 >/dev/null; then
-	ok "the next run converges: version $KILL_RUNS applied and annotated"
+	ok "the next run converges: version $i applied and annotated"
 else
 	fail "the next run converges"
 	dump_logs
 fi
-check "applied content is the last version" [ "$(cat "$ROOT/etc/kill/version" 2>/dev/null)" = "$KILL_RUNS" ]
+check "applied content is the last version" [ "$(cat "$ROOT/etc/kill/version" 2>/dev/null)" = "$i" ]
 left=$(ls -A "$ROOT/var/lib/node-agent" | grep -c '^\.#')
-check "no temporary left in the agent's state directory after the next run ($left)" [ "$left" -eq 0 ]
+check "no temporary left in the agent's state directory after the next run ($left; one was there before it)" [ "$left" -eq 0 ]
 agent_stop
 finish

@@ -12,7 +12,9 @@
  *                  count (write/fsync/... on fds are always counted)
  *   FAULTFS_FAIL   N: the Nth counted call fails; N+: it and every later one;
  *                  unset or 0: count only
- *   FAULTFS_ERRNO  ENOSPC (default), EIO, EROFS, EDQUOT, EFBIG or a number
+ *   FAULTFS_ERRNO  ENOSPC (default), EIO, EROFS, EDQUOT, EFBIG or a number;
+ *                  KILL: instead of failing, the process gets SIGKILL just
+ *                  before that call (a kill -9 at an exact write step)
  *   FAULTFS_LOG    a file that gets one line per counted call:
  *                  "<n> <op> <path or fd> <ok|FAIL>"
  *
@@ -25,6 +27,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -45,6 +48,7 @@ static const char *path_filter;
 static unsigned long fail_at, calls;
 static bool fail_after;
 static int fail_errno = ENOSPC;
+static bool kill_instead;
 static int log_fd = -1;
 
 static int (*real_openat)(int, const char *, int, ...);
@@ -128,7 +132,9 @@ __attribute__((constructor)) static void faultfs_init(void)
 		fail_after = *end == '+';
 	}
 	const char *e = getenv("FAULTFS_ERRNO");
-	if (e)
+	if (e && strcmp(e, "KILL") == 0)
+		kill_instead = true;
+	else if (e)
 		fail_errno = parse_errno(e);
 	const char *l = getenv("FAULTFS_LOG");
 	if (l && real_open)
@@ -158,6 +164,8 @@ static bool inject(enum op op, const char *path, int fd)
 	calls++;
 	bool fail = fail_at > 0 && (calls == fail_at || (fail_after && calls > fail_at));
 	log_call(op, path, fd, fail);
+	if (fail && kill_instead) /* tgkill: the daemons' seccomp filters allow it */
+		syscall(SYS_tgkill, getpid(), (pid_t)syscall(SYS_gettid), SIGKILL);
 	if (fail)
 		errno = fail_errno;
 	return fail;
