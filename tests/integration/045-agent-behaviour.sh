@@ -117,6 +117,9 @@ check "--once: 1 when the apply fails" [ "$(once)" = 1 ]
 check "--once: a failed apply leaves the annotation" [ "$(kube_annotation $ANN)" = "$(sum "$S/v1.yaml")" ]
 grep -q 'failed to apply checksum .* at step files: stand-in failure' "$S/once.log"
 check "--once: the failing step is logged" [ $? = 0 ]
+# A new version, so that no result (the failure of v2 above) exists for it yet.
+osc 22 >"$S/v22.yaml"
+kube_secret "$S/v22.yaml" >/dev/null
 echo none >"$S/exec-mode"
 t0=$(date +%s%N)
 rc=$(once)
