@@ -9,6 +9,7 @@
 
 #include "agent.h"
 #include "config.h"
+#include "fsx.h"
 #include "log.h"
 
 #ifndef NA_VERSION
@@ -133,6 +134,8 @@ static int run(void)
 
 int main(int argc, char *argv[])
 {
+	if (fsx_std_fds() < 0)
+		return AGENT_EXIT_CONFIG;
 	int r = parse_argv(argc, argv);
 	if (r <= 0)
 		return r < 0 ? AGENT_EXIT_CONFIG : 0;

@@ -254,6 +254,9 @@ int main(int argc, char **argv)
 		.deadline_ms = DEADLINE_MS_DEFAULT,
 	};
 
+	/* Without a stdout of its own, printing keys could only go astray. */
+	if (fsx_std_fds() < 0)
+		return EXIT_SUCCESS;
 	/* stderr goes into sshd's own log: the journal only. */
 	log_open("authkeys-cmd", LOG_TARGET_JOURNAL);
 	/* sshd may stop reading early (older versions did): EPIPE, not death. */

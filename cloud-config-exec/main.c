@@ -224,6 +224,8 @@ static int run(void)
 
 int main(int argc, char *argv[])
 {
+	if (fsx_std_fds() < 0)
+		return APPLY_EXIT_USAGE;
 	int r = parse_argv(argc, argv);
 	if (r <= 0)
 		return r < 0 ? APPLY_EXIT_USAGE : APPLY_EXIT_OK;

@@ -154,6 +154,23 @@ int fsx_write_atomic_at(int dirfd, const char *name, const void *data, size_t le
 	return r < 0 ? r : 1;
 }
 
+int fsx_std_fds(void)
+{
+	for (int fd = 0; fd <= 2; fd++) {
+		if (fcntl(fd, F_GETFD) >= 0 || errno != EBADF)
+			continue;
+		/* The lowest free fd: this one, as the lower ones are open. */
+		int n = open("/dev/null", O_RDWR);
+		if (n < 0)
+			return -errno;
+		if (n != fd) {
+			close(n);
+			return -EBADF;
+		}
+	}
+	return 0;
+}
+
 int fsx_fsync_dir(int dirfd)
 {
 	return RET_NERRNO(fsync(dirfd));

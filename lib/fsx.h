@@ -84,6 +84,11 @@ int fsx_open_parent_at(int dirfd, const char *path, unsigned flags, mode_t mode,
 /* Opens the root prefix ("/" when root is NULL or empty) as a directory fd. */
 int fsx_open_root(const char *root);
 
+/* Opens /dev/null on each of fds 0, 1 and 2 that is closed, so that no file
+ * the program opens later becomes its stdin, stdout or stderr (and gets log
+ * lines or printed keys written into it). The first call of every main(). */
+int fsx_std_fds(void);
+
 /* fsync() of a directory fd. */
 int fsx_fsync_dir(int dirfd);
 

@@ -322,6 +322,26 @@ static void path_safety(void **state)
 	assert_false(fsx_path_is_safe("", 1024));
 }
 
+/* With 0 and 2 closed, a file opened afterwards must not become stderr. */
+static void std_fds(void **state)
+{
+	(void)state;
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		close(0);
+		close(2);
+		if (fsx_std_fds() < 0 || fcntl(0, F_GETFD) < 0 || fcntl(2, F_GETFD) < 0)
+			_exit(1);
+		int fd = open("/dev/zero", O_RDONLY | O_CLOEXEC);
+		_exit(fd > 2 && fsx_std_fds() == 0 ? 0 : 2);
+	}
+	int status;
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -334,6 +354,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(link_targets_stay_in_root, setup, scratch_teardown),
 		cmocka_unit_test_setup_teardown(hop_limit, setup, scratch_teardown),
 		cmocka_unit_test(path_safety),
+		cmocka_unit_test(std_fds),
 	};
 	return cmocka_run_group_tests_name("fsx", tests, NULL, NULL);
 }
