@@ -92,7 +92,8 @@ check "the instants straddle the write: $written after it, $((n - written - midw
 	[ "$written" -ge 1 -a $((n - written - midwrite)) -ge 1 ]
 
 # run_steps I [FAULTFS-ENV...]: publishes version I and runs the agent under
-# faultfs (only the state directory's path calls count) until it dies or,
+# faultfs (path calls count when they name desired.json or its temporary;
+# calls on fds always count) until it dies or,
 # at most 15 s later, is killed.
 run_steps() {
 	local i=$1 t
@@ -100,7 +101,7 @@ run_steps() {
 	osc "$i" >"$W/cur.yaml"
 	kube_secret "$W/cur.yaml" >/dev/null
 	sha256 "$W/cur.yaml" >>"$W/published"
-	env LD_PRELOAD="$B/tools/faultfs.so" FAULTFS_PATH=/var/lib/node-agent "$@" \
+	env LD_PRELOAD="$B/tools/faultfs.so" FAULTFS_PATH=desired.json "$@" \
 		"$AGENT" --root "$ROOT" --config "$AGENT_CONF" --log-level warning </dev/null >>"$S/agent.log" 2>&1 &
 	pid=$!
 	for ((t = 0; t < 150; t++)); do
