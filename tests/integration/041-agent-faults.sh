@@ -18,25 +18,12 @@ WINDOW=${FAULT_WINDOW:-6}      # seconds each fault lasts
 RECOVER=${RECOVER_SECONDS:-75} # the agent's backoff cap (60 s) plus the work
 MAX_REQ=${MAX_REQ:-30}         # requests per fault window that still count as backoff
 
-osc() { printf 'spec:\n  files:\n  - path: /etc/hello\n    permissions: 420\n    content:\n      inline:\n        data: "hello %s"\n' "$1"; }
-W=$(scratch)
-v=1
-osc $v >"$W/v$v.yaml"
-if ! agent_e2e_setup "$W/v1.yaml" '{"limits": {"responseMaxBytes": 1048576}}' --bookmark-interval 5; then
-	fail "agent applies the first OSC"
-	dump_logs
-	finish
-	exit 1
-fi
-ok "agent applies the first OSC"
-
-state() { echo "$(desired_checksum) $(cat "$ROOT/etc/hello" 2>/dev/null) $(kube_annotation $ANN)"; }
-good=$(state)
+hello_e2e hello '{"limits": {"responseMaxBytes": 1048576}}' --bookmark-interval 5
 
 # kept NAME: the last good state is still in force.
 kept() {
 	local now_state
-	now_state=$(state)
+	now_state=$(hello_state)
 	if [ "$now_state" = "$good" ]; then ok "$1: last good state in force"; else
 		fail "$1: last good state in force"; echo "  want: $good"; echo "  got:  $now_state"; fi
 }
@@ -53,7 +40,7 @@ recover() {
 	local t0 sum
 	kctl POST /clear-faults >/dev/null
 	v=$((v + 1))
-	osc $v >"$W/v$v.yaml"
+	hello_osc $v >"$W/v$v.yaml"
 	sum=$(sha256 "$W/v$v.yaml")
 	t0=$(kube_secret "$W/v$v.yaml" | jget "d['t']")
 	if kube_wait_annotation $ANN "$sum" "$t0" "$RECOVER" >/dev/null; then
@@ -63,14 +50,14 @@ recover() {
 		dump_logs
 	fi
 	check "$1: the new version is on disk" [ "$(cat "$ROOT/etc/hello")" = "hello $v" ]
-	good=$(state)
+	good=$(hello_state)
 }
 
 
 # publish a new version with a checksum that does not match: never applied
 mismatch() {
 	local n=$((v + 100))
-	osc $n >"$W/mm.yaml"
+	hello_osc $n >"$W/mm.yaml"
 	kube_secret "$W/mm.yaml" "${1:-wrong}" >/dev/null
 }
 

@@ -15,24 +15,12 @@ agent_require
 
 ANN=checksum/cloud-config-data
 RECOVER=${RECOVER_SECONDS:-75}
-osc() { printf 'spec:\n  files:\n  - path: /etc/hello\n    permissions: 420\n    content:\n      inline:\n        data: "tls %s"\n' "$1"; }
-W=$(scratch)
-v=1
-osc $v >"$W/v1.yaml"
-if ! agent_e2e_setup "$W/v1.yaml" '{}' --bookmark-interval 5; then
-	fail "agent applies the first OSC"
-	dump_logs
-	finish
-	exit 1
-fi
-ok "agent applies the first OSC"
-state() { echo "$(desired_checksum) $(cat "$ROOT/etc/hello" 2>/dev/null) $(kube_annotation $ANN)"; }
-good=$(state)
+hello_e2e tls '{}' --bookmark-interval 5
 
 # publish: a new version of the Secret; its time in $T_PUB (no subshell: v counts)
 publish() {
 	v=$((v + 1))
-	osc $v >"$W/v$v.yaml"
+	hello_osc $v >"$W/v$v.yaml"
 	T_PUB=$(kube_secret "$W/v$v.yaml" | jget "d['t']")
 }
 applied() { # NAME SINCE
@@ -42,7 +30,7 @@ applied() { # NAME SINCE
 		fail "$1"
 		dump_logs
 	fi
-	good=$(state)
+	good=$(hello_state)
 }
 
 for mode in other-ca wrong-host; do
@@ -60,7 +48,7 @@ for mode in other-ca wrong-host; do
 	check "$mode: and it backed off ($n_tls handshakes, <= 30)" [ "$n_tls" -le 30 ]
 	if [ "$n_http" -eq 0 ]; then ok "$mode: not one HTTP request got through"; else
 		fail "$mode: not one HTTP request got through"; kube_requests "$t0"; fi
-	if [ "$(state)" = "$good" ]; then ok "$mode: last good state in force"; else fail "$mode: last good state in force"; fi
+	if [ "$(hello_state)" = "$good" ]; then ok "$mode: last good state in force"; else fail "$mode: last good state in force"; fi
 	t0=$(now)
 	kctl POST /restart '{"tls":"good"}' >/dev/null
 	applied "$mode: recovers with the right certificate, applies the version published meanwhile" "$t0"
@@ -77,7 +65,7 @@ check "client certificate: requests come from system:node:node-1" \
 	[ "$(kube_count "$t0" "e['user'] == 'system:node:$KUBE_NODE'")" -ge 1 ]
 check "client certificate: the Node authorizer refuses the Secret (403)" \
 	[ "$(kube_count "$t0" "e['user'] == 'system:node:$KUBE_NODE' and '/secrets' in e['path'] and e['status'] == 403")" -ge 1 ]
-if [ "$(state)" = "$good" ]; then ok "403 for the node identity: last good state in force"; else fail "403 for the node identity: last good state in force"; fi
+if [ "$(hello_state)" = "$good" ]; then ok "403 for the node identity: last good state in force"; else fail "403 for the node identity: last good state in force"; fi
 kctl POST /policy '{"allowSecret":"system:node:'"$KUBE_NODE"'"}' >/dev/null
 publish
 t0=$T_PUB

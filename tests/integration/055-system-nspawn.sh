@@ -68,7 +68,7 @@ done
 # ptrace at exit among them) do not pass: the executor's run through the path
 # unit then ends in a sanitizer failure, not in ours. `make check` boots the
 # production build; the sanitizer build runs every other test.
-if nm "$B/cloud-config-exec" 2>/dev/null | grep __asan_init >/dev/null; then
+if sanitized "$B/cloud-config-exec"; then
 	skip_all "sanitizer build: the installed units' seccomp filters exclude the sanitizer runtime (make check runs this test on the production build)"
 fi
 source "$TESTS_DIR/lib/kube.sh"

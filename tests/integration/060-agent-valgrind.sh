@@ -24,7 +24,7 @@ agent_require
 command -v valgrind >/dev/null || skip_all "valgrind not installed (scripts/install-deps)"
 # valgrind cannot run an ASan binary; make check-sanitize has LeakSanitizer
 # at every exit instead.
-if nm -D "$B/node-agent" 2>/dev/null | grep __asan_init >/dev/null; then
+if sanitized "$B/node-agent"; then
 	skip_all "sanitizer build: valgrind and ASan exclude each other (LeakSanitizer checks leaks there)"
 fi
 

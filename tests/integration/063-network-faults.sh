@@ -202,7 +202,7 @@ echo "network-faults: silent-watch $n cases, $good_n survived"
 
 growth=$((RSS[-1] - RSS[0]))
 echo "# VmRSS kB: ${RSS[*]}"
-if nm -D "$AGENT" 2>/dev/null | grep __asan_init >/dev/null; then
+if sanitized "$AGENT"; then
 	# ASan keeps freed memory in its quarantine (256 MiB): RSS says nothing.
 	echo "# sanitizer build: VmRSS not judged (ASan quarantine); LeakSanitizer checks leaks at exit"
 else

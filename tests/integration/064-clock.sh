@@ -19,6 +19,10 @@
 #    executor and is written again, but with its expiry-time in the past
 #    (sshd refuses it) and authkeys-cmd on the real clock never prints it.
 # Prints "clock: N cases, M survived".
+# Sanitizer builds run the real-clock cases only: libfaketime and ASan's
+# allocator deadlock (ASan's malloc asks for the time, libfaketime's
+# clock_gettime initialises itself with dlsym, whose error path mallocs:
+# the executor hung for good in one run here).
 source "$TESTS_DIR/lib/common.sh"
 source "$TESTS_DIR/lib/exec.sh"
 require_root
@@ -60,6 +64,13 @@ case_ "real clock, before C's expiry: A, B, C served" [ "$(served)" = "key-a key
 check "authorized_keys carries sshd's expiry-time for A and C" [ "$(grep -c 'expiry-time="' "$AK")" -eq 2 ]
 while (($(date +%s) < UC + 1)); do sleep 0.5; done
 case_ "real clock, after C's expiry: C no longer served, with no executor run" [ "$(served)" = "key-a key-b " ]
+
+if sanitized "$CCE"; then
+	echo "# sanitizer build: the executor's clock cases need libfaketime, which deadlocks with ASan; make check runs them"
+	echo "clock: $n cases, $good survived"
+	finish
+	exit
+fi
 
 keys_at "$(at $((UA - 1)))"
 case_ "executor at A's expiry - 1 s: A kept in authorized_keys ($(in_ak))" bash -c "grep -q key-a '$AK'"

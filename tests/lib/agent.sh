@@ -130,6 +130,35 @@ agent_e2e_setup() {
 	kube_wait_annotation checksum/cloud-config-data "$(sha256 "$osc")" "$T_START" 20 >/dev/null
 }
 
+# The start of the API fault tests (041, 042): one file, /etc/hello, that says
+# "WORD N" in version N.
+#   hello_osc N                  prints version N of that OSC
+#   hello_state                  desired checksum, /etc/hello, the Node's annotation
+#   hello_e2e WORD [CONFIG-JSON] [SERVER-ARGS...]
+#                                version 1 in $W/v1.yaml through agent_e2e_setup
+#                                (the test ends there when it fails); sets v=1 and
+#                                good=$(hello_state)
+hello_osc() {
+	printf 'spec:\n  files:\n  - path: /etc/hello\n    permissions: 420\n    content:\n      inline:\n        data: "%s %s"\n' \
+		"$HELLO_WORD" "$1"
+}
+hello_state() { echo "$(desired_checksum) $(cat "$ROOT/etc/hello" 2>/dev/null) $(kube_annotation checksum/cloud-config-data)"; }
+hello_e2e() {
+	HELLO_WORD=$1
+	shift
+	W=$(scratch)
+	v=1
+	hello_osc $v >"$W/v1.yaml"
+	if ! agent_e2e_setup "$W/v1.yaml" "$@"; then
+		fail "agent applies the first OSC"
+		dump_logs
+		finish
+		exit 1
+	fi
+	ok "agent applies the first OSC"
+	good=$(hello_state)
+}
+
 # wait_hit SINCE FILTER [TIMEOUT]: waits until the request log has an entry
 # matching FILTER (the agent ran into the fault); false after TIMEOUT (20 s).
 wait_hit() {

@@ -13,6 +13,8 @@ check() { local d=$1; shift; if "$@"; then ok "$d"; else fail "$d"; fi; }
 # check_not "description" command args...: ok when the command fails.
 check_not() { local d=$1; shift; if "$@"; then fail "$d"; else ok "$d"; fi; }
 skip_all() { echo "SKIP: $*"; exit 77; }
+# sanitized BIN: BIN is a make check-sanitize build (ASan runtime linked in).
+sanitized() { { nm "$1"; nm -D "$1"; } 2>/dev/null | grep __asan_init >/dev/null; }
 require_root() { [ "$(id -u)" -eq 0 ] || skip_all "needs root (sshd, chown, namespaces)"; }
 
 # Runs registered cleanups in reverse order on exit.
