@@ -39,6 +39,7 @@
 #define RESULT_FILE "result.json"
 #define PATCH_BACKOFF_BASE_MS 1000u
 #define PATCH_BACKOFF_CAP_MS 30000u
+#define EXEC_DIR_RETRY_MS 1000u
 
 struct agent {
 	const struct agent_options *opts;
@@ -57,7 +58,11 @@ struct agent {
 	char *osc;
 	size_t osc_len;
 	char checksum[65];
-	char rejected_checksum[65]; /* last one refused, so it is logged once */
+	/* The last Secret refused (its annotation and the SHA-256 of its data),
+	 * so it is logged once; a corrected one under the same annotation is
+	 * looked at again. */
+	char rejected_checksum[65];
+	char rejected_data[65];
 
 	/* The Node as last seen. */
 	bool node_seen;
@@ -88,6 +93,7 @@ struct agent {
 	char *host_keys;
 
 	struct http_request *patch_req;
+	bool patch_removes_restart; /* the patch in flight removes the request */
 	uint64_t patch_wake_at;
 	unsigned patch_failures;
 	bool patch_failed_once;
@@ -213,18 +219,21 @@ static void notify_status(struct agent *a, uint64_t now)
 
 /* ---- desired state -------------------------------------------------------- */
 
-static int format_desired(struct agent *a, uint64_t generation, char **ret, size_t *ret_len)
+/* The desired state for osc (NUL-terminated) with the agent's key document
+ * and restart request. */
+static int format_desired(struct agent *a, char *osc, size_t osc_len, const char *checksum,
+			  uint64_t generation, char **ret, size_t *ret_len)
 {
 	struct desired d = {
-		.osc = a->osc,
-		.osc_len = a->osc_len,
+		.osc = osc,
+		.osc_len = osc_len,
 		.key_document = a->cfg.keys_from_node_annotation ? a->key_document : NULL,
 		.ssh_access = true,
 		.restart_id = a->restart_units ? a->restart_id : NULL,
 		.restart_units = a->restart_units,
 		.generation = generation,
 	};
-	memcpy(d.checksum, a->checksum, sizeof(d.checksum));
+	snprintf(d.checksum, sizeof(d.checksum), "%s", checksum);
 	return desired_format(&d, ret, ret_len);
 }
 
@@ -235,14 +244,15 @@ static int write_desired(struct agent *a)
 		return 0;
 	_cleanup_free_ char *key = NULL, *doc = NULL;
 	size_t key_len, doc_len;
-	int r = format_desired(a, 0, &key, &key_len);
-	if (r < 0)
-		return log_error_errno(r, "cannot format the desired state");
-	if (a->desired_key && strcmp(a->desired_key, key) == 0)
+	int r = format_desired(a, a->osc, a->osc_len, a->checksum, 0, &key, &key_len);
+	if (r >= 0 && a->desired_key && strcmp(a->desired_key, key) == 0)
 		return 0;
-	r = format_desired(a, a->generation + 1, &doc, &doc_len);
-	if (r < 0)
+	if (r >= 0)
+		r = format_desired(a, a->osc, a->osc_len, a->checksum, a->generation + 1, &doc, &doc_len);
+	if (r < 0) {
+		set_error(a, "cannot format the desired state: %s", strerror(-r));
 		return log_error_errno(r, "cannot format the desired state");
+	}
 	r = fsx_write_atomic_at(a->state_fd, DESIRED_FILE, doc, doc_len, 0600, FSX_UID_KEEP, FSX_GID_KEEP, 0);
 	if (r < 0) {
 		set_error(a, "cannot write %s/%s: %s", a->cfg.state_dir, DESIRED_FILE, strerror(-r));
@@ -282,7 +292,8 @@ static void load_previous_desired(struct agent *a)
 	}
 	a->generation = d.generation;
 	memcpy(a->written_checksum, d.checksum, sizeof(a->written_checksum));
-	if (d.restart_id && d.restart_units && strlen(d.restart_id) < sizeof(a->restart_id)) {
+	/* Its restart request, unless the Node's current one is known. */
+	if (d.restart_id && d.restart_units && strlen(d.restart_id) < sizeof(a->restart_id) && !a->restart_units) {
 		snprintf(a->restart_id, sizeof(a->restart_id), "%s", d.restart_id);
 		a->restart_units = TAKE_PTR(d.restart_units);
 	}
@@ -365,6 +376,12 @@ static bool applied_failed(const struct agent *a)
 
 /* ---- Secret --------------------------------------------------------------- */
 
+static void remember_rejection(struct agent *a, const char *checksum, const char *data_sum)
+{
+	snprintf(a->rejected_checksum, sizeof(a->rejected_checksum), "%.64s", checksum);
+	snprintf(a->rejected_data, sizeof(a->rejected_data), "%s", data_sum);
+}
+
 static void on_secret(struct agent *a, enum kube_event_type type, const struct kube_secret *s)
 {
 	char sf[320], cs[80];
@@ -386,12 +403,14 @@ static void on_secret(struct agent *a, enum kube_event_type type, const struct k
 	if (a->osc && strcmp(s->checksum, a->checksum) == 0 && s->osc_len == a->osc_len &&
 	    memcmp(s->osc, a->osc, a->osc_len) == 0)
 		return; /* nothing new (resync, unrelated change) */
-	if (strcmp(s->checksum, a->rejected_checksum) == 0)
+	char data_sum[65];
+	desired_sha256_hex(s->osc, s->osc_len, data_sum);
+	if (strcmp(s->checksum, a->rejected_checksum) == 0 && strcmp(data_sum, a->rejected_data) == 0)
 		return; /* refused before, logged before */
 
 	int r = kube_secret_verify(s);
-	if (r < 0) {
-		snprintf(a->rejected_checksum, sizeof(a->rejected_checksum), "%.64s", s->checksum);
+	if (r == -EBADMSG) {
+		remember_rejection(a, s->checksum, data_sum);
 		log_fields(LOG_ERR, LOG_FIELDS(sf, cs),
 			   "Secret %s rejected: annotation checksum/data-script \"%.64s\" does not match the SHA-256 "
 			   "of osc.yaml; keeping the last good state",
@@ -399,19 +418,42 @@ static void on_secret(struct agent *a, enum kube_event_type type, const struct k
 		set_error(a, "checksum mismatch in Secret %s", a->secret.name);
 		return;
 	}
+	if (r < 0) { /* not the Secret's fault: looked at again next time */
+		log_fields(LOG_ERR, LOG_FIELDS(sf, cs), "cannot verify Secret %s: %s; keeping the last good state",
+			   a->secret.name, strerror(-r));
+		set_error(a, "cannot verify Secret %s", a->secret.name);
+		return;
+	}
 	struct osc model;
 	struct osc_error oerr = {};
+	size_t n_files = 0, n_units = 0;
 	r = osc_parse((const char *)s->osc, s->osc_len, a->cfg.state_dir, &model, &oerr);
+	if (r >= 0) {
+		n_files = model.n_files;
+		n_units = model.n_units;
+		osc_done(&model);
+	}
+	/* What the executor is handed must pass its checks too (libyaml reads
+	 * UTF-16, whose NUL bytes the desired state refuses, say): a Secret
+	 * refused here keeps the last good state, instead of being adopted
+	 * and then never written. */
+	_cleanup_free_ char *trial = NULL;
+	const char *why = NULL;
+	if (r >= 0 && memchr(s->osc, '\0', s->osc_len)) {
+		r = -EINVAL;
+		why = "a NUL byte (UTF-16?)";
+	} else if (r >= 0)
+		r = format_desired(a, (char *)s->osc, s->osc_len, s->checksum, 0, &trial, NULL);
 	if (r < 0) {
-		snprintf(a->rejected_checksum, sizeof(a->rejected_checksum), "%.64s", s->checksum);
+		if (r != -ENOMEM)
+			remember_rejection(a, s->checksum, data_sum);
 		log_fields(LOG_ERR, LOG_FIELDS(sf, cs), "Secret %s rejected: invalid osc.yaml: %s; keeping the last good state",
-			   a->secret.name, oerr.message[0] ? oerr.message : strerror(-r));
+			   a->secret.name, why ? why : oerr.message[0] ? oerr.message : strerror(-r));
 		set_error(a, "invalid OSC in Secret %s", a->secret.name);
 		return;
 	}
 	log_fields(LOG_INFO, LOG_FIELDS(sf, cs), "Secret %s verified: checksum %.12s, %zu files, %zu units",
-		   a->secret.name, s->checksum, model.n_files, model.n_units);
-	osc_done(&model);
+		   a->secret.name, s->checksum, n_files, n_units);
 
 	char *copy = malloc(s->osc_len + 1);
 	if (!copy) {
@@ -425,6 +467,7 @@ static void on_secret(struct agent *a, enum kube_event_type type, const struct k
 	a->osc_len = s->osc_len;
 	snprintf(a->checksum, sizeof(a->checksum), "%s", s->checksum);
 	a->rejected_checksum[0] = '\0';
+	a->rejected_data[0] = '\0';
 	a->dirty = true;
 }
 
@@ -445,6 +488,17 @@ static bool streq_null(const char *x, const char *y)
 	return (!x && !y) || (x && y && strcmp(x, y) == 0);
 }
 
+/* The Node's fields that the agent patches, and the version they are from. */
+static int record_node(struct agent *a, const struct kube_node *n)
+{
+	if (replace_str(&a->node_rv, n->resource_version) < 0 ||
+	    replace_str(&a->node_applied_checksum, n->applied_checksum) < 0 ||
+	    replace_str(&a->node_k8s_version, n->kubernetes_version) < 0 ||
+	    replace_str(&a->node_host_keys, n->ssh_host_keys) < 0)
+		return log_error_errno(-ENOMEM, "cannot record the Node");
+	return 0;
+}
+
 static void on_node(struct agent *a, enum kube_event_type type, const struct kube_node *n)
 {
 	char nf[300];
@@ -456,13 +510,8 @@ static void on_node(struct agent *a, enum kube_event_type type, const struct kub
 		return;
 	}
 	a->node_exists = true;
-	if (replace_str(&a->node_rv, n->resource_version) < 0 ||
-	    replace_str(&a->node_applied_checksum, n->applied_checksum) < 0 ||
-	    replace_str(&a->node_k8s_version, n->kubernetes_version) < 0 ||
-	    replace_str(&a->node_host_keys, n->ssh_host_keys) < 0) {
-		log_error_errno(-ENOMEM, "cannot record the Node");
+	if (record_node(a, n) < 0)
 		return;
-	}
 	a->dirty = true;
 
 	/* The key document from the annotation, when enabled. */
@@ -564,6 +613,28 @@ static const struct watch_ops watch_ops = {
 
 /* ---- Node patch ----------------------------------------------------------- */
 
+/* The annotations and labels the Node lacks (the restart request aside). */
+static void node_patch_entries(const struct agent *a, struct kube_patch_entry ann[static 2], size_t *n_ann,
+			       struct kube_patch_entry lab[static 1], size_t *n_lab)
+{
+	bool ok = applied_ok(a);
+	*n_ann = *n_lab = 0;
+	if (ok && !streq_null(a->node_applied_checksum, a->written_checksum))
+		ann[(*n_ann)++] = (struct kube_patch_entry){ KUBE_ANN_NODE_CHECKSUM, a->written_checksum };
+	if (ok && a->cfg.kubernetes_version && !streq_null(a->node_k8s_version, a->cfg.kubernetes_version))
+		lab[(*n_lab)++] = (struct kube_patch_entry){ KUBE_LABEL_K8S_VERSION, a->cfg.kubernetes_version };
+	if (a->host_keys && !streq_null(a->node_host_keys, a->host_keys))
+		ann[(*n_ann)++] = (struct kube_patch_entry){ KUBE_ANN_SSH_HOST_KEYS, a->host_keys };
+}
+
+static bool node_wants_patch(const struct agent *a)
+{
+	struct kube_patch_entry ann[2], lab[1];
+	size_t n_ann, n_lab;
+	node_patch_entries(a, ann, &n_ann, lab, &n_lab);
+	return n_ann > 0 || n_lab > 0;
+}
+
 static void on_patch_done(struct http_request *req, void *userdata)
 {
 	struct agent *a = userdata;
@@ -577,16 +648,32 @@ static void on_patch_done(struct http_request *req, void *userdata)
 	if (req->result == CURLE_OK && req->error == 0 && req->status == 200) {
 		struct kube_node n;
 		a->last_contact_ms = now;
-		a->patch_failures = 0;
-		if (kube_node_parse(req->body, req->body_len, &n, NULL) == 0) {
-			on_node(a, KUBE_EVENT_MODIFIED, &n);
+		/* Only what the patch changed is taken from its answer: the
+		 * watch may still deliver older versions of the Node, and the
+		 * restart request is followed in the order the watch shows it
+		 * (an answer taken as the newest view made an older event with
+		 * the request look like a new one). */
+		int r = kube_node_parse(req->body, req->body_len, &n, NULL);
+		if (r == 0) {
+			record_node(a, &n);
 			kube_node_done(&n);
 		}
-		log_fields(LOG_INFO, LOG_FIELDS(nf, st, url), "patched Node %s", a->cfg.node_name);
+		if (a->patch_removes_restart)
+			a->node_has_restart = false; /* until the watch shows it again */
 		a->dirty = true;
-		return;
-	}
-	if (req->result == CURLE_OK && req->status == 409) {
+		if (r == 0 && !node_wants_patch(a)) {
+			log_fields(LOG_INFO, LOG_FIELDS(nf, st, url), "patched Node %s", a->cfg.node_name);
+			a->patch_failures = 0;
+			return;
+		}
+		/* An answer that is not the patched Node, or something else
+		 * that sets the same fields back (a webhook, another agent):
+		 * retried with backoff, never in a tight loop. */
+		log_fields(LOG_WARNING, LOG_FIELDS(nf, st, url), "PATCH of Node %s: %s; retrying", a->cfg.node_name,
+			   r < 0 ? "the answer is not a Node" : "the answer does not have the change");
+		set_error(a, "PATCH Node: the change did not stick");
+		a->patch_failed_once = true;
+	} else if (req->result == CURLE_OK && req->status == 409) {
 		/* The Node changed after we read it (a new restart request?): the
 		 * watch brings the new version, the patch is recomputed then. */
 		log_fields(LOG_INFO, LOG_FIELDS(nf, st, url), "Node %s changed meanwhile; re-evaluating the patch",
@@ -621,16 +708,9 @@ static int maybe_patch(struct agent *a, uint64_t now)
 	if (a->patch_req || !a->node_exists || now < a->patch_wake_at)
 		return 0;
 	struct kube_patch_entry ann[3], lab[1];
-	size_t n_ann = 0, n_lab = 0;
+	size_t n_ann, n_lab;
 	bool removes_restart = false;
-	bool ok = applied_ok(a);
-
-	if (ok && !streq_null(a->node_applied_checksum, a->written_checksum))
-		ann[n_ann++] = (struct kube_patch_entry){ KUBE_ANN_NODE_CHECKSUM, a->written_checksum };
-	if (ok && a->cfg.kubernetes_version && !streq_null(a->node_k8s_version, a->cfg.kubernetes_version))
-		lab[n_lab++] = (struct kube_patch_entry){ KUBE_LABEL_K8S_VERSION, a->cfg.kubernetes_version };
-	if (a->host_keys && !streq_null(a->node_host_keys, a->host_keys))
-		ann[n_ann++] = (struct kube_patch_entry){ KUBE_ANN_SSH_HOST_KEYS, a->host_keys };
+	node_patch_entries(a, ann, &n_ann, lab, &n_lab);
 	/* The restart request is removed once the executor reports that it ran
 	 * it (or when it could not be parsed at all). */
 	if (a->node_has_restart && !a->restart_invalid && a->result_valid && a->restart_units &&
@@ -657,6 +737,7 @@ static int maybe_patch(struct agent *a, uint64_t now)
 		a->patch_wake_at = now + PATCH_BACKOFF_CAP_MS;
 		return log_warning_errno(r, "cannot start the Node patch");
 	}
+	a->patch_removes_restart = removes_restart;
 	char what[256] = "";
 	for (size_t i = 0; i < n_ann; i++)
 		snprintf(what + strlen(what), sizeof(what) - strlen(what), "%s%s%s", i ? ", " : "", ann[i].key,
@@ -723,7 +804,7 @@ static void close_exec_dir(struct agent *a)
 static void handle_inotify(struct agent *a)
 {
 	char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
-	bool result = false;
+	bool result = false, gone = false;
 	for (;;) {
 		ssize_t n = read(a->inotify_fd, buf, sizeof(buf));
 		if (n <= 0)
@@ -732,10 +813,18 @@ static void handle_inotify(struct agent *a)
 			struct inotify_event *ev = (struct inotify_event *)p;
 			if (ev->len > 0 && strcmp(ev->name, RESULT_FILE) == 0)
 				result = true;
-			if (ev->mask & (IN_IGNORED | IN_DELETE_SELF))
-				a->inotify_wd = -1;
+			/* The directory was removed: its watch is gone, and the
+			 * loop reopens the directory once it is back. */
+			if ((ev->mask & IN_IGNORED) && ev->wd == a->inotify_wd)
+				gone = true;
 			p += sizeof(*ev) + ev->len;
 		}
+	}
+	if (gone) {
+		log_warning("%s was removed; waiting for it to come back", a->cfg.exec_state_dir);
+		a->inotify_wd = -1; /* the kernel removed it */
+		close_exec_dir(a);
+		return;
 	}
 	if (result)
 		read_result(a);
@@ -854,6 +943,7 @@ static void reload_config(struct agent *a)
 		return;
 	}
 	log_notice("reloading configuration from %s", a->opts->config_path);
+	bool new_state_dir = strcmp(a->cfg.state_dir, c.state_dir) != 0;
 	stop_watches(a);
 	close_exec_dir(a);
 	if (a->state_fd >= 0)
@@ -864,6 +954,14 @@ static void reload_config(struct agent *a)
 	if (open_state(a) < 0 || start_watches(a) < 0) {
 		a->quit = true;
 		return;
+	}
+	if (new_state_dir) {
+		/* What was written went to the old directory. */
+		free(a->desired_key);
+		a->desired_key = NULL;
+		a->generation = 0;
+		a->written_checksum[0] = '\0';
+		load_previous_desired(a);
 	}
 	read_result(a);
 	refresh_host_keys(a);
@@ -1058,6 +1156,10 @@ int agent_run(const struct agent_options *o)
 			}
 			next = min_u64(next, a.next_local_resync);
 		}
+
+		/* The executor's directory, until it exists (again). */
+		if (a.exec_fd < 0)
+			next = min_u64(next, now + EXEC_DIR_RETRY_MS);
 
 		/* A Node patch that failed is retried when its backoff ends. */
 		if (a.patch_wake_at > now)

@@ -276,18 +276,23 @@ int http_start(struct http_client *c, const char *method, const char *path, cons
 		goto fail;
 	CURL *e = r->easy;
 
-	/* Transport policy. */
-	curl_easy_setopt(e, CURLOPT_URL, r->url);
-	curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "https");
-	curl_easy_setopt(e, CURLOPT_REDIR_PROTOCOLS_STR, "https");
-	curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
-	curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 1L);
-	curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 2L);
-	curl_easy_setopt(e, CURLOPT_CAINFO, cfg->ca_file);
-	curl_easy_setopt(e, CURLOPT_CAPATH, NULL);
-	curl_easy_setopt(e, CURLOPT_SSLVERSION, (long)CURL_SSLVERSION_TLSv1_2);
-	curl_easy_setopt(e, CURLOPT_PROXY, cfg->https_proxy ? cfg->https_proxy : "");
-	curl_easy_setopt(e, CURLOPT_NOPROXY, cfg->no_proxy ? cfg->no_proxy : "");
+	/* Transport policy: a request that cannot have all of it (libcurl out
+	 * of memory for a string option) is not made, rather than made with
+	 * libcurl's defaults (its own CA bundle, the environment's proxy). */
+	if (curl_easy_setopt(e, CURLOPT_URL, r->url) != CURLE_OK ||
+	    curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "https") != CURLE_OK ||
+	    curl_easy_setopt(e, CURLOPT_REDIR_PROTOCOLS_STR, "https") != CURLE_OK ||
+	    curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L) != CURLE_OK ||
+	    curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 1L) != CURLE_OK ||
+	    curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 2L) != CURLE_OK ||
+	    curl_easy_setopt(e, CURLOPT_CAINFO, cfg->ca_file) != CURLE_OK ||
+	    curl_easy_setopt(e, CURLOPT_CAPATH, NULL) != CURLE_OK ||
+	    curl_easy_setopt(e, CURLOPT_SSLVERSION, (long)CURL_SSLVERSION_TLSv1_2) != CURLE_OK ||
+	    curl_easy_setopt(e, CURLOPT_PROXY, cfg->https_proxy ? cfg->https_proxy : "") != CURLE_OK ||
+	    curl_easy_setopt(e, CURLOPT_NOPROXY, cfg->no_proxy ? cfg->no_proxy : "") != CURLE_OK) {
+		k = -ENOMEM;
+		goto fail;
+	}
 	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
 	curl_easy_setopt(e, CURLOPT_USERAGENT, c->user_agent);

@@ -277,7 +277,13 @@ static void on_watch_done(struct http_request *req, void *userdata)
 	snprintf(msg, sizeof(msg), "watch %s failed: %s", req->path, why);
 	log_fields(LOG_WARNING, LOG_FIELDS(idf, status, url), "%s; reconnecting", msg);
 	report_error(w, msg);
-	w->state = req->status == 410 || !w->rv[0] ? WATCH_NEED_GET : WATCH_NEED_WATCH;
+	if (req->status == 410) {
+		/* The same as an ERROR event with 410: the GET's resourceVersion
+		 * may be too old as well, the watch after it starts without. */
+		w->rv[0] = '\0';
+		w->expired = true;
+	}
+	w->state = !w->rv[0] ? WATCH_NEED_GET : WATCH_NEED_WATCH;
 	backoff(w, now, req->retry_after);
 }
 

@@ -83,7 +83,8 @@ int home_open_ssh(int rootfd, const struct account *a)
 	return TAKE_FD(sshfd);
 }
 
-int home_read_keys(int sshfd, const struct account *a, char **ret, size_t *ret_len, const char **ret_ignored)
+int home_read_keys(int sshfd, const struct account *a, char **ret, size_t *ret_len, const char **ret_ignored,
+		   bool *ret_keys_only)
 {
 	const char *ignored = NULL;
 	char *empty = NULL;
@@ -117,12 +118,17 @@ int home_read_keys(int sshfd, const struct account *a, char **ret, size_t *ret_l
 		ignored = "owned by another user";
 		goto empty;
 	}
+	/* The user can make the file as large as they like (a sparse file
+	 * costs nothing): a refusal, not a failing disk. */
 	if ((size_t)st.st_size > HOME_KEYS_MAX)
-		return refuse(a, -EFBIG, "~/.ssh/authorized_keys is larger than the ceiling, left alone");
+		return refuse(a, -EMSGSIZE, "~/.ssh/authorized_keys is larger than the ceiling, left alone");
 	int r = fsx_read_fd(fd, HOME_KEYS_MAX, ret, ret_len);
+	if (r == -EFBIG) /* grew while we read it */
+		r = -EMSGSIZE;
 	if (r < 0)
 		return refuse(a, r, "cannot read ~/.ssh/authorized_keys");
 	*ret_ignored = NULL;
+	*ret_keys_only = st.st_uid != a->uid;
 	return 1;
 empty:
 	empty = calloc(1, 1);
@@ -131,6 +137,7 @@ empty:
 	*ret = empty;
 	*ret_len = 0;
 	*ret_ignored = ignored;
+	*ret_keys_only = false;
 	return 1;
 }
 

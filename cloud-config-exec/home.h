@@ -34,9 +34,13 @@ int home_open_ssh(int rootfd, const struct account *a);
 
 /* Reads ~/.ssh/authorized_keys as described above. Returns 1 with the
  * content in *ret (malloc'ed; "" when absent or not safe to read, then
- * *ret_ignored tells why, a static string, or NULL), or -errno: -EFBIG when
- * a regular file is over the ceiling (it is then left alone). */
-int home_read_keys(int sshfd, const struct account *a, char **ret, size_t *ret_len, const char **ret_ignored);
+ * *ret_ignored tells why, a static string, or NULL), or -errno: -EMSGSIZE
+ * when a regular file is over the ceiling (a refusal: it is left alone). A
+ * root-owned file is read, and *ret_keys_only set: root may have left
+ * anything there (a private key moved in by the user), so only its key lines
+ * may be carried into the user's file. */
+int home_read_keys(int sshfd, const struct account *a, char **ret, size_t *ret_len, const char **ret_ignored,
+		   bool *ret_keys_only);
 
 /* Replaces ~/.ssh/authorized_keys with data (0600, a's uid/gid). Returns 1
  * written, 0 already identical, -errno. */

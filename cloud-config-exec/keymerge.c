@@ -153,7 +153,7 @@ int keymerge_compute(const struct keymerge_line *lines, size_t n_lines, const st
 				   find_key(r.managed, r.n_managed, fp));
 		if (ours)
 			continue;
-		if (p->exclusive) {
+		if (p->exclusive || (p->keys_only && !fp)) {
 			r.unmanaged_dropped++;
 			continue;
 		}

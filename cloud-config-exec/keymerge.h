@@ -33,6 +33,7 @@ struct keymerge_line {
 
 struct keymerge_params {
 	bool exclusive;
+	bool keys_only;             /* unmanaged lines are kept only if they are keys */
 	bool ssh_access;
 	double max_shrink;          /* 0..1 */
 	time_t now;

@@ -229,7 +229,8 @@ static int apply_login_user(int rootfd, const struct config *cfg, const struct a
 	_cleanup_free_ char *old = NULL;
 	size_t old_len = 0;
 	const char *ignored = NULL;
-	int r = home_read_keys(sshfd, acct, &old, &old_len, &ignored);
+	bool keys_only = false;
+	int r = home_read_keys(sshfd, acct, &old, &old_len, &ignored, &keys_only);
 	if (r < 0)
 		return r;
 	char ufield[64];
@@ -237,6 +238,9 @@ static int apply_login_user(int rootfd, const struct config *cfg, const struct a
 	if (ignored)
 		log_fields(LOG_WARNING, LOG_FIELDS(ufield),
 			   "~%s/.ssh/authorized_keys is %s: not read, replaced by a regular file", acct->name, ignored);
+	if (keys_only)
+		log_fields(LOG_WARNING, LOG_FIELDS(ufield),
+			   "~%s/.ssh/authorized_keys is owned by root: only its key lines are kept", acct->name);
 
 	_cleanup_free_ struct keymerge_line *lines = NULL;
 	int n = keymerge_split(old, old_len, &lines);
@@ -250,8 +254,8 @@ static int apply_login_user(int rootfd, const struct config *cfg, const struct a
 		if (keys_parse_line(lines[i].text, lines[i].len, &params, &parsed[i], NULL) == 0)
 			lines[i].fingerprint = parsed[i].fingerprint;
 
-	struct keymerge_params mp = { .exclusive = cfg->keys_exclusive, .ssh_access = in->ssh_access,
-				      .max_shrink = cfg->max_key_shrink, .now = in->now };
+	struct keymerge_params mp = { .exclusive = cfg->keys_exclusive, .keys_only = keys_only,
+				      .ssh_access = in->ssh_access, .max_shrink = cfg->max_key_shrink, .now = in->now };
 	const struct state_user *prev = state_find_user(st, acct->name);
 	struct keymerge_result m = { 0 };
 	r = keymerge_compute(lines, (size_t)n, prev, want ? want->keys : NULL, want ? want->n : 0, &mp, &m);
@@ -542,6 +546,12 @@ int sshkeys_apply(int rootfd, const char *root, const struct config *cfg, const 
 		r = account_lookup(rootfd, user, &other);
 		if (r <= 0) {
 			log_fields(LOG_NOTICE, LOG_FIELDS(uf), "Keys for %s ignored: no such local user", user);
+			continue;
+		}
+		/* By uid, not only by name: "toor" and friends are root too. */
+		if (other.uid == 0 && !cfg->allow_root) {
+			log_fields(LOG_WARNING, LOG_FIELDS(uf), "Keys for %s ignored: uid 0 (ssh.allowRoot is off)",
+				   user);
 			continue;
 		}
 		struct keymerge_params mp = { .ssh_access = in->ssh_access, .max_shrink = cfg->max_key_shrink,

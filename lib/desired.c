@@ -98,7 +98,20 @@ int desired_format(const struct desired *d, char **ret, size_t *ret_len)
 		if (!jsonx_add_strv(restart, "units", d->restart_units))
 			return -ENOMEM;
 	}
-	return jsonx_print(root, ret, ret_len);
+	/* JSON escaping can grow a document past what desired_parse() takes. */
+	char *out;
+	size_t len;
+	r = jsonx_print(root, &out, &len);
+	if (r < 0)
+		return r;
+	if (len > DESIRED_MAX) {
+		free(out);
+		return -EMSGSIZE;
+	}
+	*ret = out;
+	if (ret_len)
+		*ret_len = len;
+	return 0;
 }
 
 static const char *const top_keys[] = { "version", "checksum", "generation", "sshAccess", "osc",

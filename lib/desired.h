@@ -52,8 +52,8 @@ struct desired {
 
 /* Serialises d as JSON (pretty-printed, ending in a newline). d must pass the
  * same checks desired_parse() applies, so every document written parses:
- * -EINVAL / -EMSGSIZE for a bad field, -EBADMSG when checksum is not the
- * SHA-256 of osc. Returns 0, a malloc'ed NUL-terminated buffer in *ret and its
+ * -EINVAL / -EMSGSIZE for a bad field or a document over DESIRED_MAX,
+ * -EBADMSG when checksum is not the SHA-256 of osc. Returns 0, a malloc'ed NUL-terminated buffer in *ret and its
  * length in *ret_len (may be NULL); -ENOMEM. */
 int desired_format(const struct desired *d, char **ret, size_t *ret_len);
 

@@ -147,6 +147,11 @@ static int metadata_common(const cJSON *obj, const cJSON **ret_meta, char **ret_
 			return seterr(err, "metadata.name", r);
 		if ((r = dup_string(meta, "resourceVersion", KUBE_RV_MAX, &rv)) < 0)
 			return seterr(err, "metadata.resourceVersion", r);
+		/* Opaque to clients, but it goes into watch URLs and restart
+		 * request ids unescaped: etcd revisions are decimal, so URL-safe
+		 * characters are plenty. */
+		if (rv && rv[strspn(rv, "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ._~-")])
+			return seterr(err, "metadata.resourceVersion", -EINVAL);
 	}
 	*ret_meta = meta;
 	*ret_name = TAKE_PTR(name);

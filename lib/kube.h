@@ -24,7 +24,8 @@
 #define KUBE_LABEL_SECRET_NAME "worker.gardener.cloud/gardener-node-agent-secret-name"
 #define KUBE_LABEL_K8S_VERSION "worker.gardener.cloud/kubernetes-version"
 
-/* A resourceVersion is an opaque string; etcd's are decimal, well below this. */
+/* A resourceVersion is an opaque string; etcd's are decimal, well below this.
+ * The parsers refuse one with characters outside [0-9A-Za-z._~-]. */
 #define KUBE_RV_MAX 64
 /* Longest value kept from an annotation or label of interest. */
 #define KUBE_VALUE_MAX (1u << 20)

@@ -135,6 +135,19 @@ attack home-other-owner 'chown 4242 "$H"'
 check "home-other-owner: refused and logged" grep -q "owned by another user" "$W/home-other-owner.log"
 chown $UID_G "$H"
 
+# A file the user makes huge for nothing (sparse): the keys step is not
+# failed for good (a refusal, not a disk error), the file is left alone.
+attack ak-sparse-huge 'rm -f "$AK"; truncate -s 2M "$AK"; chown $UID_G:$UID_G "$AK"'
+check "ak-sparse-huge: left alone" test "$(stat -c %s "$AK")" -eq 2097152
+check "ak-sparse-huge: refused and logged" grep -q "larger than the ceiling" "$W/ak-sparse-huge.log"
+
+# A root-owned file moved to authorized_keys by the user (a private key root
+# left in the home): only its key lines reach the user's file.
+attack ak-root-secret 'rm -f "$AK"; { echo "-----BEGIN OPENSSH PRIVATE KEY-----"; echo "ROOTSECRETLINE"; echo "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGhW6nRj4zTgIvQ+OvMsGXhP5cp3q6aBt1cP3wS0bW6Q root-key"; } >"$AK"; chown 0:0 "$AK"; chmod 0600 "$AK"'
+check "ak-root-secret: no secret line carried into the user's file" bash -c "! grep -q -e ROOTSECRETLINE -e 'BEGIN OPENSSH' '$AK'"
+check "ak-root-secret: its key line kept" grep -q root-key "$AK"
+check "ak-root-secret: now the user's, 0600" test "$(stat -c '%a %u:%g' "$AK")" = "600 $UID_G:$UID_G"
+
 # A user's own key survives every normal apply; the FIFO case did not hang.
 reset
 echo "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGhW6nRj4zTgIvQ+OvMsGXhP5cp3q6aBt1cP3wS0bW6Q user-own" >>"$AK"

@@ -32,7 +32,7 @@ R=$W/root
 ST=$R/var/lib/cloud-config-exec
 K=$TESTS_DIR/fixtures/keys
 mkdir -p "$R/etc" "$R/home/alice"
-printf 'root:x:0:0:root:/root:/bin/sh\nalice:x:1600:1600::/home/alice:/bin/sh\n' >"$R/etc/passwd"
+printf 'root:x:0:0:root:/root:/bin/sh\ntoor:x:0:0:root alias:/root:/bin/sh\nalice:x:1600:1600::/home/alice:/bin/sh\n' >"$R/etc/passwd"
 printf 'root:x:0:\nalice:x:1600:\n' >"$R/etc/group"
 printf 'root:*:19000:0:99999:7:::\nalice:*:19000:0:99999:7:::\n' >"$R/etc/shadow"
 printf 'root:*::\nalice:!::\n' >"$R/etc/gshadow"
@@ -130,7 +130,8 @@ cat >"$W/doc.json" <<EOF2
  {"user": "gardener", "type": "ssh-ed25519", "publicKey": "$(blob "$W/old")", "comment": "old", "until": "$(iso $((now - 60)))"},
  {"user": "alice", "type": "ssh-ed25519", "publicKey": "$(blob "$W/alice")", "comment": "alice"},
  {"user": "bob", "type": "ssh-ed25519", "publicKey": "$(blob "$W/alice")", "comment": "nobody"},
- {"user": "root", "type": "ssh-ed25519", "publicKey": "$(blob "$W/alice")", "comment": "root"}]
+ {"user": "root", "type": "ssh-ed25519", "publicKey": "$(blob "$W/alice")", "comment": "root"},
+ {"user": "toor", "type": "ssh-ed25519", "publicKey": "$(blob "$W/alice")", "comment": "toor"}]
 EOF2
 python3 - "$W/v1.json" "$W/doc.json" >"$W/doc-osc.json" <<'PY'
 import base64, json, sys
@@ -147,6 +148,7 @@ check "alice's key only in the snapshot" test "$(akc alice | grep -c "$(blob "$W
 check "alice's home untouched" test -z "$(ls -A "$R/home/alice")"
 check "no key served for a user that does not exist" test -z "$(akc bob)"
 check "root's keys not even in the snapshot (authkeys-cmd --allow-root finds none)" test -z "$(akc --allow-root root)"
+check "nor those of a uid-0 alias (toor)" test -z "$(akc --allow-root toor)"
 check "soon-expiring key served now" test "$(akc gardener | grep -c "$(blob "$W/soon")")" -eq 1
 sleep 5
 cce "$R" keys 2>"$W/purge.log"

@@ -2,8 +2,10 @@
 # node-agent under scripted API server faults: 500s, 429 with Retry-After,
 # a connection reset mid-watch, a server that accepts and never answers (at
 # the HTTP and at the TCP level), a body over the ceiling, invalid JSON, a
-# checksum mismatch, a watch resume that gets 410 Gone, the listener down,
-# a bad token (401) and a revoked permission (403). For each: the last good
+# checksum mismatch (and the same checksum with the data corrected), an OSC
+# in UTF-16, a watch resume that gets 410 Gone (in the stream and as the HTTP
+# status), a Node that does not keep a patch, the listener down, a bad token
+# (401) and a revoked permission (403). For each: the last good
 # state (desired.json, the applied file, the Node annotation) stays in force,
 # the request log shows backoff rather than a tight loop, and once the server
 # is healthy again a new Secret version is applied and annotated.
@@ -227,6 +229,63 @@ pmismatch() {
 	recover "checksum mismatch"
 }
 
+# --- the same annotation again with the data corrected: looked at again
+psamesum() {
+	local n=$((v + 1)) sum t0 mark
+	hello_osc $n >"$W/fixed.yaml"
+	sum=$(sha256 "$W/fixed.yaml")
+	hello_osc $((n + 100)) >"$W/mm.yaml"
+	mark=$(log_mark)
+	kube_secret "$W/mm.yaml" "$sum" >/dev/null
+	check "same checksum: the wrong data is refused" wait_log "does not match the SHA-256 of osc.yaml" "$mark"
+	kept "same checksum, wrong data"
+	t0=$(kube_secret "$W/fixed.yaml" "$sum" | jget "d['t']")
+	check "same checksum: the corrected data is applied and annotated" \
+		kube_wait_annotation $ANN "$sum" "$t0" 30
+	v=$n
+	good=$(hello_state)
+}
+
+# --- osc.yaml in UTF-16 (libyaml reads it; the desired state takes no NUL):
+# refused, instead of adopted and then never written
+putf16() {
+	local mark
+	hello_osc $((v + 200)) | iconv -f UTF-8 -t UTF-16 >"$W/utf16.yaml"
+	mark=$(log_mark)
+	kube_secret "$W/utf16.yaml" >/dev/null
+	check "UTF-16: refused, naming the NUL byte" wait_log "rejected: invalid osc.yaml: a NUL byte" "$mark"
+	kept "UTF-16"
+	recover "UTF-16"
+}
+
+# --- 410 as the HTTP status of a watch: the watch after the GET starts
+# without a resourceVersion (the GET's may be too old as well)
+p410http() {
+	t0=$(now)
+	kctl POST /fault '{"type":"410","count":1,"match":"watch=1"}' >/dev/null
+	kctl POST /reset-watches >/dev/null
+	check "HTTP 410: the agent ran into it" wait_hit "$t0" "e.get('fault') == '410'"
+	check "HTTP 410: the next watch of it starts without a resourceVersion" \
+		wait_hit "$t0" "e['watch'] and not e.get('fault') and 'resourceVersion=' not in e['path']"
+	kept "HTTP 410"
+	recover "HTTP 410"
+}
+
+# --- a Node that answers the patch without the change (a webhook setting
+# the fields back): retried with backoff, not in a tight loop
+pundo() {
+	local n
+	kctl POST /fault '{"type":"undo","count":-1,"match":"PATCH "}' >/dev/null
+	v=$((v + 1))
+	hello_osc $v >"$W/v$v.yaml"
+	t0=$(kube_secret "$W/v$v.yaml" | jget "d['t']")
+	check "undo: the agent patched" wait_hit "$t0" "e.get('fault') == 'undo'"
+	sleep "$WINDOW"
+	n=$(kube_count "$t0" "e['method'] == 'PATCH'")
+	check "undo: re-patched with backoff ($n PATCHes in ${WINDOW}s, <= 12)" [ "$n" -le 12 ]
+	recover "undo"
+}
+
 # --- listener down, then up
 pdown() {
 	kctl POST /down >/dev/null
@@ -270,7 +329,7 @@ p403() {
 }
 
 # PHASES="p429 p403" runs only those (debugging); default: all, in this order.
-for phase in ${PHASES:-p500 p429 preset phang pblackhole p410 poversize poversize_cl pbadjson pmismatch pdown p401 p403}; do
+for phase in ${PHASES:-p500 p429 preset phang pblackhole p410 p410http poversize poversize_cl pbadjson pmismatch psamesum putf16 pundo pdown p401 p403}; do
 	echo "# phase $phase"
 	"$phase"
 done

@@ -170,6 +170,20 @@ wait_hit() {
 	return 1
 }
 
+# log_mark: the agent log's current line count, for wait_log.
+log_mark() { wc -l <"$S/agent.log"; }
+
+# wait_log TEXT MARK [TIMEOUT]: waits until the agent logged TEXT (a fixed
+# string) after line MARK; false after TIMEOUT (20 s).
+wait_log() {
+	local i
+	for ((i = 0; i < ${3:-20} * 5; i++)); do
+		tail -n +"$(($2 + 1))" "$S/agent.log" | grep -qF -- "$1" && return 0
+		sleep 0.2
+	done
+	return 1
+}
+
 # dump_logs: for failures, the tails of every log.
 dump_logs() {
 	echo "--- agent.log"; tail -n 40 "$S/agent.log" 2>/dev/null

@@ -63,7 +63,9 @@ CONTROL (all JSON; times are the server's time.time()):
             in a watch: half an event, then RST) | "hang" (read the request,
             never answer) | "blackhole" (accept TCP, never even do TLS) |
             "oversize" (+"bytes", default 64 MiB; +"chunked", default true) |
-            "badjson"
+            "badjson" | "410" (410 Expired, as for a too old resourceVersion) |
+            "undo" (a PATCH of a Node answers 200 with the Node unchanged,
+            like a webhook that sets the fields back)
   POST /clear-faults    drop every scripted fault, release hung connections
   POST /reset-watches   every open watch: half an event, then RST
   POST /expire          forget the watch history and move the RV on: a resume
@@ -662,6 +664,17 @@ class ApiHandler(http.server.BaseHTTPRequestHandler):
                 self.rst(b"%x\r\n%s" % (len(half) * 2, half))
             self.entry["status"] = 0
             self.rst()
+        if t == "410":
+            self.send_json(410, status(410, "Expired", "too old resource version: 1 (2)"))
+            return True
+        if t == "undo":
+            m = re.match(r"/api/v1/nodes/([^/?]+)", self.path)
+            node = st.store.get("Node", None, m.group(1)) if m else None
+            if node is None:
+                self.send_json(404, status(404, "NotFound", "not found"))
+            else:
+                self.send_json(200, node)
+            return True
         if t == "hang":
             self.entry["status"] = 0
             gen = st.down_gen
@@ -1123,7 +1136,7 @@ class ControlHandler(http.server.BaseHTTPRequestHandler):
             elif p == "/fault":
                 f = dict(req)
                 f["count"] = int(f.get("count", 1))
-                if f.get("type") not in ("500", "429", "reset", "hang", "blackhole", "oversize", "badjson"):
+                if f.get("type") not in ("500", "429", "reset", "hang", "blackhole", "oversize", "badjson", "410", "undo"):
                     self.reply(400, {"error": "unknown fault type %r" % f.get("type")})
                     return
                 with st.lock:

@@ -349,6 +349,15 @@ static void ceilings(void **state)
 	desired_sha256_hex(big_osc, n, g.checksum);
 	out2 = NULL;
 	assert_int_equal(desired_format(&g, &out2, NULL), -EMSGSIZE);
+	/* An OSC within its ceiling whose JSON escaping (\u0001: 6 bytes per
+	 * byte) would make a document desired_parse() refuses. */
+	n = OSC_INPUT_MAX;
+	memset(big_osc, '\x01', n);
+	big_osc[n] = '\0';
+	g.osc_len = n;
+	desired_sha256_hex(big_osc, n, g.checksum);
+	assert_int_equal(desired_format(&g, &out2, NULL), -EMSGSIZE);
+	assert_null(out2);
 	free(big_osc);
 	char *huge = malloc(DESIRED_MAX + 1);
 	memset(huge, ' ', DESIRED_MAX + 1);

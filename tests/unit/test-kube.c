@@ -138,6 +138,11 @@ static void secret_bad(void **state)
 		{ "{\"kind\":\"ConfigMap\"}", -EINVAL, "kind" },
 		{ "{\"kind\":\"Secret\",\"metadata\":[]}", -EINVAL, "metadata" },
 		{ "{\"kind\":\"Secret\",\"metadata\":{\"resourceVersion\":5}}", -EINVAL, "metadata.resourceVersion" },
+		/* It goes into watch URLs: no query smuggling, no control characters. */
+		{ "{\"kind\":\"Secret\",\"metadata\":{\"resourceVersion\":\"5&watch=0\"}}", -EINVAL,
+		  "metadata.resourceVersion" },
+		{ "{\"kind\":\"Secret\",\"metadata\":{\"resourceVersion\":\"5\\n\"}}", -EINVAL,
+		  "metadata.resourceVersion" },
 		{ "{\"kind\":\"Secret\",\"metadata\":{\"annotations\":{\"checksum/data-script\":1}}}", -EINVAL,
 		  "metadata.annotations[checksum/data-script]" },
 		{ "{\"kind\":\"Secret\",\"data\":{\"osc.yaml\":\"not base64!\"}}", -EINVAL, "data[osc.yaml]" },
