@@ -404,11 +404,9 @@ static void on_secret(struct agent *a, enum kube_event_type type, const struct k
 	    memcmp(s->osc, a->osc, a->osc_len) == 0)
 		return; /* nothing new (resync, unrelated change) */
 	char data_sum[65];
-	desired_sha256_hex(s->osc, s->osc_len, data_sum);
-	if (strcmp(s->checksum, a->rejected_checksum) == 0 && strcmp(data_sum, a->rejected_data) == 0)
+	int r = kube_secret_verify(s, data_sum);
+	if (data_sum[0] && strcmp(s->checksum, a->rejected_checksum) == 0 && strcmp(data_sum, a->rejected_data) == 0)
 		return; /* refused before, logged before */
-
-	int r = kube_secret_verify(s);
 	if (r == -EBADMSG) {
 		remember_rejection(a, s->checksum, data_sum);
 		log_fields(LOG_ERR, LOG_FIELDS(sf, cs),

@@ -237,8 +237,9 @@ void kube_secret_done(struct kube_secret *s)
 	*s = (struct kube_secret){};
 }
 
-int kube_secret_verify(const struct kube_secret *s)
+int kube_secret_verify(const struct kube_secret *s, char sum[static 65])
 {
+	sum[0] = '\0';
 	if (!s->checksum || !s->osc)
 		return -ENODATA;
 	unsigned char md[32];
@@ -246,13 +247,12 @@ int kube_secret_verify(const struct kube_secret *s)
 	if (EVP_Digest(s->osc, s->osc_len, md, &mdlen, EVP_sha256(), NULL) != 1 || mdlen != sizeof(md))
 		return -EIO;
 	static const char hex[] = "0123456789abcdef";
-	char want[65];
 	for (size_t i = 0; i < sizeof(md); i++) {
-		want[2 * i] = hex[md[i] >> 4];
-		want[2 * i + 1] = hex[md[i] & 15];
+		sum[2 * i] = hex[md[i] >> 4];
+		sum[2 * i + 1] = hex[md[i] & 15];
 	}
-	want[64] = '\0';
-	if (strlen(s->checksum) != 64 || CRYPTO_memcmp(want, s->checksum, 64) != 0)
+	sum[64] = '\0';
+	if (strlen(s->checksum) != 64 || CRYPTO_memcmp(sum, s->checksum, 64) != 0)
 		return -EBADMSG;
 	return 0;
 }

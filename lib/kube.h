@@ -95,8 +95,8 @@ void kube_secret_done(struct kube_secret *s);
 /* Checks the Secret's checksum annotation against the lowercase hex SHA-256
  * of its decoded osc.yaml. -ENODATA when either is missing, -EBADMSG on a
  * mismatch (including upper-case hex: the producer writes lowercase), 0 when
- * they agree. */
-int kube_secret_verify(const struct kube_secret *s);
+ * they agree. sum receives the hex SHA-256 it computed ("" when it could not). */
+int kube_secret_verify(const struct kube_secret *s, char sum[static 65]);
 
 /* Parses a Node (kind "Node"), keeping the annotations and labels above. */
 int kube_node_parse(const char *data, size_t len, struct kube_node *ret, const char **err);

@@ -101,7 +101,9 @@ static void secret_good(void **state)
 	assert_string_equal(s.checksum, sum);
 	assert_int_equal(s.osc_len, strlen(osc_yaml));
 	assert_memory_equal(s.osc, osc_yaml, s.osc_len);
-	assert_int_equal(kube_secret_verify(&s), 0);
+	char got[65];
+	assert_int_equal(kube_secret_verify(&s, got), 0);
+	assert_string_equal(got, sum);
 	kube_secret_done(&s);
 
 	/* Wrong checksum, upper-case checksum, truncated checksum: rejected. */
@@ -112,7 +114,7 @@ static void secret_good(void **state)
 	for (size_t i = 0; i < ELEMENTSOF(wrong); i++) {
 		_cleanup_free_ char *b = make_secret("1", wrong[i], b64);
 		assert_int_equal(kube_secret_parse(b, strlen(b), 1 << 20, &s, &err), 0);
-		assert_int_equal(kube_secret_verify(&s), -EBADMSG);
+		assert_int_equal(kube_secret_verify(&s, got), -EBADMSG);
 		kube_secret_done(&s);
 	}
 }
@@ -124,7 +126,9 @@ static void secret_missing_fields(void **state)
 	assert_int_equal(kube_secret_parse(body, strlen(body), 1 << 20, &s, NULL), 0);
 	assert_null(s.checksum);
 	assert_null(s.osc);
-	assert_int_equal(kube_secret_verify(&s), -ENODATA);
+	char got[65];
+	assert_int_equal(kube_secret_verify(&s, got), -ENODATA);
+	assert_string_equal(got, "");
 	kube_secret_done(&s);
 }
 
