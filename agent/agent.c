@@ -39,6 +39,8 @@
 #define RESULT_FILE "result.json"
 #define PATCH_BACKOFF_BASE_MS 1000u
 #define PATCH_BACKOFF_CAP_MS 30000u
+#define WRITE_RETRY_BASE_MS 1000u
+#define WRITE_RETRY_CAP_MS 30000u
 #define EXEC_DIR_RETRY_MS 1000u
 
 struct agent {
@@ -84,6 +86,8 @@ struct agent {
 	char *desired_key;
 	uint64_t generation;
 	char written_checksum[65];
+	unsigned write_failures;    /* writes failed in a row (disk full, I/O error) */
+	uint64_t write_wake_at;     /* when the failed write is tried again */
 
 	/* result.json as last read. */
 	bool result_valid;
@@ -217,6 +221,14 @@ static void notify_status(struct agent *a, uint64_t now)
 	notify_send(&a->notify, status);
 }
 
+/* The ceiling of the delay after the nth failure in a row: base doubled per
+ * failure, at most cap. */
+static uint64_t backoff_ceiling(unsigned base, unsigned cap, unsigned failures)
+{
+	uint64_t ceiling = (uint64_t)base << (failures < 16 ? failures : 16);
+	return ceiling < cap ? ceiling : cap;
+}
+
 /* ---- desired state -------------------------------------------------------- */
 
 /* The desired state for osc (NUL-terminated) with the agent's key document
@@ -237,8 +249,10 @@ static int format_desired(struct agent *a, char *osc, size_t osc_len, const char
 	return desired_format(&d, ret, ret_len);
 }
 
-/* Writes desired.json when its content (all but the generation) changed. */
-static int write_desired(struct agent *a)
+/* Writes desired.json when its content (all but the generation) changed. A
+ * write that fails (a full or failing disk) is tried again after a backoff,
+ * as nothing else may come along to wake the agent. */
+static int write_desired(struct agent *a, uint64_t now)
 {
 	if (!a->osc)
 		return 0;
@@ -255,9 +269,14 @@ static int write_desired(struct agent *a)
 	}
 	r = fsx_write_atomic_at(a->state_fd, DESIRED_FILE, doc, doc_len, 0600, FSX_UID_KEEP, FSX_GID_KEEP, 0);
 	if (r < 0) {
+		uint64_t delay = backoff_ceiling(WRITE_RETRY_BASE_MS, WRITE_RETRY_CAP_MS, a->write_failures++);
+		a->write_wake_at = now + delay;
 		set_error(a, "cannot write %s/%s: %s", a->cfg.state_dir, DESIRED_FILE, strerror(-r));
-		return log_error_errno(r, "cannot write %s/%s", a->cfg.state_dir, DESIRED_FILE);
+		return log_error_errno(r, "cannot write %s/%s (trying again in %llu s)", a->cfg.state_dir,
+				       DESIRED_FILE, (unsigned long long)(delay / 1000u));
 	}
+	a->write_failures = 0;
+	a->write_wake_at = 0;
 	a->generation++;
 	free(a->desired_key);
 	a->desired_key = TAKE_PTR(key);
@@ -687,10 +706,7 @@ static void on_patch_done(struct http_request *req, void *userdata)
 		set_error(a, "PATCH Node: %s", why);
 		a->patch_failed_once = true;
 	}
-	unsigned k = a->patch_failures < 16 ? a->patch_failures : 16;
-	uint64_t ceiling = (uint64_t)PATCH_BACKOFF_BASE_MS << k;
-	if (ceiling > PATCH_BACKOFF_CAP_MS)
-		ceiling = PATCH_BACKOFF_CAP_MS;
+	uint64_t ceiling = backoff_ceiling(PATCH_BACKOFF_BASE_MS, PATCH_BACKOFF_CAP_MS, a->patch_failures);
 	uint64_t delay = (uint64_t)(random() % (long)ceiling) + 1;
 	if (req->retry_after > 0 && (uint64_t)req->retry_after * 1000u > delay)
 		delay = (uint64_t)req->retry_after * 1000u;
@@ -760,7 +776,7 @@ static void reconcile(struct agent *a, uint64_t now)
 	 * without them and another a moment later. A Node that cannot be read
 	 * does not hold up the OSC, unless the keys come from it. */
 	if (a->node.synced || a->node_seen || (!a->cfg.keys_from_node_annotation && a->node.failures > 0))
-		write_desired(a);
+		write_desired(a, now);
 	if (!a->opts->once || applied_ok(a))
 		maybe_patch(a, now);
 }
@@ -1014,6 +1030,17 @@ static int once_step(struct agent *a, uint64_t now, uint64_t deadline, bool *don
 		log_error("no valid OSC from Secret %s/%s: nothing applied", a->cfg.secret_namespace, a->secret.name);
 		return AGENT_EXIT_APPLY;
 	}
+	/* While the write fails, the executor's result is about an older
+	 * version: the retries go on until the deadline. */
+	if (a->write_failures) {
+		if (now >= deadline) {
+			log_error("desired state for checksum %.12s not written within %u ms: nothing applied",
+				  a->checksum, a->cfg.apply_timeout_ms);
+			return AGENT_EXIT_APPLY;
+		}
+		*done = false;
+		return 0;
+	}
 	if (applied_failed(a))
 		return AGENT_EXIT_APPLY;
 	if (!applied_ok(a)) {
@@ -1040,6 +1067,20 @@ static int once_step(struct agent *a, uint64_t now, uint64_t deadline, bool *don
 		return 0;
 	}
 	return AGENT_EXIT_OK;
+}
+
+/* Is the retry at *at (0: none) due? Then it is cleared; otherwise next is
+ * lowered to it. */
+static bool retry_due(uint64_t *at, uint64_t now, uint64_t *next)
+{
+	if (*at == 0)
+		return false;
+	if (*at > now) {
+		*next = min_u64(*next, *at);
+		return false;
+	}
+	*at = 0;
+	return true;
 }
 
 int agent_run(const struct agent_options *o)
@@ -1159,13 +1200,12 @@ int agent_run(const struct agent_options *o)
 		if (a.exec_fd < 0)
 			next = min_u64(next, now + EXEC_DIR_RETRY_MS);
 
-		/* A Node patch that failed is retried when its backoff ends. */
-		if (a.patch_wake_at > now)
-			next = min_u64(next, a.patch_wake_at);
-		else if (a.patch_wake_at) {
-			a.patch_wake_at = 0;
+		/* A Node patch or a desired.json write that failed is retried
+		 * when its backoff ends. */
+		if (retry_due(&a.patch_wake_at, now, &next))
 			a.dirty = true;
-		}
+		if (retry_due(&a.write_wake_at, now, &next))
+			a.dirty = true;
 
 		/* In --once mode nothing is written before both GETs answered (the
 		 * Node may name another Secret). */
