@@ -422,12 +422,13 @@ void kube_splitter_init(struct kube_splitter *s, size_t max_line)
 	*s = (struct kube_splitter){ .max_line = max_line };
 }
 
-static int emit(const char *line, size_t len, kube_line_cb cb, void *userdata)
+static int emit(struct kube_splitter *s, const char *line, size_t len, kube_line_cb cb, void *userdata)
 {
 	if (len > 0 && line[len - 1] == '\r')
 		len--;
 	if (len == 0)
 		return 0;
+	s->lines++;
 	return cb(line, len, userdata);
 }
 
@@ -443,7 +444,7 @@ int kube_splitter_feed(struct kube_splitter *s, const char *data, size_t len, ku
 			return -EMSGSIZE;
 		if (nl && s->len == 0) {
 			/* Whole line inside this chunk: no copy. */
-			r = emit(data, take, cb, userdata);
+			r = emit(s, data, take, cb, userdata);
 		} else {
 			if (s->len + take > s->cap) {
 				size_t cap = s->cap ? s->cap : 4096;
@@ -462,7 +463,7 @@ int kube_splitter_feed(struct kube_splitter *s, const char *data, size_t len, ku
 			s->len += take;
 			r = 0;
 			if (nl) {
-				r = emit(s->buf, s->len, cb, userdata);
+				r = emit(s, s->buf, s->len, cb, userdata);
 				s->len = 0;
 			}
 		}
@@ -470,7 +471,6 @@ int kube_splitter_feed(struct kube_splitter *s, const char *data, size_t len, ku
 			return r;
 		if (!nl)
 			break;
-		s->lines++;
 		data = nl + 1;
 		len -= take + 1;
 	}

@@ -122,7 +122,9 @@ struct kube_splitter {
 	size_t len;
 	size_t cap;
 	size_t max_line;
-	uint64_t lines;     /* lines terminated so far (empty ones included) */
+	uint64_t lines;     /* lines handed to cb so far: blank ones carry no
+			     * event and are not counted, so a peer that sends
+			     * only newlines shows no progress */
 };
 
 typedef int (*kube_line_cb)(const char *line, size_t len, void *userdata);

@@ -16,7 +16,10 @@
 #     trickles): the agent abandons such connections (more than one
 #     connection per slow phase), keeps the last good state, recovers;
 #  4. an endless watch with no events (no bookmarks): the agent restarts its
-#     watches after watchIdleMs and nothing else happens.
+#     watches after watchIdleMs and nothing else happens;
+#  5. watches that send a blank line every 0.5 s and nothing else: bytes
+#     flow but no event, so the agent still gives them up after
+#     watchIdleMs; it recovers when they are healthy again.
 # Throughout: the agent's VmRSS stays within RSS_SLACK_KB of its first
 # sample. Prints "network-faults: <class> N cases, M survived" lines.
 source "$TESTS_DIR/lib/common.sh"
@@ -199,6 +202,27 @@ tally check "silent watch: restarted after watchIdleMs (8 s): $w watch requests 
 tally check "silent watch: no other requests ($o)" [ "$o" -eq 0 ]
 RSS+=("$(agent_rss_kb)")
 echo "network-faults: silent-watch $n cases, $good_n survived"
+
+# --- 5. watches that send blank lines and nothing else (bytes, no event)
+n=0 good_n=0
+t0=$(now)
+kctl POST /fault '{"type": "blank", "count": -1, "match": "watch=1"}' >/dev/null
+kctl POST /reset-watches >/dev/null
+sleep 30
+# How many blank watches ended, and the longest one lasted (open ones: so far).
+read -r ended longest < <(kctl GET "/log?since=$t0" | python3 -c 'import json, sys
+d = json.load(sys.stdin)
+ws = [e for e in d["requests"] if e.get("fault") == "blank"]
+print(sum(1 for e in ws if e.get("end")), "%.1f" % max([(e.get("end") or d["now"]) - e["t"] for e in ws] + [0]))')
+tally check "blank lines: watches given up after watchIdleMs (8 s): $ended ended, the longest lasted $longest s (<= 12)" \
+	python3 -c "import sys; sys.exit(not ($ended >= 2 and $longest <= 12))"
+kctl POST /clear-faults >/dev/null
+kctl POST /reset-watches >/dev/null
+t0=$(now)
+publish >/dev/null
+tally recovered "$t0" "blank lines: the fault cleared"
+RSS+=("$(agent_rss_kb)")
+echo "network-faults: blank-lines $n cases, $good_n survived"
 
 growth=$((RSS[-1] - RSS[0]))
 echo "# VmRSS kB: ${RSS[*]}"

@@ -65,7 +65,10 @@ CONTROL (all JSON; times are the server's time.time()):
             "oversize" (+"bytes", default 64 MiB; +"chunked", default true) |
             "badjson" | "410" (410 Expired, as for a too old resourceVersion) |
             "undo" (a PATCH of a Node answers 200 with the Node unchanged,
-            like a webhook that sets the fields back)
+            like a webhook that sets the fields back) | "blank" (a watch
+            answers 200 and then only a blank line every 0.5 s, no event,
+            until the client goes, the fault is cleared or the server goes
+            down; the log entry gets "end")
   POST /clear-faults    drop every scripted fault, release hung connections
   POST /reset-watches   every open watch: half an event, then RST
   POST /expire          forget the watch history and move the RV on: a resume
@@ -707,6 +710,26 @@ class ApiHandler(http.server.BaseHTTPRequestHandler):
             self.wfile.write(body)
             self.entry["status"] = 200
             return True
+        if t == "blank" and is_watch:
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            self.entry["status"] = 200
+            gen = st.down_gen
+            deadline = time.time() + HANG_MAX
+            try:
+                while time.time() < deadline and st.down_gen == gen and st.fault_gen == f["gen"]:
+                    self.write_part(b"\n", True)
+                    self.wfile.flush()
+                    if self.client_gone():
+                        break
+                    time.sleep(0.5)
+            except OSError:
+                pass
+            finally:
+                self.entry["end"] = time.time()
+            self.rst()
         if t == "oversize":
             total = int(f.get("bytes", 64 << 20))
             chunked = bool(f.get("chunked", True)) or is_watch
@@ -1136,7 +1159,7 @@ class ControlHandler(http.server.BaseHTTPRequestHandler):
             elif p == "/fault":
                 f = dict(req)
                 f["count"] = int(f.get("count", 1))
-                if f.get("type") not in ("500", "429", "reset", "hang", "blackhole", "oversize", "badjson", "410", "undo"):
+                if f.get("type") not in ("500", "429", "reset", "hang", "blackhole", "oversize", "badjson", "410", "undo", "blank"):
                     self.reply(400, {"error": "unknown fault type %r" % f.get("type")})
                     return
                 with st.lock:

@@ -358,11 +358,30 @@ static void splitter_every_boundary(void **state)
 	for (size_t i = 0; i < n; i++) {
 		uint64_t before = s.lines;
 		assert_int_equal(kube_splitter_feed(&s, stream + i, 1, collect_cb, &c), 0);
-		/* The count moves exactly on the byte that completes a line. */
-		assert_int_equal(s.lines - before, stream[i] == '\n' ? 1 : 0);
+		/* The count moves exactly on the byte that completes a line,
+		 * and not for the blank one ("\r\n\n"). */
+		bool completes = stream[i] == '\n' && i > 0 && stream[i - 1] != '\n';
+		assert_int_equal(s.lines - before, completes ? 1 : 0);
 	}
 	assert_int_equal(c.n, 3);
-	assert_int_equal(s.lines, 4); /* three events and one empty line */
+	assert_int_equal(s.lines, 3); /* three events; the blank line is not one */
+	kube_splitter_done(&s);
+}
+
+/* Blank lines are no events and no progress: a peer that sends only
+ * newlines must not keep a watch alive (agent/http.c counts on this). */
+static void splitter_blank_lines(void **state)
+{
+	struct kube_splitter s;
+	struct collect c = {};
+	kube_splitter_init(&s, 64);
+	for (int i = 0; i < 1000; i++)
+		assert_int_equal(kube_splitter_feed(&s, i % 2 ? "\n" : "\r\n\n", i % 2 ? 1 : 3, collect_cb, &c), 0);
+	assert_int_equal(c.n, 0);
+	assert_int_equal(s.lines, 0);
+	assert_int_equal(kube_splitter_feed(&s, "\n{}\r\n\n", 6, collect_cb, &c), 0);
+	assert_int_equal(c.n, 1);
+	assert_int_equal(s.lines, 1);
 	kube_splitter_done(&s);
 }
 
@@ -457,6 +476,7 @@ int main(void)
 		cmocka_unit_test(events_secret),
 		cmocka_unit_test(events_bad),
 		cmocka_unit_test(splitter_every_boundary),
+		cmocka_unit_test(splitter_blank_lines),
 		cmocka_unit_test(splitter_ceiling),
 		cmocka_unit_test(splitter_cb_error),
 		cmocka_unit_test(names),
