@@ -4,6 +4,7 @@
 #   make check                unit tests, then integration tests (root: real sshd, nspawn)
 #   make check-sanitize       the same under ASan + UBSan
 #   make fuzz                 build the libFuzzer targets and run each for FUZZ_SECONDS
+#   make fuzz-coverage        the source coverage each target's seed corpus reaches
 #   make lint bench install uninstall clean
 #
 # Variables: PREFIX DESTDIR CFLAGS LDFLAGS V=1 B=<build dir> CC.
@@ -86,7 +87,7 @@ TOOLS := $(patsubst tests/tools/%.c,$(B)/tools/%,$(TOOL_SRCS))
 TOOLS += $(B)/tools/faultfs.so
 
 .PHONY: all check check-unit check-integration check-sanitize fuzz fuzz-build \
-        fuzz-replay lint bench install uninstall clean
+        fuzz-replay fuzz-coverage lint bench install uninstall clean
 .DEFAULT_GOAL := all
 # Keep intermediate objects (unit-test .o files are built through a chain).
 .SECONDARY:
@@ -190,6 +191,22 @@ fuzz: fuzz-build
 
 fuzz-replay: fuzz-build
 	$(Q)B=$(abspath $(B)) FUZZ_SECONDS=0 tests/run-fuzz $(FUZZ_BINS)
+
+# The line, branch and function coverage each target's seed corpus reaches
+# in the files it tests (clang source-based coverage, llvm-cov).
+FUZZ_COV_CFLAGS := -std=gnu11 -D_GNU_SOURCE -g -O0 -Ilib $(PKG_CFLAGS) -fsanitize=fuzzer \
+                   -fprofile-instr-generate -fcoverage-mapping -DNA_FUZZING=1
+FUZZ_COV_BINS := $(patsubst tests/fuzz/%.c,$(B)/fuzz-cov/%,$(FUZZ_SRCS))
+
+$(B)/fuzz-cov/%: tests/fuzz/%.c $(LIB_SRCS) $(wildcard lib/*.h)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  FUZZCOV $@")
+	$(Q)$(FUZZ_CC) $(FUZZ_COV_CFLAGS) -o $@ $< $(LIB_SRCS) $(PKG_LIBS)
+
+$(B)/fuzz-cov/fuzz-restart: agent/node.c agent/node.h
+
+fuzz-coverage: $(FUZZ_COV_BINS)
+	$(Q)tests/fuzz-coverage $(FUZZ_COV_BINS)
 
 # ---- lint, bench -----------------------------------------------------------
 lint:

@@ -1,9 +1,11 @@
 /* libFuzzer target for lib/kube.c: the input is a watch stream. The first
  * byte picks the watched kind and seeds the chunk sizes; the stream is fed
  * to the splitter once whole and once at pseudo-random chunk boundaries, the
- * two must yield the same lines, and every line goes through the event
- * parser. The whole input also goes through the Secret, Node and Status
- * parsers. Never a crash, a leak, or a disagreement. */
+ * two must yield the same lines and hold back the same unfinished tail, and
+ * every line goes through the event parser. The whole input also goes
+ * through the Secret, Node and Status parsers, and a Node's Secret-name
+ * label through the name check the agent applies to it. Never a crash, a
+ * leak, or a disagreement. */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -48,6 +50,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct kube_splitter sp;
 	kube_splitter_init(&sp, 4096);
 	int r1 = kube_splitter_feed(&sp, s, n, on_line, &whole);
+	size_t pending1 = kube_splitter_pending(&sp);
 	kube_splitter_done(&sp);
 
 	kube_splitter_init(&sp, 4096);
@@ -60,10 +63,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		r2 = kube_splitter_feed(&sp, s + off, chunk, on_line, &chunked);
 		off += chunk;
 	}
+	size_t pending2 = kube_splitter_pending(&sp);
+	kube_splitter_reset(&sp);
+	if (kube_splitter_pending(&sp) != 0)
+		abort();
 	kube_splitter_done(&sp);
 	if (r1 != r2)
 		abort();
 	if (r1 == 0 && (whole.lines != chunked.lines || whole.hash != chunked.hash))
+		abort();
+	/* What is held back is exactly the bytes after the last newline. */
+	const char *nl = memrchr(s, '\n', n);
+	size_t tail = nl ? n - (size_t)(nl - s) - 1 : n;
+	if (r1 == 0 && (pending1 != tail || pending2 != tail))
 		abort();
 
 	struct kube_secret sec;
@@ -73,8 +85,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		kube_secret_done(&sec);
 	}
 	struct kube_node node;
-	if (kube_node_parse(s, n, &node, NULL) == 0)
+	if (kube_node_parse(s, n, &node, NULL) == 0) {
+		/* The agent follows this label only when it is a valid name. */
+		const char *l = node.secret_name_label;
+		if (l && kube_name_is_valid(l)) {
+			size_t len = strlen(l);
+			if (len == 0 || len > KUBE_NAME_MAX || strspn(l, "abcdefghijklmnopqrstuvwxyz0123456789-.") != len ||
+			    l[0] == '-' || l[0] == '.' || l[len - 1] == '-' || l[len - 1] == '.')
+				abort();
+		}
 		kube_node_done(&node);
+	}
 	struct kube_status st;
 	if (kube_status_parse(s, n, &st) == 0)
 		kube_status_done(&st);
