@@ -331,13 +331,6 @@ static const char *const event_types[] = {
 	[KUBE_EVENT_ERROR] = "ERROR",
 };
 
-const char *kube_event_type_to_string(enum kube_event_type t)
-{
-	if ((size_t)t < ELEMENTSOF(event_types))
-		return event_types[t];
-	return "?";
-}
-
 int kube_event_parse(const char *line, size_t len, enum kube_kind kind, size_t max_osc,
 		     struct kube_event *ret, const char **err)
 {

@@ -110,8 +110,6 @@ int kube_event_parse(const char *line, size_t len, enum kube_kind kind, size_t m
 		     struct kube_event *ret, const char **err);
 void kube_event_done(struct kube_event *e);
 
-const char *kube_event_type_to_string(enum kube_event_type t);
-
 /* Splits a watch stream into lines. Feed it chunks with arbitrary
  * boundaries; every complete, non-empty line (without its "\n", "\r\n"
  * tolerated) is handed to cb. A line longer than max_line bytes makes feed

@@ -60,11 +60,6 @@ void log_set_max_level(int level)
 	log_max_level = level;
 }
 
-int log_get_max_level(void)
-{
-	return log_max_level;
-}
-
 static bool want_stderr(void)
 {
 	switch (log_target) {
@@ -145,15 +140,4 @@ int log_full(int level, int error, const char *file, int line, const char *const
 
 	errno = saved_errno;
 	return r;
-}
-
-void log_fatal(const char *fmt, ...)
-{
-	char msg[LOG_MESSAGE_MAX];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	log_full(LOG_CRIT, 0, __FILE__, __LINE__, NULL, "%s", msg);
-	exit(EXIT_FAILURE);
 }

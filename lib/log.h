@@ -23,7 +23,6 @@ enum log_target {
 
 void log_open(const char *ident, enum log_target target);
 void log_set_max_level(int level);
-int log_get_max_level(void);
 
 /* Logs one message. Extra fields are "KEY=value" strings, NULL-terminated;
  * the message is printf-formatted. Returns -abs(error) when error != 0, so
@@ -45,7 +44,5 @@ int log_full(int level, int error, const char *file, int line, const char *const
 /* With structured fields: log_fields(LOG_INFO, LOG_FIELDS("USER=x", "KEYS=3"), "fmt", ...). */
 #define log_fields(level, fields, ...) log_full((level), 0, __FILE__, __LINE__, (fields), __VA_ARGS__)
 #define log_fields_errno(level, r, fields, ...) log_full((level), (r), __FILE__, __LINE__, (fields), __VA_ARGS__)
-
-_noreturn_ void log_fatal(const char *fmt, ...) _printf_(1, 2);
 
 #endif
