@@ -84,8 +84,13 @@ int home_open_ssh(int rootfd, const struct account *a, time_t now, char *why, si
 	if (!fsx_path_is_safe(a->home, 4096) || strcmp(a->home, "/") == 0)
 		return REFUSE(-EINVAL, "home directory path is not a normalised absolute path below /");
 
+	/* Above the home only root chooses the path: a link root made there
+	 * (an image's home -> var/home) is followed, as for the OSC's files;
+	 * the home itself and everything below it are opened strictly. Not
+	 * following it would leave the real ~/.ssh with keys that were
+	 * dropped. */
 	const char *name;
-	_cleanup_close_ int parent = fsx_open_parent_at(rootfd, a->home, 0, 0, &name);
+	_cleanup_close_ int parent = fsx_open_parent_at(rootfd, a->home, FSX_FOLLOW_ROOT_SYMLINKS, 0, &name);
 	if (parent < 0)
 		return REFUSE(parent, "cannot open the parent of the home directory without following symlinks");
 	struct stat st;

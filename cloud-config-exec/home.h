@@ -4,7 +4,9 @@
  * symlink or a hard link in place of .ssh or authorized_keys, a FIFO, a
  * directory. So every step goes through a verified directory fd:
  *   - the home's parent is opened below the root one component at a time
- *     with O_NOFOLLOW and must be owned by root; the home itself is opened
+ *     with O_NOFOLLOW (following only links root alone can have made, as an
+ *     image's home -> var/home: FSX_FOLLOW_ROOT_SYMLINKS) and must be owned
+ *     by root; the home itself is opened
  *     with O_NOFOLLOW|O_DIRECTORY from it and must be owned by the user or
  *     by root;
  *   - .ssh is opened with O_NOFOLLOW|O_DIRECTORY (created 0700 when
