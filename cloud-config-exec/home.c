@@ -265,6 +265,21 @@ empty:
 	return 1;
 }
 
+int home_move_aside(int sshfd, const struct account *a, const char *name, time_t now, char *moved,
+		    size_t moved_size, char *why, size_t why_size)
+{
+	moved[0] = '\0';
+	struct stat st;
+	if (fstatat(sshfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return errno == ENOENT ? 0 : REFUSE(negerrno(), "cannot stat a file in ~/.ssh");
+	int r = move_aside(sshfd, name, now, moved, moved_size);
+	if (r == -ENOENT) {
+		moved[0] = '\0';
+		return 0;
+	}
+	return r < 0 ? REFUSE(r, "cannot move a file in ~/.ssh aside") : 1;
+}
+
 int home_write_keys(int sshfd, const struct account *a, const char *data, size_t len, bool move, time_t now,
 		    char *moved, size_t moved_size, char *why, size_t why_size)
 {

@@ -64,6 +64,12 @@ int home_read_keys(int sshfd, const struct account *a, char **ret, size_t *ret_l
 int home_write_keys(int sshfd, const struct account *a, const char *data, size_t len, bool move, time_t now,
 		    char *moved, size_t moved_size, char *why, size_t why_size);
 
+/* Renames ~/.ssh/name (whatever it is) aside as above: 1 with the new name
+ * in moved, 0 when there is nothing, -errno. For authorized_keys2, which
+ * sshd reads by default too, in ssh.exclusive mode. */
+int home_move_aside(int sshfd, const struct account *a, const char *name, time_t now, char *moved,
+		    size_t moved_size, char *why, size_t why_size);
+
 /* Pure, for tests: true for a name fsx_write_atomic_at gives its temporary
  * of authorized_keys (".#authorized_keys.<16 lowercase hex>"). */
 bool home_is_temp_name(const char *name);

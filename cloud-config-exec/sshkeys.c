@@ -274,6 +274,20 @@ static int apply_login_user(int rootfd, const struct config *cfg, const struct a
 		return r;
 	log_changes(acct->name, prev, &m, want, in->now);
 	char moved[NAME_MAX + 1] = "";
+	if (cfg->keys_exclusive) {
+		/* sshd's default AuthorizedKeysFile reads authorized_keys2 as
+		 * well: in exclusive mode only the managed keys may log in. */
+		r = home_move_aside(sshfd, acct, "authorized_keys2", in->now, moved, sizeof(moved), why, why_size);
+		if (r < 0) {
+			keymerge_result_done(&m);
+			return r;
+		}
+		if (r > 0)
+			log_fields(LOG_WARNING, LOG_FIELDS(ufield),
+				   "~%s/.ssh/authorized_keys2 moved aside to ~%s/.ssh/%s (ssh.exclusive: only the "
+				   "managed keys log in)", acct->name, acct->name, moved);
+		moved[0] = '\0';
+	}
 	r = home_write_keys(sshfd, acct, m.content, m.len, move, in->now, moved, sizeof(moved), why, why_size);
 	if (r < 0) {
 		keymerge_result_done(&m);

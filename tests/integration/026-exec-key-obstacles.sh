@@ -9,7 +9,7 @@
 # apply current+previous, plant, apply current only; then the rotated-out
 # key is refused by sshd, the current key logs in, the run succeeded and
 # what could not be read was moved aside, not deleted. Also: ssh.exclusive
-# over a huge file, a home the executor must refuse (the run fails with the
+# over a huge file and an authorized_keys2 holding the old key, a home the executor must refuse (the run fails with the
 # user and the reason in result.json), and crash temporaries cleaned (only
 # ours: regular, the user's or root's, the exact name pattern).
 # Runs in private mount + network namespaces (lo only; scratch passwd,
@@ -186,9 +186,12 @@ echo "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGhW6nRj4zTgIvQ+OvMsGXhP5cp3q6aBt1cP3w
 as_user /usr/bin/python3 -c "
 import sys
 with open(sys.argv[1], 'a') as f: f.write(('#' * 1023 + '\n') * 1100)" "$AK"
+cp "$K/gardener-previous.pub" "$H/.ssh/authorized_keys2"; chown $UID_G:$UID_G "$H/.ssh/authorized_keys2"
 echo '{"ssh": {"exclusive": true}}' >"$W/config.json"
 rotate exclusive-huge "$AK.node-agent-moved-*"
 check "exclusive-huge: only the managed key" test "$(grep -c . "$AK")" -eq 1
+check "exclusive: authorized_keys2 (sshd reads it too) moved aside" \
+	bash -c "test ! -e '$H/.ssh/authorized_keys2' && grep -q '$PREV' '$H'/.ssh/authorized_keys2.node-agent-moved-*"
 echo '{}' >"$W/config.json"
 
 # --- crash temporaries: ours removed, anything else with the name kept
