@@ -10,7 +10,8 @@
 # key is refused by sshd, the current key logs in, the run succeeded and
 # what could not be read was moved aside, not deleted. Also: ssh.exclusive
 # over a huge file and an authorized_keys2 holding the old key, a home the executor must refuse (the run fails with the
-# user and the reason in result.json), and crash temporaries cleaned (only
+# user and the reason in result.json), a failing files step that does not
+# hold back the rotation, and crash temporaries cleaned (only
 # ours: regular, the user's or root's, the exact name pattern).
 # Runs in private mount + network namespaces (lo only; scratch passwd,
 # group and shadow bind-mounted over /etc's; a tmpfs on /run for sshd).
@@ -214,6 +215,20 @@ check "temps: another user's file with the name left alone" \
 check "temps: a directory with the name left alone" test -d "$H/.ssh/.#authorized_keys.3333333333333333"
 check "temps: names off the pattern left alone" \
 	test -e "$H/.ssh/.#authorized_keys.0123456789ABCDEF" -a -e "$H/.ssh/.#authorized_keys.0123"
+
+# --- a files step that fails does not hold back the rotation
+reset
+echo "not a directory" >"$R/etc/blocked"
+python3 "$GEN_OSC" --files 1 --prefix /etc/blocked --keys "$W/keys2" >"$W/v3.json"
+timeout 60 "$CCE" --root "$R" --config "$W/config.json" --no-systemd --log stderr apply "$W/v3.json" \
+	>"$W/files-fail.log" 2>&1
+check "files-fail: the run fails (exit 1)" test $? -eq 1
+check "files-fail: result.json: failedStep files" python3 -c "
+import json, sys; r = json.load(open('$ST/result.json'))
+sys.exit(not (r['success'] is False and r['failedStep'] == 'files'))"
+check_not "files-fail: the keys were rotated all the same: sshd refuses the old key" login gardener-previous
+check "files-fail: the current key logs in" login gardener-current
+rm -f "$R/etc/blocked"
 
 # --- a home the executor must refuse: the run fails and says why
 reset
