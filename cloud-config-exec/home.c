@@ -206,8 +206,11 @@ int home_read_keys(int sshfd, const struct account *a, char **ret, size_t *ret_l
 			ignored = "a socket or FIFO without writer", aside = true;
 		else if (errno == EWOULDBLOCK)
 			/* A lease (F_SETLEASE) held by whoever opened it: the open
-			 * would wait for its break. Renaming the name away is not
-			 * blocked by a lease. */
+			 * would wait for its break (Linux fs/locks.c __break_lease
+			 * returns -EWOULDBLOCK for O_NONBLOCK). Renaming the name
+			 * away is not blocked: vfs_rename (fs/namei.c) breaks only
+			 * NFS delegations (try_break_deleg), not leases; 026 holds
+			 * one and proves it. */
 			ignored = "leased by another process (open: Resource temporarily unavailable)", aside = true;
 		else if (errno == EISDIR)
 			ignored = "a directory", aside = true;

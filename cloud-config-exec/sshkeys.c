@@ -276,7 +276,9 @@ static int apply_login_user(int rootfd, const struct config *cfg, const struct a
 	char moved[NAME_MAX + 1] = "";
 	if (cfg->keys_exclusive) {
 		/* sshd's default AuthorizedKeysFile reads authorized_keys2 as
-		 * well: in exclusive mode only the managed keys may log in. */
+		 * well (OpenSSH servconf.c: _PATH_SSH_USER_PERMITTED_KEYS2; the
+		 * shipped drop-in leaves the default): in exclusive mode only
+		 * the managed keys may log in. */
 		r = home_move_aside(sshfd, acct, "authorized_keys2", in->now, moved, sizeof(moved), why, why_size);
 		if (r < 0) {
 			keymerge_result_done(&m);
