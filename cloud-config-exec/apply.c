@@ -256,6 +256,18 @@ static int fail_result(int statefd, struct result *res, const char *step, const 
 	return APPLY_EXIT_FAILED;
 }
 
+/* A failed files or units step must not hold back a key rotation: the keys
+ * step still runs (its own failure is logged); the run still fails. */
+static void keys_anyway(const struct apply_ctx *c, const struct osc *new, const struct desired *d, struct state *st,
+			int statefd)
+{
+	struct sshkeys_input in = { .osc = new, .key_document = d ? d->key_document : NULL,
+				    .ssh_access = d ? d->ssh_access : true, .now = time(NULL) };
+	bool changed = false;
+	log_notice("Applying the SSH keys despite the failed step");
+	(void)sshkeys_apply(c->rootfd, c->root, c->cfg, &in, st, statefd, &changed, NULL, 0);
+}
+
 int apply_osc(const struct apply_ctx *c, const char *osc, size_t len, const struct desired *d)
 {
 	struct result res = { .generation = d ? d->generation : 0 };
@@ -318,6 +330,7 @@ int apply_osc(const struct apply_ctx *c, const char *osc, size_t len, const stru
 	r = files_apply(c->rootfd, new, &fplan, &st, statefd, &written);
 	if (r < 0) {
 		files_plan_done(&fplan);
+		keys_anyway(c, new, d, &st, statefd);
 		return fail_result(statefd, &res, "files", "a file could not be written or removed (see the journal)");
 	}
 	bool changed = (written && written[0]) || (fplan.remove && fplan.remove[0]);
@@ -374,6 +387,7 @@ int apply_osc(const struct apply_ctx *c, const char *osc, size_t len, const stru
 		_cleanup_free_ char *uerr = NULL;
 		r = units_apply(uplan, c->rootfd, c->bus, c->job_timeout_ms, &changed_units, &uerr);
 		if (r < 0) {
+			keys_anyway(c, new, d, &st, statefd);
 			char buf[1024];
 			snprintf(buf, sizeof(buf), "%s", uerr ? uerr : strerror(-r));
 			res.changed_units = changed_units;
@@ -409,10 +423,11 @@ int apply_osc(const struct apply_ctx *c, const char *osc, size_t len, const stru
 	struct sshkeys_input in = { .osc = new, .key_document = d ? d->key_document : NULL,
 				    .ssh_access = d ? d->ssh_access : true, .now = time(NULL) };
 	bool keys_changed = false;
-	r = sshkeys_apply(c->rootfd, c->root, c->cfg, &in, &st, statefd, &keys_changed);
+	char kerr[SSHKEYS_ERROR_MAX] = "";
+	r = sshkeys_apply(c->rootfd, c->root, c->cfg, &in, &st, statefd, &keys_changed, kerr, sizeof(kerr));
 	if (r < 0) {
 		res.restart_id = NULL;
-		return fail_result(statefd, &res, "keys", "the SSH keys could not be applied (see the journal)");
+		return fail_result(statefd, &res, "keys", kerr[0] ? kerr : "the SSH keys could not be applied (see the journal)");
 	}
 	changed = changed || keys_changed;
 
@@ -496,7 +511,8 @@ int apply_keys_only(const struct apply_ctx *c)
 	struct sshkeys_input in = { .osc = old, .key_document = have_d ? d.key_document : NULL,
 				    .ssh_access = have_d ? d.ssh_access : true, .now = time(NULL) };
 	bool changed = false;
-	r = sshkeys_apply(c->rootfd, c->root, c->cfg, &in, &st, statefd, &changed);
+	char kerr[SSHKEYS_ERROR_MAX] = "";
+	r = sshkeys_apply(c->rootfd, c->root, c->cfg, &in, &st, statefd, &changed, kerr, sizeof(kerr));
 	if (have_d)
 		desired_done(&d);
 	if (r < 0)

@@ -1,10 +1,12 @@
 /* Writing into a user's home; see home.h. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cleanup.h"
@@ -13,13 +15,59 @@
 #include "log.h"
 
 #define AUTHORIZED_KEYS "authorized_keys"
+#define STRINGIFY_CEILING "1048576"
+_Static_assert(HOME_KEYS_MAX == 1048576, "STRINGIFY_CEILING");
 
-static int refuse(const struct account *a, int r, const char *what)
+static int refuse(const struct account *a, char *why, size_t why_size, int r, const char *what)
 {
 	char ufield[64];
 	snprintf(ufield, sizeof(ufield), "USER=%s", a->name);
+	snprintf(why, why_size, "%s: %s", what, strerror(-r));
 	return log_fields_errno(LOG_ERR, r, LOG_FIELDS(ufield), "Refusing to write the SSH keys of %s: %s", a->name,
 				what);
+}
+
+bool home_is_temp_name(const char *name)
+{
+	/* fsx_write_atomic_at's temporary: ".#<name>.<16 lowercase hex>". */
+	static const char prefix[] = ".#" AUTHORIZED_KEYS ".";
+	if (strncmp(name, prefix, sizeof(prefix) - 1) != 0)
+		return false;
+	const char *h = name + sizeof(prefix) - 1;
+	size_t n = 0;
+	for (; h[n]; n++)
+		if (!((h[n] >= '0' && h[n] <= '9') || (h[n] >= 'a' && h[n] <= 'f')))
+			return false;
+	return n == 16;
+}
+
+int home_moved_name(const char *name, time_t now, unsigned attempt, char *buf, size_t size)
+{
+	struct tm tm;
+	if (!gmtime_r(&now, &tm))
+		return -EINVAL;
+	char ts[32];
+	if (strftime(ts, sizeof(ts), "%Y%m%dT%H%M%SZ", &tm) == 0)
+		return -EINVAL;
+	int n = attempt ? snprintf(buf, size, "%s.node-agent-moved-%s-%u", name, ts, attempt) :
+			  snprintf(buf, size, "%s.node-agent-moved-%s", name, ts);
+	return n < 0 || (size_t)n >= size ? -ENAMETOOLONG : 0;
+}
+
+/* Renames dirfd/name (whatever it is: never opened, never followed) to a
+ * fresh visible name next to it; the new name goes to moved. */
+static int move_aside(int dirfd, const char *name, time_t now, char *moved, size_t moved_size)
+{
+	for (unsigned attempt = 0; attempt < 100; attempt++) {
+		int r = home_moved_name(name, now, attempt, moved, moved_size);
+		if (r < 0)
+			return r;
+		if (renameat2(dirfd, name, dirfd, moved, RENAME_NOREPLACE) == 0)
+			return fsx_fsync_dir(dirfd);
+		if (errno != EEXIST)
+			return negerrno();
+	}
+	return -EEXIST;
 }
 
 /* For the log only: the decision was already taken on the fd. */
@@ -29,64 +77,122 @@ static bool is_symlink(int dirfd, const char *name)
 	return fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode);
 }
 
-int home_open_ssh(int rootfd, const struct account *a)
+#define REFUSE(r, what) refuse(a, why, why_size, (r), (what))
+
+int home_open_ssh(int rootfd, const struct account *a, time_t now, char *why, size_t why_size)
 {
 	if (!fsx_path_is_safe(a->home, 4096) || strcmp(a->home, "/") == 0)
-		return refuse(a, -EINVAL, "home directory path is not a normalised absolute path below /");
+		return REFUSE(-EINVAL, "home directory path is not a normalised absolute path below /");
 
+	/* Above the home only root chooses the path: a link root made there
+	 * (an image's home -> var/home) is followed, as for the OSC's files;
+	 * the home itself and everything below it are opened strictly. Not
+	 * following it would leave the real ~/.ssh with keys that were
+	 * dropped. */
 	const char *name;
-	_cleanup_close_ int parent = fsx_open_parent_at(rootfd, a->home, 0, 0, &name);
+	_cleanup_close_ int parent = fsx_open_parent_at(rootfd, a->home, FSX_FOLLOW_ROOT_SYMLINKS, 0, &name);
 	if (parent < 0)
-		return refuse(a, parent, "cannot open the parent of the home directory without following symlinks");
+		return REFUSE(parent, "cannot open the parent of the home directory without following symlinks");
 	struct stat st;
 	if (fstat(parent, &st) < 0)
-		return refuse(a, negerrno(), "cannot stat the parent of the home directory");
+		return REFUSE(negerrno(), "cannot stat the parent of the home directory");
 	if (st.st_uid != 0)
-		return refuse(a, -EPERM, "the parent of the home directory is not owned by root");
+		return REFUSE(-EPERM, "the parent of the home directory is not owned by root");
 
 	_cleanup_close_ int home = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (home < 0) {
 		int r = negerrno();
-		return refuse(a, r, is_symlink(parent, name) ? "the home directory is a symlink" :
-				    "home directory missing or not a directory");
+		return REFUSE(r, is_symlink(parent, name) ? "the home directory is a symlink" :
+							    "home directory missing or not a directory");
 	}
 	if (fstat(home, &st) < 0)
-		return refuse(a, negerrno(), "cannot stat the home directory");
+		return REFUSE(negerrno(), "cannot stat the home directory");
 	if (st.st_uid != a->uid && st.st_uid != 0)
-		return refuse(a, -EPERM, "home directory is owned by another user");
+		return REFUSE(-EPERM, "home directory is owned by another user");
 
+	char ufield[64];
+	snprintf(ufield, sizeof(ufield), "USER=%s", a->name);
 	int ssh = openat(home, ".ssh", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (ssh < 0 && (errno == ELOOP || errno == ENOTDIR)) {
+		/* A symlink (sshd would follow it to whatever keys it finds
+		 * there) or a file: moved aside, never followed or removed. */
+		bool link = is_symlink(home, ".ssh");
+		char moved[NAME_MAX + 1];
+		int r = move_aside(home, ".ssh", now, moved, sizeof(moved));
+		if (r < 0)
+			return REFUSE(r, link ? "~/.ssh is a symlink and cannot be moved aside" :
+						"~/.ssh is not a directory and cannot be moved aside");
+		log_fields(LOG_WARNING, LOG_FIELDS(ufield), "~%s/.ssh was %s: moved aside to ~%s/%s", a->name,
+			   link ? "a symlink" : "not a directory",
+			   a->name, moved);
+		errno = ENOENT;
+	}
 	if (ssh < 0 && errno == ENOENT) {
 		if (mkdirat(home, ".ssh", 0700) < 0 && errno != EEXIST)
-			return refuse(a, negerrno(), "cannot create ~/.ssh");
+			return REFUSE(negerrno(), "cannot create ~/.ssh");
 		ssh = openat(home, ".ssh", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	}
 	if (ssh < 0) {
 		int r = negerrno();
-		return refuse(a, r, is_symlink(home, ".ssh") ? "~/.ssh is a symlink" :
-				    r == -ENOTDIR ? "~/.ssh is not a directory" : "cannot open ~/.ssh");
+		return REFUSE(r, is_symlink(home, ".ssh") ? "~/.ssh is a symlink" :
+				 r == -ENOTDIR ? "~/.ssh is not a directory" : "cannot open ~/.ssh");
 	}
 	_cleanup_close_ int sshfd = ssh;
 	if (fstat(sshfd, &st) < 0)
-		return refuse(a, negerrno(), "cannot stat ~/.ssh");
+		return REFUSE(negerrno(), "cannot stat ~/.ssh");
 	if (st.st_uid != a->uid || st.st_gid != a->gid) {
 		/* Through the fd: whatever the user renames, this is the directory we opened. */
 		if (fchown(sshfd, a->uid, a->gid) < 0)
-			return refuse(a, negerrno(), "cannot fix the owner of ~/.ssh");
-		char ufield[64];
-		snprintf(ufield, sizeof(ufield), "USER=%s", a->name);
+			return REFUSE(negerrno(), "cannot fix the owner of ~/.ssh");
 		log_fields(LOG_NOTICE, LOG_FIELDS(ufield), "Fixed the owner of ~%s/.ssh (was uid %u)", a->name,
 			   (unsigned)st.st_uid);
 	}
 	if ((st.st_mode & 07777) != 0700 && fchmod(sshfd, 0700) < 0)
-		return refuse(a, negerrno(), "cannot fix the mode of ~/.ssh");
+		return REFUSE(negerrno(), "cannot fix the mode of ~/.ssh");
 	return TAKE_FD(sshfd);
 }
 
+int home_remove_temps(int sshfd, const struct account *a)
+{
+	int fd = openat(sshfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return negerrno();
+	DIR *d = fdopendir(fd);
+	if (!d) {
+		int r = negerrno();
+		close(fd);
+		return r;
+	}
+	char ufield[64];
+	snprintf(ufield, sizeof(ufield), "USER=%s", a->name);
+	int removed = 0;
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		if (!home_is_temp_name(de->d_name))
+			continue;
+		struct stat st;
+		/* Only our own leftovers: a regular file of the user's (after
+		 * the fchown) or root's (before it); the name alone proves
+		 * nothing, the user can make one. */
+		if (fstatat(sshfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode) ||
+		    (st.st_uid != a->uid && st.st_uid != 0))
+			continue;
+		if (unlinkat(sshfd, de->d_name, 0) == 0) {
+			log_fields(LOG_NOTICE, LOG_FIELDS(ufield),
+				   "Removed ~%s/.ssh/%s, left behind by an interrupted write of authorized_keys", a->name,
+				   de->d_name);
+			removed++;
+		}
+	}
+	closedir(d);
+	return removed;
+}
+
 int home_read_keys(int sshfd, const struct account *a, char **ret, size_t *ret_len, const char **ret_ignored,
-		   bool *ret_keys_only)
+		   bool *ret_keys_only, bool *ret_move_aside, char *why, size_t why_size)
 {
 	const char *ignored = NULL;
+	bool aside = false;
 	char *empty = NULL;
 	_cleanup_close_ int fd = openat(sshfd, AUTHORIZED_KEYS, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
 	struct stat st;
@@ -97,38 +203,58 @@ int home_read_keys(int sshfd, const struct account *a, char **ret, size_t *ret_l
 		else if (errno == ELOOP)
 			ignored = "a symlink";
 		else if (errno == ENXIO)
-			ignored = "a socket or FIFO without writer";
+			ignored = "a socket or FIFO without writer", aside = true;
+		else if (errno == EWOULDBLOCK)
+			/* A lease (F_SETLEASE) held by whoever opened it: the open
+			 * would wait for its break (Linux fs/locks.c __break_lease
+			 * returns -EWOULDBLOCK for O_NONBLOCK). Renaming the name
+			 * away is not blocked: vfs_rename (fs/namei.c) breaks only
+			 * NFS delegations (try_break_deleg), not leases; 026 holds
+			 * one and proves it. */
+			ignored = "leased by another process (open: Resource temporarily unavailable)", aside = true;
+		else if (errno == EISDIR)
+			ignored = "a directory", aside = true;
 		else
-			return refuse(a, negerrno(), "cannot open ~/.ssh/authorized_keys");
+			ignored = "not readable", aside = true;
 		goto empty;
 	}
 	if (fstat(fd, &st) < 0)
-		return refuse(a, negerrno(), "cannot stat ~/.ssh/authorized_keys");
-	if (S_ISDIR(st.st_mode))
-		return refuse(a, -EISDIR, "~/.ssh/authorized_keys is a directory");
+		return REFUSE(negerrno(), "cannot stat ~/.ssh/authorized_keys");
+	if (S_ISDIR(st.st_mode)) {
+		ignored = "a directory", aside = true;
+		goto empty;
+	}
 	if (!S_ISREG(st.st_mode)) {
-		ignored = "not a regular file";
+		ignored = "not a regular file", aside = true;
 		goto empty;
 	}
 	if (st.st_nlink != 1) {
+		/* The name is one of several: replacing it loses nothing. */
 		ignored = "a hard link";
 		goto empty;
 	}
 	if (st.st_uid != a->uid && st.st_uid != 0) {
-		ignored = "owned by another user";
+		ignored = "owned by another user", aside = true;
 		goto empty;
 	}
 	/* The user can make the file as large as they like (a sparse file
-	 * costs nothing): a refusal, not a failing disk. */
-	if ((size_t)st.st_size > HOME_KEYS_MAX)
-		return refuse(a, -EMSGSIZE, "~/.ssh/authorized_keys is larger than the ceiling, left alone");
+	 * costs nothing): it is not read, it is moved aside. */
+	if ((size_t)st.st_size > HOME_KEYS_MAX) {
+		ignored = "larger than the ceiling (" STRINGIFY_CEILING " bytes)", aside = true;
+		goto empty;
+	}
 	int r = fsx_read_fd(fd, HOME_KEYS_MAX, ret, ret_len);
-	if (r == -EFBIG) /* grew while we read it */
-		r = -EMSGSIZE;
-	if (r < 0)
-		return refuse(a, r, "cannot read ~/.ssh/authorized_keys");
+	if (r == -EFBIG) { /* grew while we read it */
+		ignored = "larger than the ceiling (" STRINGIFY_CEILING " bytes)", aside = true;
+		goto empty;
+	}
+	if (r < 0) {
+		ignored = "not readable", aside = true;
+		goto empty;
+	}
 	*ret_ignored = NULL;
 	*ret_keys_only = st.st_uid != a->uid;
+	*ret_move_aside = false;
 	return 1;
 empty:
 	empty = calloc(1, 1);
@@ -138,16 +264,42 @@ empty:
 	*ret_len = 0;
 	*ret_ignored = ignored;
 	*ret_keys_only = false;
+	*ret_move_aside = aside;
 	return 1;
 }
 
-int home_write_keys(int sshfd, const struct account *a, const char *data, size_t len)
+int home_move_aside(int sshfd, const struct account *a, const char *name, time_t now, char *moved,
+		    size_t moved_size, char *why, size_t why_size)
 {
+	moved[0] = '\0';
 	struct stat st;
-	if (fstatat(sshfd, AUTHORIZED_KEYS, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode))
-		return refuse(a, -EISDIR, "~/.ssh/authorized_keys is a directory");
+	if (fstatat(sshfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return errno == ENOENT ? 0 : REFUSE(negerrno(), "cannot stat a file in ~/.ssh");
+	int r = move_aside(sshfd, name, now, moved, moved_size);
+	if (r == -ENOENT) {
+		moved[0] = '\0';
+		return 0;
+	}
+	return r < 0 ? REFUSE(r, "cannot move a file in ~/.ssh aside") : 1;
+}
+
+int home_write_keys(int sshfd, const struct account *a, const char *data, size_t len, bool move, time_t now,
+		    char *moved, size_t moved_size, char *why, size_t why_size)
+{
+	if (moved_size)
+		moved[0] = '\0';
+	struct stat st;
+	if (!move && fstatat(sshfd, AUTHORIZED_KEYS, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode))
+		move = true; /* became a directory since it was read */
+	if (move) {
+		int r = move_aside(sshfd, AUTHORIZED_KEYS, now, moved, moved_size);
+		if (r == -ENOENT)
+			moved[0] = '\0';
+		else if (r < 0)
+			return REFUSE(r, "cannot move ~/.ssh/authorized_keys aside");
+	}
 	int r = fsx_write_atomic_at(sshfd, AUTHORIZED_KEYS, data, len, 0600, a->uid, a->gid, FSX_SKIP_IF_SAME);
 	if (r < 0)
-		return refuse(a, r, "cannot replace ~/.ssh/authorized_keys");
-	return r;
+		return REFUSE(r, "cannot replace ~/.ssh/authorized_keys");
+	return move ? 1 : r;
 }

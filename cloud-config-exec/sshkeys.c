@@ -1,6 +1,7 @@
 /* The keys step; see sshkeys.h. */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -108,8 +109,9 @@ static const struct osc_file *find_osc_file(const struct osc *osc, const char *p
 
 /* A key source given as an image file (content.imageRef) has no bytes here:
  * it is refused (logged), not read as an empty key list. */
-static int refuse_image_source(const struct osc_file *f)
+static int refuse_image_source(const struct osc_file *f, char *why, size_t why_size)
 {
+	snprintf(why, why_size, "key source %s rejected: it comes from image '%s'", f->path, f->image);
 	char ffield[1100];
 	snprintf(ffield, sizeof(ffield), "FILE=%s", f->path);
 	return log_fields_errno(LOG_ERR, -EINVAL, LOG_FIELDS(ffield),
@@ -141,7 +143,8 @@ static int add_doc(struct wants *w, struct keydoc *doc, const struct config *cfg
 
 /* Gardener's file: the current key, then the previous one, for the login
  * user. A malformed file is refused whole (-EINVAL, logged). */
-static int collect_gardener_file(const struct osc_file *f, const struct config *cfg, struct wants *w)
+static int collect_gardener_file(const struct osc_file *f, const struct config *cfg, struct wants *w, char *why,
+				 size_t why_size)
 {
 	struct keys_parse_params params = { .rsa_min_bits = cfg->rsa_min_bits };
 	struct keydoc doc = { 0 };
@@ -151,6 +154,7 @@ static int collect_gardener_file(const struct osc_file *f, const struct config *
 	if (r < 0) {
 		char ffield[128];
 		snprintf(ffield, sizeof(ffield), "FILE=%s", SSHKEYS_GARDENER_FILE);
+		snprintf(why, why_size, "key source %s rejected: %s", SSHKEYS_GARDENER_FILE, err[0] ? err : "invalid");
 		return log_fields_errno(LOG_ERR, r, LOG_FIELDS(ffield), "%s rejected: %s", SSHKEYS_GARDENER_FILE,
 					err[0] ? err : "invalid");
 	}
@@ -162,14 +166,16 @@ static int collect_gardener_file(const struct osc_file *f, const struct config *
 /* The expiring-key document (keydoc.h). A malformed document is refused
  * whole (-EINVAL, logged). */
 static int collect_document(const char *what, const char *data, size_t len, const struct config *cfg,
-			    struct wants *w)
+			    struct wants *w, char *why, size_t why_size)
 {
 	struct keys_parse_params params = { .rsa_min_bits = cfg->rsa_min_bits };
 	struct keydoc doc = { 0 };
 	char err[KEYDOC_ERR_MAX] = "";
 	int r = keydoc_parse_json(data, len, &params, &doc, err, sizeof(err));
-	if (r < 0)
+	if (r < 0) {
+		snprintf(why, why_size, "key document %s rejected: %s", what, err[0] ? err : "invalid");
 		return log_error_errno(r, "Key document %s rejected: %s", what, err[0] ? err : "invalid");
+	}
 	r = add_doc(w, &doc, cfg, what);
 	keydoc_done(&doc);
 	return r;
@@ -218,26 +224,28 @@ static void log_changes(const char *user, const struct state_user *prev, const s
 }
 
 /* The login user's authorized_keys. Returns 1 written, 0 unchanged, -errno
- * on refusal (logged by home.c). On success st's managed set is updated. */
+ * when it could not be brought to the wanted keys (logged by home.c, the
+ * reason in why). On success st's managed set is updated. */
 static int apply_login_user(int rootfd, const struct config *cfg, const struct account *acct,
 			    const struct want *want, const struct sshkeys_input *in, struct state *st,
-			    struct keymerge_result *ret)
+			    struct keymerge_result *ret, char *why, size_t why_size)
 {
-	_cleanup_close_ int sshfd = home_open_ssh(rootfd, acct);
+	_cleanup_close_ int sshfd = home_open_ssh(rootfd, acct, in->now, why, why_size);
 	if (sshfd < 0)
 		return sshfd;
+	(void)home_remove_temps(sshfd, acct);
 	_cleanup_free_ char *old = NULL;
 	size_t old_len = 0;
 	const char *ignored = NULL;
-	bool keys_only = false;
-	int r = home_read_keys(sshfd, acct, &old, &old_len, &ignored, &keys_only);
+	bool keys_only = false, move = false;
+	int r = home_read_keys(sshfd, acct, &old, &old_len, &ignored, &keys_only, &move, why, why_size);
 	if (r < 0)
 		return r;
 	char ufield[64];
 	snprintf(ufield, sizeof(ufield), "USER=%s", acct->name);
 	if (ignored)
-		log_fields(LOG_WARNING, LOG_FIELDS(ufield),
-			   "~%s/.ssh/authorized_keys is %s: not read, replaced by a regular file", acct->name, ignored);
+		log_fields(LOG_WARNING, LOG_FIELDS(ufield), "~%s/.ssh/authorized_keys is %s: not read, %s", acct->name,
+			   ignored, move ? "moved aside and replaced by the managed keys" : "replaced by a regular file");
 	if (keys_only)
 		log_fields(LOG_WARNING, LOG_FIELDS(ufield),
 			   "~%s/.ssh/authorized_keys is owned by root: only its key lines are kept", acct->name);
@@ -265,11 +273,32 @@ static int apply_login_user(int rootfd, const struct config *cfg, const struct a
 	if (r < 0)
 		return r;
 	log_changes(acct->name, prev, &m, want, in->now);
-	r = home_write_keys(sshfd, acct, m.content, m.len);
+	char moved[NAME_MAX + 1] = "";
+	if (cfg->keys_exclusive) {
+		/* sshd's default AuthorizedKeysFile reads authorized_keys2 as
+		 * well (OpenSSH servconf.c: _PATH_SSH_USER_PERMITTED_KEYS2; the
+		 * shipped drop-in leaves the default): in exclusive mode only
+		 * the managed keys may log in. */
+		r = home_move_aside(sshfd, acct, "authorized_keys2", in->now, moved, sizeof(moved), why, why_size);
+		if (r < 0) {
+			keymerge_result_done(&m);
+			return r;
+		}
+		if (r > 0)
+			log_fields(LOG_WARNING, LOG_FIELDS(ufield),
+				   "~%s/.ssh/authorized_keys2 moved aside to ~%s/.ssh/%s (ssh.exclusive: only the "
+				   "managed keys log in)", acct->name, acct->name, moved);
+		moved[0] = '\0';
+	}
+	r = home_write_keys(sshfd, acct, m.content, m.len, move, in->now, moved, sizeof(moved), why, why_size);
 	if (r < 0) {
 		keymerge_result_done(&m);
 		return r;
 	}
+	if (moved[0])
+		log_fields(LOG_WARNING, LOG_FIELDS(ufield),
+			   "~%s/.ssh/authorized_keys (%s) moved aside to ~%s/.ssh/%s, kept for the user", acct->name,
+			   ignored ? ignored : "changed while it was read", acct->name, moved);
 	if (r > 0)
 		log_fields(LOG_INFO, LOG_FIELDS(ufield),
 			   "~%s/.ssh/authorized_keys written: %zu managed key(s), %u other line(s) kept%s", acct->name,
@@ -396,8 +425,11 @@ static int keys_union(const struct state_user *prev, const struct state_key *add
 }
 
 int sshkeys_apply(int rootfd, const char *root, const struct config *cfg, const struct sshkeys_input *in,
-		  struct state *st, int statefd, bool *ret_changed)
+		  struct state *st, int statefd, bool *ret_changed, char *err, size_t err_size)
 {
+	char why[SSHKEYS_ERROR_MAX] = "";
+	if (err_size)
+		err[0] = '\0';
 	_cleanup_(wants_done) struct wants w = { 0 };
 	bool changed = false, have_source = false, source_failed = false;
 	int r, ret = 0;
@@ -407,7 +439,8 @@ int sshkeys_apply(int rootfd, const char *root, const struct config *cfg, const 
 		have_source = true;
 		if (!wants_get(&w, cfg->login_user, true))
 			return log_error_errno(-ENOMEM, "Out of memory");
-		r = gf->source == OSC_SOURCE_IMAGE ? refuse_image_source(gf) : collect_gardener_file(gf, cfg, &w);
+		r = gf->source == OSC_SOURCE_IMAGE ? refuse_image_source(gf, why, sizeof(why))
+						   : collect_gardener_file(gf, cfg, &w, why, sizeof(why));
 		if (r == -ENOMEM)
 			return log_error_errno(r, "Out of memory");
 		source_failed = source_failed || r < 0;
@@ -418,8 +451,9 @@ int sshkeys_apply(int rootfd, const char *root, const struct config *cfg, const 
 		if (!wants_get(&w, cfg->login_user, true))
 			return log_error_errno(-ENOMEM, "Out of memory");
 		r = df->source == OSC_SOURCE_IMAGE
-			    ? refuse_image_source(df)
-			    : collect_document(df->path, (const char *)df->content, df->content_len, cfg, &w);
+			    ? refuse_image_source(df, why, sizeof(why))
+			    : collect_document(df->path, (const char *)df->content, df->content_len, cfg, &w, why,
+					       sizeof(why));
 		if (r == -ENOMEM)
 			return log_error_errno(r, "Out of memory");
 		source_failed = source_failed || r < 0;
@@ -429,7 +463,7 @@ int sshkeys_apply(int rootfd, const char *root, const struct config *cfg, const 
 		if (!wants_get(&w, cfg->login_user, true))
 			return log_error_errno(-ENOMEM, "Out of memory");
 		r = collect_document("from the Node annotation", in->key_document, strlen(in->key_document), cfg,
-				     &w);
+				     &w, why, sizeof(why));
 		if (r == -ENOMEM)
 			return log_error_errno(r, "Out of memory");
 		source_failed = source_failed || r < 0;
@@ -440,6 +474,7 @@ int sshkeys_apply(int rootfd, const char *root, const struct config *cfg, const 
 		/* A source was refused: the last good keys stay in force (only
 		 * expiry still removes keys), whatever the other sources say. */
 		log_warning("A key source was rejected: keeping the last applied keys of every user");
+		ret = -EINVAL; /* the keys are not the desired ones: the run fails */
 		wants_done(&w);
 		for (size_t i = 0; i < st->n_users; i++) {
 			struct want *x = wants_get(&w, st->users[i].user, true);
@@ -497,7 +532,8 @@ int sshkeys_apply(int rootfd, const char *root, const struct config *cfg, const 
 		if (lw && lw->n > 0 && in->ssh_access && (r = account_sudoers(rootfd, login, cfg->sudoers)) > 0)
 			changed = true;
 		struct keymerge_result m = { 0 };
-		r = apply_login_user(rootfd, cfg, &acct, lw, in, st, &m);
+		char hwhy[HOME_WHY_MAX] = "";
+		r = apply_login_user(rootfd, cfg, &acct, lw, in, st, &m, hwhy, sizeof(hwhy));
 		if (r > 0)
 			changed = true;
 		if (r >= 0)
@@ -510,8 +546,8 @@ int sshkeys_apply(int rootfd, const char *root, const struct config *cfg, const 
 			 * still holds what we wrote before, so the state remembers
 			 * the old and the new keys as ours (below, after the
 			 * snapshot): otherwise a key dropped now would count as
-			 * somebody else's line next time and stay for good. A disk
-			 * that failed (not a refusal) fails the step. */
+			 * somebody else's line next time and stay for good. The
+			 * step fails: sshd may still read a key that was dropped. */
 			int werr = r;
 			struct keymerge_params mp = { .ssh_access = in->ssh_access, .max_shrink = cfg->max_key_shrink,
 						      .now = in->now, .exclusive = true };
@@ -526,8 +562,12 @@ int sshkeys_apply(int rootfd, const char *root, const struct config *cfg, const 
 			if (r < 0)
 				return log_error_errno(r, "Out of memory");
 			have_owned = true;
-			if (werr == -EIO || werr == -ENOSPC || werr == -EDQUOT || werr == -EROFS || werr == -EFBIG)
+			if (ret == 0)
 				ret = werr;
+			char lwhy[SSHKEYS_ERROR_MAX];
+			snprintf(lwhy, sizeof(lwhy), "%s%s~%s/.ssh/authorized_keys not updated: %s", why,
+				 why[0] ? "; " : "", login, hwhy[0] ? hwhy : strerror(-werr));
+			memcpy(why, lwhy, sizeof(why));
 		}
 	}
 
@@ -599,13 +639,23 @@ int sshkeys_apply(int rootfd, const char *root, const struct config *cfg, const 
 		}
 	}
 	r = write_snapshot(rootfd, cfg, entries, n_entries, st, in->now, &changed);
-	if (r < 0)
+	if (r < 0) {
 		ret = r;
+		snprintf(why + strlen(why), sizeof(why) - strlen(why), "%sthe key snapshot %s could not be written",
+			 why[0] ? "; " : "", cfg->snapshot_path);
+	}
 	if (have_owned && (r = state_set_user(st, login, owned, n_owned)) < 0)
 		return log_error_errno(r, "Out of memory");
 	int k = state_save(statefd, st);
 	if (k < 0 && ret == 0)
 		ret = log_error_errno(k, "Failed to save %s", STATE_FILE);
 	*ret_changed = changed;
+	if (ret < 0) {
+		char msg[SSHKEYS_ERROR_MAX + 64];
+		snprintf(msg, sizeof(msg), "keys of %s: %s", login, why[0] ? why : strerror(-ret));
+		log_fields(LOG_ERR, LOG_FIELDS(ufield), "The SSH keys are not in the desired state: %s", msg);
+		if (err_size)
+			snprintf(err, err_size, "%s", msg);
+	}
 	return ret;
 }

@@ -22,6 +22,7 @@
 #define SSHKEYS_GARDENER_FILE "/var/lib/gardener-user-authorized-keys"
 #define SSHKEYS_DOCUMENT_MAX (1u << 20)
 #define SSHKEYS_PER_USER_MAX 1024
+#define SSHKEYS_ERROR_MAX 900
 
 struct sshkeys_input {
 	const struct osc *osc;      /* may be NULL: no OSC-carried sources */
@@ -33,11 +34,14 @@ struct sshkeys_input {
 /* Runs the keys step below rootfd (root is the same directory as a path,
  * for useradd --prefix). Updates st (managed keys, snapshot bookkeeping) and
  * saves it to statefd. *ret_changed is set when authorized_keys, a user or
- * the snapshot was written. Returns 0, or -errno when the step failed (a
- * user could not be created, the snapshot could not be written); refusals
- * caused by the user's own home (planted links) are logged, not failures:
- * the snapshot still carries the keys. */
+ * the snapshot was written. Returns 0, or -errno when the keys are not in
+ * the desired state: a key source was rejected (the last good keys stay in
+ * force), the login user's authorized_keys could not be brought to the
+ * managed keys even by moving what is there aside (home.h), a user could
+ * not be created, the snapshot could not be written. The snapshot is still
+ * written in each case it can be. On failure err (err_size bytes, may be
+ * 0) says in one line which user, which source and why. */
 int sshkeys_apply(int rootfd, const char *root, const struct config *cfg, const struct sshkeys_input *in,
-		  struct state *st, int statefd, bool *ret_changed);
+		  struct state *st, int statefd, bool *ret_changed, char *err, size_t err_size);
 
 #endif

@@ -3,8 +3,10 @@
 # user has planted something: .ssh as a symlink to an /etc-like directory,
 # authorized_keys as a symlink or a hard link to a victim file, a FIFO, a
 # directory, a regular file where .ssh should be, the home itself a symlink,
-# wrong owners. For each case: the apply still succeeds (the keys go to the
-# snapshot), the victim's checksum is unchanged, not one byte outside the
+# wrong owners. For each case: the apply succeeds when what was planted in
+# ~/.ssh could be moved aside or replaced, and fails (failedStep keys) when
+# the home itself is unusable (the keys still go to the snapshot); the
+# victim's checksum is unchanged, not one byte outside the
 # home changed (tree state of everything but the home and the executor's own
 # records, and the OSC's key file that the new OSC changes), no victim
 # content leaks into authorized_keys, and nothing is
@@ -64,10 +66,11 @@ reset() {
 	chown $UID_G:$UID_G "$H"
 }
 
-# attack NAME SETUP-COMMANDS: plant, apply v2 (which must try to write the
-# keys), then prove the victim and everything outside the home unchanged.
+# attack NAME SETUP-COMMANDS [RC]: plant, apply v2 (which must try to write
+# the keys; exit status RC, 0 by default), then prove the victim and
+# everything outside the home unchanged.
 attack() {
-	local name=$1 setup=$2
+	local name=$1 setup=$2 want=${3:-0}
 	reset
 	eval "$setup"
 	local vs os
@@ -76,7 +79,7 @@ attack() {
 	timeout 30 "$CCE" --root "$R" --config "$W/config.json" --no-systemd --log stderr apply "$W/v2.json" \
 		>"$W/$name.log" 2>&1
 	local rc=$?
-	check "$name: apply succeeds (rc $rc)" test $rc -eq 0
+	check "$name: apply exits $want (rc $rc)" test $rc -eq "$want"
 	check "$name: victim unchanged" test "$vs" = "$(victim_sum)"
 	[ "$vs" = "$(victim_sum)" ] || diff <(echo "$vs") <(victim_sum)
 	local os2
@@ -91,7 +94,9 @@ attack() {
 
 attack ssh-symlink 'rm -rf "$H/.ssh"; ln -s "$R/etc/victim-dir" "$H/.ssh"'
 check "ssh-symlink: refused and logged" grep -q "symlink" "$W/ssh-symlink.log"
-check "ssh-symlink: the link is left alone" test -L "$H/.ssh"
+check "ssh-symlink: the link moved aside, untouched" test "$(readlink "$H"/.ssh.node-agent-moved-*)" = "$R/etc/victim-dir"
+check "ssh-symlink: a real ~/.ssh with the new keys" bash -c "test -d '$H/.ssh' -a ! -L '$H/.ssh' && grep -q '$ROT' '$AK'"
+rm -f "$H"/.ssh.node-agent-moved-*
 check "ssh-symlink: no file created in the victim dir" test "$(ls "$R/etc/victim-dir")" = shadow
 
 attack ak-symlink 'rm -f "$AK"; ln -s "$VICTIM" "$AK"'
@@ -110,15 +115,18 @@ check "ak-fifo: replaced by a regular file" test -f "$AK"
 check "ak-fifo: new keys written" grep -q "$ROT" "$AK"
 
 attack ak-directory 'rm -f "$AK"; mkdir "$AK"; chown $UID_G "$AK"'
-check "ak-directory: directory left alone" test -d "$AK"
-check "ak-directory: nothing written into it" test -z "$(ls -A "$AK")"
-check "ak-directory: refused and logged" grep -q "is a directory" "$W/ak-directory.log"
+check "ak-directory: directory moved aside, nothing written into it" test -d "$AK".node-agent-moved-* -a -z "$(ls -A "$AK".node-agent-moved-*)"
+check "ak-directory: replaced by a file with the new keys" grep -q "$ROT" "$AK"
+check "ak-directory: logged with where it went" grep -q "(a directory) moved aside to ~gardener/.ssh/authorized_keys.node-agent-moved-" "$W/ak-directory.log"
 
 attack ssh-is-file 'rm -rf "$H/.ssh"; echo mine >"$H/.ssh"; chown $UID_G "$H/.ssh"'
-check "ssh-is-file: the file is left alone" test "$(cat "$H/.ssh")" = mine
-check "ssh-is-file: refused and logged" grep -q "not a directory" "$W/ssh-is-file.log"
+check "ssh-is-file: the file moved aside, untouched" test "$(cat "$H"/.ssh.node-agent-moved-*)" = mine
+check "ssh-is-file: logged" grep -q "not a directory: moved aside" "$W/ssh-is-file.log"
+rm -f "$H"/.ssh.node-agent-moved-*
 
-attack home-symlink 'mv "$H" "$H.real"; ln -s "$R/etc/victim-dir" "$H"'
+attack home-symlink 'mv "$H" "$H.real"; ln -s "$R/etc/victim-dir" "$H"' 1
+check "home-symlink: result names the step, the user and the reason" \
+	grep -q '"error":.*keys of gardener: .*home directory is a symlink' "$R/var/lib/cloud-config-exec/result.json"
 check "home-symlink: refused and logged" grep -q "home directory is a symlink" "$W/home-symlink.log"
 check "home-symlink: no .ssh in the victim dir" test ! -e "$R/etc/victim-dir/.ssh"
 rm -f "$H"; mv "$H.real" "$H"
@@ -130,16 +138,18 @@ attack wrong-owners 'chown 0:0 "$H/.ssh"; chmod 0755 "$H/.ssh"; printf "%s\n" "s
 check "wrong-owners: ~/.ssh fixed to the user, 0700" test "$(stat -c '%a %u:%g' "$H/.ssh")" = "700 $UID_G:$UID_G"
 check "wrong-owners: authorized_keys fixed to the user, 0600" test "$(stat -c '%a %u:%g' "$AK")" = "600 $UID_G:$UID_G"
 check "wrong-owners: a file owned by someone else is not read into ours" bash -c "! grep -q AAAAplanted '$AK'"
+check "wrong-owners: the other user's file moved aside, untouched" test "$(stat -c "%u %a" "$AK".node-agent-moved-*)" = "4242 644"
 
-attack home-other-owner 'chown 4242 "$H"'
+attack home-other-owner 'chown 4242 "$H"' 1
 check "home-other-owner: refused and logged" grep -q "owned by another user" "$W/home-other-owner.log"
 chown $UID_G "$H"
 
-# A file the user makes huge for nothing (sparse): the keys step is not
-# failed for good (a refusal, not a disk error), the file is left alone.
+# A file the user makes huge for nothing (sparse): not read, moved aside
+# (kept for the user), the managed keys written to a new file.
 attack ak-sparse-huge 'rm -f "$AK"; truncate -s 2M "$AK"; chown $UID_G:$UID_G "$AK"'
-check "ak-sparse-huge: left alone" test "$(stat -c %s "$AK")" -eq 2097152
-check "ak-sparse-huge: refused and logged" grep -q "larger than the ceiling" "$W/ak-sparse-huge.log"
+check "ak-sparse-huge: moved aside whole" test "$(stat -c %s "$AK".node-agent-moved-*)" -eq 2097152
+check "ak-sparse-huge: new keys written" grep -q "$ROT" "$AK"
+check "ak-sparse-huge: logged" grep -q "larger than the ceiling" "$W/ak-sparse-huge.log"
 
 # A root-owned file moved to authorized_keys by the user (a private key root
 # left in the home): only its key lines reach the user's file.

@@ -169,8 +169,23 @@ osc["spec"]["files"].append({"path": "/var/lib/node-agent/authorized-keys.json",
 print(json.dumps(osc))
 PY
 cce "$R" apply "$W/bad-doc-osc.json" 2>"$W/bad-doc.log"
-check "malformed key document: apply succeeds" test $? -eq 0
+check "malformed key document: the run fails (exit 1)" test $? -eq 1
 check "malformed key document: rejected and logged" grep -q "Key document .* rejected" "$W/bad-doc.log"
 check "malformed key document: last good keys kept" grep -q "$(blob "$W/later")" "$AK"
+check "malformed key document: result.json says success false, failedStep keys, user and source" python3 -c "
+import json, sys; r = json.load(open('$ST/result.json'))
+sys.exit(not (r['success'] is False and r['failedStep'] == 'keys' and
+    'keys of gardener: key document /var/lib/node-agent/authorized-keys.json rejected' in r['error']))"
+check "malformed key document: the OSC's files were still written" test -s "$R/var/lib/node-agent/authorized-keys.json"
+# A malformed line in Gardener's key file: the same.
+{ cat "$K/gardener-current.pub"; echo "ssh-ed25519 AAAA-broken previous"; } >"$W/bad-keys"
+python3 "$GEN_OSC" --files 2 --keys "$W/bad-keys" >"$W/bad-keys.json"
+cce "$R" apply "$W/bad-keys.json" 2>"$W/bad-keys.log"
+check "malformed Gardener key file: the run fails (exit 1)" test $? -eq 1
+check "malformed Gardener key file: result names user, source and reason" python3 -c "
+import json, sys; r = json.load(open('$ST/result.json'))
+sys.exit(not (r['success'] is False and r['failedStep'] == 'keys' and
+    'keys of gardener: key source /var/lib/gardener-user-authorized-keys rejected: ' in r['error']))"
+check "malformed Gardener key file: last good keys kept" grep -q "$(blob "$W/later")" "$AK"
 check "host's passwd/group/shadow still untouched" test "$host_sum" = "$(cat "$W"/hostetc/* | sha256sum)"
 finish

@@ -8,9 +8,8 @@
 # (a user's link, a link in a world- or group-writable directory) are still
 # refused and nothing is written through them, inside or outside the root.
 # The unit directory may sit behind a root-made link as well (the .d
-# directories below it are opened strictly). The home-directory walk stays
-# strict: a home under home -> var/home is
-# not written.
+# directories below it are opened strictly). The walk to the home follows
+# root's home -> var/home; the home and ~/.ssh are opened strictly.
 source "$TESTS_DIR/lib/common.sh"
 source "$TESTS_DIR/lib/exec.sh"
 require_root
@@ -79,11 +78,13 @@ check "the links are left as they were" test "$links_before" = "$(links)"
 check "files through links recorded as ours (by their OSC path)" grep -q "$P_LIB" "$ST/state.json"
 check "result: success" grep -q '"success":[[:space:]]*true' "$ST/result.json"
 
-# --- the home walk stays strict: home -> var/home is not followed
-check "home under a root-made link: keys refused and logged" \
-	grep -q "Refusing to write the SSH keys of gardener" "$W/v1.log"
-check "home under a root-made link: no ~/.ssh created" test ! -e "$R/var/home/gardener/.ssh"
-check "the keys still reach the snapshot" test -s "$R/var/lib/cloud-config-exec/authkeys.snap"
+# --- above the home, root's link home -> var/home is followed (otherwise a
+# dropped key would stay in the real ~/.ssh); the home and below are strict
+check "home under a root-made link: keys written to var/home/gardener/.ssh" \
+	grep -q "$(cut -d' ' -f2 "$W/key.pub")" "$R/var/home/gardener/.ssh/authorized_keys"
+check "home under a root-made link: the user's, 0600" \
+	test "$(stat -c '%a %u' "$R/var/home/gardener/.ssh/authorized_keys")" = "600 $UID_G"
+check "the keys reach the snapshot" test -s "$R/var/lib/cloud-config-exec/authkeys.snap"
 
 # --- no-op re-apply and check: the same walk finds every file unchanged
 before=$(tree_state "$R")

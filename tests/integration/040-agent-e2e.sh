@@ -3,7 +3,8 @@
 # server, in a private network namespace and a scratch root. The agent
 # applies the OSC and annotates the Node; a changed Secret is applied and
 # annotated within about a second; a failing apply, an OSC the agent rejects
-# and a checksum mismatch leave the last good state and the annotation alone;
+# and a checksum mismatch leave the last good state and the annotation alone,
+# and so does a key file the executor rejects (the run fails in step keys);
 # the restart annotation is consumed; idle means no requests but the two
 # watches; SIGTERM exits within a second. The OSC carries the kubelet binary
 # as an imageRef file, as Gardener's do: accepted, passed on, not written.
@@ -133,6 +134,33 @@ rm -f "$ROOT/etc/blocked"
 t0=$(now)
 exec_once
 check "after a later successful run the agent annotates" annotated $ANN "$sum4" "$t0" 10
+
+# A key file the executor rejects (a malformed line in Gardener's
+# /var/lib/gardener-user-authorized-keys): the last good keys stay, the run
+# fails with failedStep keys, the Node is not annotated (issue 12).
+osc 5 | awk '{ print } /^  files:$/ { print "  - path: /var/lib/gardener-user-authorized-keys"
+	print "    permissions: 420"; print "    content:"; print "      inline:"; print "        data: |"
+	print "          ssh-ed25519 AAAA-broken previous" }' >"$W/v5.yaml"
+sum5=$(sha256 "$W/v5.yaml")
+kube_secret "$W/v5.yaml" >/dev/null
+for ((i = 0; i < 100; i++)); do
+	[ "$(result_field "d['checksum']")" = "$sum5" ] && break
+	sleep 0.1
+done
+check "rejected key file: the executor reported failure in step keys" \
+	[ "$(result_field "str(d['success']) + ' ' + d['failedStep'] + ' ' + d['checksum']")" = "False keys $sum5" ]
+check "rejected key file: the result names the user and the source" \
+	grep -q "keys of gardener: key source /var/lib/gardener-user-authorized-keys rejected" <<<"$(result_field "d['error']")"
+check "rejected key file: the other files were applied" [ "$(cat "$ROOT/etc/hello" 2>/dev/null)" = "hello 5" ]
+sleep 2
+check "rejected key file: the annotation is left alone" [ "$(kube_annotation $ANN)" = "$sum4" ]
+# Back to v4 (already applied) for what follows.
+kube_secret "$W/v4.yaml" >/dev/null
+for ((i = 0; i < 100; i++)); do
+	[ "$(result_field "str(d['success']) + ' ' + d['checksum']")" = "True $sum4" ] && break
+	sleep 0.1
+done
+check "back to v4: success again" [ "$(result_field "str(d['success']) + ' ' + d['checksum']")" = "True $sum4" ]
 
 # The restart request: passed to the executor, then the annotation removed.
 t0=$(now)

@@ -1,0 +1,247 @@
+#!/bin/bash
+# Issue 12: nothing the login user plants in ~/.ssh keeps a rotated-out key
+# working. A real OpenSSH sshd reads ~gardener/.ssh/authorized_keys itself
+# (AuthorizedKeysFile left at its default, as units/sshd_config.d does; no
+# AuthorizedKeysCommand here, so the file is the only source and a login
+# proves what it holds). For each obstacle (the file over the 1 MiB ceiling
+# with the wanted lines first, a write lease held by a process of the user,
+# a FIFO, a directory, a file of another user, a symlink, ~/.ssh a symlink):
+# apply current+previous, plant, apply current only; then the rotated-out
+# key is refused by sshd, the current key logs in, the run succeeded and
+# what could not be read was moved aside, not deleted. Also: ssh.exclusive
+# over a huge file and an authorized_keys2 holding the old key, a home the executor must refuse (the run fails with the
+# user and the reason in result.json), a failing files step that does not
+# hold back the rotation, and crash temporaries cleaned (only
+# ours: regular, the user's or root's, the exact name pattern).
+# Runs in private mount + network namespaces (lo only; scratch passwd,
+# group and shadow bind-mounted over /etc's; a tmpfs on /run for sshd).
+if [ -z "${CCE_KO_IN_NS:-}" ]; then
+	[ "$(id -u)" -eq 0 ] || { echo "SKIP: needs root (sshd, namespaces)"; exit 77; }
+	[ -x /usr/sbin/sshd ] && command -v ssh >/dev/null && command -v unshare >/dev/null ||
+		{ echo "SKIP: needs openssh-server, openssh-client, unshare"; exit 77; }
+	CCE_KO_IN_NS=1 exec unshare --mount --propagation private --net -- bash "$0" "$@"
+fi
+source "$TESTS_DIR/lib/common.sh"
+source "$TESTS_DIR/lib/exec.sh"
+
+ip link set lo up
+W=$(scratch)
+chmod 0755 "$W"
+exec_init "$W"
+R=$W/root
+ST=$R/var/lib/cloud-config-exec
+K=$TESTS_DIR/fixtures/keys
+UID_G=1500
+H=$R/home/gardener
+AK=$H/.ssh/authorized_keys
+mkdir -p "$R/etc" "$H"
+printf 'root:x:0:0:root:/root:/bin/sh\ngardener:x:%d:%d::/home/gardener:/bin/sh\n' $UID_G $UID_G >"$R/etc/passwd"
+printf 'root:x:0:\ngardener:x:%d:\n' $UID_G >"$R/etc/group"
+chown $UID_G:$UID_G "$H"
+chmod 0755 "$H"
+
+# sshd's view of the same user: its home is the scratch root's.
+cp /etc/passwd /etc/group /etc/shadow "$W/"
+echo "gardener:x:$UID_G:$UID_G::$H:/bin/sh" >>"$W/passwd"
+echo "gardener:x:$UID_G:" >>"$W/group"
+echo "gardener:*:19000:0:99999:7:::" >>"$W/shadow" # '*': not locked for UsePAM no
+for f in passwd group shadow; do mount --bind "$W/$f" "/etc/$f"; done
+mount -t tmpfs -o mode=0755 na-cce-ko-run /run
+install -d -m 0755 /run/sshd
+
+for k in gardener-current gardener-previous; do install -m 0600 "$K/$k" "$W/$k"; done
+cat "$K/gardener-current.pub" "$K/gardener-previous.pub" >"$W/keys1"
+cat "$K/gardener-current.pub" >"$W/keys2"
+python3 "$GEN_OSC" --files 1 --keys "$W/keys1" >"$W/v1.json"
+python3 "$GEN_OSC" --files 1 --keys "$W/keys2" >"$W/v2.json"
+PREV=$(cut -d' ' -f2 "$K/gardener-previous.pub")
+
+PORT=2222
+ssh-keygen -q -t ed25519 -N '' -f "$W/hostkey"
+cat >"$W/sshd_config" <<EOF
+HostKey $W/hostkey
+PidFile $W/sshd.pid
+ListenAddress 127.0.0.1
+Port $PORT
+UsePAM no
+StrictModes yes
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+LogLevel DEBUG1
+EOF
+check "sshd -t accepts the configuration" /usr/sbin/sshd -t -f "$W/sshd_config"
+/usr/sbin/sshd -D -f "$W/sshd_config" -E "$W/sshd.log" 2>"$W/sshd.stderr" &
+SSHD=$!
+on_exit "kill $SSHD"
+for _ in $(seq 100); do ss -ltn | grep -q "127.0.0.1:$PORT " && break; sleep 0.1; done
+
+login() { # login KEY: a full ssh connection as gardener
+	timeout 30 ssh -F /dev/null -p "$PORT" -i "$W/$1" -o IdentitiesOnly=yes -o BatchMode=yes \
+		-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR \
+		-o KexAlgorithms=curve25519-sha256 -o ConnectTimeout=20 "gardener@127.0.0.1" true 2>/dev/null </dev/null
+}
+# as_user CMD...: as the login user (run /usr/bin/python3: a pyenv shim
+# below /root is not the user's to run)
+as_user() { setpriv --reuid=$UID_G --regid=$UID_G --clear-groups "$@"; }
+result_ok() { python3 -c "import json, sys; sys.exit(json.load(open('$ST/result.json'))['success'] is not True)"; }
+
+check "apply current+previous" cce "$R" apply "$W/v1.json" 2>/dev/null
+check "the previous key logs in before the rotation" login gardener-previous
+check "the current key logs in" login gardener-current
+
+reset() {
+	rm -rf "$H/.ssh" "$H"/.ssh.node-agent-moved-* "$H/other"
+	cce "$R" apply "$W/v1.json" >/dev/null 2>&1
+	grep -q "$PREV" "$AK" || fail "reset: previous key not in authorized_keys"
+}
+
+# rotate NAME MOVED-GLOB: apply the rotated OSC after the obstacle was
+# planted; the run succeeds, sshd refuses the rotated-out key and takes
+# the current one, and (MOVED-GLOB not empty) what was there was moved aside.
+rotate() {
+	local name=$1 moved=$2
+	timeout 60 "$CCE" --root "$R" --config "$W/config.json" --no-systemd --log stderr apply "$W/v2.json" \
+		>"$W/$name.log" 2>&1
+	local rc=$?
+	check "$name: rotation applied (rc $rc)" test $rc -eq 0
+	check "$name: result.json says success" result_ok
+	check "$name: authorized_keys a regular file of the user's, 0600" \
+		test "$(stat -c '%F %a %u' "$AK")" = "regular file 600 $UID_G"
+	check_not "$name: the rotated-out key is gone from authorized_keys" grep -q "$PREV" "$AK"
+	check_not "$name: sshd refuses the rotated-out key" login gardener-previous
+	check "$name: the current key logs in" login gardener-current
+	if [ -n "$moved" ]; then
+		# shellcheck disable=SC2086
+		check "$name: what was there was moved aside, not deleted" bash -c "ls -d $moved >/dev/null 2>&1"
+		check "$name: the log says where it went" grep -q "moved aside to ~gardener/" "$W/$name.log"
+	fi
+}
+
+# --- over the ceiling: the wanted lines first, then over a MiB of comments
+reset
+as_user /usr/bin/python3 - "$AK" <<'PY'
+import sys
+with open(sys.argv[1], "a") as f:
+    for i in range(20000):
+        f.write("# %s\n" % ("x" * 52))
+PY
+size_before=$(stat -c %s "$AK")
+check "huge: the planted file is over 1 MiB" test "$size_before" -gt 1048576
+check "huge: before the fix's run, sshd takes the previous key from it" login gardener-previous
+rotate huge "$AK.node-agent-moved-*"
+check "huge: the moved-aside file is whole" test "$(stat -c %s "$AK".node-agent-moved-*)" -eq "$size_before"
+
+# --- a write lease held by a process of the user (SIGIO ignored)
+reset
+as_user /usr/bin/python3 - "$AK" >"$W/lease.out" 2>&1 <<'PY' &
+import fcntl, os, signal, sys, time
+signal.signal(signal.SIGIO, signal.SIG_IGN)
+fd = os.open(sys.argv[1], os.O_RDONLY)
+fcntl.fcntl(fd, getattr(fcntl, "F_SETLEASE", 1024), fcntl.F_WRLCK)
+print("leased", flush=True)
+time.sleep(300)
+PY
+LEASE=$!
+on_exit "kill $LEASE 2>/dev/null"
+for _ in $(seq 100); do grep -q leased "$W/lease.out" && break; sleep 0.1; done
+check "lease: the user's process holds a write lease" grep -q leased "$W/lease.out"
+check "lease: /proc/locks shows it" grep -q "LEASE.*WRITE" /proc/locks
+rotate lease "$AK.node-agent-moved-*"
+check "lease: logged as leased" grep -q "leased by another process" "$W/lease.log"
+kill "$LEASE" 2>/dev/null
+wait "$LEASE" 2>/dev/null
+
+# --- a FIFO, a directory, a file of another user, a symlink
+reset
+rm -f "$AK"; as_user mkfifo "$AK"
+rotate fifo "$AK.node-agent-moved-*"
+check "fifo: moved aside as it was" test -p "$AK".node-agent-moved-*
+
+reset
+rm -f "$AK"; as_user mkdir "$AK"; cp "$W/keys1" "$AK/inside"
+rotate directory "$AK.node-agent-moved-*"
+check "directory: moved aside with its content" cmp -s "$W/keys1" "$AK".node-agent-moved-*/inside
+
+reset
+chown 4242:4242 "$AK"
+rotate other-owner "$AK.node-agent-moved-*"
+check "other-owner: moved aside, owner kept" test "$(stat -c %u "$AK".node-agent-moved-*)" = 4242
+
+reset
+as_user cp "$AK" "$H/.ssh/mine"; rm -f "$AK"; as_user ln -s mine "$AK"
+check "symlink: sshd follows the link to the previous key" login gardener-previous
+rotate symlink ""
+check "symlink: the link's target is left alone" grep -q "$PREV" "$H/.ssh/mine"
+
+reset
+as_user mkdir "$H/other"; as_user cp "$AK" "$H/other/authorized_keys"
+rm -rf "$H/.ssh"; as_user ln -s other "$H/.ssh"
+check "ssh-symlink: sshd follows ~/.ssh to the previous key" login gardener-previous
+rotate ssh-symlink "$H/.ssh.node-agent-moved-*"
+check "ssh-symlink: ~/.ssh is a directory again" test -d "$H/.ssh" -a ! -L "$H/.ssh"
+check "ssh-symlink: the moved link still points where it did" test "$(readlink "$H"/.ssh.node-agent-moved-*)" = other
+
+# --- exclusive mode: a huge file, the user's own line gone too
+reset
+echo "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGhW6nRj4zTgIvQ+OvMsGXhP5cp3q6aBt1cP3wS0bW6Q user-own" >>"$AK"
+as_user /usr/bin/python3 -c "
+import sys
+with open(sys.argv[1], 'a') as f: f.write(('#' * 1023 + '\n') * 1100)" "$AK"
+cp "$K/gardener-previous.pub" "$H/.ssh/authorized_keys2"; chown $UID_G:$UID_G "$H/.ssh/authorized_keys2"
+echo '{"ssh": {"exclusive": true}}' >"$W/config.json"
+rotate exclusive-huge "$AK.node-agent-moved-*"
+check "exclusive-huge: only the managed key" test "$(grep -c . "$AK")" -eq 1
+check "exclusive: authorized_keys2 (sshd reads it too) moved aside" \
+	bash -c "test ! -e '$H/.ssh/authorized_keys2' && grep -q '$PREV' '$H'/.ssh/authorized_keys2.node-agent-moved-*"
+echo '{}' >"$W/config.json"
+
+# --- crash temporaries: ours removed, anything else with the name kept
+reset
+as_user sh -c "echo ours >'$H/.ssh/.#authorized_keys.0123456789abcdef'"
+echo ours-root >"$H/.ssh/.#authorized_keys.fedcba9876543210"
+echo victim >"$W/victim"
+ln -s "$W/victim" "$H/.ssh/.#authorized_keys.1111111111111111"
+echo other >"$H/.ssh/.#authorized_keys.2222222222222222"; chown 4242 "$H/.ssh/.#authorized_keys.2222222222222222"
+as_user mkdir "$H/.ssh/.#authorized_keys.3333333333333333"
+as_user sh -c "echo near >'$H/.ssh/.#authorized_keys.0123456789ABCDEF'; echo near >'$H/.ssh/.#authorized_keys.0123'"
+cce "$R" apply "$W/v1.json" 2>"$W/temps.log"
+check "temps: the user's temporary removed" test ! -e "$H/.ssh/.#authorized_keys.0123456789abcdef"
+check "temps: root's temporary removed" test ! -e "$H/.ssh/.#authorized_keys.fedcba9876543210"
+check "temps: removal logged" grep -q "Removed ~gardener/.ssh/.#authorized_keys.0123456789abcdef" "$W/temps.log"
+check "temps: a symlink with the name left alone, its target too" \
+	test -L "$H/.ssh/.#authorized_keys.1111111111111111" -a "$(cat "$W/victim")" = victim
+check "temps: another user's file with the name left alone" \
+	test "$(stat -c %u "$H/.ssh/.#authorized_keys.2222222222222222")" = 4242
+check "temps: a directory with the name left alone" test -d "$H/.ssh/.#authorized_keys.3333333333333333"
+check "temps: names off the pattern left alone" \
+	test -e "$H/.ssh/.#authorized_keys.0123456789ABCDEF" -a -e "$H/.ssh/.#authorized_keys.0123"
+
+# --- a files step that fails does not hold back the rotation
+reset
+echo "not a directory" >"$R/etc/blocked"
+python3 "$GEN_OSC" --files 1 --prefix /etc/blocked --keys "$W/keys2" >"$W/v3.json"
+timeout 60 "$CCE" --root "$R" --config "$W/config.json" --no-systemd --log stderr apply "$W/v3.json" \
+	>"$W/files-fail.log" 2>&1
+check "files-fail: the run fails (exit 1)" test $? -eq 1
+check "files-fail: result.json: failedStep files" python3 -c "
+import json, sys; r = json.load(open('$ST/result.json'))
+sys.exit(not (r['success'] is False and r['failedStep'] == 'files'))"
+check_not "files-fail: the keys were rotated all the same: sshd refuses the old key" login gardener-previous
+check "files-fail: the current key logs in" login gardener-current
+rm -f "$R/etc/blocked"
+
+# --- a home the executor must refuse: the run fails and says why
+reset
+chown 4242 "$H"
+timeout 60 "$CCE" --root "$R" --config "$W/config.json" --no-systemd --log stderr apply "$W/v2.json" \
+	>"$W/home-refused.log" 2>&1
+check "home-refused: the run fails (exit 1)" test $? -eq 1
+check "home-refused: result.json: success false, failedStep keys, user and reason" python3 -c "
+import json, sys; r = json.load(open('$ST/result.json'))
+sys.exit(not (r['success'] is False and r['failedStep'] == 'keys' and
+    'keys of gardener: ~gardener/.ssh/authorized_keys not updated: home directory is owned by another user' in r['error']))"
+check "home-refused: the snapshot still carries the current key only" bash -c \
+	"'$B/authkeys-cmd' --root '$R' gardener 2>/dev/null | grep -q '$(cut -d' ' -f2 "$K/gardener-current.pub")' &&
+	! '$B/authkeys-cmd' --root '$R' gardener 2>/dev/null | grep -q '$PREV'"
+chown $UID_G "$H"
+finish
