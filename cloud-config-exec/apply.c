@@ -29,6 +29,7 @@
 #include "desired.h"
 #include "files.h"
 #include "fsx.h"
+#include "images.h"
 #include "log.h"
 #include "osc.h"
 #include "result.h"
@@ -340,6 +341,12 @@ int apply_osc(const struct apply_ctx *c, const char *osc, size_t len, const stru
 	bool restart_containerd = false;
 	_cleanup_free_ char *cri_error = NULL;
 	int cri_r = containerd_apply(c->rootfd, CONTAINERD_BIN, old, new, &restart_containerd, &cri_error);
+	/* 1c. Image files (images.h): a failed pull keeps the old file and
+	 * fails the step "images" at the end, after units and keys. */
+	struct images_ctx ic = { .address = c->containerd_address ? c->containerd_address : IMAGES_ADDRESS_DEFAULT,
+				 .puller_fd = c->puller_fd };
+	_cleanup_free_ char *img_error = NULL;
+	int img_r = images_apply(&ic, c->rootfd, statefd, new, &changed_files, &img_error);
 
 	/* 2. Units (and the Node's restart request). */
 	_cleanup_free_ char *prev_restart = previous_restart_id(statefd);
@@ -446,6 +453,12 @@ int apply_osc(const struct apply_ctx *c, const char *osc, size_t len, const stru
 		return fail_result(statefd, &res, "commit", "cannot save the progress record");
 	}
 
+	if (img_r < 0) {
+		res.changed_units = changed_units;
+		int x = fail_result(statefd, &res, "images", img_error ? img_error : "an image file was not written");
+		res.changed_units = NULL;
+		return x;
+	}
 	if (cri_r < 0) {
 		res.changed_units = changed_units;
 		int x = fail_result(statefd, &res, "containerd",
