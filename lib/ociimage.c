@@ -156,8 +156,8 @@ int oci_gunzip(const unsigned char *in_buf, size_t len, size_t max, unsigned cha
 	z_stream z = { 0 };
 	if (inflateInit2(&z, 16 + MAX_WBITS) != Z_OK)
 		return -ENOMEM;
-	size_t cap = 1u << 20, out = 0;
-	_cleanup_free_ unsigned char *buf = malloc(cap);
+	size_t cap = max < (1u << 20) ? max : (1u << 20), out = 0;
+	_cleanup_free_ unsigned char *buf = malloc(cap ? cap : 1);
 	int r = 0;
 	if (!buf) {
 		inflateEnd(&z);
