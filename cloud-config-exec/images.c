@@ -411,6 +411,19 @@ static int one(const struct images_ctx *ic, int rootfd, const struct osc_file *f
 	return 1;
 }
 
+static void strv_remove(char **v, const char *s)
+{
+	size_t j = 0;
+	for (size_t i = 0; v && v[i]; i++) {
+		if (strcmp(v[i], s) == 0)
+			free(v[i]);
+		else
+			v[j++] = v[i];
+	}
+	if (v)
+		v[j] = NULL;
+}
+
 int images_apply(const struct images_ctx *ic, int rootfd, int statefd, const struct osc *new, char ***changed,
 		 char **ret_error)
 {
@@ -430,6 +443,10 @@ int images_apply(const struct images_ctx *ic, int rootfd, int statefd, const str
 		if (r >= 0)
 			continue;
 		log_error_errno(r, "Image file %s from %s not written: %s", f->path, f->image, why);
+		/* The old file stays: the units naming it are not restarted for
+		 * it (an old kubelet under a new config, the issue Gardener's
+		 * patch upgrades hit); once a later run writes it, they are. */
+		strv_remove(*changed, f->path);
 		char *s = NULL;
 		if (asprintf(&s, "%s%s%s for %s: %s", *ret_error ? *ret_error : "", *ret_error ? "; " : "", f->image,
 			     f->path, why[0] ? why : strerror(-r)) >= 0) {

@@ -47,7 +47,9 @@ int images_puller_start(const char *address, const char *hosts_dir, int *ret_fd)
 /* Writes every image file of new (see above). Paths written are added to
  * *changed (files_strv_add). Each file that fails is logged and named in
  * *ret_error (free(); "IMAGE for PATH: reason; ..."), the others still go
- * on; returns -errno of the first failure or 0. */
+ * on; returns -errno of the first failure or 0. A path that fails is
+ * removed from *changed, so its units restart once the file is written,
+ * not for an old binary under a new reference. */
 int images_apply(const struct images_ctx *ic, int rootfd, int statefd, const struct osc *new, char ***changed,
 		 char **ret_error);
 

@@ -182,11 +182,13 @@ check "  ... naming the image and the pull" grep -q 'registry.example:5000/kubel
 check "  ... old binary kept" grep -q 'echo kubelet v2' "$KB"
 check "  ... keys still rotated" bash -c "grep -q '$(cut -d' ' -f2 "$KPREV")' '$AK' && ! grep -q '$(cut -d' ' -f2 "$KCUR")' '$AK'"
 check "  ... other files still applied" grep -q 'plain for registry.example:5000/kubelet:v3' "$R/etc/na-test/plain.conf"
+check_not "  ... the unit is not restarted onto the old binary" grep -q 'restart:.*na-kubelet.service' "$W/a4.log"
 RP=$(reg plain 5000)
 on_exit "kill $RP"
 for _ in $(seq 100); do curl -sf http://127.0.0.1:5000/v2/ >/dev/null && break; sleep 0.1; done
-check "registry back: the same OSC now applies" cci apply "$W/v3.yaml" 2>/dev/null
+check "registry back: the same OSC now applies" cci apply "$W/v3.yaml" 2>"$W/a4b.log"
 check "  ... v3 in place" grep -q 'echo kubelet v3' "$KB"
+check "  ... and now the unit restarts" grep -q 'restart:.*na-kubelet.service' "$W/a4b.log"
 
 # --- content that does not match its digest (a layer changed in containerd's store)
 layer=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["layers"][-1]["digest"].split(":")[1])' \
