@@ -41,9 +41,8 @@ enum osc_file_source {
 	OSC_SOURCE_IMAGE,           /* content.imageRef: a file inside a container image.
 	                             * Gardener's agent pulls the image through containerd and
 	                             * copies the file out (kubelet, gardener-node-agent);
-	                             * this project has no containerd client and pulls
-	                             * nothing, so such a file is only described here and
-	                             * the OS image has to provide it. */
+	                             * only described here: cloud-config-exec's images
+	                             * step (cloud-config-exec/images.h) copies it. */
 };
 
 struct osc_file {
