@@ -141,9 +141,12 @@ KB=$R/opt/bin/kubelet
 RES=$ST/result.json
 
 # --- first pull, through the mirror in hosts.toml
+ms() { echo $(( ($(date +%s%N) - $1) / 1000000 )); }
 osc "$W/v1.yaml" registry.example:5000/kubelet:v1 /kubelet "$KCUR"
+t0=$(date +%s%N)
 cci apply "$W/v1.yaml" 2>"$W/a1.log"
 check "first apply succeeds" test $? -eq 0
+echo "# bench: first apply with the pull: $(ms $t0) ms"
 check "kubelet copied out of the image" grep -q 'echo kubelet v1' "$KB"
 check "  ... with the OSC's mode 0755" test "$(stat -c %a "$KB")" = 755
 check "pulled through the mirror of hosts.toml (upstream does not resolve)" \
@@ -166,8 +169,14 @@ check_not "re-apply: no restart" grep -q 'restart:.*na-kubelet.service' "$W/a2.l
 # --- a new tag replaces the binary and restarts the unit
 osc "$W/v2.yaml" registry.example:5000/kubelet:v2 /kubelet "$KCUR"
 ino=$(stat -c %i "$KB")
+t0=$(date +%s%N)
 cci apply "$W/v2.yaml" 2>"$W/a3.log"
 check "new tag applies" test $? -eq 0
+echo "# bench: image file update (pull, digests, copy): $(ms $t0) ms"
+sed -i 's/plain for registry.example:5000\/kubelet:v2/plain changed/' "$W/v2.yaml"
+t0=$(date +%s%N)
+cci apply "$W/v2.yaml" 2>/dev/null
+echo "# bench: plain file update, same image: $(ms $t0) ms"
 check "  ... binary replaced" grep -q 'echo kubelet v2' "$KB"
 check "  ... atomically (new inode)" test "$(stat -c %i "$KB")" != "$ino"
 check "  ... unit restarted" grep -q 'restart:.*na-kubelet.service' "$W/a3.log"
@@ -230,6 +239,21 @@ osc "$W/tls.yaml" 127.0.0.1:5443/kubelet:v1 /kubelet "$KPREV"
 cci apply "$W/tls.yaml" 2>"$W/tls.log"
 check "TLS registry, CA from hosts.toml: applies" test $? -eq 0
 check "  ... v1 from the TLS registry" grep -q 'echo kubelet v1' "$KB"
+
+# --- disk full while the new binary is written: old or new, never torn
+SO=$B/tools/faultfs.so
+if [ -f "$SO" ]; then
+	osc "$W/v2b.yaml" registry.example:5000/kubelet:v2 /kubelet "$KPREV"
+	LD_PRELOAD=$SO FAULTFS_OPS=open,write FAULTFS_LOG=$W/steps.log cci apply "$W/v2b.yaml" 2>/dev/null
+	step=$(awk '/open .*\.#kubelet\./ { t = 1 } t && $2 == "write" { print $1; exit }' "$W/steps.log")
+	cci apply "$W/tls.yaml" 2>/dev/null
+	v1sum=$(sha256sum <"$KB")
+	LD_PRELOAD=$SO FAULTFS_OPS=open,write FAULTFS_FAIL=${step:-0} cci apply "$W/v2b.yaml" 2>"$W/enospc.log"
+	check "ENOSPC writing the binary (write step ${step:-?}): apply fails" test $? -eq 1
+	check "  ... the old binary intact" test "$(sha256sum <"$KB")" = "$v1sum"
+	check "  ... no temporary left" test "$(ls -A "$R/opt/bin")" = kubelet
+	check "  ... reason named" grep -q 'cannot write /opt/bin/kubelet' "$RES"
+fi
 
 # --- containerd not running
 kill $CPID; wait $CPID 2>/dev/null
