@@ -167,15 +167,27 @@ static int image_digest(const struct images_ctx *ic, const char *ref, char diges
 	if (r < 0)
 		return r;
 	/* "REF TYPE DIGEST SIZE ..." header, then one line per image. */
-	char *line = strchr(out, '\n');
-	while (line && *++line) {
-		char name[OSC_IMAGE_MAX + 1], type[128], d[OCI_DIGEST_LEN + 2];
-		if (sscanf(line, "%512s %127s %72s", name, type, d) == 3 && strcmp(name, ref) == 0 &&
-		    oci_digest_is_valid(d)) {
+	size_t rl = strlen(ref);
+	for (char *line = strchr(out, '\n'); line && *++line; line = strchr(line, '\n')) {
+		/* first word: the name; skip the second (type); the third: digest */
+		if (strncmp(line, ref, rl) != 0 || (line[rl] != ' ' && line[rl] != '\t'))
+			continue;
+		char *p = line + rl;
+		for (int word = 0; word < 2; word++) {
+			p += strspn(p, " \t");
+			if (word == 0)
+				p += strcspn(p, " \t\n");
+		}
+		char d[OCI_DIGEST_LEN + 1];
+		size_t dl = strcspn(p, " \t\n");
+		if (dl != OCI_DIGEST_LEN)
+			continue;
+		memcpy(d, p, dl);
+		d[dl] = '\0';
+		if (oci_digest_is_valid(d)) {
 			memcpy(digest, d, OCI_DIGEST_LEN + 1);
 			return 0;
 		}
-		line = strchr(line, '\n');
 	}
 	return -ENOENT;
 }
