@@ -26,6 +26,20 @@
 
 #define REPLY_MAX 512
 
+/* The platform whose manifest an index resolves to: this machine's, in
+ * GOARCH spelling, as containerd's platforms.DefaultSpec() picks it. */
+#if defined(__x86_64__)
+#define IMAGES_ARCH "amd64"
+#elif defined(__aarch64__)
+#define IMAGES_ARCH "arm64"
+#elif defined(__powerpc64__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define IMAGES_ARCH "ppc64le"
+#elif defined(__s390x__)
+#define IMAGES_ARCH "s390x"
+#else
+#error "unknown GOARCH for this architecture"
+#endif
+
 static char e_path[] = "PATH=/usr/sbin:/usr/bin:/sbin:/bin", e_lang[] = "LANG=C", e_lc[] = "LC_ALL=C";
 static char *const child_env[] = { e_path, e_lang, e_lc, NULL };
 
@@ -224,12 +238,12 @@ static int extract(const struct images_ctx *ic, const char *top, const char *pat
 		size_t len = 0;
 		if ((r = blob(ic, next, OCI_JSON_MAX, &json, &len, why, why_size)) < 0)
 			return r;
-		r = oci_parse_top(json, len, "amd64", next, &m);
+		r = oci_parse_top(json, len, IMAGES_ARCH, next, &m);
 		if (r == 0)
 			break;
 		if (r == 1 && depth == 0)
 			continue;
-		snprintf(why, why_size, "%s", r == -ENOENT ? "no linux/amd64 manifest" : "not an image manifest");
+		snprintf(why, why_size, "%s", r == -ENOENT ? "no linux/" IMAGES_ARCH " manifest" : "not an image manifest");
 		return r == 1 ? -EINVAL : r;
 	}
 	if (r != 0) {
