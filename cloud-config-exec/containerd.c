@@ -144,7 +144,7 @@ int containerd_apply(int rootfd, const char *containerd_bin, const struct osc *o
 	}
 	if ((r = write_file(rootfd, CRI_CONFIG_FILE, config, ret_error)) < 0)
 		return r;
-	written = written || r > 0;
+	bool config_written = r > 0;
 	for (size_t i = 0; i < new->cri.n_registries; i++) {
 		const struct osc_registry *g = &new->cri.registries[i];
 		_cleanup_free_ char *path = NULL, *hosts = NULL;
@@ -161,7 +161,15 @@ int containerd_apply(int rootfd, const char *containerd_bin, const struct osc *o
 			return r;
 	}
 
-	*ret_restart = written || !cri_equal(old ? &old->cri : NULL, &new->cri, &t);
+	/* As GNA's computeChanges (changes.go, ConfigFileChanged): sandbox
+	 * image, plugins and cgroup driver restart containerd; registries do
+	 * not, containerd reads hosts.toml at each pull. */
+	_cleanup_free_ char *old_config = NULL;
+	bool differs = !old || !old->cri.present || cri_render_config(&old->cri, &t, &old_config) < 0 ||
+		       strcmp(old_config, config) != 0 || old->cri.n_plugins != new->cri.n_plugins;
+	if (written)
+		log_debug("hosts.toml changed: containerd reads it at each pull, no restart");
+	*ret_restart = config_written || differs;
 	if (new->cri.n_plugins > 0) {
 		log_error("criConfig.containerd.plugins: %zu entries not applied: not supported", new->cri.n_plugins);
 		return errorf(ret_error, -EOPNOTSUPP, "criConfig.containerd.plugins: %zu entries not applied (not supported)",

@@ -20,9 +20,11 @@
  * per registry below rootfd (atomically, 0644, only when the bytes differ;
  * conf.d and certs.d created 0755) and removes the hosts.toml of registries
  * old had and new has not. *ret_restart: containerd must be restarted,
- * because a file was written or because the two models differ (so a re-run
- * after a crash between the write and the restart still restarts it);
- * never on a reconcile that changes nothing (Gardener #11120). Plugins
+ * because config.toml was written or because the two models' config.toml
+ * differ (so a re-run after a crash between the write and the restart
+ * still restarts it); never for hosts.toml alone (containerd reads it at
+ * each pull; GNA's changes.go) nor on a reconcile that changes nothing
+ * (Gardener #11120). Plugins
  * (criConfig.containerd.plugins) are not supported: everything else is
  * written, then the step fails naming them. On failure returns -errno and
  * *ret_error (free()) says why in one line; logs each file written and

@@ -6,8 +6,9 @@
 # starts with that configuration and answers `ctr version`, and its
 # effective configuration (`containerd config dump`) has SystemdCgroup,
 # the sandbox image, config_path and the CNI dir; a re-apply writes nothing
-# and restarts nothing; a changed cgroupDriver rewrites the file and
-# restarts containerd; a dropped registry loses its hosts.toml; plugins fail
+# and restarts nothing; a changed registry rewrites hosts.toml only and
+# restarts nothing; a changed cgroupDriver rewrites the file and restarts
+# containerd; a dropped registry loses its hosts.toml; plugins fail
 # the step "containerd" without holding back the other files.
 source "$TESTS_DIR/lib/common.sh"
 source "$TESTS_DIR/lib/exec.sh"
@@ -93,6 +94,12 @@ n=$(count_fs_writes "$W/s2.strace")
 echo "# writes on the no-op re-apply: $n"
 check "re-apply: zero write-opens/renames/unlinks/mkdirs (strace)" test "$n" -eq 0
 check_not "re-apply: containerd not restarted" grep -q 'Units:.*containerd.service' "$W/a2.log"
+
+# --- only a registry changes: hosts.toml rewritten, containerd not restarted
+sed 's|http://127.0.0.1:5001|http://127.0.0.1:5002|' "$W/v1.yaml" >"$W/v1b.yaml"
+check "registry change applies" cce "$R" apply "$W/v1b.yaml" 2>"$W/a2b.log"
+check "  ... hosts.toml rewritten" grep -qxF '[host."http://127.0.0.1:5002"]' "$H"
+check_not "  ... containerd not restarted (it reads hosts.toml at each pull)" grep -q 'Units:.*containerd.service' "$W/a2b.log"
 
 # --- cgroupfs, one registry dropped
 ino=$(stat -c %i "$CFG")
