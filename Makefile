@@ -42,7 +42,7 @@ HARDEN  := -D_FORTIFY_SOURCE=3 -fstack-protector-strong -fstack-clash-protection
            -fcf-protection=full -fPIE
 HARDEN_LD := -pie -Wl,-z,relro,-z,now,-z,noexecstack,--as-needed
 
-PKGS    := openssl libcurl libcjson libsystemd libseccomp yaml-0.1 libxxhash
+PKGS    := openssl libcurl libcjson libsystemd libseccomp yaml-0.1 libxxhash zlib
 PKG_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(PKGS))
 PKG_LIBS   := $(shell $(PKG_CONFIG) --libs $(PKGS))
 CMOCKA_CFLAGS := $(shell $(PKG_CONFIG) --cflags cmocka)

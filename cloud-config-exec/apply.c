@@ -25,9 +25,11 @@
 
 #include "apply.h"
 #include "cleanup.h"
+#include "containerd.h"
 #include "desired.h"
 #include "files.h"
 #include "fsx.h"
+#include "images.h"
 #include "log.h"
 #include "osc.h"
 #include "result.h"
@@ -347,13 +349,31 @@ int apply_osc(const struct apply_ctx *c, const char *osc, size_t len, const stru
 			return fail_result(statefd, &res, "files", "cannot save the progress record");
 	}
 
+	/* 1b. containerd's configuration (criConfig; containerd.h). A failure
+	 * is reported at the end: units, keys and the snapshot still apply. */
+	bool restart_containerd = false;
+	_cleanup_free_ char *cri_error = NULL;
+	int cri_r = containerd_apply(c->rootfd, CONTAINERD_BIN, old, new, &restart_containerd, &cri_error);
+	/* 1c. Image files (images.h): a failed pull keeps the old file and
+	 * fails the step "images" at the end, after units and keys. */
+	struct images_ctx ic = { .address = c->containerd_address ? c->containerd_address : IMAGES_ADDRESS_DEFAULT,
+				 .puller_fd = c->puller_fd };
+	_cleanup_free_ char *img_error = NULL;
+	int img_r = images_apply(&ic, c->rootfd, statefd, new, &changed_files, &img_error);
+
 	/* 2. Units (and the Node's restart request). */
 	_cleanup_free_ char *prev_restart = previous_restart_id(statefd);
 	char *const *requests = NULL;
 	if (d && d->restart_id && d->restart_units && !str_equal(prev_restart, d->restart_id))
 		requests = d->restart_units;
+	_cleanup_strv_free_ char **unit_requests = NULL; /* requests, and containerd when its config changed */
+	for (char *const *q = requests; q && *q; q++)
+		if (files_strv_add(&unit_requests, *q) < 0)
+			return fail_result(statefd, &res, "units", "out of memory");
+	if (restart_containerd && files_strv_add(&unit_requests, CONTAINERD_UNIT) < 0)
+		return fail_result(statefd, &res, "units", "out of memory");
 	_cleanup_strv_free_ char **changed_units = NULL;
-	if ((st.progress_steps & STATE_STEP_UNITS) && !requests) {
+	if ((st.progress_steps & STATE_STEP_UNITS) && !unit_requests) {
 		log_fields(LOG_INFO, LOG_FIELDS(cfield), "Units of %.12s were already applied before the interruption",
 			   res.checksum);
 		changed_units = st.progress_units;
@@ -366,7 +386,7 @@ int apply_osc(const struct apply_ctx *c, const char *osc, size_t len, const stru
 		 * The plan is computed with the record as it was, so a unit this
 		 * apply adds reads "new unit", not "left by an unfinished apply". */
 		_cleanup_(units_plan_freep) struct units_plan *uplan = NULL;
-		r = units_plan_compute_owned(old, new, changed_files, requests, st.owned_units, &uplan);
+		r = units_plan_compute_owned(old, new, changed_files, unit_requests, st.owned_units, &uplan);
 		if (r < 0)
 			return fail_result(statefd, &res, "units", "out of memory");
 		_cleanup_strv_free_ char **unit_paths = NULL;
@@ -448,6 +468,19 @@ int apply_osc(const struct apply_ctx *c, const char *osc, size_t len, const stru
 		return fail_result(statefd, &res, "commit", "cannot save the progress record");
 	}
 
+	if (img_r < 0) {
+		res.changed_units = changed_units;
+		int x = fail_result(statefd, &res, "images", img_error ? img_error : "an image file was not written");
+		res.changed_units = NULL;
+		return x;
+	}
+	if (cri_r < 0) {
+		res.changed_units = changed_units;
+		int x = fail_result(statefd, &res, "containerd",
+				    cri_error ? cri_error : "containerd's configuration was not written (see the journal)");
+		res.changed_units = NULL;
+		return x;
+	}
 	res.success = true;
 	res.changed_units = changed_units;
 	res.finished_at = time(NULL);

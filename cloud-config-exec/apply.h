@@ -17,6 +17,8 @@ struct apply_ctx {
 	const struct config *cfg;
 	struct sd_bus *bus;         /* NULL: no systemd (files only) */
 	unsigned job_timeout_ms;
+	const char *containerd_address; /* containerd's socket (images.h); NULL: the default */
+	int puller_fd;              /* images_puller_start(), or -1: image files are not pulled */
 };
 
 /* Exit statuses of the program. */

@@ -210,13 +210,13 @@ int files_apply(int rootfd, const struct osc *new, const struct files_plan *plan
 		if (asprintf(&ffield, "FILE=%s", f->path) < 0)
 			return log_error_errno(-ENOMEM, "Out of memory");
 		if (f->source == OSC_SOURCE_IMAGE) {
-			/* No containerd client, no pulls: say so on every apply. */
+			/* Written by the images step (images.h), not here. */
 			_cleanup_free_ char *ifield = NULL;
 			if (asprintf(&ifield, "IMAGE=%s", f->image) < 0)
 				return log_error_errno(-ENOMEM, "Out of memory");
 			log_fields(LOG_NOTICE, LOG_FIELDS(ffield, ifield),
-				   "File '%s' comes from image '%s' (path '%s'): not materialised by cloud-config-exec; "
-				   "the OS image must provide it",
+				   "File '%s' comes from image '%s' (path '%s'): copied out of the image through "
+				   "containerd by the images step",
 				   f->path, f->image, f->path_in_image);
 			continue;
 		}

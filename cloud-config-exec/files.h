@@ -5,11 +5,12 @@
  * files_apply() does the I/O below the root fd, records ownership in the
  * executor state before it creates anything and logs one line per file.
  *
- * Image files (content.imageRef, OSC_SOURCE_IMAGE) are never written,
- * owned or removed: this project pulls no images, the OS image must provide
- * them. Their bytes are unknown here, so they count as changed (restarting
+ * Image files (content.imageRef, OSC_SOURCE_IMAGE) are not written, owned
+ * or removed here: the images step (images.h) copies them out of their
+ * image. Their bytes are unknown here, so they count as changed (restarting
  * the units whose filePaths name them) only when their reference changes:
- * image, filePathInImage or permissions, or a switch to or from inline. */
+ * image, filePathInImage or permissions, or a switch to or from inline;
+ * the images step drops a path it could not write from that list. */
 #ifndef CCE_FILES_H
 #define CCE_FILES_H
 

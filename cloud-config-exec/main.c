@@ -14,7 +14,9 @@
 #include "cleanup.h"
 #include "config.h"
 #include "confine.h"
+#include "criconfig.h"
 #include "fsx.h"
+#include "images.h"
 #include "log.h"
 #include "units.h"
 
@@ -27,6 +29,7 @@ static const char *arg_config = NULL;
 static bool arg_no_systemd = false;
 static bool arg_systemd = false;
 static bool arg_no_seccomp = false;
+static const char *arg_containerd_address = NULL;
 static unsigned arg_job_timeout_ms = 0;
 static enum log_target arg_log = LOG_TARGET_AUTO;
 static const char *arg_verb = "apply-desired";
@@ -55,6 +58,8 @@ static void help(void)
 	       "  --job-timeout-ms N deadline for each systemd job (default %u)\n"
 	       "  --log TARGET       auto, journal, stderr or both (default auto)\n"
 	       "  --no-seccomp       do not install the seccomp filter (debugging only)\n"
+	       "  --containerd-address SOCKET  containerd's socket for image files\n"
+	       "                     (default " IMAGES_ADDRESS_DEFAULT ")\n"
 	       "  -h --help          show this help\n"
 	       "     --version       show the version\n"
 	       "\n"
@@ -64,7 +69,8 @@ static void help(void)
 
 static int parse_argv(int argc, char *argv[])
 {
-	enum { ARG_ROOT = 0x100, ARG_CONFIG, ARG_NO_SYSTEMD, ARG_SYSTEMD, ARG_JOB_TIMEOUT, ARG_LOG, ARG_NO_SECCOMP, ARG_VERSION };
+	enum { ARG_ROOT = 0x100, ARG_CONFIG, ARG_NO_SYSTEMD, ARG_SYSTEMD, ARG_JOB_TIMEOUT, ARG_LOG, ARG_NO_SECCOMP, ARG_VERSION,
+	       ARG_CONTAINERD_ADDRESS };
 	static const struct option options[] = {
 		{ "root", required_argument, NULL, ARG_ROOT },
 		{ "config", required_argument, NULL, ARG_CONFIG },
@@ -73,6 +79,7 @@ static int parse_argv(int argc, char *argv[])
 		{ "job-timeout-ms", required_argument, NULL, ARG_JOB_TIMEOUT },
 		{ "log", required_argument, NULL, ARG_LOG },
 		{ "no-seccomp", no_argument, NULL, ARG_NO_SECCOMP },
+		{ "containerd-address", required_argument, NULL, ARG_CONTAINERD_ADDRESS },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, ARG_VERSION },
 		{ 0 },
@@ -124,6 +131,13 @@ static int parse_argv(int argc, char *argv[])
 			break;
 		case ARG_NO_SECCOMP:
 			arg_no_seccomp = true;
+			break;
+		case ARG_CONTAINERD_ADDRESS:
+			if (optarg[0] != '/') {
+				fprintf(stderr, "cloud-config-exec: --containerd-address needs an absolute path\n");
+				return -EINVAL;
+			}
+			arg_containerd_address = optarg;
 			break;
 		case 'h':
 			help();
@@ -206,11 +220,23 @@ static int run(void)
 	if (arg_file && apply_read_input(arg_file, &input, &input_len) < 0)
 		return APPLY_EXIT_USAGE;
 
+	/* The puller keeps the network the executor gives up (images.h). */
+	_cleanup_close_ int puller_fd = -1;
+	const char *address = arg_containerd_address ? arg_containerd_address : IMAGES_ADDRESS_DEFAULT;
+	if (strcmp(arg_verb, "apply") == 0 || strcmp(arg_verb, "apply-desired") == 0) {
+		_cleanup_free_ char *hosts_dir = NULL;
+		if (asprintf(&hosts_dir, "%s%s", scratch ? arg_root : "", CRI_CERTS_DIR) < 0)
+			return APPLY_EXIT_FAILED;
+		if (images_puller_start(address, hosts_dir, &puller_fd) < 0)
+			return APPLY_EXIT_FAILED;
+	}
+
 	if (!arg_no_seccomp && (r = confine_install()) < 0)
 		return APPLY_EXIT_FAILED;
 
 	struct apply_ctx c = { .root = arg_root, .rootfd = rootfd, .cfg = cfg, .bus = bus,
-			       .job_timeout_ms = arg_job_timeout_ms };
+			       .job_timeout_ms = arg_job_timeout_ms, .containerd_address = address,
+			       .puller_fd = puller_fd };
 	if (strcmp(arg_verb, "apply-desired") == 0)
 		return apply_desired(&c);
 	if (strcmp(arg_verb, "apply") == 0)

@@ -1179,6 +1179,258 @@ static int check_header(struct ctx *c, const struct ynode *root)
 	return 0;
 }
 
+/* ---- spec.criConfig ------------------------------------------------------ */
+
+/* Gardener: pkg/apis/extensions/v1alpha1/types_operatingsystemconfig.go
+ * (CRIConfig, ContainerdConfig, RegistryConfig, RegistryHost, PluginConfig);
+ * rendered by pkg/nodeagent/controller/operatingsystemconfig/containerd.go
+ * and containerd_config.go, which lib/criconfig.c follows. */
+
+static void cri_free(struct osc_cri *cri)
+{
+	for (size_t i = 0; i < cri->n_registries; i++) {
+		struct osc_registry *g = &cri->registries[i];
+		for (size_t j = 0; j < g->n_hosts; j++) {
+			for (size_t k = 0; k < g->hosts[j].n_ca; k++)
+				free(g->hosts[j].ca[k]);
+			free(g->hosts[j].ca);
+			free(g->hosts[j].url);
+		}
+		free(g->hosts);
+		free(g->upstream);
+		free(g->server);
+	}
+	free(cri->registries);
+	free(cri->sandbox_image);
+	memset(cri, 0, sizeof(*cri));
+}
+
+/* A string that goes into containerd's TOML: printable ASCII, no space,
+ * quote or backslash, 1..max bytes (empty allowed when allow_empty). */
+static int toml_str(struct ctx *c, const struct ynode *n, const char *where, const char *key, size_t max,
+		    bool allow_empty, char **ret)
+{
+	char q[QUOTE_MAX * 4 + 8];
+	if (n->type != Y_SCALAR || n->kind != YS_STR)
+		return wrong_type(c, where, key, n, "a string");
+	if (n->len == 0 && !allow_empty)
+		return fail(c, -EINVAL, "%s%s%s: empty (line %zu)", where, sep(where), key, n->line);
+	if (n->len > max)
+		return fail(c, -EMSGSIZE, "%s%s%s: '%s' longer than %zu bytes (line %zu)", where, sep(where), key,
+			    quote(q, sizeof(q), n->value, n->len), max, n->line);
+	for (size_t i = 0; i < n->len; i++) {
+		unsigned char ch = (unsigned char)n->value[i];
+		if (ch <= 0x20 || ch >= 0x7f || ch == '"' || ch == '\\')
+			return fail(c, -EINVAL,
+				    "%s%s%s: '%s' contains a space, quote, backslash or non-printable byte (line %zu)",
+				    where, sep(where), key, quote(q, sizeof(q), n->value, n->len), n->line);
+	}
+	if (!(*ret = strdup(n->value)))
+		return fail(c, -ENOMEM, "out of memory");
+	return 0;
+}
+
+static int get_toml_str(struct ctx *c, const struct ynode *map, const char *where, const char *key, bool required,
+			size_t max, bool allow_empty, char **ret)
+{
+	const struct ynode *n;
+	int r = map_get(c, map, where, key, &n);
+	if (r < 0)
+		return r;
+	*ret = NULL;
+	if (!n) {
+		if (required)
+			return fail(c, -EINVAL, "%s%s%s: missing", where, sep(where), key);
+		return 0;
+	}
+	return toml_str(c, n, where, key, max, allow_empty, ret);
+}
+
+static bool upstream_is_valid(const char *s)
+{
+	size_t n = strlen(s);
+	if (n == 0 || n > 253 || s[0] == '.')
+		return false;
+	return strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._:-") == n;
+}
+
+static int parse_registry_host(struct ctx *c, const struct ynode *n, const char *where, struct osc_registry_host *h)
+{
+	const struct ynode *caps, *cas;
+	char w[176], q[QUOTE_MAX * 4 + 8];
+	int r;
+
+	h->override_path = -1;
+	if (n->type != Y_MAP)
+		return wrong_type(c, where, NULL, n, "a mapping");
+	if ((r = get_toml_str(c, n, where, "url", true, OSC_URL_MAX, false, &h->url)) < 0 ||
+	    (r = get_bool(c, n, where, "overridePath", &h->override_path)) < 0 ||
+	    (r = get_node(c, n, where, "capabilities", Y_SEQ, &caps)) < 0 ||
+	    (r = get_node(c, n, where, "caCerts", Y_SEQ, &cas)) < 0)
+		return r;
+	for (size_t i = 0; caps && i < caps->n_items; i++) {
+		const struct ynode *s = caps->items[i];
+		snprintf(w, sizeof(w), "%s.capabilities[%zu]", where, i);
+		if (s->type != Y_SCALAR || s->kind != YS_STR)
+			return wrong_type(c, w, NULL, s, "a string");
+		if (strcmp(s->value, "pull") == 0)
+			h->capabilities |= OSC_CAP_PULL;
+		else if (strcmp(s->value, "resolve") == 0)
+			h->capabilities |= OSC_CAP_RESOLVE;
+		else if (strcmp(s->value, "push") == 0)
+			h->capabilities |= OSC_CAP_PUSH;
+		else
+			return fail(c, -EINVAL, "%s: unknown capability '%s' (pull, resolve or push) (line %zu)", w,
+				    quote(q, sizeof(q), s->value, s->len), s->line);
+	}
+	size_t n_ca = cas ? cas->n_items : 0;
+	if (n_ca > OSC_REGISTRY_CAS_MAX)
+		return fail(c, -EMSGSIZE, "%s.caCerts: more than %u entries", where, OSC_REGISTRY_CAS_MAX);
+	if (!(h->ca = calloc(n_ca + 1, sizeof(char *))))
+		return fail(c, -ENOMEM, "out of memory");
+	for (size_t i = 0; i < n_ca; i++) {
+		char k[40];
+		snprintf(k, sizeof(k), "caCerts[%zu]", i);
+		if ((r = toml_str(c, cas->items[i], where, k, OSC_URL_MAX, false, &h->ca[i])) < 0)
+			return r;
+		h->n_ca++;
+	}
+	return 0;
+}
+
+static int parse_registry(struct ctx *c, const struct ynode *n, const char *where, struct osc_registry *g)
+{
+	const struct ynode *hosts;
+	char w[128], q[QUOTE_MAX * 4 + 8];
+	int r, probe;
+
+	if (n->type != Y_MAP)
+		return wrong_type(c, where, NULL, n, "a mapping");
+	if ((r = get_toml_str(c, n, where, "upstream", true, 253, false, &g->upstream)) < 0 ||
+	    (r = get_toml_str(c, n, where, "server", false, OSC_URL_MAX, false, &g->server)) < 0 ||
+	    (r = get_bool(c, n, where, "readinessProbe", &probe)) < 0 ||
+	    (r = get_node(c, n, where, "hosts", Y_SEQ, &hosts)) < 0)
+		return r;
+	if (!upstream_is_valid(g->upstream))
+		return fail(c, -EINVAL, "%s.upstream: '%s' is not a host[:port] usable as a directory name", where,
+			    quote(q, sizeof(q), g->upstream, strlen(g->upstream)));
+	size_t nh = hosts ? hosts->n_items : 0;
+	if (nh > OSC_REGISTRY_HOSTS_MAX)
+		return fail(c, -EMSGSIZE, "%s.hosts: more than %u entries", where, OSC_REGISTRY_HOSTS_MAX);
+	if (nh && !(g->hosts = calloc(nh, sizeof(*g->hosts))))
+		return fail(c, -ENOMEM, "out of memory");
+	for (size_t i = 0; i < nh; i++) {
+		snprintf(w, sizeof(w), "%s.hosts[%zu]", where, i);
+		g->n_hosts++;
+		if ((r = parse_registry_host(c, hosts->items[i], w, &g->hosts[i])) < 0)
+			return r;
+	}
+	return 0;
+}
+
+static int cmp_registry(const void *a, const void *b)
+{
+	return strcmp(((const struct osc_registry *)a)->upstream, ((const struct osc_registry *)b)->upstream);
+}
+
+static int parse_plugins(struct ctx *c, const struct ynode *plugins, const char *where)
+{
+	char w[96], q[QUOTE_MAX * 4 + 8];
+	int r;
+	for (size_t i = 0; i < plugins->n_items; i++) {
+		const struct ynode *p = plugins->items[i], *path, *op;
+		snprintf(w, sizeof(w), "%s[%zu]", where, i);
+		if (p->type != Y_MAP)
+			return wrong_type(c, w, NULL, p, "a mapping");
+		if ((r = get_node(c, p, w, "path", Y_SEQ, &path)) < 0 || (r = get_str(c, p, w, "op", false, &op)) < 0)
+			return r;
+		if (!path || path->n_items == 0)
+			return fail(c, -EINVAL, "%s.path: missing or empty", w);
+		for (size_t j = 0; j < path->n_items; j++) {
+			const struct ynode *s = path->items[j];
+			if (s->type != Y_SCALAR || s->kind != YS_STR || s->len == 0)
+				return fail(c, -EINVAL, "%s.path[%zu]: expected a non-empty string (line %zu)", w, j,
+					    s->line);
+		}
+		if (op && strcmp(op->value, "add") != 0 && strcmp(op->value, "remove") != 0)
+			return fail(c, -EINVAL, "%s.op: '%s' is not add or remove (line %zu)", w,
+				    quote(q, sizeof(q), op->value, op->len), op->line);
+	}
+	return 0;
+}
+
+static int parse_cri(struct ctx *c, const struct ynode *n, struct osc_cri *ret)
+{
+	static const char where[] = "spec.criConfig";
+	const struct ynode *name, *driver, *ctd, *regs, *plugins;
+	char w[96], q[QUOTE_MAX * 4 + 8];
+	struct osc_cri cri = {};
+	int r;
+
+	if ((r = get_str(c, n, where, "name", true, &name)) < 0)
+		return r;
+	if (strcmp(name->value, "containerd") != 0 || name->len != strlen("containerd"))
+		return fail(c, -EINVAL, "%s.name: '%s' is not supported (containerd) (line %zu)", where,
+			    quote(q, sizeof(q), name->value, name->len), name->line);
+	cri.present = true;
+	if ((r = get_str(c, n, where, "cgroupDriver", false, &driver)) < 0)
+		return r;
+	if (driver && strcmp(driver->value, "systemd") == 0)
+		cri.cgroup_driver = OSC_CGROUP_SYSTEMD;
+	else if (driver && strcmp(driver->value, "cgroupfs") == 0)
+		cri.cgroup_driver = OSC_CGROUP_CGROUPFS;
+	else if (driver)
+		return fail(c, -EINVAL, "%s.cgroupDriver: '%s' is not cgroupfs or systemd (line %zu)", where,
+			    quote(q, sizeof(q), driver->value, driver->len), driver->line);
+	if ((r = get_node(c, n, where, "containerd", Y_MAP, &ctd)) < 0)
+		return r;
+	if (!ctd) {
+		*ret = cri;
+		return 0;
+	}
+	cri.containerd = true;
+	static const char cwhere[] = "spec.criConfig.containerd";
+	if ((r = get_toml_str(c, ctd, cwhere, "sandboxImage", false, OSC_IMAGE_MAX, true, &cri.sandbox_image)) < 0 ||
+	    (r = get_node(c, ctd, cwhere, "registries", Y_SEQ, &regs)) < 0 ||
+	    (r = get_node(c, ctd, cwhere, "plugins", Y_SEQ, &plugins)) < 0)
+		goto fail;
+	if (cri.sandbox_image && !*cri.sandbox_image) {
+		free(cri.sandbox_image);
+		cri.sandbox_image = NULL;
+	}
+	if (plugins && (r = parse_plugins(c, plugins, "spec.criConfig.containerd.plugins")) < 0)
+		goto fail;
+	cri.n_plugins = plugins ? plugins->n_items : 0;
+	size_t nr = regs ? regs->n_items : 0;
+	if (nr > OSC_REGISTRIES_MAX) {
+		r = fail(c, -EMSGSIZE, "%s.registries: more than %u entries", cwhere, OSC_REGISTRIES_MAX);
+		goto fail;
+	}
+	if (nr && !(cri.registries = calloc(nr, sizeof(*cri.registries)))) {
+		r = fail(c, -ENOMEM, "out of memory");
+		goto fail;
+	}
+	for (size_t i = 0; i < nr; i++) {
+		snprintf(w, sizeof(w), "%s.registries[%zu]", cwhere, i);
+		cri.n_registries++;
+		if ((r = parse_registry(c, regs->items[i], w, &cri.registries[i])) < 0)
+			goto fail;
+	}
+	if (nr > 1)
+		qsort(cri.registries, nr, sizeof(*cri.registries), cmp_registry);
+	for (size_t i = 1; i < nr; i++)
+		if (strcmp(cri.registries[i - 1].upstream, cri.registries[i].upstream) == 0) {
+			r = fail(c, -EINVAL, "%s.registries: upstream '%s' given twice", cwhere,
+				 quote(q, sizeof(q), cri.registries[i].upstream, strlen(cri.registries[i].upstream)));
+			goto fail;
+		}
+	*ret = cri;
+	return 0;
+fail:
+	cri_free(&cri);
+	return r;
+}
+
 int osc_parse_for_node(const char *data, size_t len, const char *forbidden_prefix, const char *node_name,
 		       struct osc *ret, struct osc_error *err)
 {
@@ -1221,12 +1473,17 @@ int osc_parse_for_node(const char *data, size_t len, const char *forbidden_prefi
 		       (r = get_node(&c, status, "status", "extensionUnits", Y_SEQ, &units[1])) < 0))
 		return r;
 
+	const struct ynode *cri = NULL;
+	if (spec && (r = get_node(&c, spec, "spec", "criConfig", Y_MAP, &cri)) < 0)
+		return r;
+
 	static const char *file_names[2] = { "spec.files", "status.extensionFiles" };
 	static const char *unit_names[2] = { "spec.units", "status.extensionUnits" };
 	struct osc out = {};
 	if ((r = parse_files(&c, files, file_names, &out.files, &out.n_files)) < 0)
 		return r;
-	if ((r = parse_units(&c, units, unit_names, &out.units, &out.n_units)) < 0) {
+	if ((r = parse_units(&c, units, unit_names, &out.units, &out.n_units)) < 0 ||
+	    (cri && (r = parse_cri(&c, cri, &out.cri)) < 0)) {
 		osc_done(&out);
 		return r;
 	}
@@ -1279,5 +1536,6 @@ void osc_done(struct osc *osc)
 		file_free(&osc->files[i]);
 	free(osc->files);
 	units_free(osc->units, osc->n_units);
+	cri_free(&osc->cri);
 	memset(osc, 0, sizeof(*osc));
 }

@@ -41,9 +41,8 @@ enum osc_file_source {
 	OSC_SOURCE_IMAGE,           /* content.imageRef: a file inside a container image.
 	                             * Gardener's agent pulls the image through containerd and
 	                             * copies the file out (kubelet, gardener-node-agent);
-	                             * this project has no containerd client and pulls
-	                             * nothing, so such a file is only described here and
-	                             * the OS image has to provide it. */
+	                             * only described here: cloud-config-exec's images
+	                             * step (cloud-config-exec/images.h) copies it. */
 };
 
 struct osc_file {
@@ -78,11 +77,59 @@ struct osc_unit {
 	size_t n_file_paths;
 };
 
+/* spec.criConfig (pkg/apis/extensions/v1alpha1/types_operatingsystemconfig.go:
+ * CRIConfig, ContainerdConfig, RegistryConfig, RegistryHost, PluginConfig). */
+#define OSC_REGISTRIES_MAX 64        /* criConfig.containerd.registries */
+#define OSC_REGISTRY_HOSTS_MAX 16    /* hosts per registry */
+#define OSC_REGISTRY_CAS_MAX 16      /* caCerts per host */
+#define OSC_URL_MAX 1024             /* bytes of a URL, server or CA path */
+
+enum osc_cgroup_driver {
+	OSC_CGROUP_UNSET,
+	OSC_CGROUP_CGROUPFS,
+	OSC_CGROUP_SYSTEMD,
+};
+
+/* RegistryCapability bits; a host without any gets pull + resolve. */
+enum {
+	OSC_CAP_PULL = 1u << 0,
+	OSC_CAP_RESOLVE = 1u << 1,
+	OSC_CAP_PUSH = 1u << 2,
+};
+
+struct osc_registry_host {
+	char *url;                  /* printable ASCII, no space, 1..OSC_URL_MAX */
+	unsigned capabilities;      /* OSC_CAP_* as given (0: not given) */
+	char **ca;                  /* caCerts, NULL-terminated (never NULL), as given */
+	size_t n_ca;
+	int override_path;          /* -1 unset, 0, 1 */
+};
+
+struct osc_registry {
+	char *upstream;             /* one path component: [A-Za-z0-9._:-], not starting
+	                             * with "."; unique; the certs.d directory name */
+	char *server;               /* NULL when not given */
+	struct osc_registry_host *hosts;
+	size_t n_hosts;
+};
+
+struct osc_cri {
+	bool present;               /* criConfig given (name: containerd) */
+	enum osc_cgroup_driver cgroup_driver;
+	bool containerd;            /* criConfig.containerd given */
+	char *sandbox_image;        /* NULL when containerd not given or "" */
+	struct osc_registry *registries; /* sorted by upstream, unique */
+	size_t n_registries;
+	size_t n_plugins;           /* criConfig.containerd.plugins[]: validated (path
+	                             * non-empty strings, op add|remove) but not kept */
+};
+
 struct osc {
 	struct osc_file *files;     /* sorted by path, unique */
 	size_t n_files;
 	struct osc_unit *units;     /* sorted by name, unique */
 	size_t n_units;
+	struct osc_cri cri;         /* spec.criConfig */
 };
 
 struct osc_error {
@@ -143,7 +190,15 @@ int osc_parse(const char *data, size_t len, const char *forbidden_prefix, struct
  *    OSC_YAML_EVENTS_MAX nodes nested at most OSC_YAML_DEPTH_MAX deep;
  *    scalars are typed like Go's yaml.v2 (YAML 1.1: true/false/yes/no/on/off
  *    are booleans, 0644 is octal) so that a document Gardener accepts is read
- *    the same way here; quoted scalars are always strings. */
+ *    the same way here; quoted scalars are always strings.
+ *  - spec.criConfig: name must be "containerd"; cgroupDriver "cgroupfs" or
+ *    "systemd"; containerd.sandboxImage (an image reference like
+ *    imageRef.image, "" allowed), containerd.registries[] (upstream,
+ *    server, hosts[].{url, capabilities pull|resolve|push, caCerts,
+ *    overridePath}, readinessProbe: accepted, not kept), containerd.plugins[]
+ *    (path: non-empty list of non-empty strings, op add|remove; counted).
+ *    Strings that end up in containerd's TOML are printable ASCII without
+ *    '"' or '\'. */
 int osc_parse_for_node(const char *data, size_t len, const char *forbidden_prefix,
 		       const char *node_name, struct osc *ret, struct osc_error *err);
 

@@ -8,10 +8,66 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "criconfig.h"
 #include "fsx.h"
 #include "osc.h"
 
 #define FORBIDDEN "/var/lib/node-agent"
+
+/* Every line a renderer writes is a comment, a table header, an indented
+ * key or a top-level key: a value never breaks out of its quotes. */
+static void check_toml(const char *s)
+{
+	for (const char *l = s; *l;) {
+		const char *nl = strchr(l, '\n');
+		if (!nl)
+			abort();
+		size_t quotes = 0;
+		for (const char *p = l; p < nl; p++)
+			quotes += *p == '"';
+		if (quotes % 2 != 0 || memchr(l, '\\', (size_t)(nl - l)))
+			abort();
+		l = nl + 1;
+	}
+}
+
+static void check_cri(const struct osc_cri *cri)
+{
+	if (!cri->present) {
+		if (cri->containerd || cri->n_registries || cri->sandbox_image)
+			abort();
+		return;
+	}
+	if (cri->n_registries > OSC_REGISTRIES_MAX)
+		abort();
+	for (size_t i = 0; i < cri->n_registries; i++) {
+		const struct osc_registry *g = &cri->registries[i];
+		if (!g->upstream[0] || g->upstream[0] == '.' || strchr(g->upstream, '/') ||
+		    g->n_hosts > OSC_REGISTRY_HOSTS_MAX)
+			abort();
+		if (i > 0 && strcmp(cri->registries[i - 1].upstream, g->upstream) >= 0)
+			abort();
+		for (size_t j = 0; j < g->n_hosts; j++)
+			if (!g->hosts[j].url || !g->hosts[j].ca || g->hosts[j].n_ca > OSC_REGISTRY_CAS_MAX ||
+			    g->hosts[j].ca[g->hosts[j].n_ca])
+				abort();
+		char *h = NULL;
+		if (cri_render_hosts(g, &h) < 0)
+			abort();
+		check_toml(h);
+		free(h);
+	}
+	for (int v = 2; v <= 4; v++) {
+		struct cri_target t = { .config_version = v, .cni_bin_dirs = v > 2 };
+		char *c = NULL;
+		if (cri_render_config(cri, &t, &c) < 0)
+			abort();
+		check_toml(c);
+		free(c);
+		if (!cri_equal(cri, cri, &t))
+			abort();
+	}
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -76,6 +132,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	int r = osc_parse_for_node((const char *)data, size, FORBIDDEN, "node-a", &o, &err);
 	if (r == 0) {
 		check(&o);
+		check_cri(&o.cri);
 		osc_done(&o);
 	} else if (err.message[0] == '\0' || o.n_files != 7 || r >= 0) {
 		abort();

@@ -6,8 +6,8 @@
 # and a checksum mismatch leave the last good state and the annotation alone,
 # and so does a key file the executor rejects (the run fails in step keys);
 # the restart annotation is consumed; idle means no requests but the two
-# watches; SIGTERM exits within a second. The OSC carries the kubelet binary
-# as an imageRef file, as Gardener's do: accepted, passed on, not written.
+# watches; SIGTERM exits within a second. (Image files need containerd:
+# 028-exec-images; without it their apply fails, see 020-exec-files.)
 source "$TESTS_DIR/lib/common.sh"
 source "$TESTS_DIR/lib/kube.sh"
 source "$TESTS_DIR/lib/agent.sh"
@@ -29,12 +29,6 @@ osc() {
 	      inline:
 	        data: |
 	          hello $1
-	  - path: /opt/bin/kubelet
-	    permissions: 493
-	    content:
-	      imageRef:
-	        image: europe-docker.pkg.dev/gardener-project/releases/hyperkube:v1.31.1
-	        filePathInImage: /kubelet
 	  units:
 	  - name: hello.service
 	    command: start
@@ -65,8 +59,6 @@ check "  ... with the OSC's permissions (420 = 0644)" [ "$(stat -c %a "$ROOT/etc
 check "unit file written below the scratch root" grep -q 'ExecStart=/bin/cat /etc/hello' "$ROOT/etc/systemd/system/hello.service"
 check "desired.json carries the checksum" [ "$(desired_checksum)" = "$sum1" ]
 check "desired.json is 0600" [ "$(stat -c %a "$(desired_file)")" = 600 ]
-check "the agent passed the imageRef file on in desired.json" grep -q 'filePathInImage: /kubelet' "$(desired_file)"
-check "the imageRef file was not materialised" [ ! -e "$ROOT/opt/bin/kubelet" ]
 check "result.json says success for that checksum" [ "$(result_field "str(d['success']) + ' ' + d['checksum']")" = "True $sum1" ]
 
 # What the agent asked for, from the server's request log.

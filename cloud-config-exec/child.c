@@ -1,0 +1,114 @@
+/* Children with a deadline; see child.h. */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdbool.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "child.h"
+#include "cleanup.h"
+
+static long ms_since(const struct timespec *start)
+{
+	struct timespec now;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (now.tv_sec - start->tv_sec) * 1000 + (now.tv_nsec - start->tv_nsec) / 1000000;
+}
+
+static void reap(pid_t pid, bool kill_it, int *status)
+{
+	if (kill_it)
+		kill(pid, SIGKILL);
+	while (waitpid(pid, status, 0) < 0 && errno == EINTR)
+		;
+}
+
+int child_run(const char *path, char *const argv[], char *const envp[], unsigned timeout_ms, size_t out_max,
+	      char **ret_out, size_t *ret_len, int *ret_status)
+{
+	int p[2];
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return negerrno();
+	_cleanup_close_ int rfd = p[0];
+	int wfd = p[1];
+	pid_t pid = fork();
+	if (pid < 0) {
+		int r = negerrno();
+		close(wfd);
+		return r;
+	}
+	if (pid == 0) {
+		int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
+		if (devnull < 0 || dup2(devnull, STDIN_FILENO) < 0 || dup2(wfd, STDOUT_FILENO) < 0)
+			_exit(127);
+		syscall(SYS_close_range, 3U, ~0U, 0U);
+		execve(path, argv, envp);
+		_exit(127);
+	}
+	close(wfd);
+
+	struct timespec start;
+	clock_gettime(CLOCK_MONOTONIC, &start);
+	_cleanup_free_ char *buf = malloc(out_max + 1);
+	size_t len = 0;
+	int status = 0, r = 0;
+	if (!buf) {
+		reap(pid, true, &status);
+		return -ENOMEM;
+	}
+	for (;;) {
+		long left = (long)timeout_ms - ms_since(&start);
+		if (left <= 0) {
+			reap(pid, true, &status);
+			return -ETIMEDOUT;
+		}
+		struct pollfd pfd = { .fd = rfd, .events = POLLIN };
+		int n = poll(&pfd, 1, (int)left);
+		if (n < 0 && errno != EINTR) {
+			r = negerrno();
+			reap(pid, true, &status);
+			return r;
+		}
+		if (n <= 0)
+			continue;
+		char tmp[4096];
+		ssize_t k = read(rfd, tmp, sizeof(tmp));
+		if (k < 0 && (errno == EINTR || errno == EAGAIN))
+			continue;
+		if (k <= 0)
+			break; /* EOF: the child (and anything it started) closed stdout */
+		if (len + (size_t)k > out_max) {
+			reap(pid, true, &status);
+			return -EFBIG;
+		}
+		memcpy(buf + len, tmp, (size_t)k);
+		len += (size_t)k;
+	}
+	/* stdout closed; the child must still end within the deadline. */
+	for (;;) {
+		pid_t w = waitpid(pid, &status, WNOHANG);
+		if (w == pid)
+			break;
+		if (w < 0 && errno != EINTR)
+			return negerrno();
+		if (ms_since(&start) > (long)timeout_ms) {
+			reap(pid, true, &status);
+			return -ETIMEDOUT;
+		}
+		struct timespec d = { 0, 10 * 1000 * 1000 };
+		nanosleep(&d, NULL);
+	}
+	buf[len] = '\0';
+	*ret_status = status;
+	if (ret_out) {
+		*ret_out = TAKE_PTR(buf);
+		*ret_len = len;
+	}
+	return 0;
+}

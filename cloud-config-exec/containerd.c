@@ -1,0 +1,179 @@
+/* The containerd step; see containerd.h. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "child.h"
+#include "cleanup.h"
+#include "containerd.h"
+#include "criconfig.h"
+#include "fsx.h"
+#include "log.h"
+
+static int errorf(char **ret_error, int r, const char *fmt, ...) _printf_(3, 4);
+static int errorf(char **ret_error, int r, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	char *s = NULL;
+	if (vasprintf(&s, fmt, ap) < 0)
+		s = NULL;
+	va_end(ap);
+	free(*ret_error);
+	*ret_error = s;
+	return r;
+}
+
+static int find_target(const char *bin, struct cri_target *ret, char **ret_error)
+{
+	char a0[] = "containerd", a1[] = "--version";
+	char *argv[] = { a0, a1, NULL };
+	char e0[] = "PATH=/usr/sbin:/usr/bin:/sbin:/bin", e1[] = "LANG=C", e2[] = "LC_ALL=C";
+	char *envp[] = { e0, e1, e2, NULL };
+	_cleanup_free_ char *out = NULL;
+	size_t len = 0;
+	int status = 0;
+	int r = child_run(bin, argv, envp, CONTAINERD_VERSION_TIMEOUT_MS, CRI_VERSION_OUTPUT_MAX, &out, &len,
+			  &status);
+	if (r < 0) {
+		log_error_errno(r, "Cannot run %s --version", bin);
+		return errorf(ret_error, r, "cannot run %s --version: %s", bin, strerror(-r));
+	}
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+		log_error("%s --version failed (%s %d)", bin, WIFEXITED(status) ? "exit status" : "signal",
+			  WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
+		return errorf(ret_error, -EIO, "%s --version failed (%s %d)", bin,
+			      WIFEXITED(status) ? "exit status" : "signal",
+			      WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
+	}
+	r = cri_target_from_version(out, len, ret);
+	if (r < 0) {
+		size_t n = strcspn(out, "\n");
+		log_error("%s --version printed '%.*s': not containerd 1.x or 2.x", bin, (int)(n > 120 ? 120 : n), out);
+		return errorf(ret_error, r, "unknown containerd version '%.*s'", (int)(n > 120 ? 120 : n), out);
+	}
+	return 0;
+}
+
+/* Writes path below rootfd (its directory created 0755); 1 written, 0 same. */
+static int write_file(int rootfd, const char *path, const char *content, char **ret_error)
+{
+	const char *base;
+	_cleanup_close_ int dfd = fsx_open_parent_at(rootfd, path, FSX_MKDIR | FSX_FOLLOW_ROOT_SYMLINKS, 0755, &base);
+	if (dfd < 0) {
+		log_error_errno(dfd, "Cannot open the directory of %s", path);
+		return errorf(ret_error, dfd, "cannot open the directory of %s: %s", path, strerror(-dfd));
+	}
+	int r = fsx_write_atomic_at(dfd, base, content, strlen(content), 0644, 0, 0, FSX_SKIP_IF_SAME);
+	if (r < 0) {
+		log_error_errno(r, "Cannot write %s", path);
+		return errorf(ret_error, r, "cannot write %s: %s", path, strerror(-r));
+	}
+	if (r > 0)
+		log_info("Wrote %s", path);
+	return r > 0;
+}
+
+static const struct osc_registry *find_registry(const struct osc_cri *cri, const char *upstream)
+{
+	for (size_t i = 0; i < cri->n_registries; i++)
+		if (strcmp(cri->registries[i].upstream, upstream) == 0)
+			return &cri->registries[i];
+	return NULL;
+}
+
+/* Removes certs.d/<upstream>/hosts.toml and the directory when empty (a CA
+ * the operator put there stays). */
+static int remove_registry(int rootfd, const char *upstream, bool *ret_changed, char **ret_error)
+{
+	_cleanup_free_ char *dir = NULL;
+	if (asprintf(&dir, "%s/%s", CRI_CERTS_DIR, upstream) < 0)
+		return errorf(ret_error, -ENOMEM, "out of memory");
+	_cleanup_close_ int dfd = fsx_open_dir_at(rootfd, dir, FSX_FOLLOW_ROOT_SYMLINKS, 0);
+	if (dfd == -ENOENT)
+		return 0;
+	if (dfd < 0) {
+		log_error_errno(dfd, "Cannot open %s", dir);
+		return errorf(ret_error, dfd, "cannot open %s: %s", dir, strerror(-dfd));
+	}
+	if (unlinkat(dfd, "hosts.toml", 0) < 0) {
+		if (errno != ENOENT) {
+			int r = negerrno();
+			log_error_errno(r, "Cannot remove %s/hosts.toml", dir);
+			return errorf(ret_error, r, "cannot remove %s/hosts.toml: %s", dir, strerror(-r));
+		}
+	} else {
+		*ret_changed = true;
+		log_info("Removed %s/hosts.toml (registry no longer in the OSC)", dir);
+	}
+	_cleanup_close_ int certs = fsx_open_dir_at(rootfd, CRI_CERTS_DIR, FSX_FOLLOW_ROOT_SYMLINKS, 0);
+	if (certs >= 0 && unlinkat(certs, upstream, AT_REMOVEDIR) < 0 && errno != ENOTEMPTY && errno != ENOENT)
+		log_warning_errno(negerrno(), "Cannot remove %s", dir);
+	return 0;
+}
+
+int containerd_apply(int rootfd, const char *containerd_bin, const struct osc *old, const struct osc *new,
+		     bool *ret_restart, char **ret_error)
+{
+	*ret_restart = false;
+	if (!new->cri.present)
+		return 0;
+	struct cri_target t;
+	int r = find_target(containerd_bin, &t, ret_error);
+	if (r < 0)
+		return r;
+	log_info("containerd %u.%u: configuration version %d", t.major, t.minor, t.config_version);
+
+	bool written = false;
+	_cleanup_free_ char *config = NULL;
+	if ((r = cri_render_config(&new->cri, &t, &config)) < 0)
+		return errorf(ret_error, r, "cannot render %s: %s", CRI_CONFIG_FILE, strerror(-r));
+	/* Gardener's ensureContainerdConfigDirectories(). */
+	static const char *const dirs[] = { CRI_IMPORTS_DIR, CRI_CERTS_DIR };
+	for (size_t i = 0; i < ELEMENTSOF(dirs); i++) {
+		_cleanup_close_ int dfd = fsx_open_dir_at(rootfd, dirs[i], FSX_MKDIR | FSX_FOLLOW_ROOT_SYMLINKS, 0755);
+		if (dfd < 0) {
+			log_error_errno(dfd, "Cannot create %s", dirs[i]);
+			return errorf(ret_error, dfd, "cannot create %s: %s", dirs[i], strerror(-dfd));
+		}
+	}
+	if ((r = write_file(rootfd, CRI_CONFIG_FILE, config, ret_error)) < 0)
+		return r;
+	bool config_written = r > 0;
+	for (size_t i = 0; i < new->cri.n_registries; i++) {
+		const struct osc_registry *g = &new->cri.registries[i];
+		_cleanup_free_ char *path = NULL, *hosts = NULL;
+		if (asprintf(&path, "%s/%s/hosts.toml", CRI_CERTS_DIR, g->upstream) < 0 ||
+		    cri_render_hosts(g, &hosts) < 0)
+			return errorf(ret_error, -ENOMEM, "out of memory");
+		if ((r = write_file(rootfd, path, hosts, ret_error)) < 0)
+			return r;
+		written = written || r > 0;
+	}
+	for (size_t i = 0; old && old->cri.present && i < old->cri.n_registries; i++) {
+		const char *u = old->cri.registries[i].upstream;
+		if (!find_registry(&new->cri, u) && (r = remove_registry(rootfd, u, &written, ret_error)) < 0)
+			return r;
+	}
+
+	/* As GNA's computeChanges (changes.go, ConfigFileChanged): sandbox
+	 * image, plugins and cgroup driver restart containerd; registries do
+	 * not, containerd reads hosts.toml at each pull. */
+	_cleanup_free_ char *old_config = NULL;
+	bool differs = !old || !old->cri.present || cri_render_config(&old->cri, &t, &old_config) < 0 ||
+		       strcmp(old_config, config) != 0 || old->cri.n_plugins != new->cri.n_plugins;
+	if (written)
+		log_debug("hosts.toml changed: containerd reads it at each pull, no restart");
+	*ret_restart = config_written || differs;
+	if (new->cri.n_plugins > 0) {
+		log_error("criConfig.containerd.plugins: %zu entries not applied: not supported", new->cri.n_plugins);
+		return errorf(ret_error, -EOPNOTSUPP, "criConfig.containerd.plugins: %zu entries not applied (not supported)",
+			      new->cri.n_plugins);
+	}
+	return 0;
+}

@@ -1,0 +1,498 @@
+/* The image-file step; see images.h. */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include "child.h"
+#include "cleanup.h"
+#include "desired.h"
+#include "files.h"
+#include "fsx.h"
+#include "images.h"
+#include "jsonx.h"
+#include "log.h"
+#include "ociimage.h"
+
+#define REPLY_MAX 512
+
+/* The platform whose manifest an index resolves to: this machine's, in
+ * GOARCH spelling, as containerd's platforms.DefaultSpec() picks it. */
+#if defined(__x86_64__)
+#define IMAGES_ARCH "amd64"
+#elif defined(__aarch64__)
+#define IMAGES_ARCH "arm64"
+#elif defined(__powerpc64__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define IMAGES_ARCH "ppc64le"
+#elif defined(__s390x__)
+#define IMAGES_ARCH "s390x"
+#else
+#error "unknown GOARCH for this architecture"
+#endif
+
+static char e_path[] = "PATH=/usr/sbin:/usr/bin:/sbin:/bin", e_lang[] = "LANG=C", e_lc[] = "LC_ALL=C";
+static char *const child_env[] = { e_path, e_lang, e_lc, NULL };
+
+/* An image reference we hand to ctr: printable ASCII without space, quote
+ * or backslash, not an option. osc_parse() checked most of it already. */
+static bool ref_is_safe(const char *ref, size_t len)
+{
+	if (len == 0 || len > OSC_IMAGE_MAX || ref[0] == '-')
+		return false;
+	for (size_t i = 0; i < len; i++)
+		if (ref[i] <= 0x20 || ref[i] >= 0x7f || ref[i] == '"' || ref[i] == '\\')
+			return false;
+	return true;
+}
+
+/* ---- the puller (unconfined, forked before the filter) -------------------- */
+
+static _Noreturn void puller_main(int fd, const char *address, const char *hosts_dir)
+{
+	char ref[OSC_IMAGE_MAX + 1];
+	for (;;) {
+		ssize_t n = recv(fd, ref, sizeof(ref) - 1, 0);
+		if (n <= 0)
+			_exit(0);
+		char reply[REPLY_MAX];
+		if (!ref_is_safe(ref, (size_t)n)) {
+			snprintf(reply, sizeof(reply), "1refused: not an image reference");
+			(void)send(fd, reply, strlen(reply), MSG_NOSIGNAL);
+			continue;
+		}
+		ref[n] = '\0';
+		char a0[] = "ctr", a1[] = "--address", a3[] = "--namespace", a4[] = IMAGES_NAMESPACE, a5[] = "images",
+		     a6[] = "pull", a7[] = "--hosts-dir";
+		char *argv[] = { a0, a1, (char *)(uintptr_t)address, a3, a4, a5, a6, a7, (char *)(uintptr_t)hosts_dir,
+				 ref, NULL };
+		int status = 0;
+		int r = child_run(IMAGES_CTR, argv, child_env, IMAGES_PULL_TIMEOUT_MS, 4u << 20, NULL, NULL, &status);
+		if (r == -EFBIG)
+			r = 0; /* progress output beyond the cap; the exit status decides */
+		if (r < 0)
+			snprintf(reply, sizeof(reply), "1%s %s", r == -ETIMEDOUT ? "timed out:" : "cannot run:",
+				 strerror(-r));
+		else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+			snprintf(reply, sizeof(reply), "1ctr images pull failed (%s %d; see the journal)",
+				 WIFEXITED(status) ? "exit status" : "signal",
+				 WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
+		else
+			snprintf(reply, sizeof(reply), "0");
+		(void)send(fd, reply, strlen(reply), MSG_NOSIGNAL);
+	}
+}
+
+int images_puller_start(const char *address, const char *hosts_dir, int *ret_fd)
+{
+	int sv[2];
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+		return log_error_errno(negerrno(), "Cannot create the puller's socket pair");
+	pid_t pid = fork();
+	if (pid < 0) {
+		int r = negerrno();
+		close(sv[0]);
+		close(sv[1]);
+		return log_error_errno(r, "Cannot fork the puller");
+	}
+	if (pid == 0) {
+		/* Nothing of the executor but the socket and stdio. */
+		if (dup2(sv[1], 3) < 0)
+			_exit(1);
+		syscall(SYS_close_range, 4U, ~0U, 0U);
+		puller_main(3, address, hosts_dir);
+	}
+	close(sv[1]);
+	*ret_fd = sv[0];
+	return 0;
+}
+
+static int pull(const struct images_ctx *ic, const char *ref, char *why, size_t why_size)
+{
+	if (ic->puller_fd < 0) {
+		snprintf(why, why_size, "not in containerd and nothing may pull it here");
+		return -ENOENT;
+	}
+	if (send(ic->puller_fd, ref, strlen(ref), MSG_NOSIGNAL) < 0) {
+		snprintf(why, why_size, "the puller is gone: %s", strerror(errno));
+		return -EPIPE;
+	}
+	struct pollfd p = { .fd = ic->puller_fd, .events = POLLIN };
+	int n = poll(&p, 1, (int)(IMAGES_PULL_TIMEOUT_MS + 10000));
+	char reply[REPLY_MAX + 1];
+	ssize_t k = n > 0 ? recv(ic->puller_fd, reply, REPLY_MAX, 0) : -1;
+	if (k <= 0) {
+		snprintf(why, why_size, "no answer from the puller");
+		return -ETIMEDOUT;
+	}
+	reply[k] = '\0';
+	if (reply[0] == '0')
+		return 0;
+	snprintf(why, why_size, "pull failed: %.400s", reply + 1);
+	return -EIO;
+}
+
+/* ---- reading the image through ctr (AF_UNIX only) ------------------------- */
+
+static int ctr(const struct images_ctx *ic, char *const *args, size_t max, char **out, size_t *len, char *why,
+	       size_t why_size)
+{
+	char a0[] = "ctr", a1[] = "--address", a3[] = "--namespace", a4[] = IMAGES_NAMESPACE;
+	char *argv[12] = { a0, a1, (char *)(uintptr_t)ic->address, a3, a4 };
+	size_t n = 5;
+	for (; *args && n < ELEMENTSOF(argv) - 1; args++)
+		argv[n++] = *args;
+	argv[n] = NULL;
+	int status = 0;
+	int r = child_run(IMAGES_CTR, argv, child_env, IMAGES_CTR_TIMEOUT_MS, max, out, len, &status);
+	if (r < 0) {
+		snprintf(why, why_size, "ctr %s %s: %s", argv[5], argv[6] ? argv[6] : "", strerror(-r));
+		return r;
+	}
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+		free(*out);
+		*out = NULL;
+		snprintf(why, why_size, "ctr %s %s failed (containerd not running?)", argv[5], argv[6] ? argv[6] : "");
+		return -EIO;
+	}
+	return 0;
+}
+
+/* The manifest (or index) digest containerd has for ref; -ENOENT if none. */
+static int image_digest(const struct images_ctx *ic, const char *ref, char digest[static OCI_DIGEST_LEN + 1],
+			char *why, size_t why_size)
+{
+	_cleanup_free_ char *filter = NULL, *out = NULL;
+	if (asprintf(&filter, "name==\"%s\"", ref) < 0)
+		return -ENOMEM;
+	char a0[] = "images", a1[] = "ls";
+	char *args[] = { a0, a1, filter, NULL };
+	size_t len = 0;
+	int r = ctr(ic, args, 1u << 20, &out, &len, why, why_size);
+	if (r < 0)
+		return r;
+	/* "REF TYPE DIGEST SIZE ..." header, then one line per image. */
+	size_t rl = strlen(ref);
+	for (char *line = strchr(out, '\n'); line && *++line; line = strchr(line, '\n')) {
+		/* first word: the name; skip the second (type); the third: digest */
+		if (strncmp(line, ref, rl) != 0 || (line[rl] != ' ' && line[rl] != '\t'))
+			continue;
+		char *p = line + rl;
+		for (int word = 0; word < 2; word++) {
+			p += strspn(p, " \t");
+			if (word == 0)
+				p += strcspn(p, " \t\n");
+		}
+		char d[OCI_DIGEST_LEN + 1];
+		size_t dl = strcspn(p, " \t\n");
+		if (dl != OCI_DIGEST_LEN)
+			continue;
+		memcpy(d, p, dl);
+		d[dl] = '\0';
+		if (oci_digest_is_valid(d)) {
+			memcpy(digest, d, OCI_DIGEST_LEN + 1);
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
+static int blob(const struct images_ctx *ic, const char *digest, size_t max, char **out, size_t *len, char *why,
+		size_t why_size)
+{
+	char a0[] = "content", a1[] = "get";
+	char d[OCI_DIGEST_LEN + 1];
+	memcpy(d, digest, sizeof(d));
+	char *args[] = { a0, a1, d, NULL };
+	int r = ctr(ic, args, max, out, len, why, why_size);
+	if (r < 0)
+		return r;
+	if (!oci_digest_matches(digest, *out, *len)) {
+		free(*out);
+		*out = NULL;
+		snprintf(why, why_size, "content of %.19s does not match its digest", digest);
+		return -EBADMSG;
+	}
+	return 0;
+}
+
+/* The bytes and mode of path_in_image in the image whose top digest is top. */
+static int extract(const struct images_ctx *ic, const char *top, const char *path_in_image, unsigned char **ret,
+		   size_t *ret_len, char *why, size_t why_size)
+{
+	char next[OCI_DIGEST_LEN + 1];
+	memcpy(next, top, sizeof(next));
+	struct oci_manifest m = { 0 };
+	int r = -EINVAL;
+	for (int depth = 0; depth < 2; depth++) {
+		_cleanup_free_ char *json = NULL;
+		size_t len = 0;
+		if ((r = blob(ic, next, OCI_JSON_MAX, &json, &len, why, why_size)) < 0)
+			return r;
+		r = oci_parse_top(json, len, IMAGES_ARCH, next, &m);
+		if (r == 0)
+			break;
+		if (r == 1 && depth == 0)
+			continue;
+		snprintf(why, why_size, "%s", r == -ENOENT ? "no linux/" IMAGES_ARCH " manifest" : "not an image manifest");
+		return r == 1 ? -EINVAL : r;
+	}
+	if (r != 0) {
+		snprintf(why, why_size, "not an image manifest");
+		return -EINVAL;
+	}
+	_cleanup_free_ char(*diff_ids)[OCI_DIGEST_LEN + 1] = calloc(m.n_layers, sizeof(*diff_ids));
+	_cleanup_free_ char *config = NULL;
+	size_t clen = 0;
+	if (!diff_ids)
+		r = -ENOMEM;
+	else if ((r = blob(ic, m.config, OCI_JSON_MAX, &config, &clen, why, why_size)) >= 0 &&
+		 (r = oci_parse_config(config, clen, m.n_layers, diff_ids)) < 0)
+		snprintf(why, why_size, "image config without matching rootfs.diff_ids");
+	for (size_t i = m.n_layers; r >= 0 && i-- > 0;) {
+		_cleanup_free_ char *raw = NULL;
+		_cleanup_free_ unsigned char *tar = NULL;
+		size_t rlen = 0, tlen = 0;
+		if ((r = blob(ic, m.layers[i], IMAGES_BLOB_MAX, &raw, &rlen, why, why_size)) < 0)
+			break;
+		if (m.layer_gzip[i]) {
+			if ((r = oci_gunzip((unsigned char *)raw, rlen, IMAGES_BLOB_MAX, &tar, &tlen)) < 0) {
+				snprintf(why, why_size, "layer %.19s: cannot gunzip", m.layers[i]);
+				break;
+			}
+		} else {
+			tar = (unsigned char *)TAKE_PTR(raw);
+			tlen = rlen;
+		}
+		if (!oci_digest_matches(diff_ids[i], tar, tlen)) {
+			snprintf(why, why_size, "layer %.19s does not match its diff_id", m.layers[i]);
+			r = -EBADMSG;
+			break;
+		}
+		const unsigned char *data;
+		size_t size;
+		mode_t mode;
+		int e = oci_tar_find(tar, tlen, path_in_image, &data, &size, &mode);
+		if (e < 0) {
+			snprintf(why, why_size, "layer %.19s: malformed tar", m.layers[i]);
+			r = e;
+		} else if (e == OCI_ENTRY_FILE) {
+			unsigned char *copy = malloc(size ? size : 1);
+			if (!copy) {
+				r = -ENOMEM;
+				break;
+			}
+			memcpy(copy, data, size);
+			*ret = copy;
+			*ret_len = size;
+			oci_manifest_done(&m);
+			return 0;
+		} else if (e == OCI_ENTRY_OTHER) {
+			snprintf(why, why_size, "%s in the image is not a regular file (directory, symlink, link)",
+				 path_in_image);
+			r = -EISDIR;
+		} else if (e == OCI_ENTRY_WHITEOUT) {
+			snprintf(why, why_size, "%s is deleted in the image", path_in_image);
+			r = -ENOENT;
+		}
+	}
+	if (r >= 0) {
+		snprintf(why, why_size, "%s is not in the image", path_in_image);
+		r = -ENOENT;
+	}
+	oci_manifest_done(&m);
+	return r;
+}
+
+/* ---- the record --------------------------------------------------------------- */
+
+static cJSON *load_record(int statefd)
+{
+	_cleanup_free_ char *data = NULL;
+	size_t len = 0;
+	cJSON *root = NULL;
+	if (fsx_read_at(statefd, IMAGES_STATE_FILE, 4u << 20, &data, &len) >= 0)
+		root = jsonx_parse(data, len);
+	if (!cJSON_IsObject(root)) {
+		cJSON_Delete(root);
+		root = cJSON_CreateObject();
+	}
+	return root;
+}
+
+static const char *rec_str(const cJSON *rec, const char *name)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(rec, name);
+	return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+static void sha256_hex(const void *data, size_t len, char out[static 65])
+{
+	desired_sha256_hex(data, len, out);
+}
+
+/* True when path below rootfd is a regular file of mode whose SHA-256 is hex. */
+static bool on_disk_is(int rootfd, const char *path, mode_t mode, const char *hex)
+{
+	const char *base;
+	_cleanup_close_ int dfd = fsx_open_parent_at(rootfd, path, FSX_FOLLOW_ROOT_SYMLINKS, 0, &base);
+	if (dfd < 0 || !hex)
+		return false;
+	_cleanup_close_ int fd = openat(dfd, base, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || (st.st_mode & 07777) != mode)
+		return false;
+	_cleanup_free_ char *data = NULL;
+	size_t len = 0;
+	if (fsx_read_fd(fd, IMAGES_BLOB_MAX, &data, &len) < 0)
+		return false;
+	char sum[65];
+	sha256_hex(data, len, sum);
+	return strcmp(sum, hex) == 0;
+}
+
+/* The directory a file goes to must be root's and not writable by group or
+ * others: a user who may rename in it could swap the binary root runs. */
+static int check_parent(int dfd, const char *path, char *why, size_t why_size)
+{
+	struct stat st;
+	if (fstat(dfd, &st) < 0)
+		return negerrno();
+	if (st.st_uid != 0 || (st.st_mode & S_IWOTH) || ((st.st_mode & S_IWGRP) && st.st_gid != 0)) {
+		snprintf(why, why_size, "the directory of %s is writable by a user (owner %u, mode %04o)", path,
+			 (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777));
+		return -EPERM;
+	}
+	return 0;
+}
+
+static int one(const struct images_ctx *ic, int rootfd, const struct osc_file *f, cJSON *record, char ***changed,
+	       char *why, size_t why_size)
+{
+	cJSON *rec = cJSON_GetObjectItemCaseSensitive(record, f->path);
+	const char *rimage = rec_str(rec, "image"), *rsum = rec_str(rec, "sha256");
+	if (rimage && strcmp(rimage, f->image) == 0 && on_disk_is(rootfd, f->path, f->mode, rsum)) {
+		log_debug("Image file %s is up to date (%s)", f->path, f->image);
+		return 0;
+	}
+	if (!ref_is_safe(f->image, strlen(f->image))) {
+		snprintf(why, why_size, "refusing the image reference");
+		return -EINVAL;
+	}
+	const char *base;
+	_cleanup_close_ int dfd = fsx_open_parent_at(rootfd, f->path, FSX_MKDIR | FSX_FOLLOW_ROOT_SYMLINKS, 0755, &base);
+	if (dfd < 0) {
+		snprintf(why, why_size, "cannot open the directory of %s: %s", f->path, strerror(-dfd));
+		return dfd;
+	}
+	int r = check_parent(dfd, f->path, why, why_size);
+	if (r < 0)
+		return r;
+
+	char digest[OCI_DIGEST_LEN + 1];
+	r = image_digest(ic, f->image, digest, why, why_size);
+	if (r == -ENOENT) {
+		log_info("Pulling %s for %s", f->image, f->path);
+		if ((r = pull(ic, f->image, why, why_size)) < 0)
+			return r;
+		r = image_digest(ic, f->image, digest, why, why_size);
+		if (r == -ENOENT)
+			snprintf(why, why_size, "not in containerd after the pull");
+	}
+	if (r < 0)
+		return r;
+	_cleanup_free_ unsigned char *data = NULL;
+	size_t len = 0;
+	if ((r = extract(ic, digest, f->path_in_image, &data, &len, why, why_size)) < 0)
+		return r;
+	r = fsx_write_atomic_at(dfd, base, data, len, f->mode, 0, 0, FSX_SKIP_IF_SAME);
+	if (r < 0) {
+		snprintf(why, why_size, "cannot write %s: %s", f->path, strerror(-r));
+		return r;
+	}
+	char sum[65];
+	sha256_hex(data, len, sum);
+	if (r > 0) {
+		log_info("Wrote %s from %s (%s, %zu bytes)", f->path, f->image, digest, len);
+		if (files_strv_add(changed, f->path) < 0)
+			return -ENOMEM;
+	}
+	cJSON *n = cJSON_CreateObject();
+	if (!n || !cJSON_AddStringToObject(n, "image", f->image) || !cJSON_AddStringToObject(n, "digest", digest) ||
+	    !cJSON_AddStringToObject(n, "sha256", sum)) {
+		cJSON_Delete(n);
+		return -ENOMEM;
+	}
+	cJSON_DeleteItemFromObjectCaseSensitive(record, f->path);
+	cJSON_AddItemToObject(record, f->path, n);
+	return 1;
+}
+
+static void strv_remove(char **v, const char *s)
+{
+	size_t j = 0;
+	for (size_t i = 0; v && v[i]; i++) {
+		if (strcmp(v[i], s) == 0)
+			free(v[i]);
+		else
+			v[j++] = v[i];
+	}
+	if (v)
+		v[j] = NULL;
+}
+
+int images_apply(const struct images_ctx *ic, int rootfd, int statefd, const struct osc *new, char ***changed,
+		 char **ret_error)
+{
+	_cleanup_(cJSON_Deletep) cJSON *record = load_record(statefd);
+	if (!record)
+		return -ENOMEM;
+	int first = 0;
+	bool dirty = false;
+	for (size_t i = 0; i < new->n_files; i++) {
+		const struct osc_file *f = &new->files[i];
+		if (f->source != OSC_SOURCE_IMAGE)
+			continue;
+		char why[512] = "";
+		int r = one(ic, rootfd, f, record, changed, why, sizeof(why));
+		if (r > 0)
+			dirty = true;
+		if (r >= 0)
+			continue;
+		log_error_errno(r, "Image file %s from %s not written: %s", f->path, f->image, why);
+		/* The old file stays: the units naming it are not restarted for
+		 * it (an old kubelet under a new config, the issue Gardener's
+		 * patch upgrades hit); once a later run writes it, they are. */
+		strv_remove(*changed, f->path);
+		char *s = NULL;
+		if (asprintf(&s, "%s%s%s for %s: %s", *ret_error ? *ret_error : "", *ret_error ? "; " : "", f->image,
+			     f->path, why[0] ? why : strerror(-r)) >= 0) {
+			free(*ret_error);
+			*ret_error = s;
+		}
+		if (!first)
+			first = r;
+	}
+	if (dirty) {
+		_cleanup_free_ char *out = NULL;
+		size_t len = 0;
+		int r = jsonx_print(record, &out, &len);
+		if (r >= 0)
+			r = fsx_write_atomic_at(statefd, IMAGES_STATE_FILE, out, len, 0644, 0, 0, FSX_SKIP_IF_SAME);
+		if (r < 0) {
+			log_error_errno(r, "Cannot save %s", IMAGES_STATE_FILE);
+			if (!first)
+				first = r;
+		}
+	}
+	return first;
+}

@@ -1,0 +1,56 @@
+/* The image-file step: content.imageRef files copied out of container
+ * images through the node's containerd, as gardener-node-agent's
+ * pkg/nodeagent/registry/containerd_extractor.go does (namespace "default"
+ * or $CONTAINERD_NAMESPACE there, hosts dir /etc/containerd/certs.d),
+ * without mounting anything and without network in the executor:
+ *
+ *  - the pull runs in the puller, a process forked before the executor
+ *    confines itself (images_puller_start()); it only accepts an image
+ *    reference over a socketpair and runs `ctr images pull --hosts-dir` with
+ *    a deadline. containerd 1.6's ctr fetches in its own process, which the
+ *    executor's filter would kill (AF_INET);
+ *  - the executor (confined, AF_UNIX only) reads the image with `ctr images
+ *    ls` and `ctr content get`: every blob is checked against its SHA-256
+ *    digest, every layer after gunzip against the config's diff_ids, then
+ *    filePathInImage is looked up from the top layer down (lib/ociimage.h);
+ *  - the file is written atomically with the OSC's mode only when its bytes
+ *    differ; images.json in the state directory records, per path, the
+ *    reference, the manifest digest and the SHA-256 of the file written, so
+ *    an unchanged reference whose file is intact needs neither containerd
+ *    nor the registry. */
+#ifndef CCE_IMAGES_H
+#define CCE_IMAGES_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include "osc.h"
+
+#define IMAGES_CTR "/usr/bin/ctr"
+#define IMAGES_ADDRESS_DEFAULT "/run/containerd/containerd.sock"
+#define IMAGES_NAMESPACE "default"
+#define IMAGES_STATE_FILE "images.json"
+#define IMAGES_PULL_TIMEOUT_MS (300u * 1000) /* containerd's image_pull_progress_timeout */
+#define IMAGES_CTR_TIMEOUT_MS (60u * 1000)
+#define IMAGES_BLOB_MAX (1024u << 20)        /* bytes of one layer, compressed or not */
+
+struct images_ctx {
+	const char *address;        /* containerd's socket */
+	int puller_fd;              /* -1: no puller (nothing is pulled) */
+};
+
+/* Forks the puller (before confine_install()): hosts_dir is the certs.d
+ * directory to pass to ctr. Returns 0 and the executor's end of the
+ * socketpair in *ret_fd; the puller ends when that end is closed. */
+int images_puller_start(const char *address, const char *hosts_dir, int *ret_fd);
+
+/* Writes every image file of new (see above). Paths written are added to
+ * *changed (files_strv_add). Each file that fails is logged and named in
+ * *ret_error (free(); "IMAGE for PATH: reason; ..."), the others still go
+ * on; returns -errno of the first failure or 0. A path that fails is
+ * removed from *changed, so its units restart once the file is written,
+ * not for an old binary under a new reference. */
+int images_apply(const struct images_ctx *ic, int rootfd, int statefd, const struct osc *new, char ***changed,
+		 char **ret_error);
+
+#endif

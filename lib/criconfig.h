@@ -1,0 +1,58 @@
+/* containerd's configuration from the OSC's criConfig: pure renderers.
+ *
+ * What gardener-node-agent writes (Gardener
+ * pkg/nodeagent/controller/operatingsystemconfig/containerd_config.go,
+ * ensureContainerdConfiguration, and containerd.go, addRegistryToContainerdFunc
+ * with templates/containerd-hosts.toml.tpl), rendered from the model instead
+ * of patched into `containerd config default`: node-agent has no TOML
+ * parser, and a complete file of only the keys the OSC decides lets
+ * containerd fill in its own defaults for everything else.
+ *
+ * No I/O, no logging. */
+#ifndef NA_CRICONFIG_H
+#define NA_CRICONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "osc.h"
+
+#define CRI_CONFIG_DIR "/etc/containerd"
+#define CRI_CONFIG_FILE CRI_CONFIG_DIR "/config.toml"
+#define CRI_IMPORTS_DIR CRI_CONFIG_DIR "/conf.d"
+#define CRI_CERTS_DIR CRI_CONFIG_DIR "/certs.d"
+#define CRI_CNI_BIN_DIR "/opt/cni/bin"
+#define CRI_VERSION_OUTPUT_MAX 4096 /* bytes of `containerd --version` read */
+
+/* Which configuration the containerd binary found wants. */
+struct cri_target {
+	int config_version;         /* 2 (containerd 1.x), 3 (2.0-2.2), 4 (2.3 and later) */
+	bool cni_bin_dirs;          /* containerd >= 2.2: cni.bin_dirs (a list) replaces bin_dir */
+	unsigned major, minor;
+};
+
+/* Reads the output of `containerd --version` ("containerd
+ * github.com/containerd/containerd 1.6.20~ds1 1.6.20~ds1-1+deb12u3",
+ * "containerd containerd.io v2.0.2 c507a0..."): the third word, an optional
+ * "v", then MAJOR.MINOR. Returns 0 and *ret, or -EINVAL (major not 1 or 2). */
+int cri_target_from_version(const char *out, size_t len, struct cri_target *ret);
+
+/* containerd's config.toml for cri (cri->present) and target t: version,
+ * imports of CRI_IMPORTS_DIR/\*.toml, registry config_path CRI_CERTS_DIR, the
+ * sandbox image (when given), the CNI bin dir(s), the runc runtime with
+ * SystemdCgroup (when cgroupDriver is given). criConfig.containerd.plugins
+ * are not rendered (the caller reports them). Returns 0 and a NUL-terminated
+ * string in *ret (free()), -EINVAL (no criConfig, unknown version), -ENOMEM. */
+int cri_render_config(const struct osc_cri *cri, const struct cri_target *t, char **ret);
+
+/* CRI_CERTS_DIR/<upstream>/hosts.toml for one registry: server, then one
+ * [host."URL"] table per host with capabilities (pull, resolve when none
+ * given), ca and override_path (when true), as Gardener's template writes
+ * them. Returns 0 and the text in *ret (free()), -ENOMEM. */
+int cri_render_hosts(const struct osc_registry *g, char **ret);
+
+/* True when both OSCs' criConfigs render to the same files (configuration
+ * and every hosts.toml) for t; a NULL osc counts as "no criConfig". */
+bool cri_equal(const struct osc_cri *a, const struct osc_cri *b, const struct cri_target *t);
+
+#endif

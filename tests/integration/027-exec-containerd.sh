@@ -1,0 +1,125 @@
+#!/bin/bash
+# cloud-config-exec and containerd (Debian's containerd package, run by hand
+# with its own root, state and socket below a scratch dir, never the host's):
+# the OSC's criConfig becomes /etc/containerd/config.toml and
+# certs.d/<upstream>/hosts.toml in a scratch root; the real containerd
+# starts with that configuration and answers `ctr version`, and its
+# effective configuration (`containerd config dump`) has SystemdCgroup,
+# the sandbox image, config_path and the CNI dir; a re-apply writes nothing
+# and restarts nothing; a changed registry rewrites hosts.toml only and
+# restarts nothing; a changed cgroupDriver rewrites the file and restarts
+# containerd; a dropped registry loses its hosts.toml; plugins fail
+# the step "containerd" without holding back the other files.
+source "$TESTS_DIR/lib/common.sh"
+source "$TESTS_DIR/lib/exec.sh"
+source "$TESTS_DIR/lib/kube.sh"
+require_root
+command -v containerd >/dev/null && command -v ctr >/dev/null || skip_all "containerd not installed"
+command -v strace >/dev/null || skip_all "strace not installed"
+kube_netns "$@"
+
+W=$(scratch)
+exec_init "$W"
+R=$W/root
+ST=$R/var/lib/cloud-config-exec
+
+osc() { # osc FILE DRIVER EXTRA-REGISTRY-YAML PLUGINS-YAML
+	cat >"$1" <<EOT
+spec:
+  files:
+  - path: /etc/na-test/plain.conf
+    permissions: 420
+    content: {inline: {data: "plain $2\n"}}
+  criConfig:
+    name: containerd
+    cgroupDriver: $2
+    containerd:
+      sandboxImage: 127.0.0.1:5000/pause:3.10
+      registries:
+      - upstream: 127.0.0.1:5000
+        server: http://127.0.0.1:5000
+        hosts:
+        - url: http://127.0.0.1:5001
+          capabilities: [pull, resolve]
+$3
+$4
+EOT
+}
+osc "$W/v1.yaml" systemd "      - upstream: docker.io
+        hosts:
+        - url: https://mirror.example
+          caCerts: [/etc/containerd/certs.d/docker.io/ca.pem]" ""
+osc "$W/v2.yaml" cgroupfs "" ""
+osc "$W/v3.yaml" cgroupfs "" "      plugins:
+      - path: [io.containerd.grpc.v1.cri, containerd, runtimes, runsc]
+        values: {runtime_type: io.containerd.runsc.v1}"
+
+# --- first apply: config.toml, hosts.toml, containerd restarted
+check "first apply succeeds" cce "$R" apply "$W/v1.yaml" 2>"$W/a1.log"
+CFG=$R/etc/containerd/config.toml
+check "config.toml written 0644" test "$(stat -c %a "$CFG" 2>/dev/null)" = 644
+check "config version 2 for containerd 1.x" grep -qx 'version = 2' "$CFG"
+check "SystemdCgroup = true" grep -qx '  SystemdCgroup = true' "$CFG"
+check "imports conf.d" grep -qxF 'imports = ["/etc/containerd/conf.d/*.toml"]' "$CFG"
+check "conf.d and certs.d created 0755" test "$(stat -c %a "$R/etc/containerd/conf.d")$(stat -c %a "$R/etc/containerd/certs.d")" = 755755
+H=$R/etc/containerd/certs.d/127.0.0.1:5000/hosts.toml
+check "hosts.toml of the registry" grep -qxF '[host."http://127.0.0.1:5001"]' "$H"
+check "hosts.toml server" grep -qxF 'server = "http://127.0.0.1:5000"' "$H"
+check "hosts.toml with the CA" grep -qxF '  ca = ["/etc/containerd/certs.d/docker.io/ca.pem"]' "$R/etc/containerd/certs.d/docker.io/hosts.toml"
+check "containerd restart planned" grep -q 'Units:.*containerd.service' "$W/a1.log"
+
+# --- the real containerd accepts the file
+D=$W/ctd
+mkdir -p "$D"
+check "containerd config dump reads it" bash -c "containerd --config '$CFG' config dump >'$W/dump.toml' 2>'$W/dump.err'"
+check "in effect: SystemdCgroup = true" grep -qE '^ *SystemdCgroup = true' "$W/dump.toml"
+check "in effect: sandbox image" grep -qF 'sandbox_image = "127.0.0.1:5000/pause:3.10"' "$W/dump.toml"
+check "in effect: registry config_path" grep -qF 'config_path = "/etc/containerd/certs.d"' "$W/dump.toml"
+check "in effect: CNI bin dir" grep -qF 'bin_dir = "/opt/cni/bin"' "$W/dump.toml"
+check "in effect: runc stays io.containerd.runc.v2" grep -qF 'runtime_type = "io.containerd.runc.v2"' "$W/dump.toml"
+containerd --config "$CFG" --root "$D/root" --state "$D/state" --address "$D/sock" >"$D/log" 2>&1 &
+CPID=$!
+on_exit "kill $CPID; wait $CPID"
+for _ in $(seq 100); do [ -S "$D/sock" ] && ctr --address "$D/sock" version >/dev/null 2>&1 && break; sleep 0.2; done
+check "containerd started with it answers ctr version" bash -c "ctr --address '$D/sock' version | grep -q 'Server:'"
+kill $CPID; wait $CPID 2>/dev/null
+
+# --- same OSC again: nothing written, no restart
+before=$(tree_state "$R"; stat -c '%n %i %y %z' "$ST"/*)
+strace_cce "$W/s2.strace" "$R" apply "$W/v1.yaml" 2>"$W/a2.log"
+check "re-apply succeeds" test $? -eq 0
+after=$(tree_state "$R"; stat -c '%n %i %y %z' "$ST"/*)
+check "re-apply: no file touched (inode, mtime, ctime, content)" test "$before" = "$after"
+n=$(count_fs_writes "$W/s2.strace")
+echo "# writes on the no-op re-apply: $n"
+check "re-apply: zero write-opens/renames/unlinks/mkdirs (strace)" test "$n" -eq 0
+check_not "re-apply: containerd not restarted" grep -q 'Units:.*containerd.service' "$W/a2.log"
+
+# --- only a registry changes: hosts.toml rewritten, containerd not restarted
+sed 's|http://127.0.0.1:5001|http://127.0.0.1:5002|' "$W/v1.yaml" >"$W/v1b.yaml"
+check "registry change applies" cce "$R" apply "$W/v1b.yaml" 2>"$W/a2b.log"
+check "  ... hosts.toml rewritten" grep -qxF '[host."http://127.0.0.1:5002"]' "$H"
+check_not "  ... containerd not restarted (it reads hosts.toml at each pull)" grep -q 'Units:.*containerd.service' "$W/a2b.log"
+
+# --- cgroupfs, one registry dropped
+ino=$(stat -c %i "$CFG")
+check "second apply succeeds" cce "$R" apply "$W/v2.yaml" 2>"$W/a3.log"
+check "SystemdCgroup = false" grep -qx '  SystemdCgroup = false' "$CFG"
+check "config.toml replaced (new inode)" test "$(stat -c %i "$CFG")" != "$ino"
+check "containerd restarted after the change" grep -q 'Units:.*containerd.service' "$W/a3.log"
+check_not "dropped registry: hosts.toml removed" test -e "$R/etc/containerd/certs.d/docker.io/hosts.toml"
+check "kept registry: hosts.toml stays" test -s "$H"
+
+# --- config drifted on disk: rewritten and containerd restarted
+echo "# edited" >>"$CFG"
+check "drift: apply succeeds" cce "$R" apply "$W/v2.yaml" 2>"$W/a4.log"
+check_not "drift: edit undone" grep -q '# edited' "$CFG"
+check "drift: containerd restarted" grep -q 'Units:.*containerd.service' "$W/a4.log"
+
+# --- plugins: the step fails, the other files are still written
+check_not "plugins: apply fails" cce "$R" apply "$W/v3.yaml" 2>"$W/a5.log"
+check "plugins: failed step containerd named" grep -q '"failedStep":[[:space:]]*"containerd"' "$ST/result.json"
+check "plugins: reason in the result" grep -q 'plugins: 1 entries not applied' "$ST/result.json"
+check "plugins: other files still applied" grep -q 'plain cgroupfs' "$R/etc/na-test/plain.conf"
+
+finish

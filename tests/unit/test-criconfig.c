@@ -1,0 +1,282 @@
+/* Unit tests for spec.criConfig: lib/osc.c's strict parsing into the model
+ * and lib/criconfig.c's renderers (containerd config version 2, 3, 4, the
+ * containerd 2.2 bin_dirs switch, hosts.toml), compared with what Gardener's
+ * pkg/nodeagent/controller/operatingsystemconfig/containerd_config.go and
+ * templates/containerd-hosts.toml.tpl produce for the same input. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cleanup.h"
+#include "criconfig.h"
+#include "osc.h"
+
+static const char full[] =
+	"spec:\n"
+	"  criConfig:\n"
+	"    name: containerd\n"
+	"    cgroupDriver: systemd\n"
+	"    containerd:\n"
+	"      sandboxImage: registry.k8s.io/pause:3.10\n"
+	"      registries:\n"
+	"      - upstream: registry.example:5000\n"
+	"        server: https://registry.example:5000\n"
+	"        readinessProbe: false\n"
+	"        hosts:\n"
+	"        - url: https://mirror.example\n"
+	"          caCerts: [/etc/ssl/mirror-ca.pem]\n"
+	"          overridePath: true\n"
+	"        - url: http://127.0.0.1:5001\n"
+	"          capabilities: [pull, resolve]\n"
+	"      - upstream: _default\n"
+	"        hosts:\n"
+	"        - url: https://cache.example\n"
+	"          capabilities: [pull]\n"
+	"      plugins:\n"
+	"      - path: [io.containerd.grpc.v1.cri, containerd, runtimes, runsc]\n"
+	"        values: {runtime_type: io.containerd.runsc.v1}\n";
+
+static void parse_ok(const char *yaml, struct osc *o)
+{
+	struct osc_error err = { { 0 } };
+	int r = osc_parse(yaml, strlen(yaml), NULL, o, &err);
+	if (r < 0)
+		fail_msg("parse failed: %s", err.message);
+}
+
+static void parse_model(void **state)
+{
+	(void)state;
+	struct osc o = { 0 };
+	parse_ok(full, &o);
+	assert_true(o.cri.present);
+	assert_true(o.cri.containerd);
+	assert_int_equal(o.cri.cgroup_driver, OSC_CGROUP_SYSTEMD);
+	assert_string_equal(o.cri.sandbox_image, "registry.k8s.io/pause:3.10");
+	assert_int_equal(o.cri.n_plugins, 1);
+	assert_int_equal(o.cri.n_registries, 2);
+	/* sorted by upstream: "_default" < "registry..." */
+	assert_string_equal(o.cri.registries[0].upstream, "_default");
+	assert_int_equal(o.cri.registries[0].hosts[0].capabilities, OSC_CAP_PULL);
+	const struct osc_registry *g = &o.cri.registries[1];
+	assert_string_equal(g->server, "https://registry.example:5000");
+	assert_int_equal(g->n_hosts, 2);
+	assert_int_equal(g->hosts[0].n_ca, 1);
+	assert_string_equal(g->hosts[0].ca[0], "/etc/ssl/mirror-ca.pem");
+	assert_null(g->hosts[0].ca[1]);
+	assert_int_equal(g->hosts[0].override_path, 1);
+	assert_int_equal(g->hosts[1].override_path, -1);
+	assert_int_equal(g->hosts[1].capabilities, OSC_CAP_PULL | OSC_CAP_RESOLVE);
+	osc_done(&o);
+
+	/* Absent, and only the name. */
+	parse_ok("spec: {files: []}\n", &o);
+	assert_false(o.cri.present);
+	osc_done(&o);
+	parse_ok("spec: {criConfig: {name: containerd}}\n", &o);
+	assert_true(o.cri.present);
+	assert_false(o.cri.containerd);
+	assert_int_equal(o.cri.cgroup_driver, OSC_CGROUP_UNSET);
+	osc_done(&o);
+	/* sandboxImage "" reads as not given. */
+	parse_ok("spec: {criConfig: {name: containerd, cgroupDriver: cgroupfs, containerd: {sandboxImage: ''}}}\n",
+		 &o);
+	assert_null(o.cri.sandbox_image);
+	assert_int_equal(o.cri.cgroup_driver, OSC_CGROUP_CGROUPFS);
+	osc_done(&o);
+}
+
+static void parse_rejects(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *yaml, *needle;
+	} bad[] = {
+		{ "spec: {criConfig: {name: docker}}\n", "spec.criConfig.name" },
+		{ "spec: {criConfig: {cgroupDriver: systemd}}\n", "spec.criConfig.name: missing" },
+		{ "spec: {criConfig: {name: containerd, cgroupDriver: systemdd}}\n", "cgroupDriver" },
+		{ "spec: {criConfig: [containerd]}\n", "spec.criConfig" },
+		{ "spec: {criConfig: {name: containerd, containerd: {sandboxImage: 'a b'}}}\n", "sandboxImage" },
+		{ "spec: {criConfig: {name: containerd, containerd: {sandboxImage: 'a\"b'}}}\n", "sandboxImage" },
+		{ "spec: {criConfig: {name: containerd, containerd: {registries: [{upstream: ../etc}]}}}\n",
+		  "registries[0].upstream" },
+		{ "spec: {criConfig: {name: containerd, containerd: {registries: [{upstream: a/b}]}}}\n",
+		  "registries[0].upstream" },
+		{ "spec: {criConfig: {name: containerd, containerd: {registries: [{server: x}]}}}\n",
+		  "registries[0].upstream: missing" },
+		{ "spec: {criConfig: {name: containerd, containerd: {registries: [{upstream: a}, {upstream: a}]}}}\n",
+		  "given twice" },
+		{ "spec: {criConfig: {name: containerd, containerd: {registries: [{upstream: a, hosts: [{}]}]}}}\n",
+		  "hosts[0].url: missing" },
+		{ "spec: {criConfig: {name: containerd, containerd: {registries: [{upstream: a, hosts: [{url: "
+		  "'http://x\\\\y'}]}]}}}\n",
+		  "hosts[0].url" },
+		{ "spec: {criConfig: {name: containerd, containerd: {registries: [{upstream: a, hosts: [{url: u, "
+		  "capabilities: [fly]}]}]}}}\n",
+		  "capabilities[0]" },
+		{ "spec: {criConfig: {name: containerd, containerd: {registries: [{upstream: a, hosts: [{url: u, "
+		  "caCerts: [1]}]}]}}}\n",
+		  "caCerts[0]" },
+		{ "spec: {criConfig: {name: containerd, containerd: {registries: [{upstream: a, hosts: [{url: u, "
+		  "overridePath: maybe}]}]}}}\n",
+		  "overridePath" },
+		{ "spec: {criConfig: {name: containerd, containerd: {plugins: [{op: add}]}}}\n", "plugins[0].path" },
+		{ "spec: {criConfig: {name: containerd, containerd: {plugins: [{path: [a], op: replace}]}}}\n",
+		  "plugins[0].op" },
+		{ "spec: {criConfig: {name: containerd, containerd: {plugins: [{path: ['']}]}}}\n", "plugins[0].path[0]" },
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct osc o = { 0 };
+		struct osc_error err = { { 0 } };
+		int r = osc_parse(bad[i].yaml, strlen(bad[i].yaml), NULL, &o, &err);
+		if (r >= 0)
+			fail_msg("accepted: %s", bad[i].yaml);
+		if (!strstr(err.message, bad[i].needle))
+			fail_msg("'%s' lacks '%s' for %s", err.message, bad[i].needle, bad[i].yaml);
+	}
+}
+
+static void versions(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *out;
+		int config_version;
+		bool bin_dirs;
+	} ok[] = {
+		{ "containerd github.com/containerd/containerd 1.6.20~ds1 1.6.20~ds1-1+deb12u3\n", 2, false },
+		{ "containerd containerd.io 1.7.23 57f17b0a6295a39009d861b89e3b3b87b005ca27\n", 2, false },
+		{ "containerd github.com/containerd/containerd/v2 v2.0.2 c507a0257ea6462fbd6f5ba4f5c74facb04021f4\n", 3,
+		  false },
+		{ "containerd github.com/containerd/containerd/v2 v2.2.0 x\n", 3, true },
+		{ "containerd github.com/containerd/containerd/v2 v2.3.1 x\n", 4, true },
+	};
+	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+		struct cri_target t;
+		assert_int_equal(cri_target_from_version(ok[i].out, strlen(ok[i].out), &t), 0);
+		assert_int_equal(t.config_version, ok[i].config_version);
+		assert_int_equal(t.cni_bin_dirs, ok[i].bin_dirs);
+	}
+	static const char *const bad[] = { "", "containerd", "containerd x", "containerd x 3.0.0",
+					   "containerd x 0.9.1", "containerd x v", "containerd x 1", "containerd x 1.",
+					   "containerd x 12345.1", "containerd\nx 1.6.0" };
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct cri_target t;
+		if (cri_target_from_version(bad[i], strlen(bad[i]), &t) != -EINVAL)
+			fail_msg("accepted '%s'", bad[i]);
+	}
+}
+
+static void render_config(void **state)
+{
+	(void)state;
+	struct osc o = { 0 };
+	parse_ok(full, &o);
+	struct cri_target v2 = { .config_version = 2 }, v3 = { .config_version = 3 },
+			  v22 = { .config_version = 3, .cni_bin_dirs = true };
+	_cleanup_free_ char *a = NULL, *b = NULL, *c = NULL;
+	assert_int_equal(cri_render_config(&o.cri, &v2, &a), 0);
+	const char *want2 = "version = 2\n"
+			    "imports = [\"/etc/containerd/conf.d/*.toml\"]\n"
+			    "\n[plugins.\"io.containerd.grpc.v1.cri\"]\n"
+			    "  sandbox_image = \"registry.k8s.io/pause:3.10\"\n"
+			    "\n[plugins.\"io.containerd.grpc.v1.cri\".registry]\n"
+			    "  config_path = \"/etc/containerd/certs.d\"\n"
+			    "\n[plugins.\"io.containerd.grpc.v1.cri\".cni]\n"
+			    "  bin_dir = \"/opt/cni/bin\"\n"
+			    "\n[plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.runc]\n"
+			    "  runtime_type = \"io.containerd.runc.v2\"\n"
+			    "\n[plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.runc.options]\n"
+			    "  SystemdCgroup = true\n";
+	assert_non_null(strstr(a, want2));
+	assert_true(a[0] == '#'); /* the managed-by header comes first */
+
+	assert_int_equal(cri_render_config(&o.cri, &v3, &b), 0);
+	assert_non_null(strstr(b, "version = 3\n"));
+	assert_non_null(strstr(b, "[plugins.\"io.containerd.cri.v1.images\".pinned_images]\n  sandbox = "
+				  "\"registry.k8s.io/pause:3.10\"\n"));
+	assert_non_null(strstr(b, "[plugins.\"io.containerd.cri.v1.images\".registry]\n  config_path = "));
+	assert_non_null(strstr(b, "[plugins.\"io.containerd.cri.v1.runtime\".cni]\n  bin_dir = \"/opt/cni/bin\"\n"));
+	assert_non_null(strstr(b, "[plugins.\"io.containerd.cri.v1.runtime\".containerd.runtimes.runc.options]\n"
+				  "  SystemdCgroup = true\n"));
+	assert_null(strstr(b, "grpc.v1.cri"));
+
+	assert_int_equal(cri_render_config(&o.cri, &v22, &c), 0);
+	assert_non_null(strstr(c, "  bin_dirs = [\"/opt/cni/bin\"]\n"));
+	assert_null(strstr(c, "bin_dir ="));
+	osc_done(&o);
+
+	/* No cgroupDriver: containerd's runc default stays untouched;
+	 * cgroupfs: SystemdCgroup = false. No sandbox image: not written. */
+	_cleanup_free_ char *d = NULL, *e = NULL;
+	parse_ok("spec: {criConfig: {name: containerd}}\n", &o);
+	assert_int_equal(cri_render_config(&o.cri, &v2, &d), 0);
+	assert_null(strstr(d, "runtimes"));
+	assert_null(strstr(d, "sandbox"));
+	osc_done(&o);
+	parse_ok("spec: {criConfig: {name: containerd, cgroupDriver: cgroupfs}}\n", &o);
+	assert_int_equal(cri_render_config(&o.cri, &v2, &e), 0);
+	assert_non_null(strstr(e, "SystemdCgroup = false\n"));
+	struct cri_target v9 = { .config_version = 9 };
+	char *x = NULL;
+	assert_int_equal(cri_render_config(&o.cri, &v9, &x), -EINVAL);
+	osc_done(&o);
+	assert_int_equal(cri_render_config(&o.cri, &v2, &x), -EINVAL); /* not present */
+}
+
+static void render_hosts(void **state)
+{
+	(void)state;
+	struct osc o = { 0 };
+	parse_ok(full, &o);
+	_cleanup_free_ char *a = NULL, *b = NULL;
+	assert_int_equal(cri_render_hosts(&o.cri.registries[1], &a), 0);
+	const char *want = "server = \"https://registry.example:5000\"\n"
+			   "\n[host.\"https://mirror.example\"]\n"
+			   "  capabilities = [\"pull\",\"resolve\"]\n"
+			   "  ca = [\"/etc/ssl/mirror-ca.pem\"]\n"
+			   "  override_path = true\n"
+			   "\n[host.\"http://127.0.0.1:5001\"]\n"
+			   "  capabilities = [\"pull\",\"resolve\"]\n";
+	assert_non_null(strstr(a, want));
+	assert_int_equal(cri_render_hosts(&o.cri.registries[0], &b), 0);
+	assert_null(strstr(b, "server"));
+	assert_non_null(strstr(b, "[host.\"https://cache.example\"]\n  capabilities = [\"pull\"]\n"));
+	osc_done(&o);
+}
+
+static void equality(void **state)
+{
+	(void)state;
+	struct osc a = { 0 }, b = { 0 }, c = { 0 };
+	struct cri_target t = { .config_version = 2 };
+	parse_ok(full, &a);
+	parse_ok(full, &b);
+	assert_true(cri_equal(&a.cri, &b.cri, &t));
+	assert_false(cri_equal(&a.cri, NULL, &t));
+	assert_true(cri_equal(NULL, NULL, &t));
+	char *changed = strdup(full);
+	assert_non_null(changed);
+	char *p = strstr(changed, "cache.example");
+	p[0] = 'k'; /* another mirror URL: a different hosts.toml */
+	parse_ok(changed, &c);
+	assert_false(cri_equal(&a.cri, &c.cri, &t));
+	free(changed);
+	osc_done(&a);
+	osc_done(&b);
+	osc_done(&c);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(parse_model),  cmocka_unit_test(parse_rejects), cmocka_unit_test(versions),
+		cmocka_unit_test(render_config), cmocka_unit_test(render_hosts),  cmocka_unit_test(equality),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
