@@ -24,3 +24,17 @@ deb_build() {
 	fi
 	ls "$dir"/node-agent_"${v}"_*.deb
 }
+
+# deb_repack DEB VERSION OUTDIR: prints the path of a copy of DEB relabelled
+# as VERSION (DEBIAN/control only; same files and maintainer scripts): the
+# "previous version" an upgrade test starts from, without a second build.
+deb_repack() {
+	local deb=$1 v=$2 out=$3 tmp
+	tmp=$(mktemp -d "${TMPDIR:-/tmp}/na-repack.XXXXXX")
+	dpkg-deb -R "$deb" "$tmp/pkg" &&
+		sed -i "s/^Version: .*/Version: $v/" "$tmp/pkg/DEBIAN/control" &&
+		dpkg-deb --root-owner-group -Zxz -b "$tmp/pkg" "$out/node-agent_${v}_$(dpkg-deb -f "$deb" Architecture).deb" >/dev/null ||
+		{ rm -rf "$tmp"; return 1; }
+	rm -rf "$tmp"
+	echo "$out/node-agent_${v}_$(dpkg-deb -f "$deb" Architecture).deb"
+}
