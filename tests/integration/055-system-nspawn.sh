@@ -499,6 +499,14 @@ if [ -n "$pid1" ]; then
 fi
 out=$(login gardener gardener-current)
 check "upgrade: ssh login through authkeys-cmd still works: '$out'" test "$out" = gardener
+# The maintainer scripts are idempotent: configuring the same version again
+# changes nothing and fails nowhere.
+snapshot "$S/before-reinstall"
+if boxapt install --reinstall "/src/debs/$DEB_NAME"; then ok "apt-get install --reinstall (postinst again)"; else fail "reinstall"; fi
+snapshot "$S/after-reinstall"
+check "reinstall: the same file list and /etc contents, node-agent, path and timer still active" \
+	sh -c "cmp -s '$S/before-reinstall' '$S/after-reinstall' &&
+		test \"\$('$SDBOX' ctl is-active node-agent.service cloud-config-exec.path cloud-config-exec.timer | tr '\n' ' ')\" = 'active active active '"
 if boxapt purge node-agent; then ok "apt-get purge node-agent again"; else fail "apt-get purge node-agent again"; fi
 snapshot "$S/after-purge"
 if cmp -s "$S/before-install" "$S/after-purge"; then
