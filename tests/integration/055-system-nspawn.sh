@@ -371,21 +371,34 @@ check "executor sandbox: write to /home allowed (useradd -m, ~/.ssh)" test "$(pr
 check "executor sandbox: write to /root denied" test "$(probe cloud-config-exec write-root)" = denied
 check "agent sandbox: write to /home denied" test "$(probe node-agent write-home)" = denied
 
+# apt-get inside the box (no network: every Depends is in the tree); the
+# packages are in /src/debs (SDBOX_SRC).
+boxapt() { box env DEBIAN_FRONTEND=noninteractive apt-get -q -y -o Dpkg::Use-Pty=0 "$@" >>"$S/apt.log" 2>&1; }
+
 # --- SELinux: the package's module in the box's own refpolicy ------------------
 # (Debian 13 only: 051 checks Debian 12's on the host.) SELinux is not enabled
-# in this kernel, so the postinst must not have loaded the module; it is then
-# linked by hand (semodule -n: the store and policy file, no kernel load).
+# in this kernel, so the postinst must not have loaded the module; with a
+# stub selinuxenabled that says yes, postinst loads it and postrm removes it.
 # OpenSSH >= 9.8 runs the AuthorizedKeysCommand from sshd-session, not from
 # the listener: the assertions prove that Debian 13's policy labels
 # sshd-session sshd_exec_t and runs it in sshd_t (no transition), so the
 # module's sshd_t -> authkeys_cmd_t transition is the one that applies.
 if box test -x /usr/bin/sesearch -a -d /var/lib/selinux/default; then
-	check_not "postinst left SELinux alone: selinuxenabled is false here, node_agent not in the store" \
-		sh -c "'$SDBOX' sh semodule -l 2>/dev/null | grep -q '^node_agent'"
-	if box semodule -n -i /usr/share/selinux/default/node_agent.pp >"$S/semodule.log" 2>&1; then
-		ok "$SDBOX_SUITE's refpolicy ($(box dpkg-query -W -f '${Version}' selinux-policy-default)) links the Debian 12-built node_agent.pp"
+	has_module() { "$SDBOX" sh semodule -l 2>/dev/null | grep -q '^node_agent$'; }
+	check_not "postinst left SELinux alone: selinuxenabled is false here, node_agent not in the store" has_module
+	# The maintainer scripts' SELinux branch, for real: a selinuxenabled that
+	# says yes (first in PATH), then postinst (reinstall) must load the module
+	# into the store (semodule -i writes the store and the policy file; with
+	# SELinux off it loads nothing into the kernel) and postrm must remove it.
+	# (apt runs dpkg with its own PATH, DPkg::Path, without /usr/local.)
+	printf '#!/bin/sh\nexit 0\n' >"$BOX/usr/local/sbin/selinuxenabled"
+	chmod 0755 "$BOX/usr/local/sbin/selinuxenabled"
+	SEPATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+	if box env PATH=$SEPATH DEBIAN_FRONTEND=noninteractive apt-get -q -y -o DPkg::Path=$SEPATH install --reinstall "/src/debs/$DEB_NAME" >"$S/semodule.log" 2>&1 &&
+		has_module; then
+		ok "postinst with SELinux enabled: semodule -i loaded the Debian 12-built node_agent.pp into $SDBOX_SUITE's refpolicy ($(box dpkg-query -W -f '${Version}' selinux-policy-default))"
 	else
-		fail "semodule -n -i node_agent.pp in the $SDBOX_SUITE store"; dump "semodule" cat "$S/semodule.log"
+		fail "postinst with SELinux enabled loads node_agent.pp"; dump "apt" cat "$S/semodule.log"
 	fi
 	fc=$BOX/etc/selinux/default/contexts/files/file_contexts
 	check "file contexts: /usr/lib/openssh/sshd-session is sshd_exec_t" \
@@ -418,12 +431,15 @@ if box test -x /usr/bin/sesearch -a -d /var/lib/selinux/default; then
 		esac
 	done <"$S/se.out"
 	grep -q '^ok ' "$S/se.out" || fail "sesearch-batch.py in the box produced no results: $(head -3 "$S/se.out")"
+	box env PATH=$SEPATH DEBIAN_FRONTEND=noninteractive apt-get -q -y -o DPkg::Path=$SEPATH remove node-agent >"$S/semodule.log" 2>&1
+	check_not "postrm (remove) with SELinux enabled: semodule -r removed node_agent" has_module
+	rm -f "$BOX/usr/local/sbin/selinuxenabled"
+	# back to the state before, for the life cycle below (SELinux off again)
+	boxapt install "/src/debs/$DEB_NAME" || fail "reinstall after the SELinux check"
+	ctl start node-agent.service >/dev/null 2>&1
 fi
 
 # --- the package's life cycle on the running system ---------------------------
-# apt-get inside the box (no network: every Depends is in the tree); the
-# packages are in /src/debs (SDBOX_SRC).
-boxapt() { box env DEBIAN_FRONTEND=noninteractive apt-get -q -y -o Dpkg::Use-Pty=0 "$@" >>"$S/apt.log" 2>&1; }
 # snapshot FILE: every path in the box's root file system (one file system:
 # not /proc, /sys, /dev, /run, /tmp; not /src) except logs, caches and apt/dpkg's own
 # bookkeeping, with a checksum for each regular file under /etc except the
