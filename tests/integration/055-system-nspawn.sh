@@ -44,9 +44,10 @@ if [ "${1:-}" = --setup ]; then
 	chroot "$R" /bin/sh -c "cd /tmp && DEBIAN_FRONTEND=noninteractive apt-get install -y -q ./$DEB_NAME" \
 		>"$S/apt-image.log" 2>&1 || { cat "$S/apt-image.log" >&2; exit 1; }
 	rm -f "$R/tmp/$DEB_NAME"
+	systemctl --root="$R" is-enabled node-agent.service cloud-config-exec.path cloud-config-exec.timer \
+		>"$S/enabled-by-package" 2>&1 || true
 	# node-agent is started after boot, once its token is readable by it.
 	systemctl --root="$R" disable node-agent.service >/dev/null 2>&1
-	systemctl --root="$R" is-enabled cloud-config-exec.path cloud-config-exec.timer >"$S/enabled-by-package" 2>&1 || true
 	systemctl --root="$R" enable ssh.service >/dev/null 2>&1
 	install -m 0644 "$S/config.json" "$R/etc/node-agent/config.json"
 	install -m 0644 "$S/pki/ca.crt" "$R/etc/node-agent/ca.crt"
@@ -198,8 +199,8 @@ check "tmpfiles at boot: /var/lib/node-agent 700 node-agent:node-agent" \
 	test "$(box stat -c '%a %U:%G' /var/lib/node-agent)" = "700 node-agent:node-agent"
 check "tmpfiles at boot: /var/lib/cloud-config-exec 755 root:root" \
 	test "$(box stat -c '%a %U:%G' /var/lib/cloud-config-exec)" = "755 root:root"
-check "apt-get install ./$DEB_NAME in the tree enabled the path unit and the timer ($(tr '\n' ' ' <"$S/enabled-by-package"))" \
-	test "$(tr '\n' ' ' <"$S/enabled-by-package")" = "enabled enabled "
+check "apt-get install ./$DEB_NAME in the tree enabled node-agent.service, the path unit and the timer ($(tr '\n' ' ' <"$S/enabled-by-package"))" \
+	test "$(tr '\n' ' ' <"$S/enabled-by-package")" = "enabled enabled enabled "
 check "cloud-config-exec.path is active" test "$(ctl is-active cloud-config-exec.path)" = active
 check "cloud-config-exec.timer is active" test "$(ctl is-active cloud-config-exec.timer)" = active
 check "the timer is scheduled (systemctl list-timers)" \
