@@ -5,6 +5,7 @@
 #   make check-sanitize       the same under ASan + UBSan
 #   make fuzz                 build the libFuzzer targets and run each for FUZZ_SECONDS
 #   make fuzz-coverage        the source coverage each target's seed corpus reaches
+#   make deb                  the Debian package in $(B)/deb/ (scripts/build-deb), lintian-checked
 #   make lint bench install uninstall clean
 #
 # Variables: PREFIX DESTDIR CFLAGS LDFLAGS V=1 B=<build dir> CC.
@@ -87,7 +88,7 @@ TOOLS := $(patsubst tests/tools/%.c,$(B)/tools/%,$(TOOL_SRCS))
 TOOLS += $(B)/tools/faultfs.so
 
 .PHONY: all check check-unit check-integration check-sanitize fuzz fuzz-build \
-        fuzz-replay fuzz-coverage lint bench install uninstall clean
+        fuzz-replay fuzz-coverage lint bench install uninstall clean deb
 .DEFAULT_GOAL := all
 # Keep intermediate objects (unit-test .o files are built through a chain).
 .SECONDARY:
@@ -229,6 +230,11 @@ bench: $(PROGS) $(TOOLS)
 
 # ---- install ---------------------------------------------------------------
 include install.mk
+
+# The Debian package, built from a copy of the tree, then lintian (errors and
+# warnings fail): $(B)/deb/node-agent_*.deb, $(B)/deb/lintian.txt.
+deb:
+	$(Q)scripts/build-deb $(B)/deb
 
 clean:
 	rm -rf $(B) $(B)-sanitize

@@ -118,6 +118,14 @@ deny -A -s cloud_config_exec_t -t node_agent_unit_t -c service -p stop,disable
 deny -A -s cloud_config_exec_t -t shadow_t -c file -p write
 # authkeys_cmd_t: from sshd_t, reads the snapshot, writes sshd's pipe; nothing else
 want -T -s sshd_t -t authkeys_cmd_exec_t -c process
+# OpenSSH >= 9.8 (Debian 13: 10.0) runs the command from sshd-session (the
+# per-connection monitor the listener execs), not from the listener.
+# refpolicy labels sshd-session (and sshd-auth) sshd_exec_t, and sshd_t
+# executes sshd_exec_t without a transition: sshd-session is sshd_t, so the
+# sshd_t -> authkeys_cmd_t transition above is the one that applies. Checked
+# here on this host's policy and in Debian 13's own (056, in the box).
+want -A -s sshd_t -t sshd_exec_t -c file -p execute_no_trans
+deny -T -s sshd_t -t sshd_exec_t -c process
 want -A -s sshd_t -t authkeys_cmd_exec_t -c file -p execute
 want -A -s sshd_t -t authkeys_cmd_t -c process -p transition
 want -A -s authkeys_cmd_t -t authkeys_cmd_exec_t -c file -p entrypoint

@@ -1,8 +1,13 @@
 #!/bin/bash
-# The installed system, booted: `make install` into a throw-away Debian 12
-# tree (tests/lib/sdbox.sh, with openssh-server and the programs' libraries),
-# units enabled, booted with systemd-nspawn. From inside the box it proves:
-#  - systemd-sysusers/-tmpfiles made the users and directories at boot;
+# The installed system, booted: the Debian package (debian/, built by
+# tests/lib/deb.sh) installed with `apt-get install ./node-agent_*.deb` into a
+# throw-away Debian tree (tests/lib/sdbox.sh, with openssh-server and the
+# programs' libraries) the way an image build does it (in the tree, nothing
+# running), booted with systemd-nspawn. Debian 12 here; 056 runs the same on
+# Debian 13 (SDBOX_SUITE=trixie: OpenSSH 10, sshd-session, systemd 257).
+# From inside the box it proves:
+#  - the package's postinst made the users and directories (sysusers,
+#    tmpfiles) and enabled the path unit and the timer;
 #  - a desired state dropped into /var/lib/node-agent starts cloud-config-exec
 #    through the path unit (its files, its unit and its user appear), and the
 #    timer is scheduled;
@@ -14,7 +19,12 @@
 #    NoNewPrivs and Seccomp: 2, and its desired state reaches the Node;
 #  - each sandbox forbids: the agent writing /etc (in the running agent's
 #    mount namespace, and in a probe unit with the agent's exact sandbox),
-#    the executor opening an AF_INET socket (probe unit with its sandbox).
+#    the executor opening an AF_INET socket (probe unit with its sandbox);
+#  - the package's life cycle on the running system: purge (units stopped,
+#    state gone, users and everyone's authorized_keys kept), the previous
+#    version installed (path and timer started, node-agent not), the upgrade
+#    (node-agent restarted), purge again leaving the tree as it was before
+#    that install (file list and /etc contents compared).
 # Run: ONLY=055 make check-integration (root). The rootfs is debootstrapped once
 # (~60 s) and cached as a tar in /var/cache/node-agent-sdbox (SDBOX_CACHE=0 to
 # not write the cache); later runs take ~20 s.
@@ -28,13 +38,17 @@ KEYS=$TESTS_DIR/fixtures/keys
 if [ "${1:-}" = --setup ]; then
 	R=$2
 	set -e
-	make -s -C "$TOP" B="$B" DESTDIR="$R" PREFIX=/usr install >/dev/null
-	if [ ! -e "$R/usr/sbin/node-agent" ] && [ -n "${NODE_AGENT_BIN:-}" ]; then
-		install -m 0755 "$NODE_AGENT_BIN" "$R/usr/sbin/node-agent"  # development aid
-	fi
-	# node-agent is enabled after boot, once its token is readable by it.
-	systemctl --root="$R" enable cloud-config-exec.path cloud-config-exec.timer ssh.service >/dev/null 2>&1
-	install -d -m 0755 "$R/etc/node-agent"
+	# As an image build installs it: apt-get in the tree, where nothing runs
+	# (the postinst enables the units and starts none).
+	cp "$S/debs/$DEB_NAME" "$R/tmp/"
+	chroot "$R" /bin/sh -c "cd /tmp && DEBIAN_FRONTEND=noninteractive apt-get install -y -q ./$DEB_NAME" \
+		>"$S/apt-image.log" 2>&1 || { cat "$S/apt-image.log" >&2; exit 1; }
+	rm -f "$R/tmp/$DEB_NAME"
+	systemctl --root="$R" is-enabled node-agent.service cloud-config-exec.path cloud-config-exec.timer \
+		>"$S/enabled-by-package" 2>&1 || true
+	# node-agent is started after boot, once its token is readable by it.
+	systemctl --root="$R" disable node-agent.service >/dev/null 2>&1
+	systemctl --root="$R" enable ssh.service >/dev/null 2>&1
 	install -m 0644 "$S/config.json" "$R/etc/node-agent/config.json"
 	install -m 0644 "$S/pki/ca.crt" "$R/etc/node-agent/ca.crt"
 	install -m 0640 "$S/token" "$R/etc/node-agent/token"
@@ -60,10 +74,13 @@ require_root
 for t in systemd-nspawn debootstrap nsenter unshare; do
 	command -v "$t" >/dev/null || skip_all "needs $t (scripts/install-deps: systemd-container debootstrap)"
 done
-for p in cloud-config-exec authkeys-cmd; do
-	[ -x "$B/$p" ] || skip_all "$p is not built yet ($B/$p)"
+for t in dpkg-buildpackage dh fakeroot; do
+	command -v "$t" >/dev/null || skip_all "needs $t to build the package (scripts/install-deps: dpkg-dev debhelper fakeroot)"
 done
-# The booted system runs the installed binaries under the units' own
+[ -f /usr/share/selinux/devel/Makefile ] || skip_all "needs selinux-policy-dev to build the package"
+# The package is always a production build (debian/rules); the sanitizer pass
+# (make check-sanitize) skips this test so that it does not boot twice:
+# the booted system runs the installed binaries under the units' own
 # system-call filters, which the sanitizer runtimes' extra calls (LeakSanitizer's
 # ptrace at exit among them) do not pass: the executor's run through the path
 # unit then ends in a sanitizer failure, not in ours. `make check` boots the
@@ -75,12 +92,40 @@ source "$TESTS_DIR/lib/kube.sh"
 
 S=$(scratch)
 export S
-export SDBOX_STATE=/var/tmp/node-agent-sdbox-055-$$
+export SDBOX_SUITE=${SDBOX_SUITE:-bookworm}
+export SDBOX_STATE=/var/tmp/node-agent-sdbox-055-$SDBOX_SUITE-$$
 export SDBOX_SRC=$S
-export SDBOX_INCLUDE=openssh-server,libcurl4,libcjson1,libseccomp2,libyaml-0-2,libxxhash0,libssl3
+# The package's Depends, preinstalled so that apt-get needs no network in
+# the box (trixie renamed two libraries in the 64-bit time_t transition;
+# the new ones provide the old names).
+case $SDBOX_SUITE in
+bookworm) export SDBOX_INCLUDE=openssh-server,libcurl4,libcjson1,libseccomp2,libyaml-0-2,libxxhash0,libssl3 ;;
+# Debian 13 also gets its refpolicy and setools: the package's SELinux module
+# (built on Debian 12) is linked into that policy store and checked there.
+*) export SDBOX_INCLUDE=openssh-server,libcurl4t64,libcjson1,libseccomp2,libyaml-0-2,libxxhash0,libssl3t64,selinux-policy-default,setools ;;
+esac
 export SDBOX_CACHE=${SDBOX_CACHE-1}
 [ "$SDBOX_CACHE" = 0 ] && unset SDBOX_CACHE
 export SDBOX_SETUP="bash '$0' --setup \"\$1\""
+
+# The package (debian/changelog's version) and the one before it (the
+# upgrade's starting point): the same package relabelled with a lower
+# version (the maintainer scripts' upgrade path is what is tested).
+source "$TESTS_DIR/lib/deb.sh"
+mkdir -p "$S/debs"
+t0=$(date +%s)
+DEB=$(deb_build 2>"$S/deb-build.log") || {
+	sed 's/^/#   /' "$S/deb-build.log" | tail -30
+	fail "the package builds"
+	finish
+	exit 1
+}
+cp "$DEB" "$S/debs/"
+OLD_DEB=$(deb_repack "$DEB" 0.0.9 "$S/debs") || { fail "repack as 0.0.9"; finish; exit 1; }
+DEB_NAME=${DEB##*/} OLD_NAME=${OLD_DEB##*/}
+DEB_VERSION=$(dpkg-deb -f "$DEB" Version)
+export DEB_NAME
+echo "# packages: $DEB_NAME, $OLD_NAME ($(($(date +%s) - t0)) s)"
 
 # The API server's PKI and token exist before boot (they go into the tree).
 "$TESTS_DIR/lib/mkcerts.sh" "$S/pki" "$KUBE_NODE" >/dev/null 2>&1 || { fail "mkcerts"; finish; exit 1; }
@@ -154,6 +199,8 @@ check "tmpfiles at boot: /var/lib/node-agent 700 node-agent:node-agent" \
 	test "$(box stat -c '%a %U:%G' /var/lib/node-agent)" = "700 node-agent:node-agent"
 check "tmpfiles at boot: /var/lib/cloud-config-exec 755 root:root" \
 	test "$(box stat -c '%a %U:%G' /var/lib/cloud-config-exec)" = "755 root:root"
+check "apt-get install ./$DEB_NAME in the tree enabled node-agent.service, the path unit and the timer ($(tr '\n' ' ' <"$S/enabled-by-package"))" \
+	test "$(tr '\n' ' ' <"$S/enabled-by-package")" = "enabled enabled enabled "
 check "cloud-config-exec.path is active" test "$(ctl is-active cloud-config-exec.path)" = active
 check "cloud-config-exec.timer is active" test "$(ctl is-active cloud-config-exec.timer)" = active
 check "the timer is scheduled (systemctl list-timers)" \
@@ -221,6 +268,15 @@ check "ssh gardener@127.0.0.1 through authkeys-cmd (authorized_keys moved away):
 box sh -c "[ -e $ak.moved-away-by-test ] && mv $ak.moved-away-by-test $ak || true"
 check "sshd's journal: the key was accepted for gardener" \
 	sh -c "'$SDBOX' sh journalctl -q --no-pager -u ssh.service | grep -q 'Accepted publickey for gardener'"
+# OpenSSH >= 9.8 (Debian 13: 10.0): the listener only execs sshd-session per
+# connection, and sshd-session's privileged monitor runs the
+# AuthorizedKeysCommand; the accepted key is logged by it.
+sshv=$(box sh -c 'ssh -V 2>&1')
+echo "# $SDBOX_SUITE: $sshv, $(box systemctl --version | head -1)"
+if box test -x /usr/lib/openssh/sshd-session; then
+	check "sshd-session (${sshv%%,*}) logged the login through authkeys-cmd" \
+		sh -c "'$SDBOX' sh journalctl -q --no-pager -u ssh.service -t sshd-session | grep -q 'Accepted publickey for gardener'"
+fi
 out=$(login gardener gardener-previous)
 check_not "a key that is in neither the snapshot nor authorized_keys is refused" test "$out" = gardener
 out=$(login breakglass gardener-previous)
@@ -315,4 +371,167 @@ check "executor sandbox: write to /usr denied" test "$(probe cloud-config-exec w
 check "executor sandbox: write to /home allowed (useradd -m, ~/.ssh)" test "$(probe cloud-config-exec write-home)" = allowed
 check "executor sandbox: write to /root denied" test "$(probe cloud-config-exec write-root)" = denied
 check "agent sandbox: write to /home denied" test "$(probe node-agent write-home)" = denied
+
+# apt-get inside the box (no network: every Depends is in the tree); the
+# packages are in /src/debs (SDBOX_SRC).
+boxapt() { box env DEBIAN_FRONTEND=noninteractive apt-get -q -y -o Dpkg::Use-Pty=0 "$@" >>"$S/apt.log" 2>&1; }
+
+# --- SELinux: the package's module in the box's own refpolicy ------------------
+# (Debian 13 only: 051 checks Debian 12's on the host.) SELinux is not enabled
+# in this kernel, so the postinst must not have loaded the module; with a
+# stub selinuxenabled that says yes, postinst loads it and postrm removes it.
+# OpenSSH >= 9.8 runs the AuthorizedKeysCommand from sshd-session, not from
+# the listener: the assertions prove that Debian 13's policy labels
+# sshd-session sshd_exec_t and runs it in sshd_t (no transition), so the
+# module's sshd_t -> authkeys_cmd_t transition is the one that applies.
+if box test -x /usr/bin/sesearch -a -d /var/lib/selinux/default; then
+	has_module() { "$SDBOX" sh semodule -l 2>/dev/null | grep -q '^node_agent$'; }
+	check_not "postinst left SELinux alone: selinuxenabled is false here, node_agent not in the store" has_module
+	# The maintainer scripts' SELinux branch, for real: a selinuxenabled that
+	# says yes (first in PATH), then postinst (reinstall) must load the module
+	# into the store (semodule -i writes the store and the policy file; with
+	# SELinux off it loads nothing into the kernel) and postrm must remove it.
+	# (apt runs dpkg with its own PATH, DPkg::Path, without /usr/local.)
+	printf '#!/bin/sh\nexit 0\n' >"$BOX/usr/local/sbin/selinuxenabled"
+	chmod 0755 "$BOX/usr/local/sbin/selinuxenabled"
+	SEPATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+	if box env PATH=$SEPATH DEBIAN_FRONTEND=noninteractive apt-get -q -y -o DPkg::Path=$SEPATH install --reinstall "/src/debs/$DEB_NAME" >"$S/semodule.log" 2>&1 &&
+		has_module; then
+		ok "postinst with SELinux enabled: semodule -i loaded the Debian 12-built node_agent.pp into $SDBOX_SUITE's refpolicy ($(box dpkg-query -W -f '${Version}' selinux-policy-default))"
+	else
+		fail "postinst with SELinux enabled loads node_agent.pp"; dump "apt" cat "$S/semodule.log"
+	fi
+	fc=$BOX/etc/selinux/default/contexts/files/file_contexts
+	check "file contexts: /usr/lib/openssh/sshd-session is sshd_exec_t" \
+		grep -q '^/usr/lib/openssh/sshd-session[[:space:]].*:sshd_exec_t:' "$fc"
+	check "file contexts: the module's authkeys-cmd is authkeys_cmd_exec_t" \
+		grep -q '^/usr/libexec/node-agent/authkeys-cmd[[:space:]].*authkeys_cmd_exec_t' "$fc"
+	cp "$TESTS_DIR/lib/sesearch-batch.py" "$S/"
+	P=$(ls "$BOX"/etc/selinux/default/policy/policy.* | sort -V | tail -1)
+	box python3 /src/sesearch-batch.py "/etc/selinux/default/policy/${P##*/}" >"$S/se.out" 2>&1 <<-'ASSERT'
+	want -A -s sshd_t -t sshd_exec_t -c file -p execute_no_trans
+	deny -T -s sshd_t -t sshd_exec_t -c process
+	want -T -s sshd_t -t authkeys_cmd_exec_t -c process
+	want -A -s sshd_t -t authkeys_cmd_t -c process -p transition
+	want -A -s authkeys_cmd_t -t authkeys_cmd_exec_t -c file -p entrypoint
+	want -A -s authkeys_cmd_t -t sshd_t -c fifo_file -p write
+	want -A -s authkeys_cmd_t -t sshd_t -c fd -p use
+	want -A -s authkeys_cmd_t -t cloud_config_exec_var_lib_t -c file -p read
+	deny -A -s authkeys_cmd_t -c capability
+	deny -A -s authkeys_cmd_t -c tcp_socket,udp_socket -p create,name_connect
+	deny -A -s authkeys_cmd_t -t node_agent_var_lib_t
+	want -A -s node_agent_t -t http_port_t -c tcp_socket -p name_connect
+	deny -A -s node_agent_t -c capability
+	deny -A -s cloud_config_exec_t -c tcp_socket,udp_socket -p name_connect,name_bind,create
+	ASSERT
+	while IFS= read -r line; do
+		case $line in
+		"ok "*) ok "$SDBOX_SUITE policy: ${line#ok }" ;;
+		"not ok "*) fail "$SDBOX_SUITE policy: ${line#not ok }" ;;
+		*) echo "$line" ;;
+		esac
+	done <"$S/se.out"
+	grep -q '^ok ' "$S/se.out" || fail "sesearch-batch.py in the box produced no results: $(head -3 "$S/se.out")"
+	box env PATH=$SEPATH DEBIAN_FRONTEND=noninteractive apt-get -q -y -o DPkg::Path=$SEPATH remove node-agent >"$S/semodule.log" 2>&1
+	check_not "postrm (remove) with SELinux enabled: semodule -r removed node_agent" has_module
+	rm -f "$BOX/usr/local/sbin/selinuxenabled"
+	# back to the state before, for the life cycle below (SELinux off again)
+	boxapt install "/src/debs/$DEB_NAME" || fail "reinstall after the SELinux check"
+	ctl start node-agent.service >/dev/null 2>&1
+fi
+
+# --- the package's life cycle on the running system ---------------------------
+# snapshot FILE: every path in the box's root file system (one file system:
+# not /proc, /sys, /dev, /run, /tmp; not /src) except logs, caches and apt/dpkg's own
+# bookkeeping, with a checksum for each regular file under /etc except the
+# account databases (the system users stay by design, see debian/postrm).
+snapshot() {
+	box sh -c 'find / -xdev \( -path /src -o -path /var/log -o -path /var/cache -o -path /var/lib/apt -o -path /var/lib/dpkg \
+			-o -path /var/lib/systemd/timers -o -path /var/lib/systemd/catalog -o -path /var/tmp \) -prune -o -print |
+		sort
+		find /etc -xdev -type f ! -name passwd ! -name group ! -name shadow ! -name gshadow \
+			! -name "passwd-" ! -name "group-" ! -name "shadow-" ! -name "gshadow-" ! -name ld.so.cache -print0 |
+			sort -z | xargs -0 md5sum' >"$1"
+}
+t_life=$(date +%s)
+ctl start node-agent.service >/dev/null 2>&1 || true
+if boxapt purge node-agent; then
+	ok "apt-get purge node-agent on the running system (node-agent $(ctl is-active node-agent.service) afterwards)"
+else
+	fail "apt-get purge node-agent"; dump "apt" tail -20 "$S/apt.log"
+fi
+check "purge: no node-agent process left" sh -c "! '$SDBOX' sh pgrep -x node-agent >/dev/null"
+check "purge: units gone (node-agent.service, path, timer not loaded)" \
+	sh -c "for u in node-agent.service cloud-config-exec.path cloud-config-exec.timer; do
+		test \"\$('$SDBOX' ctl show -p LoadState --value \$u)\" = not-found || exit 1; done"
+check "purge: /var/lib/node-agent and /var/lib/cloud-config-exec removed" \
+	test ! -e "$BOX/var/lib/node-agent" -a ! -e "$BOX/var/lib/cloud-config-exec"
+check "purge: the sshd drop-in and the config example removed, sshd still active" \
+	sh -c "test ! -e '$BOX/etc/ssh/sshd_config.d/50-node-agent.conf' -a ! -e '$BOX/etc/node-agent/config.json.example' &&
+		test \"\$('$SDBOX' ctl is-active ssh.service)\" = active"
+check "purge: the admin's files in /etc/node-agent stay (config.json, token)" \
+	test -e "$BOX/etc/node-agent/config.json" -a -e "$BOX/etc/node-agent/token"
+check "purge: everyone's authorized_keys stay (gardener's from the OSC, breakglass's)" \
+	test -s "$BOX/home/gardener/.ssh/authorized_keys" -a -s "$BOX/home/breakglass/.ssh/authorized_keys"
+check "purge: the system users stay (Debian practice; a reinstall keeps their ids)" \
+	sh -c "'$SDBOX' sh getent passwd node-agent node-agent-authkeys | wc -l | grep -qx 2"
+check "purge: deb-systemd-helper's state for the units is gone" \
+	sh -c "! ls '$BOX/var/lib/systemd/deb-systemd-helper-enabled' 2>/dev/null | grep -q -e node-agent -e cloud-config-exec"
+
+snapshot "$S/before-install"
+if boxapt install "/src/debs/$OLD_NAME"; then
+	ok "apt-get install the previous version ($OLD_NAME) on the running system"
+else
+	fail "apt-get install $OLD_NAME"; dump "apt" tail -20 "$S/apt.log"
+fi
+check "previous version: path unit and timer enabled and started (running system)" \
+	sh -c "test \"\$('$SDBOX' ctl is-active cloud-config-exec.path cloud-config-exec.timer | tr '\n' ' ')\" = 'active active '"
+check "previous version: node-agent.service enabled, not started (it needs its config first)" \
+	test "$(ctl is-enabled node-agent.service) $(ctl is-active node-agent.service)" = "enabled inactive"
+check "previous version: users and state directories back (700 node-agent, 755 root)" \
+	test "$(box stat -c '%a %U' /var/lib/node-agent /var/lib/cloud-config-exec | tr '\n' ' ')" = "700 node-agent 755 root "
+check "previous version: the users kept their ids ($na_uid, $akc_uid)" \
+	test "$(box id -u node-agent) $(box id -u node-agent-authkeys)" = "$na_uid $akc_uid"
+pid1=
+if [ -x "$BOX/usr/sbin/node-agent" ] && [ -n "${kpid:-}" ]; then
+	ctl start node-agent.service >/dev/null 2>&1
+	if wait_for 30 sh -c "test \"\$('$SDBOX' ctl is-active node-agent.service)\" = active"; then
+		pid1=$(ctl show -p MainPID --value node-agent.service)
+	fi
+	check "previous version: node-agent started by hand and READY (pid $pid1)" test -n "$pid1"
+fi
+if boxapt install "/src/debs/$DEB_NAME"; then
+	ok "upgrade to $DEB_NAME with apt-get install (no conffile prompt)"
+else
+	fail "upgrade to $DEB_NAME"; dump "apt" tail -20 "$S/apt.log"
+fi
+check "upgrade: dpkg has $DEB_VERSION installed" \
+	test "$(box dpkg-query -W -f '${Version} ${Status}' node-agent)" = "$DEB_VERSION install ok installed"
+check "upgrade: path unit and timer still active" \
+	sh -c "test \"\$('$SDBOX' ctl is-active cloud-config-exec.path cloud-config-exec.timer | tr '\n' ' ')\" = 'active active '"
+if [ -n "$pid1" ]; then
+	pid2=$(ctl show -p MainPID --value node-agent.service)
+	check "upgrade: the running node-agent was restarted (pid $pid1 -> $pid2) and is active" \
+		sh -c "test '$pid2' != '$pid1' -a '$pid2' != 0 && test \"\$('$SDBOX' ctl is-active node-agent.service)\" = active"
+fi
+out=$(login gardener gardener-current)
+check "upgrade: ssh login through authkeys-cmd still works: '$out'" test "$out" = gardener
+# The maintainer scripts are idempotent: configuring the same version again
+# changes nothing and fails nowhere.
+snapshot "$S/before-reinstall"
+if boxapt install --reinstall "/src/debs/$DEB_NAME"; then ok "apt-get install --reinstall (postinst again)"; else fail "reinstall"; fi
+snapshot "$S/after-reinstall"
+check "reinstall: the same file list and /etc contents, node-agent, path and timer still active" \
+	sh -c "cmp -s '$S/before-reinstall' '$S/after-reinstall' &&
+		test \"\$('$SDBOX' ctl is-active node-agent.service cloud-config-exec.path cloud-config-exec.timer | tr '\n' ' ')\" = 'active active active '"
+if boxapt purge node-agent; then ok "apt-get purge node-agent again"; else fail "apt-get purge node-agent again"; fi
+snapshot "$S/after-purge"
+if cmp -s "$S/before-install" "$S/after-purge"; then
+	ok "purge leaves no trace: the tree's $(grep -c '^/' "$S/after-purge") paths and /etc's checksums as before the install"
+else
+	diff "$S/before-install" "$S/after-purge" | head -30 | sed 's/^/#   /'
+	fail "purge leaves no trace (file list and /etc contents before install = after purge)"
+fi
+echo "# package life cycle: $(( $(date +%s) - t_life )) s"
+
 finish

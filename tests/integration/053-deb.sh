@@ -1,0 +1,92 @@
+#!/bin/bash
+# The Debian package (debian/, scripts/build-deb, `make deb`): it builds with
+# dpkg-buildpackage from a copy of the tree, lintian reports no error or
+# warning (and does fail on a broken package), it ships exactly what
+# `make install PREFIX=/usr` installs plus the compiled SELinux module and
+# Debian's own files, /etc files are conffiles, the maintainer scripts parse
+# and carry debhelper's sysusers/tmpfiles/systemd snippets, and authkeys-cmd
+# is static. Booted install, upgrade and purge: 055 (Debian 12) and 056
+# (Debian 13).
+source "$TESTS_DIR/lib/common.sh"
+TOP=$(cd "$TESTS_DIR/.." && pwd)
+for t in dpkg-buildpackage dh lintian fakeroot; do
+	command -v "$t" >/dev/null || skip_all "needs $t (scripts/install-deps: dpkg-dev debhelper lintian fakeroot)"
+done
+[ -f /usr/share/selinux/devel/Makefile ] || skip_all "needs selinux-policy-dev"
+# The package is always a production build (debian/rules): the sanitizer
+# pass of scripts/test-all has nothing to add here.
+sanitized "$B/cloud-config-exec" && skip_all "sanitizer build: the package is built from the source, not from $B (make check runs this test)"
+W=$(scratch)
+
+t0=$(date +%s)
+if "$TOP/scripts/build-deb" "$W/out" >"$W/build-deb.log" 2>&1; then
+	ok "scripts/build-deb: dpkg-buildpackage -us -uc -b and lintian (no error, no warning) in $(($(date +%s) - t0)) s"
+else
+	sed 's/^/#   /' "$W/build-deb.log" | tail -40
+	fail "scripts/build-deb: package builds and lintian is clean"
+	finish
+	exit 1
+fi
+grep -v '^running with root privileges' "$W/out/lintian.txt" | sed 's/^/#   lintian: /'
+DEB=$(ls "$W"/out/node-agent_*.deb)
+check "the checkout stays clean (built in a copy)" \
+	test -z "$(cd "$TOP" && git status --porcelain --ignored=matching debian 2>/dev/null)"
+
+# The file list: make install's, plus what Debian adds.
+mkdir -p "$W/mi"
+make -s -C "$TOP" B="$B" DESTDIR="$W/mi" PREFIX=/usr install >"$W/mi.log" 2>&1 || { sed 's/^/#   /' "$W/mi.log"; fail "make install"; }
+(cd "$W/mi" && find . ! -type d | sed 's|^\.||') >"$W/want.raw"
+# dh_installman compresses man pages
+sed 's|^\(/usr/share/man/.*\)$|\1.gz|' "$W/want.raw" >"$W/want"
+printf '%s\n' /usr/share/selinux/default/node_agent.pp /usr/share/doc/node-agent/changelog.gz \
+	/usr/share/doc/node-agent/copyright /usr/share/lintian/overrides/node-agent >>"$W/want"
+sort -o "$W/want" "$W/want"
+dpkg-deb -c "$DEB" | awk '$1 !~ /^d/ { print $6 }' | sed 's|^\.||' | sort >"$W/got"
+if cmp -s "$W/want" "$W/got"; then
+	ok "the package holds make install's $(wc -l <"$W/want.raw") files + the SELinux module + Debian's 3 ($(wc -l <"$W/got") files)"
+else
+	diff "$W/want" "$W/got" | sed 's/^/#   /'
+	fail "package file list = make install's + node_agent.pp + doc/copyright/overrides"
+fi
+bad=$(dpkg-deb -c "$DEB" | awk '$2 != "root/root" { print $6 }')
+check "every file root:root${bad:+ ($bad)}" test -z "$bad"
+check "programs 0755" sh -c "dpkg-deb -c '$DEB' | grep -E ' \./usr/(sbin/node-agent|sbin/cloud-config-exec|libexec/node-agent/authkeys-cmd)\$' | awk '{print \$1}' | sort -u | grep -qx -- -rwxr-xr-x"
+
+mkdir -p "$W/ctl"
+dpkg-deb -e "$DEB" "$W/ctl"
+check "conffiles: the sshd drop-in and the config example" \
+	test "$(sort "$W/ctl/conffiles" | tr '\n' ' ')" = "/etc/node-agent/config.json.example /etc/ssh/sshd_config.d/50-node-agent.conf "
+for s in preinst postinst prerm postrm; do
+	[ -e "$W/ctl/$s" ] && check "$s parses (sh -n)" sh -n "$W/ctl/$s"
+done
+check "postinst: systemd-sysusers before systemd-tmpfiles (the directories' owner exists)" \
+	sh -c "grep -n -e 'systemd-sysusers ' -e 'systemd-tmpfiles ' '$W/ctl/postinst' | head -2 | tr '\n' ' ' | grep -q 'sysusers.*tmpfiles'"
+check "postinst enables node-agent.service, the path and the timer" \
+	sh -c "for u in node-agent.service cloud-config-exec.path cloud-config-exec.timer; do grep -q \"deb-systemd-helper enable '\$u'\" '$W/ctl/postinst' || exit 1; done"
+check "postinst starts path+timer only on a running system, never node-agent.service" \
+	sh -c "grep -q \"deb-systemd-invoke \\\$_dh_action 'cloud-config-exec.path' 'cloud-config-exec.timer'\" '$W/ctl/postinst' &&
+		! grep -q \"deb-systemd-invoke \\\$_dh_action.*node-agent.service\" '$W/ctl/postinst' &&
+		grep -q \"deb-systemd-invoke try-restart 'node-agent.service'\" '$W/ctl/postinst'"
+check "postinst loads the SELinux module only under selinuxenabled" \
+	grep -q 'selinuxenabled &&' "$W/ctl/postinst"
+check "postrm purge removes the two state directories, no home or authorized_keys" \
+	sh -c "grep -q 'rm -rf /var/lib/node-agent /var/lib/cloud-config-exec\$' '$W/ctl/postrm' &&
+		! grep -v '^[[:space:]]*#' '$W/ctl/postrm' | grep -q -e authorized_keys -e /home -e userdel -e deluser"
+deps=$(dpkg-deb -f "$DEB" Depends)
+check "Depends: runtime libraries, no -dev package ($deps)" sh -c "! echo '$deps' | grep -q -- '-dev'"
+check "Built-Using names the static authkeys-cmd's glibc, libseccomp, xxhash" \
+	sh -c "dpkg-deb -f '$DEB' Built-Using | grep -q 'glibc (=.*libseccomp (=.*xxhash (='"
+mkdir -p "$W/x"
+dpkg-deb -x "$DEB" "$W/x"
+check "authkeys-cmd is static (no PT_INTERP, no NEEDED)" \
+	sh -c "! readelf -lW '$W/x/usr/libexec/node-agent/authkeys-cmd' | grep -q INTERP && ! readelf -dW '$W/x/usr/libexec/node-agent/authkeys-cmd' | grep -q NEEDED"
+check "node_agent.pp is a policy module (magic 0xf97cff8f, SEPOL_MODULE_PACKAGE_MAGIC)" \
+	sh -c "head -c 4 '$W/x/usr/share/selinux/default/node_agent.pp' | od -An -tx1 | tr -d ' ' | grep -qx 8fff7cf9"
+echo "# Installed-Size: $(dpkg-deb -f "$DEB" Installed-Size) KiB, .deb $(stat -c %s "$DEB") bytes"
+
+# lintian must be able to fail: the same package without its copyright file.
+rm -rf "$W/broken" && dpkg-deb -R "$DEB" "$W/broken" && rm -f "$W/broken/usr/share/doc/node-agent/copyright"
+dpkg-deb -b "$W/broken" "$W/broken.deb" >/dev/null 2>&1
+check_not "lintian fails a package without copyright (the verdict can fail)" \
+	sh -c "lintian --fail-on error,warning '$W/broken.deb' >/dev/null 2>&1"
+finish
