@@ -177,7 +177,7 @@ check-integration: $(PROGS) $(TESTS) $(TOOLS)
 # run on the production build only: they exercise the same parsers again,
 # and CI's 75 minutes do not hold the suite twice. SANITIZE_INTEGRATION=all
 # runs everything.
-SANITIZE_INTEGRATION ?= 010- 020- 021- 023- 024- 026- 039- 04 063- 065-
+SANITIZE_INTEGRATION ?= 010- 011- 020- 021- 023- 024- 026- 027- 028- 039- 04 063- 065-
 check-sanitize:
 	$(Q)$(MAKE) B=$(B)-sanitize SANITIZE=1 CC=clang check-unit
 	$(Q)$(MAKE) B=$(B)-sanitize SANITIZE=1 CC=clang \
