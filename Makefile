@@ -169,10 +169,11 @@ check-integration: $(PROGS) $(TESTS) $(TOOLS)
 	$(Q)B=$(abspath $(B)) tests/run-integration
 
 # The sanitizer pass runs every unit test, and the integration tests that
-# drive our parsers and the agent with outside input (the snapshot reader
-# under a real sshd, the executor's OSC and key handling, every node-agent
-# test, the network and disk faults of the agent). The system tests (systemd
-# in nspawn, units, SELinux, install, packages, containerd), the crash and
+# drive our parsers and the agent with outside input (the snapshot and KRL
+# readers under a real sshd, the executor's OSC, key, criConfig and image
+# handling, every node-agent test, the network and disk faults of the
+# agent). The system tests (systemd in nspawn, units, SELinux, install, the
+# Debian package on Debian 12 and 13), the crash and
 # fault-injection loops of the executor, the valgrind run and the clock test
 # run on the production build only: they exercise the same parsers again,
 # and CI's 75 minutes do not hold the suite twice. SANITIZE_INTEGRATION=all
