@@ -31,6 +31,7 @@
 #include "log.h"
 #include "osc.h"
 #include "result.h"
+#include "revoke.h"
 #include "sshkeys.h"
 #include "state.h"
 #include "units.h"
@@ -409,7 +410,7 @@ int apply_osc(const struct apply_ctx *c, const char *osc, size_t len, const stru
 	struct sshkeys_input in = { .osc = new, .key_document = d ? d->key_document : NULL,
 				    .ssh_access = d ? d->ssh_access : true, .now = time(NULL) };
 	bool keys_changed = false;
-	r = sshkeys_apply(c->rootfd, c->root, c->cfg, &in, &st, statefd, &keys_changed);
+	r = revoke_keys_step(c->rootfd, c->root, c->cfg, &in, &st, statefd, &keys_changed);
 	if (r < 0) {
 		res.restart_id = NULL;
 		return fail_result(statefd, &res, "keys", "the SSH keys could not be applied (see the journal)");
@@ -496,7 +497,7 @@ int apply_keys_only(const struct apply_ctx *c)
 	struct sshkeys_input in = { .osc = old, .key_document = have_d ? d.key_document : NULL,
 				    .ssh_access = have_d ? d.ssh_access : true, .now = time(NULL) };
 	bool changed = false;
-	r = sshkeys_apply(c->rootfd, c->root, c->cfg, &in, &st, statefd, &changed);
+	r = revoke_keys_step(c->rootfd, c->root, c->cfg, &in, &st, statefd, &changed);
 	if (have_d)
 		desired_done(&d);
 	if (r < 0)

@@ -137,8 +137,8 @@ static bool has_nul(const char *s, size_t len)
 	return false;
 }
 
-enum { F_USER, F_TYPE, F_PUBLICKEY, F_COMMENT, F_UNTIL, _F_MAX };
-static const char *const field_names[_F_MAX] = { "user", "type", "publicKey", "comment", "until" };
+enum { F_USER, F_TYPE, F_PUBLICKEY, F_COMMENT, F_UNTIL, F_REVOKED, _F_MAX };
+static const char *const field_names[_F_MAX] = { "user", "type", "publicKey", "comment", "until", "revoked" };
 
 static int parse_entry(const cJSON *item, size_t idx, const struct keys_parse_params *params,
 		       struct keydoc_entry *ret, char *err, size_t errlen)
@@ -159,16 +159,22 @@ static int parse_entry(const cJSON *item, size_t idx, const struct keys_parse_pa
 		}
 	}
 	for (size_t j = 0; j < _F_MAX; j++) {
-		bool optional = j == F_COMMENT || j == F_UNTIL;
+		bool optional = j == F_COMMENT || j == F_UNTIL || j == F_REVOKED;
 		if (!f[j] || (optional && cJSON_IsNull(f[j]))) {
 			f[j] = NULL;
 			if (!optional)
 				return errf(err, errlen, -EINVAL, "[%zu].%s: missing", idx, field_names[j]);
 			continue;
 		}
-		if (j != F_UNTIL && !cJSON_IsString(f[j]))
+		if (j == F_REVOKED) {
+			if (!cJSON_IsBool(f[j]))
+				return errf(err, errlen, -EINVAL, "[%zu].revoked: not a boolean", idx);
+		} else if (j != F_UNTIL && !cJSON_IsString(f[j]))
 			return errf(err, errlen, -EINVAL, "[%zu].%s: not a string", idx, field_names[j]);
 	}
+	bool revoked = f[F_REVOKED] && cJSON_IsTrue(f[F_REVOKED]);
+	if (revoked && f[F_UNTIL])
+		return errf(err, errlen, -EINVAL, "[%zu].until: not allowed on a revoked entry", idx);
 
 	const char *user = f[F_USER]->valuestring;
 	if (!keydoc_user_valid(user))
@@ -263,6 +269,7 @@ static int parse_entry(const cJSON *item, size_t idx, const struct keys_parse_pa
 		return errf(err, errlen, -ENOMEM, "out of memory");
 	}
 	ret->key = key;
+	ret->revoked = revoked;
 	return 0;
 }
 

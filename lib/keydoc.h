@@ -16,6 +16,12 @@
  *    until: optional (null = no expiry); an RFC 3339 UTC time
  *           "YYYY-MM-DDTHH:MM:SS[.fraction]Z" (the fraction is dropped) or
  *           integer unix seconds; it becomes the key's expiry-time.
+ *    revoked: optional boolean (null/false = a grant). true: the entry is
+ *           no grant but an explicit revocation of the key: it is never
+ *           served or written, and cloud-config-exec puts it into the
+ *           node's OpenSSH KRL (sshd's RevokedKeys), which refuses it for
+ *           every user and in every authorized_keys file, for good
+ *           (cloud-config-exec/revoke.h). Such an entry takes no until.
  *    Unknown fields are ignored; a known field of the wrong JSON type, a
  *    field given twice, a missing user/type/publicKey are errors. Two
  *    entries with the same user and key fingerprint are an error.
@@ -46,6 +52,7 @@
 struct keydoc_entry {
 	char *user;
 	struct keys_key key; /* key.options.expiry = until (0: none); no other options */
+	bool revoked;        /* "revoked": true: an explicit revocation, not a grant */
 };
 
 struct keydoc {

@@ -153,6 +153,11 @@ static void bad_json(void **state)
 		{ "[" ENTRY(",\"comment\":\"x\\r\"") "]", -EINVAL, "[0].comment: carriage return in key line" },
 		{ "[" ENTRY(",\"comment\":\"a\\u001bb\"") "]", -EINVAL, "[0].comment: control character in key line" },
 		{ "[" ENTRY("") "," ENTRY(",\"until\":5") "]", -EINVAL, "[1]: same user and key as [0]" },
+		{ "[" ENTRY(",\"revoked\":1") "]", -EINVAL, "[0].revoked: not a boolean" },
+		{ "[" ENTRY(",\"revoked\":\"true\"") "]", -EINVAL, "[0].revoked: not a boolean" },
+		{ "[" ENTRY(",\"revoked\":true,\"revoked\":false") "]", -EINVAL, "[0].revoked: duplicate field" },
+		{ "[" ENTRY(",\"revoked\":true,\"until\":5") "]", -EINVAL, "[0].until: not allowed on a revoked entry" },
+		{ "[" ENTRY("") "," ENTRY(",\"revoked\":true") "]", -EINVAL, "[1]: same user and key as [0]" },
 	};
 	for (size_t i = 0; i < ELEMENTSOF(t); i++) {
 		struct keydoc d = { .n = 4242 };
@@ -167,6 +172,23 @@ static void bad_json(void **state)
 	/* err may be NULL. */
 	struct keydoc d = {};
 	assert_int_equal(keydoc_parse_json("{}", 2, NULL, &d, NULL, 0), -EINVAL);
+}
+
+static void revoked_entries(void **state)
+{
+	(void)state;
+	const char *doc = "[" ENTRY(",\"revoked\":true") ","
+			  "{\"user\":\"bob\",\"type\":\"ssh-ed25519\",\"publicKey\":\"" ED_B64 "\",\"revoked\":false,"
+			  "\"until\":5}]";
+	struct keydoc d = {};
+	char err[KEYDOC_ERR_MAX] = "";
+	assert_int_equal(keydoc_parse_json(doc, strlen(doc), NULL, &d, err, sizeof(err)), 0);
+	assert_int_equal(d.n, 2);
+	assert_true(d.entries[0].revoked);
+	assert_int_equal(d.entries[0].key.options.expiry, 0);
+	assert_false(d.entries[1].revoked);
+	assert_int_equal(d.entries[1].key.options.expiry, 5);
+	keydoc_done(&d);
 }
 
 static void limits(void **state)
@@ -351,6 +373,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(good_json),
 		cmocka_unit_test(bad_json),
+		cmocka_unit_test(revoked_entries),
 		cmocka_unit_test(limits),
 		cmocka_unit_test(time_table),
 		cmocka_unit_test(users),
