@@ -1,0 +1,211 @@
+#!/bin/bash
+# Revocation that sticks (cloud-config-exec/revoke.h): cloud-config-exec
+# writes an OpenSSH KRL of the keys that rotated out of Gardener's key file,
+# the key-document keys whose `until` passed and those revoked explicitly
+# ("revoked": true); the KRL never shrinks by accident (refused sources,
+# lost records, an older OSC naming a key as previous); ssh-keygen -Q agrees
+# with lib/krl.c's writer and reader for every key; and a real sshd with
+# RevokedKeys refuses a revoked key found in a user's OWN authorized_keys
+# (not written by node-agent) while the current key logs in.
+# Runs in private mount + network namespaces (lo only), with scratch
+# passwd/group/shadow bind-mounted for the sshd user; cloud-config-exec
+# works in a scratch root. Nothing on the host is modified.
+if [ -z "${KRL_TEST_IN_NS:-}" ]; then
+	[ "$(id -u)" -eq 0 ] || { echo "SKIP: needs root (sshd, namespaces)"; exit 77; }
+	[ -x /usr/sbin/sshd ] && command -v ssh >/dev/null && command -v unshare >/dev/null ||
+		{ echo "SKIP: needs openssh-server, openssh-client, unshare"; exit 77; }
+	KRL_TEST_IN_NS=1 exec unshare --mount --propagation private --net -- bash "$0" "$@"
+fi
+source "$TESTS_DIR/lib/common.sh"
+source "$TESTS_DIR/lib/exec.sh"
+MKKRL=$B/tools/mkkrl
+[ -x "$MKKRL" ] && [ -x "$CCE" ] || { echo "not ok - build $MKKRL and $CCE first"; exit 1; }
+
+ip link set lo up
+W=$(scratch)
+exec_init "$W"
+R=$W/root
+ST=$R/var/lib/cloud-config-exec
+KRL=$ST/revoked-keys.krl
+mkdir -p "$R/etc" "$R/home/gardener/.ssh"
+printf 'root:x:0:0:root:/root:/bin/sh\ngardener:x:1700:1700::/home/gardener:/bin/sh\n' >"$R/etc/passwd"
+printf 'root:x:0:\ngardener:x:1700:\n' >"$R/etc/group"
+chown -R 1700:1700 "$R/home/gardener"
+
+keys="g0 g1 g2 g3 g4 dv de dx own"
+for k in $keys; do ssh-keygen -q -t ed25519 -N '' -C "krl-$k" -f "$W/$k" </dev/null; done
+ssh-keygen -q -t rsa -b 2048 -N '' -C krl-rsa -f "$W/rsa" </dev/null
+fp() { ssh-keygen -lf "$W/$1.pub" | awk '{print $2}'; }
+blob() { cut -d' ' -f2 "$W/$1.pub"; }
+now=$(date +%s)
+iso() { date -u -d "@$1" +%Y-%m-%dT%H:%M:%SZ; }
+
+# osc NAME GARDENER-KEYS... [-- DOCUMENT]: an OSC with Gardener's key file
+# (current first) and optionally a key document.
+osc() {
+	local name=$1 doc=
+	shift
+	: >"$W/$name.keys"
+	while [ $# -gt 0 ]; do
+		[ "$1" = -- ] && { doc=$2; break; }
+		cat "$W/$1.pub" >>"$W/$name.keys"
+		shift
+	done
+	python3 "$GEN_OSC" --files 1 --keys "$W/$name.keys" >"$W/$name.base.json"
+	python3 - "$W/$name.base.json" "$doc" >"$W/$name.json" <<'PY'
+import base64, json, sys
+osc = json.load(open(sys.argv[1]))
+if sys.argv[2]:
+    osc["spec"]["files"].append({"path": "/var/lib/node-agent/authorized-keys.json", "permissions": 0o600,
+        "content": {"inline": {"encoding": "b64", "data": base64.b64encode(open(sys.argv[2], "rb").read()).decode()}}})
+print(json.dumps(osc))
+PY
+}
+apply() { cce "$R" apply "$W/$1.json" 2>>"$W/cce.log"; }
+# revoked KEY: ssh-keygen -Q says REVOKED (it exits 1 then)
+revoked() { local o; o=$(ssh-keygen -Q -f "$KRL" "$W/$1.pub" 2>/dev/null); [[ $o == *": REVOKED" ]]; }
+all_revoked() { local k; for k; do revoked "$k" || return 1; done; }
+# agree: for every key, ssh-keygen -Q and the reader (mkkrl --dump) agree
+agree() {
+	local k dump
+	dump=$("$MKKRL" --dump "$KRL") || return 1
+	for k in $keys rsa; do
+		if revoked "$k"; then
+			grep -qxF "$(fp "$k")" <<<"$dump" || { echo "# $k: ssh-keygen REVOKED, reader no"; return 1; }
+		else
+			[[ $(ssh-keygen -Q -f "$KRL" "$W/$k.pub" 2>/dev/null) == *": ok" ]] || { echo "# $k: ssh-keygen error"; return 1; }
+			! grep -qxF "$(fp "$k")" <<<"$dump" || { echo "# $k: reader revoked, ssh-keygen ok"; return 1; }
+		fi
+	done
+}
+
+# --- the writer alone: ssh-keygen -Q agrees with mkkrl for keys of two types
+printf '%s\n%s\n' "$(fp g0)" "$(fp rsa)" | "$MKKRL" "$W/direct.krl"
+check "lib/krl.c KRL: ssh-keygen -Q finds both listed keys REVOKED" \
+	bash -c "ssh-keygen -Q -f '$W/direct.krl' '$W/g0.pub' '$W/rsa.pub' | grep -c ': REVOKED$' | grep -qx 2"
+check "lib/krl.c KRL: and the others not" \
+	bash -c "ssh-keygen -Q -f '$W/direct.krl' '$W/g1.pub' '$W/own.pub' | grep -c ': ok$' | grep -qx 2"
+"$MKKRL" "$W/empty.krl" </dev/null
+check "an empty KRL from lib/krl.c: ssh-keygen -Q accepts it, nothing revoked" \
+	bash -c "ssh-keygen -Q -f '$W/empty.krl' '$W/g0.pub' >/dev/null"
+
+# --- rotation: g0 rotates out when g2 arrives
+osc v1 g1 g0
+check "first apply writes the KRL" apply v1
+check "KRL 0644 root:root" test "$(stat -c '%a %u:%g' "$KRL")" = "644 0:0"
+check "first KRL: valid, nothing revoked" test "$("$MKKRL" --dump "$KRL" | wc -l)" -eq 1
+osc v2 g2 g1
+apply v2
+check "rotation: the previous-previous key g0 is revoked" revoked g0
+check_not "rotation: current g2 is not revoked" revoked g2
+check_not "rotation: previous g1 is not revoked" revoked g1
+check "the revocation is logged with its reason" grep -q "Key $(fp g0) revoked (dropped)" "$W/cce.log"
+osc v3 g3 g2
+apply v3
+check "next rotation: g1 revoked too, g0 still" all_revoked g1 g0
+check "ssh-keygen -Q and the reader agree" agree
+v=$("$MKKRL" --dump "$KRL" | head -1)
+apply v3
+check "same OSC again: KRL not rewritten (same version)" test "$v" = "$("$MKKRL" --dump "$KRL" | head -1)"
+
+# --- the key document: an expired grant and an explicit revocation
+cat >"$W/doc1.json" <<EOF
+[{"user": "gardener", "type": "ssh-ed25519", "publicKey": "$(blob dv)", "until": "$(iso $((now + 86400)))"},
+ {"user": "gardener", "type": "ssh-ed25519", "publicKey": "$(blob de)", "until": "$(iso $((now - 60)))"},
+ {"user": "gardener", "type": "ssh-ed25519", "publicKey": "$(blob dx)", "revoked": true}]
+EOF
+osc v4 g3 g2 -- "$W/doc1.json"
+check "apply with a key document" apply v4
+check "document: the key whose until passed is revoked" revoked de
+check "document: the explicitly revoked key is revoked" revoked dx
+check_not "document: the valid grant is not" revoked dv
+check "document: the revoked entry is not written to authorized_keys" \
+	bash -c "! grep -q '$(blob dx)' '$R/home/gardener/.ssh/authorized_keys'"
+check "ssh-keygen -Q and the reader agree" agree
+
+# --- never shrinking: a refused source, lost records, an older OSC
+printf '[{"user": "gardener", "type": "ssh-ed25519", "publicKey": "AAAA-broken"}]' >"$W/bad.json"
+osc v5 g3 g2 -- "$W/bad.json"
+apply v5
+check "refused key document: every revocation stays" \
+	all_revoked g0 g1 de dx
+rm "$ST/revocations"
+osc v6 g3 g2
+apply v6
+check "records lost: the KRL's hashes are kept" \
+	all_revoked g0 g1 de dx
+check "... as \"kept\"" grep -q "$(fp dx) kept" "$ST/revocations"
+osc old g2 g1
+apply old
+check "an older OSC naming g1 as the previous key: g1 stays revoked" revoked g1
+printf 'garbage' >"$KRL"
+apply v6
+check "a damaged KRL is rewritten, valid again" bash -c "'$MKKRL' --dump '$KRL' >/dev/null"
+
+# --- lifting: only a re-grant as current
+cat >"$W/doc2.json" <<EOF
+[{"user": "gardener", "type": "ssh-ed25519", "publicKey": "$(blob de)", "until": "$(iso $((now + 86400)))"},
+ {"user": "gardener", "type": "ssh-ed25519", "publicKey": "$(blob dx)", "revoked": false}]
+EOF
+cat >"$W/doc-dx.json" <<EOF
+[{"user": "gardener", "type": "ssh-ed25519", "publicKey": "$(blob dx)", "revoked": true}]
+EOF
+osc v7 g3 g2 -- "$W/doc-dx.json"
+apply v7 # dx explicit again (the records were lost above)
+osc v8 g1 g3 -- "$W/doc2.json"
+apply v8
+check_not "re-granted with a new until: the expired key's revocation is lifted" revoked de
+check_not "re-issued as Gardener's current key: lifted" revoked g1
+check "explicitly revoked: never lifted by a grant" revoked dx
+check "... and that conflict is logged" grep -q "$(fp dx) is revoked explicitly but still granted" "$W/cce.log"
+check "g0 stays revoked" revoked g0
+check "ssh-keygen -Q and the reader agree" agree
+
+# --- a real sshd with RevokedKeys, a user's own authorized_keys
+mount -t tmpfs -o mode=0755 na-krl-run /run
+install -d -m 0755 /run/sshd /run/krl /run/krl/home
+cp /etc/passwd /etc/group /etc/shadow "$W/"
+echo "krldave:x:61101:61101::/run/krl/home/krldave:/bin/sh" >>"$W/passwd"
+echo "krldave:x:61101:" >>"$W/group"
+echo "krldave:*:19000:0:99999:7:::" >>"$W/shadow"
+for f in passwd group shadow; do mount --bind "$W/$f" "/etc/$f"; done
+install -d -m 0700 -o 61101 -g 61101 /run/krl/home/krldave /run/krl/home/krldave/.ssh
+cat "$W/g0.pub" "$W/g3.pub" "$W/own.pub" >/run/krl/home/krldave/.ssh/authorized_keys
+chown 61101:61101 /run/krl/home/krldave/.ssh/authorized_keys
+chmod 0600 /run/krl/home/krldave/.ssh/authorized_keys
+cp -p "$KRL" /run/krl/revoked.krl
+ssh-keygen -q -t ed25519 -N '' -f "$W/hostkey"
+PORT=2222
+cat >"$W/sshd_config" <<EOF
+HostKey $W/hostkey
+PidFile $W/sshd.pid
+ListenAddress 127.0.0.1
+Port $PORT
+UsePAM no
+StrictModes yes
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+AuthorizedKeysFile .ssh/authorized_keys
+RevokedKeys /run/krl/revoked.krl
+LogLevel VERBOSE
+EOF
+check "sshd -t accepts RevokedKeys" /usr/sbin/sshd -t -f "$W/sshd_config"
+/usr/sbin/sshd -D -f "$W/sshd_config" -E "$W/sshd.log" 2>"$W/sshd.stderr" &
+SSHD=$!
+on_exit "kill $SSHD"
+for _ in $(seq 100); do ss -ltn | grep -q "127.0.0.1:$PORT " && break; sleep 0.1; done
+login() {
+	ssh -F /dev/null -p "$PORT" -i "$W/$1" -o IdentitiesOnly=yes -o BatchMode=yes \
+		-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR \
+		-o KexAlgorithms=curve25519-sha256 -o ConnectTimeout=10 krldave@127.0.0.1 true 2>/dev/null
+}
+check "sshd: the current key logs in from the user's own authorized_keys" login g3
+check "sshd: an unrelated key of the user's own logs in" login own
+check_not "sshd: the rotated-out key in the user's own authorized_keys is refused" login g0
+check "sshd logged the refusal as revoked by the KRL" grep -q "revoked by file /run/krl/revoked.krl" "$W/sshd.log"
+: >/run/krl/revoked.krl
+check "an empty RevokedKeys file (what tmpfiles.d creates): the key logs in" login g0
+rm /run/krl/revoked.krl
+check_not "a missing RevokedKeys file: sshd refuses every key (why it must always exist)" login g3
+
+finish
