@@ -161,6 +161,38 @@ check "... and that conflict is logged" grep -q "$(fp dx) is revoked explicitly 
 check "g0 stays revoked" revoked g0
 check "ssh-keygen -Q and the reader agree" agree
 
+# --- certificate authorities: per-user CA lines in the key document
+for k in ca ca2 ca3 uk; do ssh-keygen -q -t ed25519 -N '' -C "krl-$k" -f "$W/$k" </dev/null; done
+echo "krldave:x:61101:61101::/home/krldave:/bin/sh" >>"$R/etc/passwd"
+cat >"$W/doc3.json" <<EOF
+[{"user": "krldave", "type": "ssh-ed25519", "publicKey": "$(blob ca)", "certAuthority": true,
+  "principals": ["krldave", "ops"], "comment": "team-ca"},
+ {"user": "krldave", "type": "ssh-ed25519", "publicKey": "$(blob ca3)", "certAuthority": true, "comment": "old-ca"},
+ {"user": "gardener", "type": "ssh-ed25519", "publicKey": "$(blob ca3)", "revoked": true},
+ {"user": "gardener", "type": "ssh-ed25519", "publicKey": "$(blob dx)", "revoked": true}]
+EOF
+osc v9 g1 g3 -- "$W/doc3.json"
+check "apply with CA entries" apply v9
+check "a revoked CA key is in the KRL" revoked ca3
+check_not "the trusted CA is not" revoked ca
+AKC_OUT=$("$B/authkeys-cmd" --root "$R" krldave "$(fp uk)" ssh-ed25519-cert-v01@openssh.com AAAA 2>/dev/null)
+check "authkeys-cmd: a certificate type gets the user's cert-authority lines" \
+	test "$(grep -c '^cert-authority' <<<"$AKC_OUT")" -eq 2
+check "... rendered with principals=" grep -qF "cert-authority,principals=\"krldave,ops\" ssh-ed25519 $(blob ca) team-ca" <<<"$AKC_OUT"
+check "authkeys-cmd: the plain key type with the same %f gets nothing" \
+	test -z "$("$B/authkeys-cmd" --root "$R" krldave "$(fp uk)" ssh-ed25519 2>/dev/null)"
+# cert NAME CA PRINCIPALS VALIDITY [SERIAL]: a certificate of uk, NAME-cert.pub
+cert() {
+	cp "$W/uk.pub" "$W/$1.pub"
+	ssh-keygen -q -s "$W/$2" -I "id-$1" -n "$3" -V "$4" -z "${5:-7}" "$W/$1.pub" 2>/dev/null
+}
+cert c_ok ca krldave -5m:+1h 42
+cert c_ops ca ops -5m:+1h
+cert c_exp ca krldave 20200101:20200102
+cert c_other ca mallory -5m:+1h
+cert c_ca2 ca2 krldave -5m:+1h
+cert c_ca3 ca3 krldave -5m:+1h
+
 # --- a real sshd with RevokedKeys, a user's own authorized_keys
 mount -t tmpfs -o mode=0755 na-krl-run /run
 install -d -m 0755 /run/sshd /run/krl /run/krl/home
@@ -174,6 +206,8 @@ cat "$W/g0.pub" "$W/g3.pub" "$W/own.pub" >/run/krl/home/krldave/.ssh/authorized_
 chown 61101:61101 /run/krl/home/krldave/.ssh/authorized_keys
 chmod 0600 /run/krl/home/krldave/.ssh/authorized_keys
 cp -p "$KRL" /run/krl/revoked.krl
+cp -p "$ST/authkeys.snap" /run/krl/authkeys.snap
+install -m 0755 "$B/authkeys-cmd" /run/krl/authkeys-cmd
 ssh-keygen -q -t ed25519 -N '' -f "$W/hostkey"
 PORT=2222
 cat >"$W/sshd_config" <<EOF
@@ -187,6 +221,8 @@ PasswordAuthentication no
 KbdInteractiveAuthentication no
 AuthorizedKeysFile .ssh/authorized_keys
 RevokedKeys /run/krl/revoked.krl
+AuthorizedKeysCommand /run/krl/authkeys-cmd --snapshot /run/krl/authkeys.snap %u %f %t %k
+AuthorizedKeysCommandUser nobody
 LogLevel VERBOSE
 EOF
 check "sshd -t accepts RevokedKeys" /usr/sbin/sshd -t -f "$W/sshd_config"
@@ -203,6 +239,26 @@ check "sshd: the current key logs in from the user's own authorized_keys" login 
 check "sshd: an unrelated key of the user's own logs in" login own
 check_not "sshd: the rotated-out key in the user's own authorized_keys is refused" login g0
 check "sshd logged the refusal as revoked by the KRL" grep -q "revoked by file /run/krl/revoked.krl" "$W/sshd.log"
+# login_cert NAME: uk with the certificate NAME-cert.pub
+login_cert() {
+	ssh -F /dev/null -p "$PORT" -i "$W/uk" -o CertificateFile="$W/$1-cert.pub" -o IdentitiesOnly=yes \
+		-o BatchMode=yes -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR \
+		-o KexAlgorithms=curve25519-sha256 -o ConnectTimeout=10 krldave@127.0.0.1 true 2>/dev/null
+}
+check_not "sshd: the certificate's key alone is no login" login uk
+check "sshd: a certificate signed by the user's CA logs in (through authkeys-cmd)" login_cert c_ok
+check "sshd logged the certificate's key id and serial" \
+	grep -q 'Accepted publickey for krldave .*ID id-c_ok (serial 42) CA ED25519' "$W/sshd.log"
+check "sshd: a certificate for another listed principal (ops) logs in" login_cert c_ops
+check_not "sshd: an expired certificate is refused" login_cert c_exp
+check "... as expired" grep -q "Certificate invalid: expired" "$W/sshd.log"
+check_not "sshd: a certificate for a principal not listed is refused" login_cert c_other
+check "... for its principal" grep -q "Certificate does not contain an authorized principal" "$W/sshd.log"
+check_not "sshd: a certificate signed by another CA is refused" login_cert c_ca2
+check "... after sshd saw it" grep -q "Failed publickey for krldave .*ID id-c_ca2 " "$W/sshd.log"
+n_rev=$(grep -c "revoked by file /run/krl/revoked.krl" "$W/sshd.log")
+check_not "sshd: a certificate whose CA is in the KRL is refused" login_cert c_ca3
+check "... sshd says the CA key is revoked" test "$(grep -c "revoked by file /run/krl/revoked.krl" "$W/sshd.log")" -gt "$n_rev"
 : >/run/krl/revoked.krl
 check "an empty RevokedKeys file (what tmpfiles.d creates): the key logs in" login g0
 rm /run/krl/revoked.krl
