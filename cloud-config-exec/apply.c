@@ -549,6 +549,7 @@ int apply_status(const struct apply_ctx *c)
 		printf("owned files: %zu\n", st.n_owned);
 		for (size_t i = 0; i < st.n_users; i++)
 			printf("managed keys of %s: %zu\n", st.users[i].user, st.users[i].n_keys);
+		revoke_print_status(c->cfg, old, &st, statefd, time(NULL));
 		if (st.progress_checksum[0])
 			printf("unfinished apply: %s (steps done: %s%s%s)\n", st.progress_checksum,
 			       st.progress_steps & STATE_STEP_FILES ? "files " : "",

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "b64.h"
 #include "cleanup.h"
@@ -449,6 +450,176 @@ oom:
 	return log_error_errno(-ENOMEM, "Out of memory");
 }
 
+/* ---- where each key comes from ---------------------------------------- */
+
+struct src {
+	char user[KEYDOC_USER_MAX + 1];
+	char fp[KEYS_FINGERPRINT_MAX];
+	char where[200];            /* "gardener-user-authorized-keys current", "<path>[3]", ... */
+	time_t until;
+	bool ca, revoked;
+	char principals[64];        /* shortened, for the status view */
+};
+
+struct srcs {
+	struct src *v;
+	size_t n;
+};
+
+static void srcs_done(struct srcs *s)
+{
+	free(s->v);
+	*s = (struct srcs){ 0 };
+}
+
+static int srcs_add_doc(struct srcs *s, const struct keydoc *doc, const char *what, bool gardener)
+{
+	struct src *nv = realloc(s->v, (s->n + doc->n + 1) * sizeof(*nv));
+	if (!nv)
+		return -ENOMEM;
+	s->v = nv;
+	for (size_t i = 0; i < doc->n; i++) {
+		const struct keydoc_entry *e = &doc->entries[i];
+		struct src *x = &s->v[s->n++];
+		*x = (struct src){ .until = e->key.options.expiry, .ca = e->key.options.cert_authority,
+				   .revoked = e->revoked };
+		snprintf(x->user, sizeof(x->user), "%s", e->user);
+		snprintf(x->fp, sizeof(x->fp), "%s", e->key.fingerprint);
+		if (gardener)
+			snprintf(x->where, sizeof(x->where), "%s %s", what,
+				 i == 0 ? "current" : i == 1 ? "previous" : "older");
+		else
+			snprintf(x->where, sizeof(x->where), "%s[%zu]", what, i);
+		if (e->key.options.principals)
+			snprintf(x->principals, sizeof(x->principals), "%s", e->key.options.principals);
+	}
+	return 0;
+}
+
+/* Every key the key sources name (valid or not, refused documents left
+ * out), with where it is named. */
+static int collect_sources(const struct config *cfg, const struct osc *osc, const char *annotation, struct srcs *ret)
+{
+	struct keys_parse_params params = { .rsa_min_bits = cfg->rsa_min_bits };
+	struct keydoc doc = { 0 };
+	int r = 0;
+	const struct osc_file *gf = find_file(osc, SSHKEYS_GARDENER_FILE);
+	if (gf && keydoc_parse_lines((const char *)gf->content, gf->content_len, cfg->login_user, &params, &doc, NULL,
+				     0) >= 0) {
+		r = srcs_add_doc(ret, &doc, "gardener-user-authorized-keys", true);
+		keydoc_done(&doc);
+	}
+	const struct osc_file *df = find_file(osc, cfg->key_document_path);
+	if (r >= 0 && df && keydoc_parse_json((const char *)df->content, df->content_len, &params, &doc, NULL, 0) >= 0) {
+		r = srcs_add_doc(ret, &doc, df->path, false);
+		keydoc_done(&doc);
+	}
+	if (r >= 0 && annotation && cfg->keys_from_node_annotation &&
+	    keydoc_parse_json(annotation, strlen(annotation), &params, &doc, NULL, 0) >= 0) {
+		r = srcs_add_doc(ret, &doc, "node-annotation", false);
+		keydoc_done(&doc);
+	}
+	return r;
+}
+
+/* The first source naming user's key fp (any user for a "*" user). */
+static const struct src *find_src(const struct srcs *s, const char *user, const char *fp)
+{
+	for (size_t i = 0; i < s->n; i++)
+		if (!s->v[i].revoked && strcmp(s->v[i].fp, fp) == 0 && strcmp(s->v[i].user, user) == 0)
+			return &s->v[i];
+	return NULL;
+}
+
+/* Attribution: when the snapshot changed, one line per key it serves with
+ * where the key comes from, so that sshd's "Accepted publickey ... SHA256:"
+ * and authkeys-cmd's FINGERPRINT= + SNAPSHOT_GENERATION= lead to a source
+ * (the run's CHECKSUM= line names the OSC). */
+static void log_attribution(const struct config *cfg, const struct sshkeys_input *in, const struct state *st)
+{
+	_cleanup_(srcs_done) struct srcs srcs = { 0 };
+	if (collect_sources(cfg, in->osc, in->key_document, &srcs) < 0) {
+		log_error_errno(-ENOMEM, "Out of memory");
+		return;
+	}
+	char gfield[64];
+	snprintf(gfield, sizeof(gfield), "SNAPSHOT_GENERATION=%llu", (unsigned long long)st->snapshot_generation);
+	for (size_t i = 0; i < st->n_users; i++)
+		for (size_t j = 0; j < st->users[i].n_keys; j++) {
+			const struct state_key *k = &st->users[i].keys[j];
+			if (k->expiry && k->expiry <= in->now)
+				continue;
+			const struct src *x = find_src(&srcs, st->users[i].user, k->fingerprint);
+			char ufield[64], ffield[96], sfield[220];
+			snprintf(ufield, sizeof(ufield), "USER=%s", st->users[i].user);
+			snprintf(ffield, sizeof(ffield), "FINGERPRINT=%s", k->fingerprint);
+			snprintf(sfield, sizeof(sfield), "KEY_SOURCE=%s", x ? x->where : "last-good");
+			log_fields(LOG_INFO, LOG_FIELDS(ufield, ffield, gfield, sfield),
+				   "Key %s of %s in snapshot generation %llu: from %s%s", k->fingerprint,
+				   st->users[i].user, (unsigned long long)st->snapshot_generation,
+				   x ? x->where : "the last good key set (a source was refused)",
+				   x && x->ca ? " (certificate authority)" : "");
+		}
+}
+
+static void fmt_time(time_t t, char buf[static 32])
+{
+	struct tm tm;
+	if (t <= 0 || !gmtime_r(&t, &tm) || strftime(buf, 32, "%Y-%m-%dT%H:%M:%SZ", &tm) == 0)
+		snprintf(buf, 32, "-");
+}
+
+void revoke_print_status(const struct config *cfg, const struct osc *osc, const struct state *st, int statefd,
+			 time_t now)
+{
+	_cleanup_(srcs_done) struct srcs srcs = { 0 };
+	char t[32];
+	(void)collect_sources(cfg, osc, NULL, &srcs);
+	printf("key snapshot: generation %llu\n", (unsigned long long)st->snapshot_generation);
+	printf("key sources of the last applied OSC: %zu key(s)\n", srcs.n);
+	for (size_t i = 0; i < srcs.n; i++) {
+		const struct src *x = &srcs.v[i];
+		fmt_time(x->until, t);
+		printf("  %s %s %s until %s%s%s%s%s\n", x->where, x->user, x->fp, t,
+		       x->until && x->until <= now ? " (expired)" : "", x->ca ? " cert-authority" : "",
+		       x->principals[0] ? " principals=" : "", x->principals);
+		if (x->revoked)
+			printf("    (revoked explicitly)\n");
+	}
+	for (size_t i = 0; i < st->n_users; i++)
+		for (size_t j = 0; j < st->users[i].n_keys; j++) {
+			const struct state_key *k = &st->users[i].keys[j];
+			const struct src *x = find_src(&srcs, st->users[i].user, k->fingerprint);
+			fmt_time(k->expiry, t);
+			printf("managed key of %s: %s until %s%s from %s\n", st->users[i].user, k->fingerprint, t,
+			       k->expiry && k->expiry <= now ? " (expired)" : "", x ? x->where : "an earlier source");
+		}
+	_cleanup_free_ char *data = NULL;
+	size_t len = 0;
+	struct krl k = { 0 };
+	if (statefd < 0 || fsx_read_at(statefd, REVOKE_KRL_FILE, KRL_SIZE_MAX, &data, &len) < 0) {
+		printf("revoked keys: no KRL (%s/%s)\n", cfg->exec_state_dir, REVOKE_KRL_FILE);
+		return;
+	}
+	if (krl_read(data, len, &k) < 0) {
+		printf("revoked keys: %s/%s is damaged\n", cfg->exec_state_dir, REVOKE_KRL_FILE);
+		return;
+	}
+	_cleanup_(recs_done) struct recs recs = { 0 };
+	_cleanup_free_ char *rdata = NULL;
+	if (fsx_read_at(statefd, REVOKE_RECORDS_FILE, RECORDS_MAX, &rdata, &len) >= 0)
+		(void)parse_records(rdata, len, &recs);
+	printf("revoked keys: %zu (KRL version %llu)\n", k.n, (unsigned long long)k.version);
+	for (size_t i = 0; i < k.n; i++) {
+		char fp[KEYS_FINGERPRINT_MAX];
+		fp_of(&k.hashes[i], fp);
+		const struct rec *rc = recs_find(&recs, &k.hashes[i]);
+		fmt_time(rc ? (time_t)rc->since : 0, t);
+		printf("  %s %s since %s\n", fp, rc ? reason_names[rc->reason] : "unknown", t);
+	}
+	krl_done(&k);
+}
+
 int revoke_keys_step(int rootfd, const char *root, const struct config *cfg, const struct sshkeys_input *in,
 		     struct state *st, int statefd, bool *ret_changed)
 {
@@ -466,7 +637,10 @@ int revoke_keys_step(int rootfd, const char *root, const struct config *cfg, con
 				prev[n_prev++].expiry = st->users[i].keys[j].expiry;
 
 	bool changed = false;
+	uint64_t generation = st->snapshot_generation;
 	int r = sshkeys_apply(rootfd, root, cfg, in, st, statefd, &changed);
+	if (st->snapshot_generation != generation)
+		log_attribution(cfg, in, st);
 	int k = update(cfg, in, prev, n_prev, st, statefd, &changed);
 	*ret_changed = changed;
 	return r < 0 ? r : k;

@@ -54,4 +54,15 @@
 int revoke_keys_step(int rootfd, const char *root, const struct config *cfg, const struct sshkeys_input *in,
 		     struct state *st, int statefd, bool *ret_changed);
 
+/* Attribution: when the key snapshot changes, revoke_keys_step() logs each
+ * key it serves with KEY_SOURCE= (Gardener's file "current"/"previous",
+ * "<document path>[entry]", "node-annotation[entry]"), USER=, FINGERPRINT=
+ * and SNAPSHOT_GENERATION=, the fields authkeys-cmd logs when it serves it.
+ *
+ * The `status` view: prints the key sources of the last applied OSC (osc,
+ * may be NULL) with their entries, users, fingerprints and expiries, the
+ * managed keys with their source, and the KRL's entries with their reasons. */
+void revoke_print_status(const struct config *cfg, const struct osc *osc, const struct state *st, int statefd,
+			 time_t now);
+
 #endif

@@ -173,6 +173,20 @@ cat >"$W/doc3.json" <<EOF
 EOF
 osc v9 g1 g3 -- "$W/doc3.json"
 check "apply with CA entries" apply v9
+check "attribution: Gardener's current key logged with its source" \
+	grep -q "Key $(fp g1) of gardener in snapshot generation [0-9]*: from gardener-user-authorized-keys current" "$W/cce.log"
+check "attribution: ... and the previous one" \
+	grep -q "Key $(fp g3) of gardener in snapshot generation [0-9]*: from gardener-user-authorized-keys previous" "$W/cce.log"
+check "attribution: a CA with its key-document entry" grep -q \
+	"Key $(fp ca) of krldave in snapshot generation [0-9]*: from /var/lib/node-agent/authorized-keys.json\[0\] (certificate authority)" "$W/cce.log"
+cce "$R" status >"$W/status" 2>/dev/null
+check "status: key sources with generation and entry" \
+	grep -q "^  gardener-user-authorized-keys current gardener $(fp g1) until -" "$W/status"
+check "status: a CA with its principals" \
+	grep -q "^  /var/lib/node-agent/authorized-keys.json\[0\] krldave $(fp ca) until - cert-authority principals=krldave,ops" "$W/status"
+check "status: managed keys with their source" grep -q "^managed key of krldave: $(fp ca) until - from /var/lib/node-agent/authorized-keys.json\[0\]" "$W/status"
+check "status: the KRL's entries with their reasons" grep -q "^  $(fp ca3) explicit since 20" "$W/status"
+check "status: the KRL's size and version" grep -q "^revoked keys: [0-9]* (KRL version [0-9]*)" "$W/status"
 check "a revoked CA key is in the KRL" revoked ca3
 check_not "the trusted CA is not" revoked ca
 AKC_OUT=$("$B/authkeys-cmd" --root "$R" krldave "$(fp uk)" ssh-ed25519-cert-v01@openssh.com AAAA 2>/dev/null)
