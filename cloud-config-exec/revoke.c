@@ -15,7 +15,7 @@
 #include "revoke.h"
 
 #define RECORDS_HEADER "# cloud-config-exec revocations v1\n"
-#define RECORDS_MAX ((size_t)(REVOKE_MAX + 1) * 80 + sizeof(RECORDS_HEADER))
+#define RECORDS_MAX ((size_t)(REVOKE_MAX + 1) * 101 + sizeof(RECORDS_HEADER))
 
 enum reason { R_EXPLICIT, R_DROPPED, R_EXPIRED, R_KEPT, _R_MAX };
 static const char *const reason_names[_R_MAX] = { "explicit", "dropped", "expired", "kept" };
