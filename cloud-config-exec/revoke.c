@@ -340,11 +340,13 @@ static int update(const struct config *cfg, const struct sshkeys_input *in, cons
 	_cleanup_free_ char *data = NULL;
 	size_t len = 0;
 	r = fsx_read_at(statefd, REVOKE_RECORDS_FILE, RECORDS_MAX, &data, &len);
-	if (r >= 0 && (r = parse_records(data, len, &recs)) < 0 && r != -ENOMEM)
-		log_warning("%s/%s is damaged: rebuilt from %s", cfg->exec_state_dir, REVOKE_RECORDS_FILE,
-			    REVOKE_KRL_FILE);
+	if (r >= 0)
+		r = parse_records(data, len, &recs);
 	if (r == -ENOMEM)
 		return log_error_errno(r, "Out of memory");
+	if (r < 0 && r != -ENOENT)
+		log_warning_errno(r, "%s/%s is damaged or unreadable: its entries are kept from %s", cfg->exec_state_dir,
+				  REVOKE_RECORDS_FILE, REVOKE_KRL_FILE);
 	free(TAKE_PTR(data));
 	r = fsx_read_at(statefd, REVOKE_KRL_FILE, KRL_SIZE_MAX, &data, &len);
 	if (r >= 0) {
