@@ -106,9 +106,12 @@ static int rec_cmp(const void *a, const void *b)
 	return memcmp(&((const struct rec *)a)->h, &((const struct rec *)b)->h, KRL_HASH_LEN);
 }
 
+/* Eviction order: explicit revocations last, then the oldest first. */
 static int rec_since_cmp(const void *a, const void *b)
 {
 	const struct rec *x = a, *y = b;
+	if ((x->reason == R_EXPLICIT) != (y->reason == R_EXPLICIT))
+		return x->reason == R_EXPLICIT ? 1 : -1;
 	if (x->since != y->since)
 		return x->since < y->since ? -1 : 1;
 	return rec_cmp(a, b);
@@ -400,8 +403,8 @@ static int update(const struct config *cfg, const struct sshkeys_input *in, cons
 	if (recs.n > REVOKE_MAX) {
 		qsort(recs.v, recs.n, sizeof(*recs.v), rec_since_cmp);
 		size_t drop = recs.n - REVOKE_MAX;
-		log_warning("More than %d revoked keys: the %zu oldest revocation(s) dropped from the KRL", REVOKE_MAX,
-			    drop);
+		log_warning("More than %d revoked keys: the %zu oldest revocation(s) dropped from the KRL (explicit "
+			    "ones last)", REVOKE_MAX, drop);
 		memmove(recs.v, recs.v + drop, REVOKE_MAX * sizeof(*recs.v));
 		recs.n = REVOKE_MAX;
 		qsort(recs.v, recs.n, sizeof(*recs.v), rec_cmp);

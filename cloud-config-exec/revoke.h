@@ -32,7 +32,8 @@
  * key that comes back as Gardener's PREVIOUS key stays revoked (that is
  * what an older OSC looks like). Explicit revocations are never lifted by
  * the executor. When more than REVOKE_MAX keys are revoked, the oldest
- * revocations are dropped first (logged). */
+ * dropped/expired/kept revocations are dropped first, explicit ones last
+ * (logged). */
 #ifndef CCE_REVOKE_H
 #define CCE_REVOKE_H
 

@@ -278,4 +278,19 @@ check "an empty RevokedKeys file (what tmpfiles.d creates): the key logs in" log
 rm /run/krl/revoked.krl
 check_not "a missing RevokedKeys file: sshd refuses every key (why it must always exist)" login g3
 
+# --- the bound: KRL_ENTRIES_MAX (1,024) entries, explicit revocations last out
+mkdir "$W/many"
+for i in $(seq 1024); do ssh-keygen -q -t ed25519 -N '' -C "m$i" -f "$W/many/k$i" </dev/null; done
+python3 - "$W/many" >"$W/doc-many.json" <<'PY'
+import json, sys
+print(json.dumps([{"user": "gardener", "type": "ssh-ed25519", "revoked": True,
+                   "publicKey": open("%s/k%d.pub" % (sys.argv[1], i)).read().split()[1]} for i in range(1, 1025)]))
+PY
+osc many g1 g3 -- "$W/doc-many.json"
+check "1,024 explicit revocations in one document: applied" apply many
+check "the KRL holds exactly 1,024 keys" test "$("$MKKRL" --dump "$KRL" | wc -l)" -eq 1025
+check_not "the dropped revocations went first (g0)" revoked g0
+check "the new explicit ones are all there" all_revoked many/k1 many/k512 many/k1024
+check "the eviction is logged" grep -q "More than 1024 revoked keys" "$W/cce.log"
+
 finish
