@@ -352,7 +352,10 @@ static int update(const struct config *cfg, const struct sshkeys_input *in, cons
 				  REVOKE_RECORDS_FILE, REVOKE_KRL_FILE);
 	free(TAKE_PTR(data));
 	r = fsx_read_at(statefd, REVOKE_KRL_FILE, KRL_SIZE_MAX, &data, &len);
-	if (r >= 0) {
+	if (r >= 0 && len == 0)
+		log_debug("%s/%s is empty (as tmpfiles.d creates it): writing the first KRL", cfg->exec_state_dir,
+			  REVOKE_KRL_FILE);
+	else if (r >= 0) {
 		r = krl_read(data, len, &old);
 		if (r == -ENOMEM)
 			return log_error_errno(r, "Out of memory");

@@ -91,7 +91,9 @@ check "an empty KRL from lib/krl.c: ssh-keygen -Q accepts it, nothing revoked" \
 
 # --- rotation: g0 rotates out when g2 arrives
 osc v1 g1 g0
+mkdir -p "$ST" && : >"$KRL" # what node-agent.tmpfiles creates before the first apply
 check "first apply writes the KRL" apply v1
+check "... over the empty file tmpfiles.d made, without calling it damaged" bash -c "! grep -q 'is not a KRL' '$W/cce.log'"
 check "KRL 0644 root:root" test "$(stat -c '%a %u:%g' "$KRL")" = "644 0:0"
 check "first KRL: valid, nothing revoked" test "$("$MKKRL" --dump "$KRL" | wc -l)" -eq 1
 osc v2 g2 g1
