@@ -16,7 +16,23 @@ static const char *const reasons[_AKC_REASON_MAX] = {
 	[AKC_KEY_MISMATCH] = "key-mismatch",
 	[AKC_ROOT_REFUSED] = "root-refused",
 	[AKC_SNAPSHOT_CORRUPT] = "snapshot-corrupt",
+	[AKC_NO_CA] = "no-cert-authority",
 };
+
+static bool is_cert_type(const char *t)
+{
+	static const char sfx[] = "-cert-v01@openssh.com";
+	size_t n = t ? strlen(t) : 0;
+	return n > sizeof(sfx) - 1 && memcmp(t + n - (sizeof(sfx) - 1), sfx, sizeof(sfx) - 1) == 0;
+}
+
+/* keys_render_line() puts cert-authority first on a CA line. */
+static bool is_ca_line(const struct snapshot_record *r)
+{
+	static const char ca[] = "cert-authority";
+	size_t n = sizeof(ca) - 1;
+	return r->line_len > n && memcmp(r->line, ca, n) == 0 && (r->line[n] == ',' || r->line[n] == ' ');
+}
 
 const char *akc_reason_to_string(enum akc_reason r)
 {
@@ -69,6 +85,27 @@ int akc_answer(const struct snapshot *s, const struct akc_request *req, struct a
 
 	if (!req->allow_root && strcmp(req->user, "root") == 0) {
 		a.reason = AKC_ROOT_REFUSED;
+		*ret = a;
+		return 0;
+	}
+
+	if (is_cert_type(req->type)) {
+		_cleanup_free_ struct snapshot_record *v = NULL;
+		r = snapshot_lookup_user(s, req->user, &v, &a.what);
+		if (r == -EBADMSG)
+			a.reason = AKC_SNAPSHOT_CORRUPT;
+		else if (r < 0)
+			return r;
+		else {
+			size_t k = 0;
+			for (int i = 0; i < r; i++)
+				if (is_ca_line(&v[i]))
+					v[k++] = v[i];
+			int e = render(v, k, req->now, &a);
+			if (e < 0)
+				return e;
+			a.reason = a.served ? AKC_SERVED : AKC_NO_CA;
+		}
 		*ret = a;
 		return 0;
 	}

@@ -11,6 +11,11 @@
 
 #include "snapshot.h"
 
+/* A certificate's %f is the fingerprint of the certificate's own key,
+ * never the CA's, and sshd matches a certificate only against
+ * cert-authority lines. So when %t is a certificate type, the answer is
+ * every valid cert-authority line of the user (whatever %f and %k say);
+ * sshd picks the CA that signed it and checks principals and validity. */
 struct akc_request {
 	const char *user;        /* %u, required */
 	const char *fingerprint; /* %f or NULL: then all of the user's keys */
@@ -31,6 +36,7 @@ enum akc_reason {
 	AKC_KEY_MISMATCH,        /* %k differs from the record */
 	AKC_ROOT_REFUSED,        /* user root without --allow-root */
 	AKC_SNAPSHOT_CORRUPT,    /* a block or record the lookup touched is damaged */
+	AKC_NO_CA,               /* a certificate (%t *-cert-v01@openssh.com): the user has no valid CA line */
 	_AKC_REASON_MAX,
 };
 

@@ -33,6 +33,7 @@
 #include "log.h"
 #include "osc.h"
 #include "result.h"
+#include "revoke.h"
 #include "sshkeys.h"
 #include "state.h"
 #include "units.h"
@@ -267,7 +268,7 @@ static void keys_anyway(const struct apply_ctx *c, const struct osc *new, const 
 				    .ssh_access = d ? d->ssh_access : true, .now = time(NULL) };
 	bool changed = false;
 	log_notice("Applying the SSH keys despite the failed step");
-	(void)sshkeys_apply(c->rootfd, c->root, c->cfg, &in, st, statefd, &changed, NULL, 0);
+	(void)revoke_keys_step(c->rootfd, c->root, c->cfg, &in, st, statefd, &changed, NULL, 0);
 }
 
 int apply_osc(const struct apply_ctx *c, const char *osc, size_t len, const struct desired *d)
@@ -444,7 +445,7 @@ int apply_osc(const struct apply_ctx *c, const char *osc, size_t len, const stru
 				    .ssh_access = d ? d->ssh_access : true, .now = time(NULL) };
 	bool keys_changed = false;
 	char kerr[SSHKEYS_ERROR_MAX] = "";
-	r = sshkeys_apply(c->rootfd, c->root, c->cfg, &in, &st, statefd, &keys_changed, kerr, sizeof(kerr));
+	r = revoke_keys_step(c->rootfd, c->root, c->cfg, &in, &st, statefd, &keys_changed, kerr, sizeof(kerr));
 	if (r < 0) {
 		res.restart_id = NULL;
 		return fail_result(statefd, &res, "keys", kerr[0] ? kerr : "the SSH keys could not be applied (see the journal)");
@@ -545,7 +546,7 @@ int apply_keys_only(const struct apply_ctx *c)
 				    .ssh_access = have_d ? d.ssh_access : true, .now = time(NULL) };
 	bool changed = false;
 	char kerr[SSHKEYS_ERROR_MAX] = "";
-	r = sshkeys_apply(c->rootfd, c->root, c->cfg, &in, &st, statefd, &changed, kerr, sizeof(kerr));
+	r = revoke_keys_step(c->rootfd, c->root, c->cfg, &in, &st, statefd, &changed, kerr, sizeof(kerr));
 	if (have_d)
 		desired_done(&d);
 	if (r < 0)
@@ -597,6 +598,7 @@ int apply_status(const struct apply_ctx *c)
 		printf("owned files: %zu\n", st.n_owned);
 		for (size_t i = 0; i < st.n_users; i++)
 			printf("managed keys of %s: %zu\n", st.users[i].user, st.users[i].n_keys);
+		revoke_print_status(c->cfg, old, &st, statefd, time(NULL));
 		if (st.progress_checksum[0])
 			printf("unfinished apply: %s (steps done: %s%s%s)\n", st.progress_checksum,
 			       st.progress_steps & STATE_STEP_FILES ? "files " : "",

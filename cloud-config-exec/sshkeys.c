@@ -125,6 +125,8 @@ static int add_doc(struct wants *w, struct keydoc *doc, const struct config *cfg
 {
 	for (size_t i = 0; i < doc->n; i++) {
 		const char *user = doc->entries[i].user;
+		if (doc->entries[i].revoked)
+			continue; /* an explicit revocation, for revoke.c */
 		if (!account_name_is_valid(user)) {
 			log_warning("%s: entry %zu: user name '%s' not served, skipped", what, i, user);
 			continue;

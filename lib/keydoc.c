@@ -137,8 +137,43 @@ static bool has_nul(const char *s, size_t len)
 	return false;
 }
 
-enum { F_USER, F_TYPE, F_PUBLICKEY, F_COMMENT, F_UNTIL, _F_MAX };
-static const char *const field_names[_F_MAX] = { "user", "type", "publicKey", "comment", "until" };
+enum { F_USER, F_TYPE, F_PUBLICKEY, F_COMMENT, F_UNTIL, F_REVOKED, F_CA, F_PRINCIPALS, _F_MAX };
+static const char *const field_names[_F_MAX] = { "user",    "type",          "publicKey", "comment",
+						 "until",   "revoked",       "certAuthority", "principals" };
+
+/* "principals": a non-empty array of names, joined into sshd's list. */
+static int parse_principals(const cJSON *a, size_t idx, char **ret, char *err, size_t errlen)
+{
+	if (!cJSON_IsArray(a) || !a->child)
+		return errf(err, errlen, -EINVAL, "[%zu].principals: not a non-empty array", idx);
+	size_t len = 0, n = 0;
+	for (const cJSON *c = a->child; c; c = c->next) {
+		if (!cJSON_IsString(c) || !c->valuestring[0] || strchr(c->valuestring, ','))
+			return errf(err, errlen, -EINVAL, "[%zu].principals[%zu]: not a principal name", idx, n);
+		len += strlen(c->valuestring) + 1;
+		if (len > KEYS_PRINCIPALS_MAX + 1)
+			return errf(err, errlen, -EMSGSIZE, "[%zu].principals: longer than %d bytes", idx,
+				    KEYS_PRINCIPALS_MAX);
+		n++;
+	}
+	char *buf = malloc(len);
+	if (!buf)
+		return errf(err, errlen, -ENOMEM, "out of memory");
+	size_t off = 0;
+	for (const cJSON *c = a->child; c; c = c->next) {
+		size_t l = strlen(c->valuestring);
+		memcpy(buf + off, c->valuestring, l);
+		off += l;
+		buf[off++] = c->next ? ',' : '\0';
+	}
+	if (!keys_principals_valid(buf, off - 1)) {
+		free(buf);
+		return errf(err, errlen, -EINVAL, "[%zu].principals: a name with characters other than [A-Za-z0-9._@+-]",
+			    idx);
+	}
+	*ret = buf;
+	return 0;
+}
 
 static int parse_entry(const cJSON *item, size_t idx, const struct keys_parse_params *params,
 		       struct keydoc_entry *ret, char *err, size_t errlen)
@@ -159,16 +194,25 @@ static int parse_entry(const cJSON *item, size_t idx, const struct keys_parse_pa
 		}
 	}
 	for (size_t j = 0; j < _F_MAX; j++) {
-		bool optional = j == F_COMMENT || j == F_UNTIL;
+		bool optional = j == F_COMMENT || j == F_UNTIL || j == F_REVOKED || j == F_CA || j == F_PRINCIPALS;
 		if (!f[j] || (optional && cJSON_IsNull(f[j]))) {
 			f[j] = NULL;
 			if (!optional)
 				return errf(err, errlen, -EINVAL, "[%zu].%s: missing", idx, field_names[j]);
 			continue;
 		}
-		if (j != F_UNTIL && !cJSON_IsString(f[j]))
+		if (j == F_REVOKED || j == F_CA) {
+			if (!cJSON_IsBool(f[j]))
+				return errf(err, errlen, -EINVAL, "[%zu].%s: not a boolean", idx, field_names[j]);
+		} else if (j != F_UNTIL && j != F_PRINCIPALS && !cJSON_IsString(f[j]))
 			return errf(err, errlen, -EINVAL, "[%zu].%s: not a string", idx, field_names[j]);
 	}
+	bool revoked = f[F_REVOKED] && cJSON_IsTrue(f[F_REVOKED]);
+	bool ca = f[F_CA] && cJSON_IsTrue(f[F_CA]);
+	if (revoked && f[F_UNTIL])
+		return errf(err, errlen, -EINVAL, "[%zu].until: not allowed on a revoked entry", idx);
+	if (f[F_PRINCIPALS] && !ca)
+		return errf(err, errlen, -EINVAL, "[%zu].principals: only with \"certAuthority\": true", idx);
 
 	const char *user = f[F_USER]->valuestring;
 	if (!keydoc_user_valid(user))
@@ -250,6 +294,19 @@ static int parse_entry(const cJSON *item, size_t idx, const struct keys_parse_pa
 		key.options.expiry = t;
 	}
 
+	if (ca) {
+		if (key.certificate) {
+			keys_key_done(&key);
+			return errf(err, errlen, -EINVAL, "[%zu].certAuthority: a certificate is no CA key", idx);
+		}
+		key.options.cert_authority = true;
+		if (f[F_PRINCIPALS] && (r = parse_principals(f[F_PRINCIPALS], idx, &key.options.principals, err,
+							       errlen)) < 0) {
+			keys_key_done(&key);
+			return r;
+		}
+	}
+
 	/* What the executor will write must fit one key line. */
 	_cleanup_free_ char *rendered = keys_render_line(&key);
 	if (!rendered || strlen(rendered) > KEYS_LINE_MAX) {
@@ -263,6 +320,7 @@ static int parse_entry(const cJSON *item, size_t idx, const struct keys_parse_pa
 		return errf(err, errlen, -ENOMEM, "out of memory");
 	}
 	ret->key = key;
+	ret->revoked = revoked;
 	return 0;
 }
 
@@ -360,11 +418,23 @@ int keydoc_parse_lines(const char *data, size_t len, const char *user, const str
 
 		struct keys_key key = {};
 		struct keys_error ke = {};
-		r = keys_parse_public_ex(s, n, &p, &key, &ke);
+		/* Options only for a CA line: cert-authority, principals=,
+		 * expiry-time=. */
+		struct keys_parse_params po = p;
+		po.allow_options = true;
+		r = keys_parse_line_ex(s, n, &po, &key, &ke);
 		if (r < 0) {
 			keydoc_done(&doc);
 			return errf(err, errlen, r, "line %zu: %s%s%s%s", lineno, ke.what, kerr_tok_pre(&ke), ke.token,
 				    kerr_tok_post(&ke));
+		}
+		const struct keys_options *o = &key.options;
+		if ((!o->cert_authority && (o->expiry || o->principals)) || o->restrict_ || o->no_flags || o->from) {
+			keys_key_done(&key);
+			keydoc_done(&doc);
+			return errf(err, errlen, -EINVAL,
+				    "line %zu: options other than cert-authority, principals= and expiry-time= of a CA",
+				    lineno);
 		}
 		size_t dup;
 		if (find_dup(&doc, user, key.fingerprint, &dup)) {

@@ -16,6 +16,19 @@
  *    until: optional (null = no expiry); an RFC 3339 UTC time
  *           "YYYY-MM-DDTHH:MM:SS[.fraction]Z" (the fraction is dropped) or
  *           integer unix seconds; it becomes the key's expiry-time.
+ *    revoked: optional boolean (null/false = a grant). true: the entry is
+ *           no grant but an explicit revocation of the key: it is never
+ *           served or written, and cloud-config-exec puts it into the
+ *           node's OpenSSH KRL (sshd's RevokedKeys), which refuses it for
+ *           every user and in every authorized_keys file, for good
+ *           (cloud-config-exec/revoke.h). Such an entry takes no until.
+ *    certAuthority: optional boolean. true: the key is a certificate
+ *           authority for user: rendered as a "cert-authority" line, so
+ *           sshd accepts certificates it signed (not the key itself).
+ *    principals: optional (only with certAuthority) non-empty array of
+ *           names [A-Za-z0-9._@+-]+: the certificate principals accepted
+ *           (principals="a,b"); without it sshd wants the user's name
+ *           among the certificate's principals.
  *    Unknown fields are ignored; a known field of the wrong JSON type, a
  *    field given twice, a missing user/type/publicKey are errors. Two
  *    entries with the same user and key fingerprint are an error.
@@ -23,7 +36,9 @@
  *  - Gardener's /var/lib/gardener-user-authorized-keys: one public key per
  *    line, the current key first, then the previous one; blank lines and
  *    lines starting with '#' are ignored; a key that appears twice is kept
- *    once (the first time). All keys belong to one user.
+ *    once (the first time). All keys belong to one user. A line may be a
+ *    CA: "cert-authority[,principals=\"a,b\"][,expiry-time=\"...\"] type
+ *    base64 [comment]"; no other options, and none on a plain key.
  *
  * Pure: no I/O, no logging, no clock (expired keys are kept: dropping them
  * is the caller's decision at its own "now"). Every limit below is enforced
@@ -46,6 +61,7 @@
 struct keydoc_entry {
 	char *user;
 	struct keys_key key; /* key.options.expiry = until (0: none); no other options */
+	bool revoked;        /* "revoked": true: an explicit revocation, not a grant */
 };
 
 struct keydoc {

@@ -728,6 +728,21 @@ static bool from_valid(const char *s, size_t n)
 	return true;
 }
 
+bool keys_principals_valid(const char *s, size_t n)
+{
+	if (!s || n == 0 || n > KEYS_PRINCIPALS_MAX || s[0] == ',' || s[n - 1] == ',')
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		char c = s[i];
+		if (c == ',' && s[i + 1] == ',')
+			return false;
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+		      c == '-' || c == '_' || c == '@' || c == '+' || c == ','))
+			return false;
+	}
+	return true;
+}
+
 /* Scans a token from s[i] to the first separator outside double quotes,
  * skipping \" inside quotes as sshd's option scanner does. */
 static int scan_token(const char *s, size_t len, size_t i, size_t *ret_end)
@@ -819,6 +834,26 @@ static int parse_options(const char *s, size_t n, struct keys_options *o, struct
 				return fail(e, -ENOMEM, "out of memory");
 			done = true;
 		}
+		if (!done && name_is(name, nl, "cert-authority")) {
+			if (val)
+				return fail_token(e, -EINVAL, "option takes no value", name, nl);
+			if (o->cert_authority)
+				return fail_token(e, -EINVAL, "duplicate option", name, nl);
+			o->cert_authority = true;
+			done = true;
+		}
+		if (!done && name_is(name, nl, "principals")) {
+			if (!val)
+				return fail_token(e, -EINVAL, "option needs a value", name, nl);
+			if (o->principals)
+				return fail_token(e, -EINVAL, "duplicate option", name, nl);
+			if (!keys_principals_valid(val, vl))
+				return fail_token(e, -EINVAL, "invalid principals= list", val, vl);
+			o->principals = strndup(val, vl);
+			if (!o->principals)
+				return fail(e, -ENOMEM, "out of memory");
+			done = true;
+		}
 		if (!done && name_is(name, nl, "expiry-time")) {
 			char buf[32];
 			time_t t;
@@ -853,12 +888,15 @@ static int parse_options(const char *s, size_t n, struct keys_options *o, struct
 		if (!done)
 			return fail_token(e, -EINVAL, "unknown option", name, nl);
 	}
+	if (o->principals && !o->cert_authority)
+		return fail(e, -EINVAL, "principals= without cert-authority");
 	return 0;
 }
 
 static void options_done(struct keys_options *o)
 {
 	free(o->from);
+	free(o->principals);
 	*o = (struct keys_options){};
 }
 
@@ -960,6 +998,10 @@ static int parse_line(const char *line, size_t len, const struct keys_parse_para
 	if (k < 0) {
 		if (!key.blob)
 			free(blob);
+		goto fail;
+	}
+	if (key.options.cert_authority && key.certificate) {
+		k = fail(e, -EINVAL, "cert-authority on a certificate");
 		goto fail;
 	}
 
@@ -1142,6 +1184,13 @@ char *keys_render_line(const struct keys_key *key)
 	const struct keys_options *o = &key->options;
 
 	sb_add(&b, "");
+	if (o->cert_authority)
+		sb_opt(&b, "cert-authority");
+	if (o->principals) {
+		sb_opt(&b, "principals=\"");
+		sb_add(&b, o->principals);
+		sb_add(&b, "\"");
+	}
 	if (o->restrict_)
 		sb_opt(&b, "restrict");
 	for (size_t j = 0; j < ELEMENTSOF(no_flags); j++)
@@ -1183,6 +1232,7 @@ int keys_key_dup(const struct keys_key *src, struct keys_key *ret)
 	k.blob = NULL;
 	k.comment = NULL;
 	k.options.from = NULL;
+	k.options.principals = NULL;
 	bool oom = false;
 	if (src->type_name && !(k.type_name = strdup(src->type_name)))
 		oom = true;
@@ -1191,6 +1241,8 @@ int keys_key_dup(const struct keys_key *src, struct keys_key *ret)
 	if (src->comment && !(k.comment = strdup(src->comment)))
 		oom = true;
 	if (src->options.from && !(k.options.from = strdup(src->options.from)))
+		oom = true;
+	if (src->options.principals && !(k.options.principals = strdup(src->options.principals)))
 		oom = true;
 	if (src->blob) {
 		k.blob = malloc(src->blob_len ? src->blob_len : 1);

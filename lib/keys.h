@@ -36,7 +36,12 @@ struct keys_options {
 	unsigned no_flags;     /* KEYS_NO_* bits: "no-pty", "no-port-forwarding", ... */
 	char *from;            /* "from=\"pattern-list\"", validated charset; NULL if unset */
 	time_t expiry;         /* "expiry-time=", 0 if unset; UTC seconds */
+	bool cert_authority;   /* "cert-authority": the key is a CA, trusted for certificates */
+	char *principals;      /* "principals=\"a,b\"" (only with cert-authority); NULL if unset */
 };
+
+/* Longest principals="..." list accepted. */
+#define KEYS_PRINCIPALS_MAX 1024
 
 enum {
 	KEYS_NO_AGENT_FORWARDING = 1 << 0,
@@ -112,8 +117,10 @@ int keys_parse_blob(const char *type_name, const unsigned char *blob, size_t len
 		    const struct keys_parse_params *params, struct keys_key *ret, struct keys_error *reterr);
 
 /* Renders the key as one authorized_keys line without a trailing newline:
- * options (restrict, no-*, from="...", then expiry-time="YYYYMMDDHHMMSSZ"
- * when set), type, canonical base64, comment. The "Z" form of expiry-time
+ * options (cert-authority and principals="..." first, then restrict, no-*,
+ * from="...", then expiry-time="YYYYMMDDHHMMSSZ" when set), type,
+ * canonical base64, comment. A CA line therefore always starts with
+ * "cert-authority" (authkeys-cmd relies on it). The "Z" form of expiry-time
  * needs OpenSSH >= 9.1 (Debian 12 ships 9.2). The result parses back with
  * keys_parse_line(allow_options) to the same key. Returns the malloc'ed line
  * or NULL on OOM. */
@@ -132,6 +139,11 @@ void keys_format_expiry(time_t t, char buf[static 16]);
  * the "Z" form so sshd and this code agree). Fields are range-checked (no
  * 31 February, no second 60). Returns 0, or -EINVAL; *ret only on success. */
 int keys_parse_expiry(const char *s, time_t *ret);
+
+/* Is s[0, n) a principals= list keys.c accepts: comma-separated, non-empty
+ * names of [A-Za-z0-9._@+-], at most KEYS_PRINCIPALS_MAX bytes? (sshd
+ * compares each certificate principal with these names exactly.) */
+bool keys_principals_valid(const char *s, size_t n);
 
 /* Computes the SHA256 fingerprint ("SHA256:" + unpadded base64) of a plain
  * (non-certificate) key blob with OpenSSL. A certificate's fingerprint, as

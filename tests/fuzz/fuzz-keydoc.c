@@ -20,6 +20,8 @@ static void check(const struct keydoc *d)
 			abort();
 		if (e->key.options.no_flags || e->key.options.restrict_ || e->key.options.from)
 			abort();
+		if (e->revoked && e->key.options.expiry)
+			abort();
 		char *line = keys_render_line(&e->key);
 		if (!line)
 			abort();

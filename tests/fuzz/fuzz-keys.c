@@ -26,7 +26,11 @@ static void same_key(const struct keys_key *a, const struct keys_key *b)
 		abort();
 	if (a->options.expiry != b->options.expiry || a->options.no_flags != b->options.no_flags ||
 	    a->options.restrict_ != b->options.restrict_ || !a->options.from != !b->options.from ||
-	    (a->options.from && strcmp(a->options.from, b->options.from) != 0))
+	    (a->options.from && strcmp(a->options.from, b->options.from) != 0) ||
+	    a->options.cert_authority != b->options.cert_authority || !a->options.principals != !b->options.principals ||
+	    (a->options.principals && strcmp(a->options.principals, b->options.principals) != 0))
+		abort();
+	if (a->options.principals && !a->options.cert_authority)
 		abort();
 	if (!a->comment != !b->comment || (a->comment && strcmp(a->comment, b->comment) != 0))
 		abort();

@@ -117,6 +117,8 @@ check "/var/lib/node-agent is 700 node-agent:node-agent ($(stat -c '%a %u:%g' "$
 	test "$(stat -c '%a %u:%g' "$S/var/lib/node-agent" 2>/dev/null)" = "700 $na_uid:$na_gid"
 check "/var/lib/cloud-config-exec is 755 root:root ($(stat -c '%a %u:%g' "$S/var/lib/cloud-config-exec" 2>&1))" \
 	test "$(stat -c '%a %u:%g' "$S/var/lib/cloud-config-exec" 2>/dev/null)" = "755 0:0"
+check "sshd's RevokedKeys file exists from the start: empty, 644 root:root" \
+	test "$(stat -c '%a %u:%g %s' "$S/var/lib/cloud-config-exec/revoked-keys.krl" 2>/dev/null)" = "644 0:0 0"
 
 # sshd: the drop-in parses and is in effect together with the default
 # AuthorizedKeysFile. sshd wants /run/sshd (here on the private /run).
@@ -133,6 +135,8 @@ if [ -n "${NA_PRIVATE_RUN:-}" ] && [ -x /usr/sbin/sshd ]; then
 		grep -qx 'authorizedkeyscommanduser node-agent-authkeys' "$W/sshd-T"
 	check "sshd -T: AuthorizedKeysFile default stays (break-glass keys)" \
 		grep -qx 'authorizedkeysfile .ssh/authorized_keys .ssh/authorized_keys2' "$W/sshd-T"
+	check "sshd -T: RevokedKeys names the executor's KRL" \
+		grep -qx 'revokedkeys /var/lib/cloud-config-exec/revoked-keys.krl' "$W/sshd-T"
 else
 	echo "# sshd drop-in check skipped: needs root and /usr/sbin/sshd"
 fi

@@ -136,6 +136,9 @@ deny -A -s authkeys_cmd_t -c tcp_socket,udp_socket -p create,name_connect,name_b
 deny -A -s authkeys_cmd_t -c rawip_socket,packet_socket,netlink_route_socket -p create
 deny -A -s authkeys_cmd_t -c capability
 deny -A -s authkeys_cmd_t -t cloud_config_exec_var_lib_t -c file,dir -p write,append,create,add_name,remove_name,rename,unlink,setattr
+# sshd reads the KRL (RevokedKeys) in the executor's directory, and never writes there
+want -A -s sshd_t -t cloud_config_exec_var_lib_t -c file -p read
+deny -A -s sshd_t -t cloud_config_exec_var_lib_t -c file,dir -p write,append,create,add_name,remove_name,rename,unlink,setattr
 deny -A -s authkeys_cmd_t -t node_agent_var_lib_t
 deny -A -s authkeys_cmd_t -t ssh_home_t
 deny -A -s authkeys_cmd_t -t user_home_t

@@ -58,7 +58,7 @@ content() {
 	python3 - "$1" "$ST" <<-'EOF'
 	import hashlib, os, stat, sys
 	root, st = sys.argv[1], sys.argv[2]
-	skip = {"./%s/%s" % (st, n) for n in ("result.json", "state.json", "authkeys.snap")}
+	skip = {"./%s/%s" % (st, n) for n in ("result.json", "state.json", "authkeys.snap", "revoked-keys.krl", "revocations")}
 	out = []
 	for d, dirs, files in os.walk(root):
 	    dirs.sort()

@@ -28,7 +28,11 @@ static const struct snapshot_entry entries[] = {
 	{ "bob", "SHA256:b", "ssh-ed25519 " KB " b", 0 },
 	{ "carol", "SHA256:c", "ssh-ed25519 " KE " gone", NOW },
 	{ "root", "SHA256:r", "ssh-ed25519 " KR " r", 0 },
+	{ "dave", "SHA256:d", "ssh-ed25519 " KA " plain", 0 },
+	{ "dave", "SHA256:ca", "cert-authority,principals=\"dave\" ssh-ed25519 " KB " ca", 0 },
+	{ "dave", "SHA256:cx", "cert-authority,expiry-time=\"20200101000000Z\" ssh-ed25519 " KE " old-ca", NOW - 5 },
 };
+#define CERT "ssh-ed25519-cert-v01@openssh.com"
 
 static void answers(void **state)
 {
@@ -58,6 +62,15 @@ static void answers(void **state)
 		{ { U("root") }, AKC_ROOT_REFUSED, 0, 0, NULL },
 		{ { U("root"), F("SHA256:r") }, AKC_ROOT_REFUSED, 0, 0, NULL },
 		{ { U("root"), .allow_root = true }, AKC_SERVED, 1, 0, "ssh-ed25519 " KR " r\n" },
+		/* A certificate: the user's valid CA lines, whatever %f and %k. */
+		{ { U("dave"), F("SHA256:d"), T(CERT), K("AAAA") }, AKC_SERVED, 1, 1,
+		  "cert-authority,principals=\"dave\" ssh-ed25519 " KB " ca\n" },
+		{ { U("dave"), F("SHA256:unknown"), T("ecdsa-sha2-nistp256-cert-v01@openssh.com") }, AKC_SERVED, 1, 1,
+		  "cert-authority,principals=\"dave\" ssh-ed25519 " KB " ca\n" },
+		{ { U("alice"), F("SHA256:a"), T(CERT) }, AKC_NO_CA, 0, 0, NULL },
+		{ { U("mallory"), F("SHA256:a"), T(CERT) }, AKC_NO_CA, 0, 0, NULL },
+		{ { U("root"), F("SHA256:r"), T(CERT) }, AKC_ROOT_REFUSED, 0, 0, NULL },
+		{ { U("dave"), F("SHA256:d"), T("-cert-v01@openssh.com") }, AKC_TYPE_MISMATCH, 0, 0, NULL }, /* no type */
 	};
 	_cleanup_free_ void *buf = NULL;
 	size_t size;

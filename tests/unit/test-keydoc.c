@@ -153,6 +153,11 @@ static void bad_json(void **state)
 		{ "[" ENTRY(",\"comment\":\"x\\r\"") "]", -EINVAL, "[0].comment: carriage return in key line" },
 		{ "[" ENTRY(",\"comment\":\"a\\u001bb\"") "]", -EINVAL, "[0].comment: control character in key line" },
 		{ "[" ENTRY("") "," ENTRY(",\"until\":5") "]", -EINVAL, "[1]: same user and key as [0]" },
+		{ "[" ENTRY(",\"revoked\":1") "]", -EINVAL, "[0].revoked: not a boolean" },
+		{ "[" ENTRY(",\"revoked\":\"true\"") "]", -EINVAL, "[0].revoked: not a boolean" },
+		{ "[" ENTRY(",\"revoked\":true,\"revoked\":false") "]", -EINVAL, "[0].revoked: duplicate field" },
+		{ "[" ENTRY(",\"revoked\":true,\"until\":5") "]", -EINVAL, "[0].until: not allowed on a revoked entry" },
+		{ "[" ENTRY("") "," ENTRY(",\"revoked\":true") "]", -EINVAL, "[1]: same user and key as [0]" },
 	};
 	for (size_t i = 0; i < ELEMENTSOF(t); i++) {
 		struct keydoc d = { .n = 4242 };
@@ -167,6 +172,70 @@ static void bad_json(void **state)
 	/* err may be NULL. */
 	struct keydoc d = {};
 	assert_int_equal(keydoc_parse_json("{}", 2, NULL, &d, NULL, 0), -EINVAL);
+}
+
+static void revoked_entries(void **state)
+{
+	(void)state;
+	const char *doc = "[" ENTRY(",\"revoked\":true") ","
+			  "{\"user\":\"bob\",\"type\":\"ssh-ed25519\",\"publicKey\":\"" ED_B64 "\",\"revoked\":false,"
+			  "\"until\":5}]";
+	struct keydoc d = {};
+	char err[KEYDOC_ERR_MAX] = "";
+	assert_int_equal(keydoc_parse_json(doc, strlen(doc), NULL, &d, err, sizeof(err)), 0);
+	assert_int_equal(d.n, 2);
+	assert_true(d.entries[0].revoked);
+	assert_int_equal(d.entries[0].key.options.expiry, 0);
+	assert_false(d.entries[1].revoked);
+	assert_int_equal(d.entries[1].key.options.expiry, 5);
+	keydoc_done(&d);
+}
+
+static void cert_authorities(void **state)
+{
+	(void)state;
+	const char *doc = "[" ENTRY(",\"certAuthority\":true,\"principals\":[\"alice\",\"ops@example.org\"],"
+				    "\"until\":1893456000") "]";
+	struct keydoc d = {};
+	char err[KEYDOC_ERR_MAX] = "";
+	assert_int_equal(keydoc_parse_json(doc, strlen(doc), NULL, &d, err, sizeof(err)), 0);
+	assert_true(d.entries[0].key.options.cert_authority);
+	assert_string_equal(d.entries[0].key.options.principals, "alice,ops@example.org");
+	_cleanup_free_ char *line = keys_render_line(&d.entries[0].key);
+	assert_non_null(line);
+	assert_true(strncmp(line, "cert-authority,principals=\"alice,ops@example.org\",expiry-time=\"20300101000000Z\" "
+				  "ssh-ed25519 ", 90) == 0);
+	keydoc_done(&d);
+
+	static const struct {
+		const char *doc, *err;
+	} bad[] = {
+		{ "[" ENTRY(",\"principals\":[\"a\"]") "]", "[0].principals: only with \"certAuthority\": true" },
+		{ "[" ENTRY(",\"certAuthority\":1") "]", "[0].certAuthority: not a boolean" },
+		{ "[" ENTRY(",\"certAuthority\":true,\"principals\":[]") "]", "[0].principals: not a non-empty array" },
+		{ "[" ENTRY(",\"certAuthority\":true,\"principals\":\"a\"") "]", "[0].principals: not a non-empty array" },
+		{ "[" ENTRY(",\"certAuthority\":true,\"principals\":[\"a,b\"]") "]",
+		  "[0].principals[0]: not a principal name" },
+		{ "[" ENTRY(",\"certAuthority\":true,\"principals\":[\"a\",7]") "]",
+		  "[0].principals[1]: not a principal name" },
+		{ "[" ENTRY(",\"certAuthority\":true,\"principals\":[\"a b\"]") "]",
+		  "[0].principals: a name with characters other than [A-Za-z0-9._@+-]" },
+	};
+	for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+		struct keydoc x = { .n = 4242 };
+		err[0] = '\0';
+		int r = keydoc_parse_json(bad[i].doc, strlen(bad[i].doc), NULL, &x, err, sizeof(err));
+		if (r != -EINVAL || strcmp(err, bad[i].err) != 0)
+			fail_msg("case %zu: got %d \"%s\", want \"%s\"", i, r, err, bad[i].err);
+		assert_int_equal(x.n, 4242);
+	}
+
+	const char *lines = "cert-authority,principals=\"alice\" ssh-ed25519 " ED_B64 " ca\n";
+	assert_int_equal(keydoc_parse_lines(lines, strlen(lines), "gardener", NULL, &d, err, sizeof(err)), 0);
+	assert_int_equal(d.n, 1);
+	assert_true(d.entries[0].key.options.cert_authority);
+	assert_string_equal(d.entries[0].key.options.principals, "alice");
+	keydoc_done(&d);
 }
 
 static void limits(void **state)
@@ -294,7 +363,13 @@ static void gardener_lines(void **state)
 	} t[] = {
 		{ "ssh-ed25519 " ED_B64 "\n", "Gardener", -EINVAL, "user: invalid user name" },
 		{ "ssh-ed25519 " ED_B64 "\r\n", "gardener", -EINVAL, "line 1: carriage return in key line" },
-		{ "# c\nno-pty ssh-ed25519 " ED_B64 "\n", "gardener", -EINVAL, "line 2: options not allowed" },
+		{ "# c\nno-pty ssh-ed25519 " ED_B64 "\n", "gardener", -EINVAL,
+		  "line 2: options other than cert-authority, principals= and expiry-time= of a CA" },
+		{ "expiry-time=\"20300101\" ssh-ed25519 " ED_B64 "\n", "gardener", -EINVAL,
+		  "line 1: options other than cert-authority, principals= and expiry-time= of a CA" },
+		{ "cert-authority,no-pty ssh-ed25519 " ED_B64 "\n", "gardener", -EINVAL,
+		  "line 1: options other than cert-authority, principals= and expiry-time= of a CA" },
+		{ "command=\"x\" ssh-ed25519 " ED_B64 "\n", "gardener", -EINVAL, "line 1: option not allowed \"command\"" },
 		{ "ssh-ed25519 " ED_B64 "\nssh-dss " ED_B64 "\n", "gardener", -EPROTONOSUPPORT,
 		  "line 2: key type refused \"ssh-dss\"" },
 		{ "ssh-rsa " WEAK_B64 "\n", "gardener", -EKEYREJECTED, "line 1: RSA modulus too small" },
@@ -351,6 +426,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(good_json),
 		cmocka_unit_test(bad_json),
+		cmocka_unit_test(revoked_entries),
+		cmocka_unit_test(cert_authorities),
 		cmocka_unit_test(limits),
 		cmocka_unit_test(time_table),
 		cmocka_unit_test(users),

@@ -424,7 +424,7 @@ static void load_blob(const char *line, struct wbuf *w)
 
 static void bad_inputs(void **state)
 {
-	struct bad t[64];
+	struct bad t[80];
 	unsigned n = 0;
 	struct wbuf w;
 	char *s;
@@ -470,8 +470,16 @@ static void bad_inputs(void **state)
 	ADD("command= upper case", s, 0, -EINVAL, "option not allowed", true);
 	assert_true(asprintf(&s, "environment=\"LD_PRELOAD=/tmp/x\" %s", ed) > 0);
 	ADD("environment=", s, 0, -EINVAL, "option not allowed", true);
-	assert_true(asprintf(&s, "cert-authority %s", ed) > 0);
-	ADD("cert-authority", s, 0, -EINVAL, "option not allowed", true);
+	assert_true(asprintf(&s, "principals=\"alice\" %s", ed) > 0);
+	ADD("principals= without cert-authority", s, 0, -EINVAL, "principals= without cert-authority", true);
+	assert_true(asprintf(&s, "cert-authority,principals=\"a,,b\" %s", ed) > 0);
+	ADD("empty principal", s, 0, -EINVAL, "invalid principals= list", true);
+	assert_true(asprintf(&s, "cert-authority,principals=\"a b\" %s", ed) > 0);
+	ADD("space in principals", s, 0, -EINVAL, "invalid principals= list", true);
+	assert_true(asprintf(&s, "cert-authority=\"x\" %s", ed) > 0);
+	ADD("cert-authority with a value", s, 0, -EINVAL, "option takes no value", true);
+	assert_true(asprintf(&s, "cert-authority,cert-authority %s", ed) > 0);
+	ADD("cert-authority twice", s, 0, -EINVAL, "duplicate option", true);
 	assert_true(asprintf(&s, "no-frobnicate %s", ed) > 0);
 	ADD("unknown option", s, 0, -EINVAL, "unknown option", true);
 	assert_true(asprintf(&s, "frob=\"1\" %s", ed) > 0);
@@ -634,6 +642,8 @@ static void bad_inputs(void **state)
 	{
 		/* Certificates: trailing byte, truncation, reserved not empty. */
 		_cleanup_free_ char *c = read_file(fx->dir, "ed25519-cert.pub");
+		assert_true(asprintf(&s, "cert-authority %.*s", (int)strcspn(c, "\n"), c) > 0);
+		ADD("cert-authority on a certificate", s, 0, -EINVAL, "cert-authority on a certificate", true);
 		load_blob(c, &w);
 		w.b[w.n++] = 0;
 		ADD("trailing bytes in cert", with_blob("ssh-ed25519-cert-v01@openssh.com", &w), 0, -EINVAL,
@@ -725,6 +735,9 @@ static void good_options(void **state)
 		{ "from=\"10.0.0.0/8,!10.1.2.3,*.example.com,fe80::1,host-?.x\"",
 		  "from=\"10.0.0.0/8,!10.1.2.3,*.example.com,fe80::1,host-?.x\"", 0, false,
 		  "10.0.0.0/8,!10.1.2.3,*.example.com,fe80::1,host-?.x", 0 },
+		{ "expiry-time=\"20300101000000Z\",principals=\"alice,ops@x.example\",cert-authority",
+		  "cert-authority,principals=\"alice,ops@x.example\",expiry-time=\"20300101000000Z\"", 0, false, NULL,
+		  1893456000 },
 		{ "from=\"192.168.0.1\",expiry-time=\"20300101000000Z\",no-pty,restrict",
 		  "restrict,no-pty,from=\"192.168.0.1\",expiry-time=\"20300101000000Z\"", KEYS_NO_PTY, true,
 		  "192.168.0.1", 1893456000 },
