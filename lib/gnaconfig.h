@@ -1,0 +1,76 @@
+/* gardener-node-agent's stock user data as input.
+ *
+ * Gardener's user data leaves on a new machine what gardener-node-agent
+ * needs, in /var/lib/gardener-node-agent (gardener/gardener
+ * pkg/apis/config/nodeagent/v1alpha1/types.go: BaseDir, ClusterCAFilePath,
+ * BootstrapTokenFilePath, MachineNameFilePath):
+ *   cluster-ca.crt, credentials/bootstrap-token, machine-name and
+ *   config-<gardener version>.yaml (pkg/api/config/nodeagent/v1alpha1/helper/
+ *   utils.go GetConfigFilePath; before v1.125 config.yaml).
+ * This module holds the pure parts: the NodeAgentConfiguration parser
+ * (nodeagent.config.gardener.cloud/v1alpha1, same types.go), the machine
+ * name check and the choice of the newest config-<version>.yaml. No I/O, no
+ * logging; errors name the field and quote the value. */
+#ifndef NA_GNACONFIG_H
+#define NA_GNACONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define GNACONFIG_INPUT_MAX (256u << 10) /* bytes of the YAML */
+#define GNACONFIG_SYNCS_MAX 64           /* controllers.token.syncConfigs entries */
+#define GNACONFIG_CA_MAX (1u << 20)      /* decoded apiServer.caBundle */
+#define GNACONFIG_ERROR_MAX 512
+#define GNA_MACHINE_NAME_MAX 253         /* a Kubernetes object name */
+
+#define GNA_DIR_DEFAULT "/var/lib/gardener-node-agent"
+
+struct gna_token_sync {
+	char *secret_name;   /* Secret kube-system/<secret_name>, key "token" */
+	char *path;          /* absolute, normalised: where the token goes */
+};
+
+struct gnaconfig {
+	char *server;               /* apiServer.server: https://... (NULL if not given) */
+	char *ca_file;              /* apiServer.caFile: absolute path (NULL if not given) */
+	unsigned char *ca_bundle;   /* apiServer.caBundle (v1.92, base64 in the YAML): decoded PEM */
+	size_t ca_bundle_len;
+	char *secret_name;          /* controllers.operatingSystemConfig.secretName */
+	char *kubernetes_version;   /* controllers.operatingSystemConfig.kubernetesVersion */
+	uint64_t sync_period_ms;    /* controllers.operatingSystemConfig.syncPeriod (0: not given) */
+	struct gna_token_sync *token_syncs; /* controllers.token.syncConfigs */
+	size_t n_token_syncs;
+	uint64_t token_sync_period_ms; /* controllers.token.syncPeriod (0: not given) */
+};
+
+/* Parses len bytes of a NodeAgentConfiguration (YAML or JSON). apiVersion
+ * and kind must be Gardener's; fields this project does not use are ignored
+ * as Gardener adds new ones; a used field of the wrong type or with an
+ * invalid value is an error. On success fills *ret (free with
+ * gnaconfig_done()); on failure returns -EINVAL/-EMSGSIZE/-ENOMEM, writes
+ * "field: reason" to err and leaves *ret untouched. */
+int gnaconfig_parse(const char *data, size_t len, struct gnaconfig *ret, char *err, size_t errlen);
+
+void gnaconfig_done(struct gnaconfig *c);
+
+/* Parses a Go time.Duration ("10m", "1h30m", "1.5h", "300ms") into
+ * milliseconds; sub-millisecond parts are rounded down. 0 and negative
+ * durations are invalid. Returns 0 or -EINVAL/-ERANGE (above 366 days). */
+int gna_duration_parse(const char *s, uint64_t *ret_ms);
+
+/* The machine name from the content of the machine-name file: its first
+ * line (gardener/gardener pkg/nodeagent/certificate.go reads only that),
+ * without trailing whitespace. Refused: empty, longer than
+ * GNA_MACHINE_NAME_MAX bytes, control or non-ASCII characters, and the
+ * unreplaced user-data placeholder "<<MACHINE_NAME>>". On success *ret is a
+ * new string. */
+int gna_machine_name_parse(const char *data, size_t len, char **ret, char *err, size_t errlen);
+
+/* Among file names, the index of the configuration gardener-node-agent
+ * would use: the config-<version>.yaml with the highest version (numeric
+ * dotted comparison, a leading "v" ignored, a pre-release suffix "-..."
+ * below its release), else "config.yaml"; -ENOENT when there is none. */
+int gna_config_pick(const char *const *names, size_t n);
+
+#endif
