@@ -33,6 +33,7 @@
 #include "osc.h"
 #include "result.h"
 #include "filter.h"
+#include "stock.h"
 #include "watch.h"
 
 #define DESIRED_FILE "desired.json"
@@ -134,12 +135,25 @@ static int check_readable(const char *what, const char *path, char *err, size_t 
 	return 0;
 }
 
-int agent_load_config(const char *path, bool check_files, struct config *ret, char *err, size_t errlen)
+int agent_load_config(const char *path, bool check_files, struct config *ret, struct stock *stock_ret, char *err,
+		      size_t errlen)
 {
 	struct config c;
+	struct stock stock = {};
 	int r = config_load(path, &c, err, errlen);
 	if (r < 0)
 		return r;
+	/* Stock user data fills what the file leaves unset (stock.c). */
+	if (c.gna_dir) {
+		char why[768];
+		r = stock_load(c.gna_dir, secure_getenv("CREDENTIALS_DIRECTORY"), &stock, why, sizeof(why));
+		if (r == 0)
+			r = stock_merge(&stock, &c);
+		if (r < 0) {
+			snprintf(err, errlen, "%s: gardener.nodeAgentDir: %s", path, r == -ENOMEM ? "out of memory" : why);
+			goto fail;
+		}
+	}
 	const char *missing = !c.server		? "apiServer.server"
 			      : !c.ca_file	? "apiServer.caFile"
 			      : !c.secret_name	? "osc.secretName"
@@ -178,8 +192,13 @@ int agent_load_config(const char *path, bool check_files, struct config *ret, ch
 		}
 	}
 	*ret = c;
+	if (stock_ret)
+		*stock_ret = stock;
+	else
+		stock_done(&stock);
 	return 0;
 fail:
+	stock_done(&stock);
 	config_done(&c);
 	return -EINVAL;
 }
@@ -952,7 +971,7 @@ static void reload_config(struct agent *a)
 	struct config c;
 	char err[1024];
 	a->reload = false;
-	if (agent_load_config(a->opts->config_path, false, &c, err, sizeof(err)) < 0) {
+	if (agent_load_config(a->opts->config_path, false, &c, NULL, err, sizeof(err)) < 0) {
 		log_error("configuration not reloaded, keeping the old one: %s", err);
 		return;
 	}
@@ -1098,7 +1117,7 @@ int agent_run(const struct agent_options *o)
 	char err[1024];
 	int ret = AGENT_EXIT_CONFIG;
 
-	if (agent_load_config(o->config_path, false, &a.cfg, err, sizeof(err)) < 0) {
+	if (agent_load_config(o->config_path, false, &a.cfg, NULL, err, sizeof(err)) < 0) {
 		log_error("%s", err);
 		return AGENT_EXIT_CONFIG;
 	}

@@ -65,6 +65,7 @@ static const struct field fields[] = {
 	F("ssh", "keyDocumentPath", FIELD_PATH, key_document_path),
 	F("ssh", "maxKeyShrink", FIELD_RATIO, max_key_shrink),
 	F("ssh", "allowRoot", FIELD_BOOL, allow_root),
+	F("gardener", "nodeAgentDir", FIELD_PATH, gna_dir),
 	F("paths", "stateDir", FIELD_PATH, state_dir),
 	F("paths", "execStateDir", FIELD_PATH, exec_state_dir),
 	F("paths", "snapshot", FIELD_PATH, snapshot_path),
@@ -76,7 +77,7 @@ static const struct field fields[] = {
 	F("limits", "responseMaxBytes", FIELD_SIZE, response_max),
 };
 
-static const char *const sections[] = { "apiServer", "node", "osc", "ssh", "paths", "timeouts", "limits" };
+static const char *const sections[] = { "apiServer", "node", "osc", "ssh", "gardener", "paths", "timeouts", "limits" };
 
 #define STRING_MAX 4096u
 #define MS_MAX (24u * 3600u * 1000u)

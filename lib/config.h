@@ -48,6 +48,10 @@ struct config {
 	double max_key_shrink;      /* default 0.5: refuse to drop more than half the managed keys */
 	bool allow_root;            /* default false: authkeys-cmd never serves root */
 
+	/* gardener */
+	char *gna_dir;              /* gardener-node-agent's stock user data directory
+	                               (/var/lib/gardener-node-agent); NULL: not read */
+
 	/* paths (all below --root) */
 	char *state_dir;            /* default "/var/lib/node-agent" (agent-owned) */
 	char *exec_state_dir;       /* default "/var/lib/cloud-config-exec" (root-owned) */
