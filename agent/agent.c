@@ -31,6 +31,7 @@
 #include "node.h"
 #include "notify.h"
 #include "osc.h"
+#include "credentials.h"
 #include "result.h"
 #include "filter.h"
 #include "stock.h"
@@ -56,6 +57,8 @@ struct agent {
 	struct http_client http;
 	struct watch secret;
 	struct watch node;
+	struct creds creds;         /* client certificate through the CSR API */
+	bool new_credentials;       /* creds installed a certificate: re-read now */
 
 	/* The last good OSC: verified checksum, parsed by osc_parse(). */
 	char *osc;
@@ -171,7 +174,7 @@ int agent_load_config(const char *path, bool check_files, struct config *ret, st
 		snprintf(err, errlen, "%s: %s: not a valid Kubernetes name", path, key);
 		goto fail;
 	}
-	if (!c.token_file && !c.client_cert_file && !c.bootstrap_token_file) {
+	if (!c.token_file && !c.client_cert_file && !c.bootstrap_token_file && !c.machine_name) {
 		snprintf(err, errlen,
 			 "%s: apiServer: no credential (tokenFile, clientCertificateFile + clientKeyFile, "
 			 "bootstrapTokenFile)",
@@ -941,11 +944,20 @@ static void refresh_host_keys(struct agent *a)
 
 /* ---- lifecycle ----------------------------------------------------------------- */
 
+static void on_new_credentials(void *userdata)
+{
+	struct agent *a = userdata;
+	a->new_credentials = true;
+}
+
 static int start_watches(struct agent *a)
 {
 	int r = http_client_init(&a->http, &a->cfg);
 	if (r < 0)
 		return log_error_errno(r, "cannot initialise libcurl");
+	r = creds_init(&a->creds, &a->http, &a->cfg, a->state_fd, on_new_credentials, a);
+	if (r < 0)
+		return log_error_errno(r, "cannot set up the client certificate");
 	r = watch_init(&a->secret, &a->http, KUBE_KIND_SECRET, a->cfg.secret_namespace, a->cfg.secret_name,
 		       a->opts->once, &watch_ops, a);
 	if (r >= 0)
@@ -963,6 +975,7 @@ static void stop_watches(struct agent *a)
 	a->patch_req = NULL;
 	watch_done(&a->secret);
 	watch_done(&a->node);
+	creds_done(&a->creds);
 	http_client_done(&a->http);
 }
 
@@ -1200,7 +1213,14 @@ int agent_run(const struct agent_options *o)
 			free(a.switch_secret);
 			a.switch_secret = NULL;
 		}
+		if (a.new_credentials) {
+			/* Requests that failed without it are retried now. */
+			a.new_credentials = false;
+			watch_resync(&a.secret);
+			watch_resync(&a.node);
+		}
 		uint64_t next = min_u64(watch_tick(&a.secret, now), watch_tick(&a.node, now));
+		next = min_u64(next, creds_tick(&a.creds, now));
 		/* The local inputs are re-read with the same period as the remote
 		 * ones (inotify covers result.json; this covers missed events and
 		 * the host keys, which nothing announces). */

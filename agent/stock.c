@@ -246,6 +246,7 @@ int stock_merge(struct stock *s, struct config *c)
 	if ((r = set_from(&c->server, s->gna.server, &s->from_server, cfg)) < 0 ||
 	    (r = set_from(&c->secret_name, s->gna.secret_name, &s->from_secret, cfg)) < 0 ||
 	    (r = set_from(&c->kubernetes_version, s->gna.kubernetes_version, &s->from_version, cfg)) < 0 ||
+	    (r = set_from(&c->machine_name, s->machine_name, &s->from_machine, "stock user data")) < 0 ||
 	    (r = set_from(&c->bootstrap_token_file, s->bootstrap_token_path, &s->from_bootstrap,
 			  "stock user data")) < 0)
 		return r;
@@ -276,7 +277,7 @@ void stock_print(const struct stock *s, const struct config *c, FILE *f)
 	row(f, "apiServer.bootstrapTokenFile", c->bootstrap_token_file, s->from_bootstrap);
 	row(f, "osc.secretName", c->secret_name, s->from_secret);
 	row(f, "node.kubernetesVersion", c->kubernetes_version, s->from_version);
-	row(f, "machine name", s->machine_name, "stock user data");
+	row(f, "node.machineName", c->machine_name, s->from_machine);
 	for (size_t i = 0; i < s->gna.n_token_syncs; i++)
 		fprintf(f, "  token sync %-17zu Secret kube-system/%s -> %s (not carried out yet)\n", i,
 			s->gna.token_syncs[i].secret_name, s->gna.token_syncs[i].path);

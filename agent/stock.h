@@ -34,7 +34,7 @@ struct stock {
 
 	/* Where each merged setting came from (static strings or paths owned
 	 * above); NULL: node-agent.conf set it (or nobody did). */
-	const char *from_server, *from_ca, *from_secret, *from_version, *from_bootstrap;
+	const char *from_server, *from_ca, *from_secret, *from_version, *from_bootstrap, *from_machine;
 };
 
 /* Reads the stock files of dir (from creds_dir when it is not NULL, see
@@ -46,7 +46,8 @@ int stock_load(const char *dir, const char *creds_dir, struct stock *ret, char *
 /* Fills what c leaves unset from s and records the origins in s:
  * apiServer.server, apiServer.caFile (the config's caFile, mapped to the
  * credential when it lies in the directory, else cluster-ca.crt),
- * osc.secretName, node.kubernetesVersion, apiServer.bootstrapTokenFile.
+ * osc.secretName, node.kubernetesVersion, node.machineName,
+ * apiServer.bootstrapTokenFile.
  * Returns 0 or -ENOMEM. */
 int stock_merge(struct stock *s, struct config *c);
 

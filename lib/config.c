@@ -21,6 +21,7 @@
 #include "cleanup.h"
 #include "config.h"
 #include "fsx.h"
+#include "gnaconfig.h"
 
 enum field_type {
 	FIELD_STRING,   /* any string */
@@ -53,6 +54,7 @@ static const struct field fields[] = {
 	F("apiServer", "noProxy", FIELD_STRING, no_proxy),
 	F("node", "name", FIELD_STRING, node_name),
 	F("node", "kubernetesVersion", FIELD_STRING, kubernetes_version),
+	F("node", "machineName", FIELD_STRING, machine_name),
 	F("osc", "secretNamespace", FIELD_STRING, secret_namespace),
 	F("osc", "secretName", FIELD_STRING, secret_name),
 	F("osc", "followSecretNameLabel", FIELD_BOOL, follow_secret_name_label),
@@ -74,6 +76,7 @@ static const struct field fields[] = {
 	F("timeouts", "watchIdleMs", FIELD_MS, watch_idle_timeout_ms),
 	F("timeouts", "resyncMs", FIELD_MS, resync_interval_ms),
 	F("timeouts", "applyMs", FIELD_MS, apply_timeout_ms),
+	F("timeouts", "csrMs", FIELD_MS, csr_timeout_ms),
 	F("limits", "responseMaxBytes", FIELD_SIZE, response_max),
 };
 
@@ -287,6 +290,7 @@ static void init_unset(struct config *c)
 		.watch_idle_timeout_ms = 120000,
 		.resync_interval_ms = 300000,
 		.apply_timeout_ms = 300000,
+		.csr_timeout_ms = 900000, /* gardener-node-agent waits 15 min (certificatesigningrequest/certificate.go) */
 		.response_max = 16u << 20,
 	};
 }
@@ -307,6 +311,13 @@ static int check_consistency(const struct config *c, char *err, size_t errlen)
 		return fail(err, errlen, "osc.secretNamespace: must not be empty");
 	if (c->node_name && !*c->node_name)
 		return fail(err, errlen, "node.name: must not be empty");
+	if (c->machine_name) {
+		char why[GNACONFIG_ERROR_MAX];
+		_cleanup_free_ char *m = NULL;
+		if (gna_machine_name_parse(c->machine_name, strlen(c->machine_name), &m, why, sizeof(why)) < 0 ||
+		    strcmp(m, c->machine_name) != 0)
+			return fail(err, errlen, "node.machineName: %s", why[0] ? why : "trailing whitespace");
+	}
 	if (c->login_user && !*c->login_user)
 		return fail(err, errlen, "ssh.loginUser: must not be empty");
 	return 0;

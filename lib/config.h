@@ -30,6 +30,7 @@ struct config {
 	/* node */
 	char *node_name;            /* default: lowercased hostname */
 	char *kubernetes_version;   /* for the worker.gardener.cloud/kubernetes-version label */
+	char *machine_name;         /* the Machine's name: a client certificate through the CSR API */
 
 	/* osc */
 	char *secret_namespace;     /* default "kube-system" */
@@ -63,6 +64,7 @@ struct config {
 	unsigned watch_idle_timeout_ms; /* default 120000: no byte, not even a bookmark */
 	unsigned resync_interval_ms;  /* default 300000 */
 	unsigned apply_timeout_ms;    /* default 300000: --once waits this long for a result */
+	unsigned csr_timeout_ms;      /* default 900000: a CSR not issued by then is given up */
 	size_t response_max;          /* default 16 MiB */
 };
 

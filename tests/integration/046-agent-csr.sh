@@ -1,0 +1,191 @@
+#!/bin/bash
+# node-agent's client certificate through the CertificateSigningRequest API,
+# against the test API server's CSRs, Gardener-like approver and authorizer
+# (a bootstrap token may only create and get CSRs), in a private network
+# namespace: the round trip with the bootstrap token (name, subject, signer,
+# usages, expirationSeconds; client.pem 0600; the Secret then read with the
+# certificate), renewal at 80-88 % with the current certificate and a new
+# key, and bad outcomes each with one clear line and no client.pem: denied,
+# never approved, a certificate for another CN, another key, expired, another
+# CA; Gardener's approver denying a bootstrap requester whose Node exists and
+# an unknown Machine; an expired client.pem at start replaced through the
+# bootstrap token, and without a bootstrap token one clear error.
+source "$TESTS_DIR/lib/common.sh"
+source "$TESTS_DIR/lib/kube.sh"
+kube_netns "$@"
+AGENT=$B/node-agent
+[ -x "$AGENT" ] || skip_all "node-agent is not built"
+command -v openssl >/dev/null || skip_all "openssl(1) missing"
+
+S=$(scratch)
+ROOT=$S/root
+mkdir -p "$ROOT/var/lib/cloud-config-exec"
+printf 'spec:\n  files:\n  - path: /etc/hello\n    content:\n      inline:\n        data: "v1"\n' >"$S/v1.yaml"
+KUBE_OSC=$S/v1.yaml kube_start "$S" --machine machine-1=node-m1 --machine machine-2 \
+	--secret-reader group:gardener.cloud:node-agents --node-admin group:gardener.cloud:node-agents \
+	--bookmark-interval 3 ||
+	{ fail "test API server starts"; finish; exit 1; }
+# Gardener's node-agent authorizer: a bootstrap token reads no Secret.
+kctl POST /policy '{"revokeSecret": "group:system:bootstrappers"}' >/dev/null
+BT=$S/bootstrap-token
+printf 'abcdef.0123456789abcdef\n' >"$BT"
+PEM=$ROOT/var/lib/node-agent/client.pem
+CN=gardener.cloud:node-agent:machine:machine-1
+
+config() { # MACHINE [JSON merged into "timeouts"]
+	python3 - "$S/agent.json" "$1" "${2:-{\}}" <<-'PY'
+	import json, os, sys
+	e = os.environ
+	c = {"apiServer": {"server": e["KUBE_API"], "caFile": e["KUBE_PKI"] + "/ca.crt",
+	                   "bootstrapTokenFile": e["BT"]},
+	     "node": {"name": e["KUBE_NODE"], "machineName": sys.argv[2]},
+	     "osc": {"secretName": e["KUBE_SECRET"]},
+	     "timeouts": {"connectMs": 1000, "requestMs": 3000, "watchIdleMs": 10000, "csrMs": 4000}}
+	c["timeouts"].update(json.loads(sys.argv[3]))
+	json.dump(c, open(sys.argv[1], "w"))
+	os.chmod(sys.argv[1], 0o600)
+	PY
+}
+export KUBE_API KUBE_DIR KUBE_PKI KUBE_NODE KUBE_SECRET BT
+
+# wait_for SECONDS CMD...: polls CMD every 0.1 s.
+wait_for() {
+	local n=$(($1 * 10)) i
+	shift
+	for ((i = 0; i < n; i++)); do "$@" && return 0; sleep 0.1; done
+	return 1
+}
+dump() { echo "# --- $1"; shift; "$@" 2>&1 | tail -n 40 | sed 's/^/#   /'; }
+
+start() { # [LOG]: a fresh agent, its log in $S/LOG
+	LOG=$S/${1:-agent}.log
+	: >"$LOG"
+	"$AGENT" --root "$ROOT" --config "$S/agent.json" </dev/null >>"$LOG" 2>&1 &
+	APID=$!
+	on_exit "kill $APID 2>/dev/null"
+}
+stop() { kill "$APID" 2>/dev/null; wait "$APID" 2>/dev/null; }
+logged() { wait_for "${2:-20}" grep -q -- "$1" "$LOG"; }
+csrs() { kctl GET /csrs; }
+mode() { kctl POST /csr-mode "$1" >/dev/null; }
+
+# --- 1. the round trip -------------------------------------------------------
+config machine-1
+mode '{"mode": "gardener", "lifetime": 12}'
+t0=$(now)
+start rt
+if logged "client certificate issued" 30; then
+	ok "CSR round trip: $(sed -n 's/.*\(client certificate issued after [0-9]* ms\).*/\1/p' "$LOG")"
+else
+	fail "CSR round trip"
+	dump "agent log" cat "$LOG"
+fi
+check "client.pem is 0600 in the state directory ($(stat -c %a "$PEM" 2>&1))" test "$(stat -c %a "$PEM" 2>/dev/null)" = 600
+check "... and holds the certificate and its key" sh -c 'grep -q "BEGIN CERTIFICATE" "$1" && grep -q "BEGIN PRIVATE KEY" "$1"' sh "$PEM"
+check "... and nowhere else: no other key file below the root" \
+	test "$(grep -rl 'PRIVATE KEY' "$ROOT" 2>/dev/null)" = "$PEM"
+csrs >"$S/csrs.json"
+first=$(jget 'sorted(d.values(), key=lambda o: o["metadata"]["creationTimestamp"])[0]' <"$S/csrs.json")
+fieldof() { printf '%s' "$first" | jget "$1"; }
+check "CSR name node-agent-csr-<43 base64url> ($(fieldof 'd["metadata"]["name"]'))" \
+	sh -c 'printf "%s" "$1" | grep -Eqx "node-agent-csr-[A-Za-z0-9_-]{43}"' sh "$(fieldof 'd["metadata"]["name"]')"
+check "CSR signer, usages, expirationSeconds as gardener-node-agent's" test \
+	"$(fieldof '[d["spec"]["signerName"], d["spec"]["usages"], d["spec"]["expirationSeconds"]]')" = \
+	'["kubernetes.io/kube-apiserver-client", ["digital signature", "key encipherment", "client auth"], 2592000]'
+check "CSR created with the bootstrap token ($(fieldof 'd["spec"]["username"]'))" \
+	test "$(fieldof 'd["spec"]["username"]')" = system:bootstrap:abcdef
+subj=$(fieldof 'd["spec"]["request"]' | base64 -d | openssl req -noout -subject -nameopt RFC2253 2>&1)
+check "CSR subject O=gardener.cloud:node-agents CN=$CN ($subj)" \
+	test "$subj" = "subject=CN=$CN,O=gardener.cloud:node-agents"
+check "CSR key is ECDSA P-256" sh -c 'printf "%s" "$1" | base64 -d | openssl req -noout -text | grep -q "NIST CURVE: P-256"' \
+	sh "$(fieldof 'd["spec"]["request"]')"
+check "the Secret is then read with the certificate (user $CN, 200)" wait_for 20 sh -c \
+	'python3 "$1" ctl GET /log | python3 -c "import json,sys; sys.exit(not any(r[\"user\"] == \"$2\" and \"/secrets/\" in r[\"path\"] and r[\"status\"] == 200 for r in json.load(sys.stdin)[\"requests\"]))"' \
+	sh "$TESTS_DIR/lib/kube-apiserver.py" "$CN"
+check "the bootstrap token got no Secret (403 only)" sh -c \
+	'python3 "$1" ctl GET /log | python3 -c "import json,sys; sys.exit(any(r[\"user\"] == \"system:bootstrap:abcdef\" and \"/secrets/\" in r[\"path\"] and r[\"status\"] == 200 for r in json.load(sys.stdin)[\"requests\"]))"' \
+	sh "$TESTS_DIR/lib/kube-apiserver.py"
+# --- 2. renewal (12 s lifetime: due after 9.6 .. 10.6 s) ----------------------
+key1=$(openssl pkey -in "$PEM" -pubout 2>/dev/null | sha256sum)
+if wait_for 30 sh -c 'test "$(python3 "$1" ctl GET /csrs | python3 -c "import json,sys; print(sum(o[\"spec\"][\"username\"] == sys.argv[1] for o in json.load(sys.stdin).values()))" "$2")" -ge 1' \
+	sh "$TESTS_DIR/lib/kube-apiserver.py" "$CN" && wait_for 10 sh -c 'test "$(grep -c "client certificate issued" "$1")" -ge 2' sh "$LOG"; then
+	ok "renewed before expiry with the current certificate (CSR by $CN)"
+else
+	fail "renewal with the current certificate"
+	dump "agent log" cat "$LOG"
+fi
+key2=$(openssl pkey -in "$PEM" -pubout 2>/dev/null | sha256sum)
+check "... with a new key, swapped in place" test "$key1" != "$key2"
+check "... without a restart (one process, no error)" sh -c 'kill -0 "$1" && ! grep -q "<err>\|error" "$2"' sh "$APID" "$LOG"
+# The test signer backdates notBefore by 5 s: lifetime 12 + 5 s.
+renew=$(sed -n 's/.*valid until \([0-9]*\), renewal at \([0-9]*\).*/\1 \2/p' "$LOG" | head -1)
+check "renewal point at 80-88 % of the lifetime ($renew)" python3 -c '
+import sys; na, at = map(int, sys.argv[1].split()); nb = na - 17
+f = (at - nb) / (na - nb); sys.exit(not 0.75 <= f <= 0.9)' "$renew"
+stop
+
+# --- 3. bad outcomes, each one clear line, no client.pem -----------------------
+bad() { # DESCRIPTION MODE EXPECTED-LOG-SUBSTRING [MACHINE]
+	rm -f "$PEM"
+	mode "{\"mode\": \"$2\"}"
+	config "${4:-machine-1}"
+	start "bad-$2"
+	if logged "$3" 20; then
+		ok "$1: $(grep -o "CSR [^ ]*: .*" "$LOG" | grep -- "$3" | head -1 | cut -c1-200)"
+	else
+		fail "$1"
+		dump "agent log" cat "$LOG"
+	fi
+	check "... no client.pem" test ! -e "$PEM"
+	stop
+}
+bad "denied CSR" deny 'denied, reason "RequestDenied"'
+bad "failed CSR" fail 'failed, reason "SignerValidationFailure"'
+bad "never approved" never "not issued within 4 s"
+bad "certificate for another CN" wrong-cn "issued certificate refused: subject CN is"
+bad "certificate for another key" wrong-key "issued certificate refused: the certificate is not for our key"
+bad "expired certificate" expired "issued certificate refused: expired"
+bad "certificate from another CA" other-ca "issued certificate refused: does not chain to the cluster CA"
+bad "unknown Machine (Gardener's approver)" gardener 'machine "machine-9" does not exist' machine-9
+kctl POST /node '{"name": "node-m1"}' >/dev/null
+bad "bootstrap token once the Node exists (Gardener's approver)" gardener "already bootstrapped"
+kctl POST /node '{"name": "node-m1", "delete": true}' >/dev/null
+
+# expired_pem MACHINE: client.pem with a key and an expired certificate for
+# MACHINE, signed by the cluster CA (the test signer's own code).
+expired_pem() {
+	python3 - "$TESTS_DIR/lib/kube-apiserver.py" "$KUBE_PKI" "$PEM" "$1" <<-'PY'
+	import importlib.util, subprocess, sys, types
+	spec = importlib.util.spec_from_file_location("kapi", sys.argv[1])
+	k = importlib.util.module_from_spec(spec)
+	spec.loader.exec_module(k)
+	key = subprocess.run(["openssl", "genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256"],
+	                     capture_output=True, check=True).stdout
+	req = subprocess.run(["openssl", "req", "-new", "-key", "/dev/stdin", "-subj",
+	                      "/O=gardener.cloud:node-agents/CN=gardener.cloud:node-agent:machine:" + sys.argv[4]],
+	                     input=key, capture_output=True, check=True).stdout
+	st = types.SimpleNamespace(args=types.SimpleNamespace(pki=sys.argv[2]))
+	open(sys.argv[3], "wb").write(k.sign_csr(st, req, "expired", 0) + key)
+	PY
+	chmod 0600 "$PEM"
+}
+
+# --- 4. an expired client.pem at start ----------------------------------------
+mode '{"mode": "gardener"}'
+expired_pem machine-2
+config machine-2
+start expired
+if logged "not usable: expired" && logged "client certificate issued" 20; then
+	ok "an expired client.pem at start: one line, a new certificate through the bootstrap token"
+else
+	fail "expired client.pem replaced through the bootstrap token"
+	dump "agent log" cat "$LOG"
+fi
+stop
+expired_pem machine-2
+mv "$BT" "$BT.gone"
+start nobt
+check "expired and no bootstrap token: one clear error" logged "no client certificate and no bootstrap token"
+check "... and the agent keeps running (last good state stays)" kill -0 "$APID"
+stop
+finish
