@@ -157,6 +157,38 @@ static int open_state_dir(const struct apply_ctx *c, bool create)
 	return fd;
 }
 
+/* gardener-node-agent's record of what it applied last (gardener/gardener
+ * pkg/apis/config/nodeagent/v1alpha1/types.go
+ * LastAppliedOperatingSystemConfigFilePath, written by the OSC reconciler
+ * with the whole OperatingSystemConfig), relative to the root. */
+#define GNA_LAST_APPLIED "var/lib/gardener-node-agent/last-applied-osc.yaml"
+
+/* On a node gardener-node-agent configured, its last-applied OSC stands in
+ * for ours until we have one: taking over then restarts only the units whose
+ * definition differs, not every unit (containerd and the kubelet included).
+ * Its files stay not ours (they are never removed by us). */
+static struct osc *adopt_gna(const struct apply_ctx *c)
+{
+	_cleanup_free_ char *data = NULL;
+	size_t len;
+	int r = fsx_read_at(c->rootfd, GNA_LAST_APPLIED, OSC_INPUT_MAX, &data, &len);
+	if (r == -ENOENT)
+		return NULL;
+	if (r < 0) {
+		log_warning_errno(r, "Cannot read gardener-node-agent's /%s; doing a full apply", GNA_LAST_APPLIED);
+		return NULL;
+	}
+	struct osc *o = NULL;
+	if (parse_osc(c, data, len, "gardener-node-agent's last applied OSC", &o) < 0) {
+		log_warning("gardener-node-agent's /%s does not parse; doing a full apply", GNA_LAST_APPLIED);
+		return NULL;
+	}
+	log_notice("No last-applied record of our own: adopting gardener-node-agent's /%s (%zu files, %zu units), "
+		   "so only units whose definition differs restart",
+		   GNA_LAST_APPLIED, o->n_files, o->n_units);
+	return o;
+}
+
 /* The last applied OSC, or NULL when there is none or it cannot be trusted. */
 static struct osc *load_old(const struct apply_ctx *c, int statefd, char checksum[static 65])
 {
@@ -164,10 +196,10 @@ static struct osc *load_old(const struct apply_ctx *c, int statefd, char checksu
 	size_t len;
 	checksum[0] = '\0';
 	if (statefd < 0)
-		return NULL;
+		return adopt_gna(c);
 	int r = state_load_last_applied(statefd, &data, &len, checksum);
 	if (r == -ENOENT)
-		return NULL;
+		return adopt_gna(c);
 	if (r < 0) {
 		log_warning_errno(r, "%s/%s is damaged or unreadable; doing a full apply (every unit restarts)",
 				  c->cfg->exec_state_dir, STATE_LAST_APPLIED);

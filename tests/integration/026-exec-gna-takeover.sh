@@ -1,0 +1,110 @@
+#!/bin/bash
+# cloud-config-exec taking over a node that gardener-node-agent configured
+# (scratch root, --no-systemd): gardener-node-agent's own units
+# (gardener-node-agent.service, gardener-node-init.service) are superseded,
+# never written; its binary (an imageRef file) is never written; and its
+# /var/lib/gardener-node-agent/last-applied-osc.yaml is adopted as the
+# last-applied record when the executor has none of its own, so only units
+# whose definition differs restart (not containerd and the kubelet). Without
+# that file, or with a malformed one, every unit restarts (a full apply).
+source "$TESTS_DIR/lib/common.sh"
+source "$TESTS_DIR/lib/exec.sh"
+require_root
+[ -x "$CCE" ] || skip_all "cloud-config-exec is not built"
+
+W=$(scratch)
+exec_init "$W"
+R=$W/root
+GNA=$R/var/lib/gardener-node-agent
+
+# osc VERSION-OF-a.service: an OSC as Gardener publishes it (abridged):
+# containerd with a drop-in only, the kubelet, gardener-node-agent's unit,
+# config and binary, and one unit that changes.
+osc() {
+	cat <<-YAML
+	apiVersion: extensions.gardener.cloud/v1alpha1
+	kind: OperatingSystemConfig
+	metadata: {}
+	spec:
+	  files:
+	  - path: /var/lib/gardener-node-agent/config-v1.149.3.yaml
+	    permissions: 384
+	    content:
+	      inline:
+	        data: "apiVersion: nodeagent.config.gardener.cloud/v1alpha1\nkind: NodeAgentConfiguration\n"
+	  - path: /opt/bin/gardener-node-agent
+	    permissions: 493
+	    content:
+	      imageRef:
+	        image: europe-docker.pkg.dev/gardener-project/releases/gardener/node-agent:v1.149.3
+	        filePathInImage: /gardener-node-agent
+	  - path: /etc/na-takeover/a.conf
+	    content:
+	      inline:
+	        data: "a $1"
+	  units:
+	  - name: containerd.service
+	    dropIns:
+	    - name: 11-exec_config.conf
+	      content: "[Service]\nExecStart=\nExecStart=/usr/bin/containerd --config=/etc/containerd/config.toml\n"
+	  - name: kubelet.service
+	    enable: true
+	    command: start
+	    content: "[Service]\nExecStart=/opt/bin/kubelet\n"
+	  - name: gardener-node-agent.service
+	    enable: true
+	    content: "[Service]\nExecStart=/opt/bin/gardener-node-agent --config-dir=/var/lib/gardener-node-agent\n"
+	    filePaths:
+	    - /var/lib/gardener-node-agent/config-v1.149.3.yaml
+	    - /opt/bin/gardener-node-agent
+	  - name: na-takeover-a.service
+	    enable: true
+	    command: start
+	    content: "[Service]\nExecStart=/bin/echo $1\n"
+	    filePaths:
+	    - /etc/na-takeover/a.conf
+	YAML
+}
+osc 1 >"$W/v1.yaml"
+osc 2 >"$W/v2.yaml"
+
+# plan_is ROOT OSC LINE: `check` prints exactly that units line.
+plan_is() { cce "$1" check "$2" 2>/dev/null | grep -qx -- "$3"; }
+
+# --- no record at all: a full apply (what taking over costs without adoption)
+check "without any last-applied record every unit would restart" \
+	plan_is "$R" "$W/v2.yaml" 'units: restart: containerd.service kubelet.service na-takeover-a.service; superseded: gardener-node-agent.service'
+
+# --- gardener-node-agent applied v1 before (its record, written as it does)
+mkdir -p "$GNA"
+cp "$W/v1.yaml" "$GNA/last-applied-osc.yaml"
+chmod 0600 "$GNA/last-applied-osc.yaml"
+cce "$R" check "$W/v2.yaml" >"$W/check.out" 2>"$W/check.log"
+check "check: only the unit whose definition differs restarts ($(grep '^units:' "$W/check.out"))" \
+	grep -qx 'units: restart: na-takeover-a.service; superseded: gardener-node-agent.service; unchanged: 2' "$W/check.out"
+check "... and says where the record came from" \
+	grep -q "adopting gardener-node-agent's /var/lib/gardener-node-agent/last-applied-osc.yaml (3 files, 4 units)" "$W/check.log"
+check "apply on the taken-over node succeeds" cce "$R" apply "$W/v2.yaml" 2>"$W/apply.log"
+check "... the plan restarts only the changed unit" \
+	grep -q "Units: restart: na-takeover-a.service; superseded: gardener-node-agent.service; unchanged: 2" "$W/apply.log"
+check "gardener-node-agent.service is never written" test ! -e "$R/etc/systemd/system/gardener-node-agent.service"
+check "its binary (imageRef) is never written" test ! -e "$R/opt/bin/gardener-node-agent"
+check "its config (an inline file) is written, for node-agent's stock data" \
+	test "$(stat -c %a "$GNA/config-v1.149.3.yaml" 2>/dev/null)" = 600
+check "gardener-node-agent's record is left as it was" cmp -s "$GNA/last-applied-osc.yaml" "$W/v1.yaml"
+check "our own record exists now" test -s "$R/var/lib/cloud-config-exec/last-applied.yaml"
+osc 3 >"$W/v3.yaml"
+cp "$W/v3.yaml" "$GNA/last-applied-osc.yaml"
+check "from then on our record counts, not gardener-node-agent's" \
+	plan_is "$R" "$W/v2.yaml" 'units: superseded: gardener-node-agent.service; unchanged: 3'
+mentions_adoption() { cce "$R" check "$W/v2.yaml" 2>&1 | grep -q adopting; }
+check_not "... and it is not mentioned" mentions_adoption
+
+# --- a malformed record of gardener-node-agent: not trusted, a full apply
+R2=$W/root2
+mkdir -p "$R2/var/lib/gardener-node-agent"
+printf 'spec:\n  units: {oops\n' >"$R2/var/lib/gardener-node-agent/last-applied-osc.yaml"
+"$CCE" --root "$R2" --config "$W/config.json" --no-systemd --log stderr check "$W/v2.yaml" >"$W/check2.out" 2>"$W/check2.log"
+check "a malformed gardener-node-agent record: one warning, full apply" \
+	bash -c "grep -q \"gardener-node-agent's /var/lib/gardener-node-agent/last-applied-osc.yaml does not parse; doing a full apply\" '$W/check2.log' && grep -qx 'units: restart: containerd.service kubelet.service na-takeover-a.service; superseded: gardener-node-agent.service' '$W/check2.out'"
+finish
