@@ -268,6 +268,14 @@ static int format_desired(struct agent *a, char *osc, size_t osc_len, const char
 		.generation = generation,
 	};
 	snprintf(d.checksum, sizeof(d.checksum), "%s", checksum);
+	/* The kubelet's bootstrap kubeconfig, until the Node is registered. */
+	char ca[PATH_MAX], token[PATH_MAX];
+	if (stock_kubelet_paths(&a->cfg, ca, sizeof(ca), token, sizeof(token))) {
+		d.kb_server = a->cfg.server;
+		d.kb_ca_file = ca;
+		d.kb_token_file = token;
+		d.kb_node_registered = a->node_exists;
+	}
 	return desired_format(&d, ret, ret_len);
 }
 

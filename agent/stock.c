@@ -283,6 +283,18 @@ void stock_print(const struct stock *s, const struct config *c, FILE *f)
 			s->gna.token_syncs[i].secret_name, s->gna.token_syncs[i].path);
 }
 
+bool stock_kubelet_paths(const struct config *c, char *ca, size_t ca_size, char *token, size_t token_size)
+{
+	int n, m;
+	if (!c->server)
+		return false;
+	if (!c->gna_dir)
+		return false;
+	n = snprintf(ca, ca_size, "%s/%s", c->gna_dir, ca_rel);
+	m = snprintf(token, token_size, "%s/%s", c->gna_dir, token_rel);
+	return n > 0 && (size_t)n < ca_size && m > 0 && (size_t)m < token_size;
+}
+
 void stock_done(struct stock *s)
 {
 	if (!s)

@@ -55,6 +55,16 @@ int stock_merge(struct stock *s, struct config *c);
  * it came from. */
 void stock_print(const struct stock *s, const struct config *c, FILE *f);
 
+/* The host paths of the CA and the bootstrap token that the kubelet's
+ * bootstrap kubeconfig names (cloud-config-exec writes it, the kubelet reads
+ * them; never the credential copies under $CREDENTIALS_DIRECTORY) in
+ * gardener.nodeAgentDir. Only with stock user data: the executor deletes
+ * the token once the Node is registered, as gardener-node-agent does, which
+ * an operator's own apiServer.bootstrapTokenFile must not suffer. false
+ * without gardener.nodeAgentDir or apiServer.server, or when a path does not
+ * fit. */
+bool stock_kubelet_paths(const struct config *c, char *ca, size_t ca_size, char *token, size_t token_size);
+
 void stock_done(struct stock *s);
 
 #endif

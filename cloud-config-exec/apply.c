@@ -27,6 +27,7 @@
 #include "cleanup.h"
 #include "desired.h"
 #include "files.h"
+#include "kubelet.h"
 #include "fsx.h"
 #include "log.h"
 #include "osc.h"
@@ -365,6 +366,13 @@ int apply_osc(const struct apply_ctx *c, const char *osc, size_t len, const stru
 		if ((r = state_save(statefd, &st)) < 0)
 			return fail_result(statefd, &res, "files", "cannot save the progress record");
 	}
+
+	/* 1b. The kubelet's bootstrap kubeconfig, before the units step
+	 * (re)starts the kubelet. */
+	r = kubelet_bootstrap_apply(c->rootfd, d);
+	if (r < 0)
+		return fail_result(statefd, &res, "kubelet-bootstrap", "cannot write " KUBELET_BOOTSTRAP_KUBECONFIG);
+	changed = changed || r > 0;
 
 	/* 2. Units (and the Node's restart request). */
 	_cleanup_free_ char *prev_restart = previous_restart_id(statefd);

@@ -1,11 +1,13 @@
 /* The desired-state document; see desired.h. */
 #include <errno.h>
+#include <limits.h>
 #include <openssl/evp.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cleanup.h"
 #include "desired.h"
+#include "fsx.h"
 #include "jsonx.h"
 #include "osc.h"
 
@@ -55,6 +57,14 @@ static int check(const struct desired *d, const char **err)
 	}
 	if (d->generation > DESIRED_GENERATION_MAX)
 		return set_err(err, "generation: larger than 2^53-1", -EINVAL);
+	if (!!d->kb_server != !!d->kb_ca_file || !!d->kb_server != !!d->kb_token_file)
+		return set_err(err, "kubeletBootstrap: server, caFile and tokenFile go together", -EINVAL);
+	if (d->kb_server && (strncmp(d->kb_server, "https://", 8) != 0 || !jsonx_is_line(d->kb_server, 4096) ||
+			     strpbrk(d->kb_server, " \"'\\")))
+		return set_err(err, "kubeletBootstrap.server: not an https:// URL", -EINVAL);
+	if (d->kb_server && (!fsx_path_is_safe(d->kb_ca_file, PATH_MAX) || !fsx_path_is_safe(d->kb_token_file, PATH_MAX) ||
+			     strpbrk(d->kb_ca_file, "\"\\") || strpbrk(d->kb_token_file, "\"\\")))
+		return set_err(err, "kubeletBootstrap: caFile/tokenFile not absolute normalised paths", -EINVAL);
 	if (!d->restart_id != !d->restart_units)
 		return set_err(err, "restart: id and units go together", -EINVAL);
 	if (d->restart_id) {
@@ -98,6 +108,14 @@ int desired_format(const struct desired *d, char **ret, size_t *ret_len)
 		if (!jsonx_add_strv(restart, "units", d->restart_units))
 			return -ENOMEM;
 	}
+	if (d->kb_server) {
+		cJSON *kb = cJSON_AddObjectToObject(root, "kubeletBootstrap");
+		if (!kb || !cJSON_AddStringToObject(kb, "server", d->kb_server) ||
+		    !cJSON_AddStringToObject(kb, "caFile", d->kb_ca_file) ||
+		    !cJSON_AddStringToObject(kb, "tokenFile", d->kb_token_file) ||
+		    !cJSON_AddBoolToObject(kb, "nodeRegistered", d->kb_node_registered))
+			return -ENOMEM;
+	}
 	/* JSON escaping can grow a document past what desired_parse() takes. */
 	char *out;
 	size_t len;
@@ -115,7 +133,8 @@ int desired_format(const struct desired *d, char **ret, size_t *ret_len)
 }
 
 static const char *const top_keys[] = { "version", "checksum", "generation", "sshAccess", "osc",
-					"keyDocument", "restart", NULL };
+					"keyDocument", "restart", "kubeletBootstrap", NULL };
+static const char *const kb_keys[] = { "server", "caFile", "tokenFile", "nodeRegistered", NULL };
 static const char *const restart_keys[] = { "id", "units", NULL };
 
 static int take_string(const cJSON *item, char **ret)
@@ -197,6 +216,24 @@ int desired_parse(const char *data, size_t len, struct desired *ret, const char 
 			return set_err(err, "out of memory", r);
 	}
 
+	const cJSON *kb = cJSON_GetObjectItemCaseSensitive(root, "kubeletBootstrap");
+	if (kb) {
+		if (!cJSON_IsObject(kb))
+			return set_err(err, "kubeletBootstrap: not an object", -EINVAL);
+		if (jsonx_check_keys(kb, kb_keys, NULL) < 0)
+			return set_err(err, "kubeletBootstrap: unknown or duplicate key", -EINVAL);
+		const cJSON *sv = cJSON_GetObjectItemCaseSensitive(kb, "server");
+		const cJSON *ca = cJSON_GetObjectItemCaseSensitive(kb, "caFile");
+		const cJSON *tk = cJSON_GetObjectItemCaseSensitive(kb, "tokenFile");
+		const cJSON *nr = cJSON_GetObjectItemCaseSensitive(kb, "nodeRegistered");
+		if (!cJSON_IsString(sv) || !cJSON_IsString(ca) || !cJSON_IsString(tk) || !cJSON_IsBool(nr))
+			return set_err(err, "kubeletBootstrap: a field is missing or of the wrong type", -EINVAL);
+		if (take_string(sv, &d.kb_server) < 0 || take_string(ca, &d.kb_ca_file) < 0 ||
+		    take_string(tk, &d.kb_token_file) < 0)
+			return set_err(err, "out of memory", -ENOMEM);
+		d.kb_node_registered = cJSON_IsTrue(nr);
+	}
+
 	r = check(&d, err);
 	if (r < 0)
 		return r;
@@ -213,5 +250,8 @@ void desired_done(struct desired *d)
 	free(d->key_document);
 	free(d->restart_id);
 	strv_free(d->restart_units);
+	free(d->kb_server);
+	free(d->kb_ca_file);
+	free(d->kb_token_file);
 	memset(d, 0, sizeof(*d));
 }

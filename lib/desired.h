@@ -13,6 +13,11 @@
  *    "keyDocument": "<JSON key list>" | absent, from the Node annotation, when enabled
  *    "sshAccess": true | false,                   false: the control plane disabled SSH
  *    "restart": {"id": "<opaque>", "units": ["a.service", ...]} | absent,
+ *    "kubeletBootstrap": {"server": "https://...", "caFile": "/abs", "tokenFile": "/abs",
+ *                         "nodeRegistered": bool} | absent,
+ *                        the kubelet's bootstrap kubeconfig (cloud-config-exec/kubelet.c):
+ *                        written from the bootstrap token until the Node is registered,
+ *                        then removed together with the token file
  *    "generation": <uint>}                        bumps on every write by the agent
  *
  * Strict both ways: an unknown or duplicate key, a wrong type, a missing
@@ -47,6 +52,10 @@ struct desired {
 	bool ssh_access;            /* true unless the document says false */
 	char *restart_id;           /* NULL when no restart request */
 	char **restart_units;       /* NULL-terminated, NULL when none */
+	char *kb_server;            /* kubeletBootstrap.server; NULL: no kubeletBootstrap */
+	char *kb_ca_file;           /* kubeletBootstrap.caFile (host path) */
+	char *kb_token_file;        /* kubeletBootstrap.tokenFile (host path) */
+	bool kb_node_registered;    /* kubeletBootstrap.nodeRegistered */
 	uint64_t generation;
 };
 

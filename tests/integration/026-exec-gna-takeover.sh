@@ -7,6 +7,9 @@
 # last-applied record when the executor has none of its own, so only units
 # whose definition differs restart (not containerd and the kubelet). Without
 # that file, or with a malformed one, every unit restarts (a full apply).
+# The kubelet's bootstrap kubeconfig from desired.json: written 0600 from the
+# bootstrap token, removed with the token once the Node is registered, not
+# written when the kubelet has its own kubeconfig.
 source "$TESTS_DIR/lib/common.sh"
 source "$TESTS_DIR/lib/exec.sh"
 require_root
@@ -99,6 +102,40 @@ check "from then on our record counts, not gardener-node-agent's" \
 	plan_is "$R" "$W/v2.yaml" 'units: superseded: gardener-node-agent.service; unchanged: 3'
 mentions_adoption() { cce "$R" check "$W/v2.yaml" 2>&1 | grep -q adopting; }
 check_not "... and it is not mentioned" mentions_adoption
+
+# --- the kubelet's bootstrap kubeconfig through desired.json (kubeletBootstrap)
+mkdir -p "$GNA/credentials" "$R/var/lib/node-agent"
+printf 'abcdef.0123456789abcdef\n' >"$GNA/credentials/bootstrap-token"
+desired() { # REGISTERED(true|false) GENERATION
+	python3 - "$W/v2.yaml" "$R/var/lib/node-agent/desired.json" "$1" "$2" <<-'PY'
+	import hashlib, json, sys
+	osc = open(sys.argv[1], "rb").read()
+	d = {"version": 1, "checksum": hashlib.sha256(osc).hexdigest(), "osc": osc.decode(), "generation": int(sys.argv[4]),
+	     "kubeletBootstrap": {"server": "https://api.example.com:443",
+	                          "caFile": "/var/lib/gardener-node-agent/cluster-ca.crt",
+	                          "tokenFile": "/var/lib/gardener-node-agent/credentials/bootstrap-token",
+	                          "nodeRegistered": sys.argv[3] == "true"}}
+	open(sys.argv[2], "w").write(json.dumps(d))
+	PY
+}
+KB=$R/var/lib/kubelet/kubeconfig-bootstrap
+desired false 1
+check "apply-desired before the Node is registered succeeds" cce "$R" apply-desired 2>"$W/kb.log"
+check "kubeconfig-bootstrap written, 0600 ($(stat -c %a "$KB" 2>&1))" test "$(stat -c %a "$KB" 2>/dev/null)" = 600
+check "... as gardener-node-agent writes it: user kubelet-bootstrap, the token, server, CA file" sh -c '
+	grep -q "^    token: \"abcdef.0123456789abcdef\"$" "$1" && grep -q "^    server: \"https://api.example.com:443\"$" "$1" &&
+	grep -q "^    certificate-authority: \"/var/lib/gardener-node-agent/cluster-ca.crt\"$" "$1" &&
+	grep -q "^- name: kubelet-bootstrap$" "$1"' sh "$KB"
+desired true 2
+check "once the Node is registered: apply-desired succeeds" cce "$R" apply-desired 2>"$W/kb2.log"
+check "... kubeconfig-bootstrap removed" test ! -e "$KB"
+check "... and the bootstrap token with it" test ! -e "$GNA/credentials/bootstrap-token"
+check "... both logged" test "$(grep -c 'Node registered: removed' "$W/kb2.log")" = 2
+printf 'abcdef.0123456789abcdef\n' >"$GNA/credentials/bootstrap-token"
+mkdir -p "$R/var/lib/kubelet" && echo real >"$R/var/lib/kubelet/kubeconfig-real"
+desired false 3
+cce "$R" apply-desired 2>/dev/null
+check "the kubelet has its own kubeconfig: no bootstrap kubeconfig" test ! -e "$KB"
 
 # --- a malformed record of gardener-node-agent: not trusted, a full apply
 R2=$W/root2

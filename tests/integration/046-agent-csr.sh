@@ -188,4 +188,57 @@ start nobt
 check "expired and no bootstrap token: one clear error" logged "no client certificate and no bootstrap token"
 check "... and the agent keeps running (last good state stays)" kill -0 "$APID"
 stop
+
+# --- 5. stock user data only, and a Node that does not exist yet ----------------
+# gardener.nodeAgentDir alone: server, CA, Secret, machine name and bootstrap
+# token come from the stock files; the OSC is handed over before the Node
+# exists, with kubeletBootstrap (nodeRegistered false) so the executor writes
+# the kubelet's bootstrap kubeconfig; once the Node appears (watched), the
+# desired state says registered and the Node is annotated.
+G=$S/gna
+mkdir -p "$G/credentials"
+cp "$KUBE_PKI/ca.crt" "$G/cluster-ca.crt"
+printf 'abcdef.0123456789abcdef' >"$G/credentials/bootstrap-token"
+printf 'machine-2\n' >"$G/machine-name"
+cat >"$G/config-v1.149.3.yaml" <<-GNA
+	apiVersion: nodeagent.config.gardener.cloud/v1alpha1
+	kind: NodeAgentConfiguration
+	apiServer:
+	  server: $KUBE_API
+	  caFile: /var/lib/gardener-node-agent/cluster-ca.crt
+	controllers:
+	  operatingSystemConfig:
+	    secretName: $KUBE_SECRET
+	    kubernetesVersion: 1.33.2
+	GNA
+printf '{"gardener": {"nodeAgentDir": "%s"}, "node": {"name": "node-late"}, "timeouts": {"connectMs": 1000, "requestMs": 3000}}\n' "$G" >"$S/agent.json"
+rm -f "$PEM" "$ROOT/var/lib/node-agent/desired.json"
+start stock
+DES=$ROOT/var/lib/node-agent/desired.json
+kb() { python3 -c 'import json,sys; d=json.load(open(sys.argv[1])).get("kubeletBootstrap"); print(d and json.dumps([d["server"], d["caFile"], d["tokenFile"], d["nodeRegistered"]]))' "$DES" 2>/dev/null; }
+want='["'$KUBE_API'", "'$G'/cluster-ca.crt", "'$G'/credentials/bootstrap-token", false]'
+if wait_for 30 sh -c 'test "$(python3 -c "import json,sys; d=json.load(open(sys.argv[1])).get(\"kubeletBootstrap\") or {}; print(d.get(\"nodeRegistered\"))" "$1" 2>/dev/null)" = False' sh "$DES"; then
+	ok "stock data only, no Node yet: the OSC is handed over with kubeletBootstrap ($(kb))"
+else
+	fail "desired.json before the Node exists"
+	dump "agent log" cat "$LOG"
+fi
+check "... naming the host paths of the stock CA and token, not the agent's copies" test "$(kb)" = "$want"
+kctl POST /node '{"name": "node-late"}' >/dev/null
+check "the Node appears (watched): nodeRegistered true in the desired state" \
+	wait_for 20 sh -c 'grep -q "\"nodeRegistered\":[[:space:]]*true" "$1"' sh "$DES"
+python3 - "$DES" "$ROOT/var/lib/cloud-config-exec/result.json" <<-'PY'
+	import json, os, sys, time
+	d = json.load(open(sys.argv[1]))
+	r = {"version": 1, "checksum": d["checksum"], "generation": d["generation"], "success": True,
+	     "changedUnits": [], "finishedAt": int(time.time())}
+	open(sys.argv[2] + ".tmp", "w").write(json.dumps(r))
+	os.rename(sys.argv[2] + ".tmp", sys.argv[2])
+	PY
+check "... and annotated once the executor reports success" \
+	wait_for 20 sh -c 'test -n "$(python3 "$1" ctl GET "/node?name=node-late" | python3 -c "import json,sys; print(json.load(sys.stdin)[\"metadata\"].get(\"annotations\", {}).get(\"checksum/cloud-config-data\", \"\"))")"' \
+	sh "$TESTS_DIR/lib/kube-apiserver.py"
+check "... with the kubernetes-version label from the stock config (1.33.2)" \
+	test "$(kube_label worker.gardener.cloud/kubernetes-version node-late)" = 1.33.2
+stop
 finish
