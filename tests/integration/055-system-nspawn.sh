@@ -9,8 +9,11 @@
 #  - sshd, with the drop-in, logs in through authkeys-cmd (the user's
 #    authorized_keys moved away), refuses an unknown key, and still accepts a
 #    local break-glass key from another user's authorized_keys;
-#  - node-agent, against the test API server run in the box's network
-#    namespace, reaches READY, runs as node-agent with no capabilities,
+#  - node-agent, configured by gardener-node-agent's stock user data only
+#    (root's files handed over by LoadCredential=), gets its client
+#    certificate through a CSR with the bootstrap token, the executor removes
+#    the token once the Node is registered; against the test API server run
+#    in the box's network namespace, it reaches READY, runs as node-agent with no capabilities,
 #    NoNewPrivs and Seccomp: 2, and its desired state reaches the Node;
 #  - each sandbox forbids: the agent writing /etc (in the running agent's
 #    mount namespace, and in a probe unit with the agent's exact sandbox),
@@ -99,11 +102,11 @@ export SDBOX_SETUP="bash '$0' --setup \"\$1\""
 printf '%s' "$KUBE_TOKEN" >"$S/token"
 python3 - "$S/config.json" "$KUBE_NODE" "$KUBE_SECRET" <<'PY'
 import json, sys
-json.dump({"apiServer": {"server": "https://127.0.0.1:6443", "caFile": "/etc/node-agent/ca.crt",
-                         "tokenFile": "/etc/node-agent/token"},
-           "node": {"name": sys.argv[2]},
+# Only stock user data: server, CA, Secret, machine name and bootstrap token
+# come from /var/lib/gardener-node-agent; the client certificate from a CSR.
+json.dump({"node": {"name": sys.argv[2]},
            "gardener": {"nodeAgentDir": "/var/lib/gardener-node-agent"},
-           "osc": {"secretName": sys.argv[3], "followSecretNameLabel": False},
+           "osc": {"followSecretNameLabel": False},
            "ssh": {"loginUser": "gardener", "sudoers": ""},
            "timeouts": {"connectMs": 2000, "requestMs": 5000, "applyMs": 20000}},
           open(sys.argv[1], "w"), indent=1)
@@ -276,6 +279,8 @@ else
 		--pki "$S/pki" --listen 127.0.0.1:6443 --control "$KUBE_CONTROL" \
 		--token "$KUBE_TOKEN=$sa" --token admin-token=admin --admin admin \
 		--secret-reader "$sa" --node-admin "$sa" --node "$KUBE_NODE" \
+		--bootstrap-token abcdef.0123456789abcdef --machine machine-055 \
+		--secret-reader group:gardener.cloud:node-agents --node-admin group:gardener.cloud:node-agents \
 		--secret "kube-system/$KUBE_SECRET=$S/osc2.json" --ready-file "$S/ready" \
 		>"$S/server.log" 2>&1 &
 	kpid=$!
@@ -303,6 +308,17 @@ else
 		dump "cloud-config-exec journal" box journalctl -q --no-pager -u cloud-config-exec.service
 		dump "API server log" cat "$S/server.log"
 	fi
+	journal_has() { box journalctl -q --no-pager -u node-agent.service | grep -q -- "$1"; }
+	api_log_has() { kctl GET /log | grep -q -- "$1"; }
+	check "client certificate through a CSR with the stock bootstrap token ($(box journalctl -q --no-pager -u node-agent.service | grep -o 'client certificate issued after [0-9]* ms' | head -1))" \
+		journal_has 'client certificate issued'
+	check "... client.pem 0600 node-agent in its state directory only ($(box stat -c '%a %U' /var/lib/node-agent/client.pem 2>&1))" \
+		test "$(box stat -c '%a %U' /var/lib/node-agent/client.pem 2>/dev/null)" = "600 node-agent"
+	check "... requests then made as gardener.cloud:node-agent:machine:machine-055" \
+		api_log_has '"user": "gardener.cloud:node-agent:machine:machine-055"'
+	check "the Node is registered: the executor removed the bootstrap token" \
+		wait_for 20 box test ! -e /var/lib/gardener-node-agent/credentials/bootstrap-token
+	check "... and wrote no kubelet bootstrap kubeconfig" box test ! -e /var/lib/kubelet/kubeconfig-bootstrap
 	check "Node label kubernetes-version 1.33.2 from the root-only stock config via LoadCredential= ($(kube_label worker.gardener.cloud/kubernetes-version))" \
 		test "$(kube_label worker.gardener.cloud/kubernetes-version)" = 1.33.2
 	check "... the agent's OSC file content is on the node" \
@@ -352,7 +368,7 @@ check "agent sandbox: write to /home denied" test "$(probe node-agent write-home
 # originals stay out of reach; no directory, no failed start.
 creds=$(probe node-agent credentials)
 check "agent sandbox: stock files as credentials ($creds)" sh -c 'case "$1" in
-	*gardener-node-agent_config-v1.149.3.yaml*gardener-node-agent_credentials_bootstrap-token*gardener-node-agent_machine-name*) ;;
+	*gardener-node-agent_cluster-ca.crt*gardener-node-agent_config-v1.149.3.yaml*gardener-node-agent_machine-name*) ;;
 	*) exit 1 ;; esac' sh "$creds"
 check "agent sandbox: /var/lib/gardener-node-agent itself unreadable" \
 	test "$(probe node-agent gna-dir)" = unreadable
