@@ -25,6 +25,7 @@
 #include "config.h"
 #include "desired.h"
 #include "fsx.h"
+#include "gnaconfig.h"
 #include "http.h"
 #include "kube.h"
 #include "log.h"
@@ -64,6 +65,7 @@ struct agent {
 	char *osc;
 	size_t osc_len;
 	char checksum[65];
+	char *osc_k8s_version;      /* from gardener-node-agent's config in that OSC, or NULL */
 	/* The last Secret refused (its annotation and the SHA-256 of its data),
 	 * so it is logged once; a corrected one under the same annotation is
 	 * looked at again. */
@@ -475,9 +477,22 @@ static void on_secret(struct agent *a, enum kube_event_type type, const struct k
 	struct osc_error oerr = {};
 	size_t n_files = 0, n_units = 0;
 	r = osc_parse((const char *)s->osc, s->osc_len, a->cfg.state_dir, &model, &oerr);
+	_cleanup_free_ char *osc_k8s = NULL;
 	if (r >= 0) {
 		n_files = model.n_files;
 		n_units = model.n_units;
+		/* The kubernetes-version label follows the pool's version as
+		 * gardener-node-agent's config in the OSC names it. */
+		struct gnaconfig g;
+		char gerr[GNACONFIG_ERROR_MAX];
+		int k = gnaconfig_from_osc(&model, &g, gerr, sizeof(gerr));
+		if (k == 0) {
+			osc_k8s = g.kubernetes_version;
+			g.kubernetes_version = NULL;
+			gnaconfig_done(&g);
+		} else if (k != -ENOENT)
+			log_warning("Secret %s: gardener-node-agent's configuration in the OSC is not usable: %s",
+				    a->secret.name, gerr);
 		osc_done(&model);
 	}
 	/* What the executor is handed must pass its checks too (libyaml reads
@@ -513,6 +528,8 @@ static void on_secret(struct agent *a, enum kube_event_type type, const struct k
 	a->osc = copy;
 	a->osc_len = s->osc_len;
 	snprintf(a->checksum, sizeof(a->checksum), "%s", s->checksum);
+	free(a->osc_k8s_version);
+	a->osc_k8s_version = TAKE_PTR(osc_k8s);
 	a->rejected_checksum[0] = '\0';
 	a->rejected_data[0] = '\0';
 	a->dirty = true;
@@ -668,8 +685,9 @@ static void node_patch_entries(const struct agent *a, struct kube_patch_entry an
 	*n_ann = *n_lab = 0;
 	if (ok && !streq_null(a->node_applied_checksum, a->written_checksum))
 		ann[(*n_ann)++] = (struct kube_patch_entry){ KUBE_ANN_NODE_CHECKSUM, a->written_checksum };
-	if (ok && a->cfg.kubernetes_version && !streq_null(a->node_k8s_version, a->cfg.kubernetes_version))
-		lab[(*n_lab)++] = (struct kube_patch_entry){ KUBE_LABEL_K8S_VERSION, a->cfg.kubernetes_version };
+	const char *k8s = a->osc_k8s_version ? a->osc_k8s_version : a->cfg.kubernetes_version;
+	if (ok && k8s && !streq_null(a->node_k8s_version, k8s))
+		lab[(*n_lab)++] = (struct kube_patch_entry){ KUBE_LABEL_K8S_VERSION, k8s };
 	if (a->host_keys && !streq_null(a->node_host_keys, a->host_keys))
 		ann[(*n_ann)++] = (struct kube_patch_entry){ KUBE_ANN_SSH_HOST_KEYS, a->host_keys };
 }
@@ -1036,6 +1054,7 @@ static void agent_free(struct agent *a)
 		close(a->root_fd);
 	notify_close(&a->notify);
 	free(a->osc);
+	free(a->osc_k8s_version);
 	free(a->node_rv);
 	free(a->node_applied_checksum);
 	free(a->node_k8s_version);

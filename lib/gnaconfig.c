@@ -17,6 +17,7 @@
 #include "cleanup.h"
 #include "fsx.h"
 #include "gnaconfig.h"
+#include "osc.h"
 #include "ytree.h"
 
 #define GNA_API_VERSION "nodeagent.config.gardener.cloud/v1alpha1"
@@ -508,4 +509,24 @@ int gna_config_pick(const char *const *names, size_t n)
 		}
 	}
 	return best >= 0 ? best : plain;
+}
+
+int gnaconfig_from_osc(const struct osc *o, struct gnaconfig *ret, char *err, size_t errlen)
+{
+	static const char dir[] = GNA_DIR_DEFAULT "/";
+	const char *names[GNACONFIG_SYNCS_MAX];
+	const struct osc_file *files[GNACONFIG_SYNCS_MAX];
+	size_t n = 0;
+	for (size_t i = 0; i < o->n_files && n < ELEMENTSOF(names); i++) {
+		const struct osc_file *f = &o->files[i];
+		if (f->source != OSC_SOURCE_INLINE || strncmp(f->path, dir, sizeof(dir) - 1) != 0 ||
+		    strchr(f->path + sizeof(dir) - 1, '/'))
+			continue;
+		names[n] = f->path + sizeof(dir) - 1;
+		files[n++] = f;
+	}
+	int i = gna_config_pick(names, n);
+	if (i < 0)
+		return i;
+	return gnaconfig_parse((const char *)files[i]->content, files[i]->content_len, ret, err, errlen);
 }

@@ -73,4 +73,13 @@ int gna_machine_name_parse(const char *data, size_t len, char **ret, char *err, 
  * below its release), else "config.yaml"; -ENOENT when there is none. */
 int gna_config_pick(const char *const *names, size_t n);
 
+/* The NodeAgentConfiguration an OperatingSystemConfig carries for
+ * gardener-node-agent: the newest inline <GNA_DIR_DEFAULT>/config-<version>.yaml
+ * (or config.yaml) among its files (Gardener puts it there with
+ * gardener-node-agent's unit: pkg/component/extensions/operatingsystemconfig/
+ * original/components/nodeagent, Files()). Returns 0 and *ret, -ENOENT when
+ * the OSC has none, or what gnaconfig_parse() returns (err filled). Pure. */
+struct osc;
+int gnaconfig_from_osc(const struct osc *o, struct gnaconfig *ret, char *err, size_t errlen);
+
 #endif

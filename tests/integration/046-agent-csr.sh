@@ -240,5 +240,25 @@ check "... and annotated once the executor reports success" \
 	sh "$TESTS_DIR/lib/kube-apiserver.py"
 check "... with the kubernetes-version label from the stock config (1.33.2)" \
 	test "$(kube_label worker.gardener.cloud/kubernetes-version node-late)" = 1.33.2
+# A patch upgrade: the OSC now carries gardener-node-agent's config for 1.33.3.
+{
+	cat "$S/v1.yaml"
+	printf '  - path: /var/lib/gardener-node-agent/config-v1.149.4.yaml\n    permissions: 384\n    content:\n      inline:\n'
+	printf '        encoding: b64\n        data: %s\n' "$(printf 'apiVersion: nodeagent.config.gardener.cloud/v1alpha1\nkind: NodeAgentConfiguration\ncontrollers:\n  operatingSystemConfig:\n    kubernetesVersion: 1.33.3\n' | base64 -w0)"
+} >"$S/v2.yaml"
+old_sum=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["checksum"])' "$DES")
+kube_secret "$S/v2.yaml" >/dev/null
+check "the new OSC is handed over" wait_for 20 sh -c 'test "$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))[\"checksum\"])" "$1")" != "$2"' sh "$DES" "$old_sum"
+python3 - "$DES" "$ROOT/var/lib/cloud-config-exec/result.json" <<-'PY'
+	import json, os, sys, time
+	d = json.load(open(sys.argv[1]))
+	r = {"version": 1, "checksum": d["checksum"], "generation": d["generation"], "success": True,
+	     "changedUnits": [], "finishedAt": int(time.time())}
+	open(sys.argv[2] + ".tmp", "w").write(json.dumps(r))
+	os.rename(sys.argv[2] + ".tmp", sys.argv[2])
+	PY
+label_is() { test "$(kube_label worker.gardener.cloud/kubernetes-version node-late)" = "$1"; }
+check "kubernetes-version label from gardener-node-agent's config in the OSC (1.33.3), not the static one" \
+	wait_for 20 label_is 1.33.3
 stop
 finish

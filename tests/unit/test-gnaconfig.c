@@ -12,6 +12,7 @@
 
 #include "cleanup.h"
 #include "gnaconfig.h"
+#include "osc.h"
 
 /* What gardenlet writes today (runtime.Encode of ComponentConfig() in
  * gardener/gardener pkg/component/extensions/operatingsystemconfig/original/
@@ -217,12 +218,43 @@ static void pick(void **state)
 	assert_int_equal(gna_config_pick(e, 2), 1);
 }
 
+static void from_osc(void **state)
+{
+	(void)state;
+	static const char yaml[] =
+		"spec:\n  files:\n"
+		"  - path: /var/lib/gardener-node-agent/config-v1.148.0.yaml\n"
+		"    content: {inline: {data: \"apiVersion: nodeagent.config.gardener.cloud/v1alpha1\\nkind: "
+		"NodeAgentConfiguration\\ncontrollers: {operatingSystemConfig: {kubernetesVersion: '1.33.1'}}\\n\"}}\n"
+		"  - path: /var/lib/gardener-node-agent/config-v1.149.3.yaml\n"
+		"    content: {inline: {encoding: b64, data: "
+		"YXBpVmVyc2lvbjogbm9kZWFnZW50LmNvbmZpZy5nYXJkZW5lci5jbG91ZC92MWFscGhhMQpraW5kOiBOb2RlQWdlbnRDb25maWd1cmF0aW9uCmNvbnRyb2xsZXJzOgogIG9wZXJhdGluZ1N5c3RlbUNvbmZpZzoKICAgIGt1YmVybmV0ZXNWZXJzaW9uOiAxLjMzLjIK}}\n"
+		"  - path: /var/lib/gardener-node-agent/sub/config-v9.yaml\n"
+		"    content: {inline: {data: x}}\n"
+		"  - path: /etc/config-v9.9.9.yaml\n"
+		"    content: {inline: {data: x}}\n";
+	struct osc o;
+	struct osc_error oe;
+	assert_int_equal(osc_parse(yaml, strlen(yaml), NULL, &o, &oe), 0);
+	struct gnaconfig g;
+	char err[GNACONFIG_ERROR_MAX];
+	assert_int_equal(gnaconfig_from_osc(&o, &g, err, sizeof(err)), 0);
+	assert_string_equal(g.kubernetes_version, "1.33.2");
+	gnaconfig_done(&g);
+	osc_done(&o);
+	static const char none[] = "spec:\n  files:\n  - path: /etc/x\n    content: {inline: {data: x}}\n";
+	assert_int_equal(osc_parse(none, strlen(none), NULL, &o, &oe), 0);
+	assert_int_equal(gnaconfig_from_osc(&o, &g, err, sizeof(err)), -ENOENT);
+	osc_done(&o);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(parse_stock),  cmocka_unit_test(parse_v192_and_json),
 		cmocka_unit_test(bad_inputs),   cmocka_unit_test(durations),
 		cmocka_unit_test(machine_names), cmocka_unit_test(pick),
+		cmocka_unit_test(from_osc),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
