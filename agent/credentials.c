@@ -22,7 +22,9 @@
 #include "credentials.h"
 #include "csr.h"
 #include "fsx.h"
+#include "gnaconfig.h"
 #include "log.h"
+#include "stock.h"
 
 #define CSR_PATH "/apis/certificates.k8s.io/v1/certificatesigningrequests"
 #define POLL_MS 2000u
@@ -104,6 +106,45 @@ static void backoff(struct creds *c, uint64_t now)
 	log_notice("CSR: next attempt in %llu s", (unsigned long long)(d / 1000u));
 }
 
+/* A node migrating from gardener-node-agent keeps its identity: the
+ * certificate and key in its kubeconfig (stock credentials/kubeconfig) are
+ * checked like an issued one and become client.pem. */
+static int adopt_gna(struct creds *c)
+{
+	_cleanup_(wipe_free) char *kc = NULL, *cert = NULL, *key = NULL, *pem = NULL;
+	size_t kc_len = 0, cert_len = 0, key_len = 0;
+	int r = stock_read(c->cfg, "credentials/kubeconfig", PEM_MAX, &kc, &kc_len);
+	if (r == -ENOENT)
+		return r;
+	if (r < 0)
+		return log_warning_errno(r, "cannot read gardener-node-agent's kubeconfig");
+	char why[CSR_ERROR_MAX];
+	r = gna_kubeconfig_client(kc, kc_len, &cert, &cert_len, &key, &key_len, why, sizeof(why));
+	if (r < 0) {
+		if (r != -ENOENT)
+			log_warning("gardener-node-agent's kubeconfig not usable: %s", why);
+		return r;
+	}
+	if (asprintf(&pem, "%s%s%s", cert, cert_len && cert[cert_len - 1] != '\n' ? "\n" : "", key) < 0) {
+		pem = NULL;
+		return -ENOMEM;
+	}
+	_cleanup_(EVP_PKEY_freep) EVP_PKEY *k = NULL;
+	struct csr_cert_info info;
+	r = check_pem(c, pem, strlen(pem), &k, &info, why, sizeof(why));
+	if (r < 0) {
+		log_warning("gardener-node-agent's client certificate not adopted: %s", why);
+		return r;
+	}
+	r = fsx_write_atomic_at(c->state_fd, CREDS_FILE, pem, strlen(pem), 0600, FSX_UID_KEEP, FSX_GID_KEEP, 0);
+	if (r < 0)
+		return log_error_errno(r, "cannot write %s/%s", c->cfg->state_dir, CREDS_FILE);
+	use_cert(c, &info);
+	log_notice("adopted gardener-node-agent's client certificate (valid until %lld, renewal at %lld)",
+		   (long long)info.not_after, (long long)c->renew_at);
+	return 0;
+}
+
 int creds_init(struct creds *c, struct http_client *http, const struct config *cfg, int state_fd,
 	       void (*on_cert)(void *userdata), void *userdata)
 {
@@ -129,6 +170,8 @@ int creds_init(struct creds *c, struct http_client *http, const struct config *c
 		log_warning("client certificate %s/%s not usable: %s", cfg->state_dir, CREDS_FILE, why);
 	} else if (r != -ENOENT)
 		log_warning_errno(r, "cannot read the client certificate %s/%s", cfg->state_dir, CREDS_FILE);
+	if (adopt_gna(c) == 0)
+		return 0;
 	if (have_bootstrap_token(c)) {
 		c->state = CREDS_NEED_CREATE;
 		c->wake_at = 0;

@@ -295,6 +295,20 @@ bool stock_kubelet_paths(const struct config *c, char *ca, size_t ca_size, char 
 	return n > 0 && (size_t)n < ca_size && m > 0 && (size_t)m < token_size;
 }
 
+int stock_read(const struct config *c, const char *rel, size_t max, char **ret, size_t *ret_len)
+{
+	if (!c->gna_dir)
+		return -ENOENT;
+	struct stock s = { .dir = c->gna_dir, .creds_dir = secure_getenv("CREDENTIALS_DIRECTORY") };
+	_cleanup_free_ char *name = source_name(&s, rel);
+	if (!name)
+		return -ENOMEM;
+	_cleanup_close_ int dfd = open(s.creds_dir ? s.creds_dir : s.dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return -errno;
+	return fsx_read_at(dfd, name, max, ret, ret_len);
+}
+
 void stock_done(struct stock *s)
 {
 	if (!s)

@@ -65,6 +65,11 @@ void stock_print(const struct stock *s, const struct config *c, FILE *f);
  * fit. */
 bool stock_kubelet_paths(const struct config *c, char *ca, size_t ca_size, char *token, size_t token_size);
 
+/* Reads the stock file rel (e.g. "credentials/kubeconfig") of
+ * gardener.nodeAgentDir, from $CREDENTIALS_DIRECTORY when set, into *ret
+ * (at most max bytes). -ENOENT when it or gardener.nodeAgentDir is absent. */
+int stock_read(const struct config *c, const char *rel, size_t max, char **ret, size_t *ret_len);
+
 void stock_done(struct stock *s);
 
 #endif

@@ -13,6 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <openssl/crypto.h>
+
 #include "b64.h"
 #include "cleanup.h"
 #include "fsx.h"
@@ -529,4 +531,63 @@ int gnaconfig_from_osc(const struct osc *o, struct gnaconfig *ret, char *err, si
 	if (i < 0)
 		return i;
 	return gnaconfig_parse((const char *)files[i]->content, files[i]->content_len, ret, err, errlen);
+}
+
+int gna_kubeconfig_client(const char *data, size_t len, char **cert, size_t *cert_len, char **key, size_t *key_len,
+			  char *err, size_t errlen)
+{
+	struct ctx c = { .err = err, .errlen = errlen };
+	if (err && errlen > 0)
+		*err = '\0';
+	if (len > GNACONFIG_INPUT_MAX)
+		return fail(&c, -EMSGSIZE, "larger than %u bytes", GNACONFIG_INPUT_MAX);
+	_cleanup_(ynode_freep) struct ynode *root = NULL;
+	int r = ytree_load(data ? data : "", len, &root, err, errlen);
+	if (r < 0)
+		return r;
+	if (root->type != Y_MAP)
+		return wrong_type(&c, "", "(document)", root, "a mapping");
+	const struct ynode *users;
+	if ((r = map_get(&c, root, "", "users", &users)) < 0)
+		return r;
+	if (!users)
+		return -ENOENT;
+	if (users->type != Y_SEQ)
+		return wrong_type(&c, "", "users", users, "a list");
+	for (size_t i = 0; i < users->n_items; i++) {
+		const struct ynode *u = users->items[i], *user;
+		char where[48];
+		snprintf(where, sizeof(where), "users[%zu].user.", i);
+		if (u->type != Y_MAP)
+			return wrong_type(&c, "users[].", "", u, "a mapping");
+		if ((r = get_map(&c, u, "users[].", "user", &user)) < 0)
+			return r;
+		if (!user)
+			continue;
+		_cleanup_free_ char *c64 = NULL, *k64 = NULL;
+		if ((r = get_str(&c, user, where, "client-certificate-data", &c64)) < 0 ||
+		    (r = get_str(&c, user, where, "client-key-data", &k64)) < 0)
+			return r;
+		if (!c64 || !k64) {
+			if (k64)
+				OPENSSL_cleanse(k64, strlen(k64));
+			continue;
+		}
+		unsigned char *cd = NULL, *kd = NULL;
+		size_t cl = 0, kl = 0;
+		r = b64_decode(c64, strlen(c64), GNACONFIG_CA_MAX, 0, &cd, &cl);
+		if (r >= 0)
+			r = b64_decode(k64, strlen(k64), GNACONFIG_CA_MAX, 0, &kd, &kl);
+		OPENSSL_cleanse(k64, strlen(k64));
+		if (r < 0) {
+			free(cd);
+			return fail(&c, -EINVAL, "%sclient-%s-data: not base64", where, cd ? "key" : "certificate");
+		}
+		*cert = (char *)cd;
+		*cert_len = cl;
+		*key = (char *)kd;
+		*key_len = kl;
+		return 0;
+	}
+	return -ENOENT;
 }

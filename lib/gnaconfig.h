@@ -79,6 +79,16 @@ int gna_config_pick(const char *const *names, size_t n);
  * gardener-node-agent's unit: pkg/component/extensions/operatingsystemconfig/
  * original/components/nodeagent, Files()). Returns 0 and *ret, -ENOENT when
  * the OSC has none, or what gnaconfig_parse() returns (err filled). Pure. */
+/* The client certificate and key embedded in gardener-node-agent's
+ * kubeconfig (credentials/kubeconfig: users[].user.client-certificate-data
+ * and client-key-data, base64 PEM; written by RequestAndStoreKubeconfig in
+ * gardener/gardener pkg/nodeagent/certificate.go), so a node migrating from
+ * it keeps its identity. The first user that has both is taken. Returns 0
+ * with *cert and *key (new, NUL-terminated; wipe the key), -ENOENT when no
+ * user has both, -EINVAL (err filled) for anything malformed. Pure. */
+int gna_kubeconfig_client(const char *data, size_t len, char **cert, size_t *cert_len, char **key, size_t *key_len,
+			  char *err, size_t errlen);
+
 struct osc;
 int gnaconfig_from_osc(const struct osc *o, struct gnaconfig *ret, char *err, size_t errlen);
 

@@ -1,4 +1,5 @@
-/* libFuzzer target for gnaconfig_parse() and gna_machine_name_parse(): any
+/* libFuzzer target for gnaconfig_parse(), gna_kubeconfig_client() and
+ * gna_machine_name_parse(): any
  * bytes, never a crash or a leak; what is accepted holds its invariants. */
 #include <limits.h>
 #include <stddef.h>
@@ -26,6 +27,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			if (!g.token_syncs[i].secret_name || !fsx_path_is_safe(g.token_syncs[i].path, PATH_MAX))
 				abort();
 		gnaconfig_done(&g);
+	}
+	char *cert = NULL, *key = NULL;
+	size_t cl = 0, kl = 0;
+	if (gna_kubeconfig_client((const char *)data, size, &cert, &cl, &key, &kl, err, sizeof(err)) == 0) {
+		if (!cert || !key)
+			abort();
+		free(cert);
+		free(key);
 	}
 	char *name = NULL;
 	if (gna_machine_name_parse((const char *)data, size, &name, err, sizeof(err)) == 0) {

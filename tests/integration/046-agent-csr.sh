@@ -261,4 +261,35 @@ label_is() { test "$(kube_label worker.gardener.cloud/kubernetes-version node-la
 check "kubernetes-version label from gardener-node-agent's config in the OSC (1.33.3), not the static one" \
 	wait_for 20 label_is 1.33.3
 stop
+
+# --- 6. a node migrating from gardener-node-agent keeps its identity -----------
+# Its credentials/kubeconfig (certificate and key embedded) is adopted: no
+# bootstrap token, no CSR.
+python3 - "$TESTS_DIR/lib/kube-apiserver.py" "$KUBE_PKI" "$G/credentials/kubeconfig" "$KUBE_API" <<-'PY'
+	import base64, importlib.util, subprocess, sys, types
+	spec = importlib.util.spec_from_file_location("kapi", sys.argv[1])
+	k = importlib.util.module_from_spec(spec)
+	spec.loader.exec_module(k)
+	key = subprocess.run(["openssl", "genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256"],
+	                     capture_output=True, check=True).stdout
+	req = subprocess.run(["openssl", "req", "-new", "-key", "/dev/stdin", "-subj",
+	                      "/O=gardener.cloud:node-agents/CN=gardener.cloud:node-agent:machine:machine-2"],
+	                     input=key, capture_output=True, check=True).stdout
+	st = types.SimpleNamespace(args=types.SimpleNamespace(pki=sys.argv[2]))
+	cert = k.sign_csr(st, req, "gardener", 3600)
+	b = lambda x: base64.b64encode(x).decode()
+	open(sys.argv[3], "w").write(
+	    "apiVersion: v1\nclusters:\n- cluster:\n    certificate-authority: /var/lib/gardener-node-agent/cluster-ca.crt\n"
+	    "    server: %s\n  name: node-agent\ncontexts:\n- context:\n    cluster: node-agent\n    user: node-agent\n"
+	    "  name: node-agent\ncurrent-context: node-agent\nkind: Config\npreferences: {}\nusers:\n- name: node-agent\n"
+	    "  user:\n    client-certificate-data: %s\n    client-key-data: %s\n" % (sys.argv[4], b(cert), b(key)))
+	PY
+rm -f "$PEM" "$G/credentials/bootstrap-token"
+n_csrs=$(csrs | jget 'len(d)')
+start adopt
+check "gardener-node-agent's kubeconfig adopted" logged "adopted gardener-node-agent's client certificate"
+check "... client.pem written, 0600" test "$(stat -c %a "$PEM" 2>/dev/null)" = 600
+check "... and used: requests as machine-2 succeed" wait_for 20 sh -c 'grep -q "Secret .* verified" "$1"' sh "$LOG"
+check "... without any new CSR" test "$(csrs | jget 'len(d)')" = "$n_csrs"
+stop
 finish

@@ -248,13 +248,35 @@ static void from_osc(void **state)
 	osc_done(&o);
 }
 
+static void kubeconfig(void **state)
+{
+	(void)state;
+	static const char kc[] = "apiVersion: v1\nkind: Config\nusers:\n- name: other\n  user:\n    token: x\n"
+				 "- name: node-agent\n  user:\n    client-certificate-data: Q0VSVA==\n"
+				 "    client-key-data: S0VZ\n";
+	char *cert = NULL, *key = NULL, err[GNACONFIG_ERROR_MAX];
+	size_t cl = 0, kl = 0;
+	assert_int_equal(gna_kubeconfig_client(kc, strlen(kc), &cert, &cl, &key, &kl, err, sizeof(err)), 0);
+	assert_string_equal(cert, "CERT");
+	assert_string_equal(key, "KEY");
+	free(cert);
+	free(key);
+	static const char none[] = "users:\n- name: a\n  user: {token: x}\n";
+	assert_int_equal(gna_kubeconfig_client(none, strlen(none), &cert, &cl, &key, &kl, err, sizeof(err)), -ENOENT);
+	static const char bad[] = "users:\n- user: {client-certificate-data: '!', client-key-data: S0VZ}\n";
+	assert_int_equal(gna_kubeconfig_client(bad, strlen(bad), &cert, &cl, &key, &kl, err, sizeof(err)), -EINVAL);
+	assert_string_equal(err, "users[0].user.client-certificate-data: not base64");
+	static const char wrong[] = "users: {a: 1}\n";
+	assert_int_equal(gna_kubeconfig_client(wrong, strlen(wrong), &cert, &cl, &key, &kl, err, sizeof(err)), -EINVAL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(parse_stock),  cmocka_unit_test(parse_v192_and_json),
 		cmocka_unit_test(bad_inputs),   cmocka_unit_test(durations),
 		cmocka_unit_test(machine_names), cmocka_unit_test(pick),
-		cmocka_unit_test(from_osc),
+		cmocka_unit_test(from_osc),     cmocka_unit_test(kubeconfig),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
