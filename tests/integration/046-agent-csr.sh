@@ -292,4 +292,6 @@ check "... client.pem written, 0600" test "$(stat -c %a "$PEM" 2>/dev/null)" = 6
 check "... and used: requests as machine-2 succeed" wait_for 20 sh -c 'grep -q "Secret .* verified" "$1"' sh "$LOG"
 check "... without any new CSR" test "$(csrs | jget 'len(d)')" = "$n_csrs"
 stop
+# Under the sanitizer build, leaks and errors show at exit in the logs.
+check_not "no sanitizer report in any agent log" grep -l 'Sanitizer\|runtime error' "$S"/*.log
 finish
