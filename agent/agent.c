@@ -78,6 +78,8 @@ struct agent {
 	char *node_rv;
 	char *node_applied_checksum;
 	char *node_k8s_version;
+	char *node_worker_role;     /* label node-role.kubernetes.io/worker, NULL: absent */
+	char *node_zone;
 	char *node_host_keys;
 	bool node_has_restart;
 	char *key_document;
@@ -558,6 +560,7 @@ static int record_node(struct agent *a, const struct kube_node *n)
 	if (replace_str(&a->node_rv, n->resource_version) < 0 ||
 	    replace_str(&a->node_applied_checksum, n->applied_checksum) < 0 ||
 	    replace_str(&a->node_k8s_version, n->kubernetes_version) < 0 ||
+	    replace_str(&a->node_worker_role, n->worker_role) < 0 || replace_str(&a->node_zone, n->zone) < 0 ||
 	    replace_str(&a->node_host_keys, n->ssh_host_keys) < 0)
 		return log_error_errno(-ENOMEM, "cannot record the Node");
 	return 0;
@@ -679,7 +682,7 @@ static const struct watch_ops watch_ops = {
 
 /* The annotations and labels the Node lacks (the restart request aside). */
 static void node_patch_entries(const struct agent *a, struct kube_patch_entry ann[static 2], size_t *n_ann,
-			       struct kube_patch_entry lab[static 1], size_t *n_lab)
+			       struct kube_patch_entry lab[static 3], size_t *n_lab)
 {
 	bool ok = applied_ok(a);
 	*n_ann = *n_lab = 0;
@@ -688,13 +691,19 @@ static void node_patch_entries(const struct agent *a, struct kube_patch_entry an
 	const char *k8s = a->osc_k8s_version ? a->osc_k8s_version : a->cfg.kubernetes_version;
 	if (ok && k8s && !streq_null(a->node_k8s_version, k8s))
 		lab[(*n_lab)++] = (struct kube_patch_entry){ KUBE_LABEL_K8S_VERSION, k8s };
+	/* As gardener-node-agent's OSC reconciler (step "labels") does, with
+	 * its stock data: the worker role and the zone file's zone. */
+	if (a->cfg.gna_dir && !a->node_worker_role)
+		lab[(*n_lab)++] = (struct kube_patch_entry){ KUBE_LABEL_WORKER_ROLE, "" };
+	if (a->cfg.zone && !streq_null(a->node_zone, a->cfg.zone))
+		lab[(*n_lab)++] = (struct kube_patch_entry){ KUBE_LABEL_ZONE, a->cfg.zone };
 	if (a->host_keys && !streq_null(a->node_host_keys, a->host_keys))
 		ann[(*n_ann)++] = (struct kube_patch_entry){ KUBE_ANN_SSH_HOST_KEYS, a->host_keys };
 }
 
 static bool node_wants_patch(const struct agent *a)
 {
-	struct kube_patch_entry ann[2], lab[1];
+	struct kube_patch_entry ann[2], lab[3];
 	size_t n_ann, n_lab;
 	node_patch_entries(a, ann, &n_ann, lab, &n_lab);
 	return n_ann > 0 || n_lab > 0;
@@ -769,7 +778,7 @@ static int maybe_patch(struct agent *a, uint64_t now)
 {
 	if (a->patch_req || !a->node_exists || now < a->patch_wake_at)
 		return 0;
-	struct kube_patch_entry ann[3], lab[1];
+	struct kube_patch_entry ann[3], lab[3];
 	size_t n_ann, n_lab;
 	bool removes_restart = false;
 	node_patch_entries(a, ann, &n_ann, lab, &n_lab);
@@ -1058,6 +1067,8 @@ static void agent_free(struct agent *a)
 	free(a->node_rv);
 	free(a->node_applied_checksum);
 	free(a->node_k8s_version);
+	free(a->node_worker_role);
+	free(a->node_zone);
 	free(a->node_host_keys);
 	free(a->key_document);
 	free(a->restart_value);

@@ -23,6 +23,7 @@
 static const char ca_rel[] = "cluster-ca.crt";
 static const char token_rel[] = "credentials/bootstrap-token";
 static const char machine_rel[] = "machine-name";
+static const char zone_rel[] = "zone"; /* gardener/gardener ZoneFilePath: the topology.kubernetes.io/zone label */
 
 /* The name of rel inside the directory we read from: rel itself, or the
  * credential's flattened name. */
@@ -139,7 +140,7 @@ int stock_load(const char *dir, const char *creds_dir, struct stock *ret, char *
 {
 	struct stock s = {};
 	_cleanup_close_ int dfd = -EBADF;
-	_cleanup_free_ char *cfg_rel = NULL, *machine = NULL;
+	_cleanup_free_ char *cfg_rel = NULL, *machine = NULL, *zone = NULL;
 	int r = -ENOMEM;
 	if (!(s.dir = strdup(dir)) || (creds_dir && !(s.creds_dir = strdup(creds_dir))))
 		goto out;
@@ -198,6 +199,16 @@ int stock_load(const char *dir, const char *creds_dir, struct stock *ret, char *
 			goto out;
 		}
 	}
+	size_t zlen = 0;
+	r = read_rel(&s, dfd, zone_rel, MACHINE_NAME_FILE_MAX, &zone, &zlen, err, errlen);
+	if (r < 0)
+		goto out;
+	if (zone && gna_zone_parse(zone, zlen, &s.zone) < 0) {
+		_cleanup_free_ char *path = source_path(&s, zone_rel);
+		snprintf(err, errlen, "%s: not a valid zone (label value)", path ? path : zone_rel);
+		r = -EINVAL;
+		goto out;
+	}
 	r = -ENOMEM;
 	if (exists_rel(&s, dfd, ca_rel) && !(s.ca_path = source_path(&s, ca_rel)))
 		goto out;
@@ -247,6 +258,7 @@ int stock_merge(struct stock *s, struct config *c)
 	    (r = set_from(&c->secret_name, s->gna.secret_name, &s->from_secret, cfg)) < 0 ||
 	    (r = set_from(&c->kubernetes_version, s->gna.kubernetes_version, &s->from_version, cfg)) < 0 ||
 	    (r = set_from(&c->machine_name, s->machine_name, &s->from_machine, "stock user data")) < 0 ||
+	    (r = set_from(&c->zone, s->zone, &s->from_zone, "stock user data")) < 0 ||
 	    (r = set_from(&c->bootstrap_token_file, s->bootstrap_token_path, &s->from_bootstrap,
 			  "stock user data")) < 0)
 		return r;
@@ -278,6 +290,7 @@ void stock_print(const struct stock *s, const struct config *c, FILE *f)
 	row(f, "osc.secretName", c->secret_name, s->from_secret);
 	row(f, "node.kubernetesVersion", c->kubernetes_version, s->from_version);
 	row(f, "node.machineName", c->machine_name, s->from_machine);
+	row(f, "node.zone", c->zone, s->from_zone);
 	for (size_t i = 0; i < s->gna.n_token_syncs; i++)
 		fprintf(f, "  token sync %-17zu Secret kube-system/%s -> %s (not carried out yet)\n", i,
 			s->gna.token_syncs[i].secret_name, s->gna.token_syncs[i].path);
@@ -318,6 +331,7 @@ void stock_done(struct stock *s)
 	free(s->config_path);
 	gnaconfig_done(&s->gna);
 	free(s->machine_name);
+	free(s->zone);
 	free(s->ca_path);
 	free(s->bootstrap_token_path);
 	*s = (struct stock){};

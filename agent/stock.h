@@ -31,10 +31,11 @@ struct stock {
 	char *machine_name;    /* first line of machine-name, checked; NULL if absent */
 	char *ca_path;         /* cluster-ca.crt as found, NULL if absent */
 	char *bootstrap_token_path; /* credentials/bootstrap-token as found, NULL if absent */
+	char *zone;            /* first line of zone, checked; NULL if absent */
 
 	/* Where each merged setting came from (static strings or paths owned
 	 * above); NULL: node-agent.conf set it (or nobody did). */
-	const char *from_server, *from_ca, *from_secret, *from_version, *from_bootstrap, *from_machine;
+	const char *from_server, *from_ca, *from_secret, *from_version, *from_bootstrap, *from_machine, *from_zone;
 };
 
 /* Reads the stock files of dir (from creds_dir when it is not NULL, see

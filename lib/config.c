@@ -55,6 +55,7 @@ static const struct field fields[] = {
 	F("node", "name", FIELD_STRING, node_name),
 	F("node", "kubernetesVersion", FIELD_STRING, kubernetes_version),
 	F("node", "machineName", FIELD_STRING, machine_name),
+	F("node", "zone", FIELD_STRING, zone),
 	F("osc", "secretNamespace", FIELD_STRING, secret_namespace),
 	F("osc", "secretName", FIELD_STRING, secret_name),
 	F("osc", "followSecretNameLabel", FIELD_BOOL, follow_secret_name_label),
@@ -318,6 +319,8 @@ static int check_consistency(const struct config *c, char *err, size_t errlen)
 		    strcmp(m, c->machine_name) != 0)
 			return fail(err, errlen, "node.machineName: %s", why[0] ? why : "trailing whitespace");
 	}
+	if (c->zone && !gna_label_value_is_valid(c->zone))
+		return fail(err, errlen, "node.zone: not a valid label value: \"%s\"", c->zone);
 	if (c->login_user && !*c->login_user)
 		return fail(err, errlen, "ssh.loginUser: must not be empty");
 	return 0;

@@ -31,6 +31,7 @@ struct config {
 	char *node_name;            /* default: lowercased hostname */
 	char *kubernetes_version;   /* for the worker.gardener.cloud/kubernetes-version label */
 	char *machine_name;         /* the Machine's name: a client certificate through the CSR API */
+	char *zone;                 /* label topology.kubernetes.io/zone (stock: the zone file) */
 
 	/* osc */
 	char *secret_namespace;     /* default "kube-system" */

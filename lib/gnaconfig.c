@@ -591,3 +591,37 @@ int gna_kubeconfig_client(const char *data, size_t len, char **cert, size_t *cer
 	}
 	return -ENOENT;
 }
+
+bool gna_label_value_is_valid(const char *v)
+{
+	size_t n = strlen(v);
+	if (n > 63)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		char ch = v[i];
+		bool alnum = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9');
+		if (!alnum && ch != '-' && ch != '_' && ch != '.')
+			return false;
+		if ((i == 0 || i == n - 1) && !alnum)
+			return false;
+	}
+	return true;
+}
+
+int gna_zone_parse(const char *data, size_t len, char **ret)
+{
+	size_t n = 0;
+	while (n < len && data[n] != '\n')
+		n++;
+	while (n > 0 && (data[n - 1] == ' ' || data[n - 1] == '\t' || data[n - 1] == '\r'))
+		n--;
+	if (n == 0 || n > 63 || memchr(data, '\0', n))
+		return -EINVAL;
+	_cleanup_free_ char *z = strndup(data, n);
+	if (!z)
+		return -ENOMEM;
+	if (!gna_label_value_is_valid(z))
+		return -EINVAL;
+	*ret = TAKE_PTR(z);
+	return 0;
+}

@@ -67,6 +67,14 @@ int gna_duration_parse(const char *s, uint64_t *ret_ms);
  * new string. */
 int gna_machine_name_parse(const char *data, size_t len, char **ret, char *err, size_t errlen);
 
+/* A Kubernetes label value: at most 63 bytes of [A-Za-z0-9._-], beginning
+ * and ending with an alphanumeric (or empty). */
+bool gna_label_value_is_valid(const char *v);
+
+/* The zone from the content of the stock zone file (first line, trailing
+ * whitespace dropped); -EINVAL when it is no valid label value or empty. */
+int gna_zone_parse(const char *data, size_t len, char **ret);
+
 /* Among file names, the index of the configuration gardener-node-agent
  * would use: the config-<version>.yaml with the highest version (numeric
  * dotted comparison, a leading "v" ignored, a pre-release suffix "-..."

@@ -286,6 +286,10 @@ static int node_from_json(const cJSON *obj, struct kube_node *ret, const char **
 		  offsetof(struct kube_node, secret_name_label) },
 		{ "labels", KUBE_LABEL_K8S_VERSION, "metadata.labels[kubernetes-version]",
 		  offsetof(struct kube_node, kubernetes_version) },
+		{ "labels", KUBE_LABEL_WORKER_ROLE, "metadata.labels[node-role.kubernetes.io/worker]",
+		  offsetof(struct kube_node, worker_role) },
+		{ "labels", KUBE_LABEL_ZONE, "metadata.labels[topology.kubernetes.io/zone]",
+		  offsetof(struct kube_node, zone) },
 	};
 	for (size_t i = 0; i < ELEMENTSOF(wanted); i++) {
 		r = map_value(meta, wanted[i].map, wanted[i].key, (char **)((char *)&n + wanted[i].offset));
@@ -318,6 +322,8 @@ void kube_node_done(struct kube_node *n)
 	free(n->ssh_host_keys);
 	free(n->secret_name_label);
 	free(n->kubernetes_version);
+	free(n->worker_role);
+	free(n->zone);
 	*n = (struct kube_node){};
 }
 

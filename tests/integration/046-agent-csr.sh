@@ -200,6 +200,7 @@ mkdir -p "$G/credentials"
 cp "$KUBE_PKI/ca.crt" "$G/cluster-ca.crt"
 printf 'abcdef.0123456789abcdef' >"$G/credentials/bootstrap-token"
 printf 'machine-2\n' >"$G/machine-name"
+printf 'eu-west-1a\n' >"$G/zone"
 cat >"$G/config-v1.149.3.yaml" <<-GNA
 	apiVersion: nodeagent.config.gardener.cloud/v1alpha1
 	kind: NodeAgentConfiguration
@@ -240,6 +241,12 @@ check "... and annotated once the executor reports success" \
 	sh "$TESTS_DIR/lib/kube-apiserver.py"
 check "... with the kubernetes-version label from the stock config (1.33.2)" \
 	test "$(kube_label worker.gardener.cloud/kubernetes-version node-late)" = 1.33.2
+has_labels() { kctl GET "/node?name=node-late" | python3 -c '
+import json, sys
+l = json.load(sys.stdin)["metadata"].get("labels", {})
+sys.exit(not (l.get("node-role.kubernetes.io/worker") == "" and l.get("topology.kubernetes.io/zone") == "eu-west-1a"))'; }
+check "... and labelled node-role.kubernetes.io/worker=\"\" and topology.kubernetes.io/zone from the zone file" \
+	wait_for 20 has_labels
 # A patch upgrade: the OSC now carries gardener-node-agent's config for 1.33.3.
 {
 	cat "$S/v1.yaml"

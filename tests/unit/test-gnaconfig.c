@@ -270,6 +270,25 @@ static void kubeconfig(void **state)
 	assert_int_equal(gna_kubeconfig_client(wrong, strlen(wrong), &cert, &cl, &key, &kl, err, sizeof(err)), -EINVAL);
 }
 
+static void zones(void **state)
+{
+	(void)state;
+	char *z = NULL;
+	assert_int_equal(gna_zone_parse("eu-west-1a\n", 11, &z), 0);
+	assert_string_equal(z, "eu-west-1a");
+	free(z);
+	assert_int_equal(gna_zone_parse("\n", 1, &z), -EINVAL);
+	assert_int_equal(gna_zone_parse("-a", 2, &z), -EINVAL);
+	assert_int_equal(gna_zone_parse("a b", 3, &z), -EINVAL);
+	char long_zone[65];
+	memset(long_zone, 'z', 64);
+	long_zone[64] = '\0';
+	assert_int_equal(gna_zone_parse(long_zone, 64, &z), -EINVAL);
+	assert_true(gna_label_value_is_valid(""));
+	assert_true(gna_label_value_is_valid("A.b_c-1"));
+	assert_false(gna_label_value_is_valid("a/b"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -277,6 +296,7 @@ int main(void)
 		cmocka_unit_test(bad_inputs),   cmocka_unit_test(durations),
 		cmocka_unit_test(machine_names), cmocka_unit_test(pick),
 		cmocka_unit_test(from_osc),     cmocka_unit_test(kubeconfig),
+		cmocka_unit_test(zones),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
