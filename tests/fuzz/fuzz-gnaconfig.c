@@ -1,5 +1,5 @@
-/* libFuzzer target for gnaconfig_parse(), gna_kubeconfig_client() and
- * gna_machine_name_parse(): any
+/* libFuzzer target for gnaconfig_parse(), gna_kubeconfig_client(),
+ * gna_zone_parse() and gna_machine_name_parse(): any
  * bytes, never a crash or a leak; what is accepted holds its invariants. */
 #include <limits.h>
 #include <stddef.h>
@@ -35,6 +35,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			abort();
 		free(cert);
 		free(key);
+	}
+	char *zone = NULL;
+	if (gna_zone_parse((const char *)data, size, &zone) == 0) {
+		if (!gna_label_value_is_valid(zone) || !*zone)
+			abort();
+		free(zone);
 	}
 	char *name = NULL;
 	if (gna_machine_name_parse((const char *)data, size, &name, err, sizeof(err)) == 0) {
