@@ -156,6 +156,7 @@ kctl POST /node '{"name": "node-m1", "delete": true}' >/dev/null
 expired_pem() {
 	python3 - "$TESTS_DIR/lib/kube-apiserver.py" "$KUBE_PKI" "$PEM" "$1" <<-'PY'
 	import importlib.util, subprocess, sys, types
+	sys.dont_write_bytecode = True  # the repository tracks tests/lib/__pycache__
 	spec = importlib.util.spec_from_file_location("kapi", sys.argv[1])
 	k = importlib.util.module_from_spec(spec)
 	spec.loader.exec_module(k)
@@ -274,6 +275,7 @@ stop
 # bootstrap token, no CSR.
 python3 - "$TESTS_DIR/lib/kube-apiserver.py" "$KUBE_PKI" "$G/credentials/kubeconfig" "$KUBE_API" <<-'PY'
 	import base64, importlib.util, subprocess, sys, types
+	sys.dont_write_bytecode = True
 	spec = importlib.util.spec_from_file_location("kapi", sys.argv[1])
 	k = importlib.util.module_from_spec(spec)
 	spec.loader.exec_module(k)
