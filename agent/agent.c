@@ -36,6 +36,7 @@
 #include "result.h"
 #include "filter.h"
 #include "stock.h"
+#include "tokensync.h"
 #include "watch.h"
 
 #define DESIRED_FILE "desired.json"
@@ -59,6 +60,7 @@ struct agent {
 	struct watch secret;
 	struct watch node;
 	struct creds creds;         /* client certificate through the CSR API */
+	struct tokensync tokens;    /* token sync (tokensync.c) */
 	bool new_credentials;       /* creds installed a certificate: re-read now */
 
 	/* The last good OSC: verified checksum, parsed by osc_parse(). */
@@ -272,6 +274,10 @@ static int format_desired(struct agent *a, char *osc, size_t osc_len, const char
 		.generation = generation,
 	};
 	snprintf(d.checksum, sizeof(d.checksum), "%s", checksum);
+	_cleanup_free_ struct desired_token *tokens = NULL;
+	if (tokensync_desired(&a->tokens, &tokens, &d.n_tokens) < 0)
+		return -ENOMEM;
+	d.tokens = tokens;
 	/* The kubelet's bootstrap kubeconfig, until the Node is registered. */
 	char ca[PATH_MAX], token[PATH_MAX];
 	if (stock_kubelet_paths(&a->cfg, ca, sizeof(ca), token, sizeof(token))) {
@@ -480,18 +486,18 @@ static void on_secret(struct agent *a, enum kube_event_type type, const struct k
 	size_t n_files = 0, n_units = 0;
 	r = osc_parse((const char *)s->osc, s->osc_len, a->cfg.state_dir, &model, &oerr);
 	_cleanup_free_ char *osc_k8s = NULL;
+	_cleanup_(gnaconfig_done) struct gnaconfig g = {};
 	if (r >= 0) {
 		n_files = model.n_files;
 		n_units = model.n_units;
 		/* The kubernetes-version label follows the pool's version as
-		 * gardener-node-agent's config in the OSC names it. */
-		struct gnaconfig g;
+		 * gardener-node-agent's config in the OSC names it; so does
+		 * token sync. */
 		char gerr[GNACONFIG_ERROR_MAX];
 		int k = gnaconfig_from_osc(&model, &g, gerr, sizeof(gerr));
 		if (k == 0) {
 			osc_k8s = g.kubernetes_version;
 			g.kubernetes_version = NULL;
-			gnaconfig_done(&g);
 		} else if (k != -ENOENT)
 			log_warning("Secret %s: gardener-node-agent's configuration in the OSC is not usable: %s",
 				    a->secret.name, gerr);
@@ -532,6 +538,8 @@ static void on_secret(struct agent *a, enum kube_event_type type, const struct k
 	snprintf(a->checksum, sizeof(a->checksum), "%s", s->checksum);
 	free(a->osc_k8s_version);
 	a->osc_k8s_version = TAKE_PTR(osc_k8s);
+	if (tokensync_set(&a->tokens, g.token_syncs, g.n_token_syncs, g.token_sync_period_ms) < 0)
+		log_error_errno(-ENOMEM, "cannot follow the token Secrets");
 	a->rejected_checksum[0] = '\0';
 	a->rejected_data[0] = '\0';
 	a->dirty = true;
@@ -993,6 +1001,7 @@ static int start_watches(struct agent *a)
 	r = creds_init(&a->creds, &a->http, &a->cfg, a->state_fd, on_new_credentials, a);
 	if (r < 0)
 		return log_error_errno(r, "cannot set up the client certificate");
+	tokensync_attach(&a->tokens, &a->http);
 	r = watch_init(&a->secret, &a->http, KUBE_KIND_SECRET, a->cfg.secret_namespace, a->cfg.secret_name,
 		       a->opts->once, &watch_ops, a);
 	if (r >= 0)
@@ -1011,6 +1020,7 @@ static void stop_watches(struct agent *a)
 	watch_done(&a->secret);
 	watch_done(&a->node);
 	creds_done(&a->creds);
+	tokensync_attach(&a->tokens, NULL);
 	http_client_done(&a->http);
 }
 
@@ -1064,6 +1074,7 @@ static void agent_free(struct agent *a)
 	notify_close(&a->notify);
 	free(a->osc);
 	free(a->osc_k8s_version);
+	tokensync_done(&a->tokens);
 	free(a->node_rv);
 	free(a->node_applied_checksum);
 	free(a->node_k8s_version);
@@ -1259,6 +1270,11 @@ int agent_run(const struct agent_options *o)
 		}
 		uint64_t next = min_u64(watch_tick(&a.secret, now), watch_tick(&a.node, now));
 		next = min_u64(next, creds_tick(&a.creds, now));
+		next = min_u64(next, tokensync_tick(&a.tokens, now));
+		if (a.tokens.changed) {
+			a.tokens.changed = false;
+			a.dirty = true;
+		}
 		/* The local inputs are re-read with the same period as the remote
 		 * ones (inotify covers result.json; this covers missed events and
 		 * the host keys, which nothing announces). */

@@ -292,7 +292,7 @@ void stock_print(const struct stock *s, const struct config *c, FILE *f)
 	row(f, "node.machineName", c->machine_name, s->from_machine);
 	row(f, "node.zone", c->zone, s->from_zone);
 	for (size_t i = 0; i < s->gna.n_token_syncs; i++)
-		fprintf(f, "  token sync %-17zu Secret kube-system/%s -> %s (not carried out yet)\n", i,
+		fprintf(f, "  token sync %-17zu Secret kube-system/%s -> %s (from the OSC's copy)\n", i,
 			s->gna.token_syncs[i].secret_name, s->gna.token_syncs[i].path);
 }
 

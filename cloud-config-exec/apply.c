@@ -33,6 +33,7 @@
 #include "osc.h"
 #include "result.h"
 #include "sshkeys.h"
+#include "tokens.h"
 #include "state.h"
 #include "units.h"
 
@@ -372,6 +373,11 @@ int apply_osc(const struct apply_ctx *c, const char *osc, size_t len, const stru
 	r = kubelet_bootstrap_apply(c->rootfd, d);
 	if (r < 0)
 		return fail_result(statefd, &res, "kubelet-bootstrap", "cannot write " KUBELET_BOOTSTRAP_KUBECONFIG);
+	changed = changed || r > 0;
+	/* 1c. Synced tokens (before units that check for them start). */
+	r = tokens_apply(c->rootfd, d);
+	if (r < 0)
+		return fail_result(statefd, &res, "tokens", "a synced token could not be written (see the journal)");
 	changed = changed || r > 0;
 
 	/* 2. Units (and the Node's restart request). */

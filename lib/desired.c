@@ -65,6 +65,17 @@ static int check(const struct desired *d, const char **err)
 	if (d->kb_server && (!fsx_path_is_safe(d->kb_ca_file, PATH_MAX) || !fsx_path_is_safe(d->kb_token_file, PATH_MAX) ||
 			     strpbrk(d->kb_ca_file, "\"\\") || strpbrk(d->kb_token_file, "\"\\")))
 		return set_err(err, "kubeletBootstrap: caFile/tokenFile not absolute normalised paths", -EINVAL);
+	if (d->n_tokens > DESIRED_TOKENS_MAX)
+		return set_err(err, "tokens: more than DESIRED_TOKENS_MAX", -EMSGSIZE);
+	for (size_t i = 0; i < d->n_tokens; i++) {
+		if (!d->tokens[i].path || !fsx_path_is_safe(d->tokens[i].path, PATH_MAX))
+			return set_err(err, "tokens[].path: not an absolute normalised path", -EINVAL);
+		if (!d->tokens[i].token || strnlen(d->tokens[i].token, DESIRED_TOKEN_MAX + 1) > DESIRED_TOKEN_MAX)
+			return set_err(err, "tokens[].token: missing or larger than DESIRED_TOKEN_MAX", -EINVAL);
+		for (size_t k = 0; k < i; k++)
+			if (strcmp(d->tokens[k].path, d->tokens[i].path) == 0)
+				return set_err(err, "tokens[].path: given twice", -EINVAL);
+	}
 	if (!d->restart_id != !d->restart_units)
 		return set_err(err, "restart: id and units go together", -EINVAL);
 	if (d->restart_id) {
@@ -108,6 +119,21 @@ int desired_format(const struct desired *d, char **ret, size_t *ret_len)
 		if (!jsonx_add_strv(restart, "units", d->restart_units))
 			return -ENOMEM;
 	}
+	if (d->n_tokens) {
+		cJSON *arr = cJSON_AddArrayToObject(root, "tokens");
+		if (!arr)
+			return -ENOMEM;
+		for (size_t i = 0; i < d->n_tokens; i++) {
+			cJSON *o = cJSON_CreateObject();
+			if (!o || !cJSON_AddItemToArray(arr, o)) {
+				cJSON_Delete(o);
+				return -ENOMEM;
+			}
+			if (!cJSON_AddStringToObject(o, "path", d->tokens[i].path) ||
+			    !cJSON_AddStringToObject(o, "token", d->tokens[i].token))
+				return -ENOMEM;
+		}
+	}
 	if (d->kb_server) {
 		cJSON *kb = cJSON_AddObjectToObject(root, "kubeletBootstrap");
 		if (!kb || !cJSON_AddStringToObject(kb, "server", d->kb_server) ||
@@ -133,7 +159,8 @@ int desired_format(const struct desired *d, char **ret, size_t *ret_len)
 }
 
 static const char *const top_keys[] = { "version", "checksum", "generation", "sshAccess", "osc",
-					"keyDocument", "restart", "kubeletBootstrap", NULL };
+					"keyDocument", "restart", "kubeletBootstrap", "tokens", NULL };
+static const char *const token_keys[] = { "path", "token", NULL };
 static const char *const kb_keys[] = { "server", "caFile", "tokenFile", "nodeRegistered", NULL };
 static const char *const restart_keys[] = { "id", "units", NULL };
 
@@ -216,6 +243,29 @@ int desired_parse(const char *data, size_t len, struct desired *ret, const char 
 			return set_err(err, "out of memory", r);
 	}
 
+	const cJSON *toks = cJSON_GetObjectItemCaseSensitive(root, "tokens");
+	if (toks) {
+		if (!cJSON_IsArray(toks))
+			return set_err(err, "tokens: not an array", -EINVAL);
+		int n = cJSON_GetArraySize(toks);
+		if (n > (int)DESIRED_TOKENS_MAX)
+			return set_err(err, "tokens: more than DESIRED_TOKENS_MAX", -EMSGSIZE);
+		if (n > 0 && !(d.tokens = calloc((size_t)n, sizeof(*d.tokens))))
+			return set_err(err, "out of memory", -ENOMEM);
+		const cJSON *t;
+		cJSON_ArrayForEach(t, toks)
+		{
+			if (!cJSON_IsObject(t) || jsonx_check_keys(t, token_keys, NULL) < 0)
+				return set_err(err, "tokens[]: not an object of path and token", -EINVAL);
+			const cJSON *p = cJSON_GetObjectItemCaseSensitive(t, "path");
+			const cJSON *v = cJSON_GetObjectItemCaseSensitive(t, "token");
+			if (!cJSON_IsString(p) || !cJSON_IsString(v))
+				return set_err(err, "tokens[]: path or token missing or not a string", -EINVAL);
+			struct desired_token *dt = &d.tokens[d.n_tokens++];
+			if (take_string(p, &dt->path) < 0 || take_string(v, &dt->token) < 0)
+				return set_err(err, "out of memory", -ENOMEM);
+		}
+	}
 	const cJSON *kb = cJSON_GetObjectItemCaseSensitive(root, "kubeletBootstrap");
 	if (kb) {
 		if (!cJSON_IsObject(kb))
@@ -253,5 +303,13 @@ void desired_done(struct desired *d)
 	free(d->kb_server);
 	free(d->kb_ca_file);
 	free(d->kb_token_file);
+	for (size_t i = 0; i < d->n_tokens; i++) {
+		free(d->tokens[i].path);
+		if (d->tokens[i].token) {
+			explicit_bzero(d->tokens[i].token, strlen(d->tokens[i].token));
+			free(d->tokens[i].token);
+		}
+	}
+	free(d->tokens);
 	memset(d, 0, sizeof(*d));
 }

@@ -539,3 +539,27 @@ char *kube_merge_patch(const struct kube_patch_entry *annotations, size_t n_anno
 		return NULL;
 	return cJSON_PrintUnformatted(root);
 }
+
+int kube_secret_data(const char *data, size_t len, const char *key, size_t max, unsigned char **ret,
+		     size_t *ret_len, const char **err)
+{
+	_cleanup_cjson_ cJSON *j = NULL;
+	int r = parse_object(data, len, &j);
+	if (r < 0)
+		return seterr(err, "not a JSON object", r);
+	const cJSON *kind = cJSON_GetObjectItemCaseSensitive(j, "kind");
+	if (!cJSON_IsString(kind) || strcmp(kind->valuestring, "Secret") != 0)
+		return seterr(err, "kind: not Secret", -EINVAL);
+	const cJSON *d = cJSON_GetObjectItemCaseSensitive(j, "data");
+	if (d && !cJSON_IsObject(d) && !cJSON_IsNull(d))
+		return seterr(err, "data: not an object", -EINVAL);
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(d, key);
+	if (!v || cJSON_IsNull(v))
+		return seterr(err, "data: key missing", -ENOENT);
+	if (!cJSON_IsString(v))
+		return seterr(err, "data: value not a string", -EINVAL);
+	r = b64_decode(v->valuestring, strlen(v->valuestring), max, 0, ret, ret_len);
+	if (r < 0)
+		return seterr(err, r == -EMSGSIZE ? "data: value too large" : "data: value not base64", r);
+	return 0;
+}

@@ -96,6 +96,12 @@ int kube_secret_parse(const char *data, size_t len, size_t max_osc, struct kube_
 		      const char **err);
 void kube_secret_done(struct kube_secret *s);
 
+/* data[key] of a Secret (kind "Secret"), strict base64, at most max decoded
+ * bytes: 0 and *ret (new, NUL-terminated), -ENOENT when the key is absent,
+ * -EINVAL/-EMSGSIZE otherwise (err names the problem). Pure. */
+int kube_secret_data(const char *data, size_t len, const char *key, size_t max, unsigned char **ret,
+		     size_t *ret_len, const char **err);
+
 /* Checks the Secret's checksum annotation against the lowercase hex SHA-256
  * of its decoded osc.yaml. -ENODATA when either is missing, -EBADMSG on a
  * mismatch (including upper-case hex: the producer writes lowercase), 0 when

@@ -9,7 +9,8 @@
 # that file, or with a malformed one, every unit restarts (a full apply).
 # The kubelet's bootstrap kubeconfig from desired.json: written 0600 from the
 # bootstrap token, removed with the token once the Node is registered, not
-# written when the kubelet has its own kubeconfig.
+# written when the kubelet has its own kubeconfig. Synced tokens from
+# desired.json: 0640, written only when they differ or are gone.
 source "$TESTS_DIR/lib/common.sh"
 source "$TESTS_DIR/lib/exec.sh"
 require_root
@@ -136,6 +137,26 @@ mkdir -p "$R/var/lib/kubelet" && echo real >"$R/var/lib/kubelet/kubeconfig-real"
 desired false 3
 cce "$R" apply-desired 2>/dev/null
 check "the kubelet has its own kubeconfig: no bootstrap kubeconfig" test ! -e "$KB"
+
+# --- token sync through desired.json: written 0640, only when it differs, again
+# when removed on the node
+python3 - "$W/v2.yaml" "$R/var/lib/node-agent/desired.json" <<-'PY'
+	import hashlib, json, sys
+	osc = open(sys.argv[1], "rb").read()
+	d = {"version": 1, "checksum": hashlib.sha256(osc).hexdigest(), "osc": osc.decode(), "generation": 9,
+	     "tokens": [{"path": "/var/lib/otelcol/auth-token", "token": "otel-token-1"}]}
+	open(sys.argv[2], "w").write(json.dumps(d))
+	PY
+TOK=$R/var/lib/otelcol/auth-token
+check "token sync: apply-desired succeeds" cce "$R" apply-desired 2>"$W/tok.log"
+check "... the token is written, 0640 ($(stat -c %a "$TOK" 2>&1))" \
+	test "$(stat -c %a "$TOK" 2>/dev/null)-$(cat "$TOK" 2>/dev/null)" = "640-otel-token-1"
+ino=$(stat -c %i "$TOK")
+cce "$R" apply-desired 2>/dev/null
+check "... not rewritten when unchanged" test "$(stat -c %i "$TOK")" = "$ino"
+rm -f "$TOK"
+cce "$R" apply-desired 2>/dev/null
+check "... written again after it was removed on the node" test "$(cat "$TOK" 2>/dev/null)" = otel-token-1
 
 # --- a malformed record of gardener-node-agent: not trusted, a full apply
 R2=$W/root2

@@ -268,6 +268,23 @@ python3 - "$DES" "$ROOT/var/lib/cloud-config-exec/result.json" <<-'PY'
 label_is() { test "$(kube_label worker.gardener.cloud/kubernetes-version node-late)" = "$1"; }
 check "kubernetes-version label from gardener-node-agent's config in the OSC (1.33.3), not the static one" \
 	wait_for 20 label_is 1.33.3
+
+# Token sync: the OSC's config names two token Secrets; one has a token, the
+# other none (one clear line, nothing handed over for it).
+kctl POST /secret "{\"namespace\": \"kube-system\", \"name\": \"shoot-access-otelcol\", \"osc\": \"\", \"checksum\": \"none\", \"data\": {\"token\": \"$(printf 'otel-token-1' | base64 -w0)\"}}" >/dev/null
+kctl POST /secret '{"namespace": "kube-system", "name": "no-token", "osc": "", "checksum": "none", "data": {"other": "eA=="}}' >/dev/null
+{
+	cat "$S/v1.yaml"
+	printf '  - path: /var/lib/gardener-node-agent/config-v1.149.4.yaml\n    permissions: 384\n    content:\n      inline:\n'
+	printf '        encoding: b64\n        data: %s\n' "$(printf 'apiVersion: nodeagent.config.gardener.cloud/v1alpha1\nkind: NodeAgentConfiguration\ncontrollers:\n  operatingSystemConfig:\n    kubernetesVersion: 1.33.3\n  token:\n    syncConfigs:\n    - secretName: shoot-access-otelcol\n      path: /var/lib/otelcol/auth-token\n    - secretName: no-token\n      path: /var/lib/x/token\n    syncPeriod: 12h\n' | base64 -w0)"
+} >"$S/v3.yaml"
+kube_secret "$S/v3.yaml" >/dev/null
+tokens_are() { test "$(python3 -c 'import json,sys; print(json.dumps(json.load(open(sys.argv[1])).get("tokens")))' "$DES" 2>/dev/null)" = "$1"; }
+check "token sync: the token Secret's token is handed over for its path" \
+	wait_for 20 tokens_are '[{"path": "/var/lib/otelcol/auth-token", "token": "otel-token-1"}]'
+check "... a token Secret without \"token\": one clear line" \
+	logged 'token sync: Secret kube-system/no-token for /var/lib/x/token: no key "token"'
+check "... logged once" test "$(grep -c 'Secret kube-system/no-token' "$LOG")" = 1
 stop
 
 # --- 6. a node migrating from gardener-node-agent keeps its identity -----------
