@@ -25,14 +25,18 @@
 #include "config.h"
 #include "desired.h"
 #include "fsx.h"
+#include "gnaconfig.h"
 #include "http.h"
 #include "kube.h"
 #include "log.h"
 #include "node.h"
 #include "notify.h"
 #include "osc.h"
+#include "credentials.h"
 #include "result.h"
 #include "filter.h"
+#include "stock.h"
+#include "tokensync.h"
 #include "watch.h"
 
 #define DESIRED_FILE "desired.json"
@@ -55,11 +59,15 @@ struct agent {
 	struct http_client http;
 	struct watch secret;
 	struct watch node;
+	struct creds creds;         /* client certificate through the CSR API */
+	struct tokensync tokens;    /* token sync (tokensync.c) */
+	bool new_credentials;       /* creds installed a certificate: re-read now */
 
 	/* The last good OSC: verified checksum, parsed by osc_parse(). */
 	char *osc;
 	size_t osc_len;
 	char checksum[65];
+	char *osc_k8s_version;      /* from gardener-node-agent's config in that OSC, or NULL */
 	/* The last Secret refused (its annotation and the SHA-256 of its data),
 	 * so it is logged once; a corrected one under the same annotation is
 	 * looked at again. */
@@ -72,6 +80,8 @@ struct agent {
 	char *node_rv;
 	char *node_applied_checksum;
 	char *node_k8s_version;
+	char *node_worker_role;     /* label node-role.kubernetes.io/worker, NULL: absent */
+	char *node_zone;
 	char *node_host_keys;
 	bool node_has_restart;
 	char *key_document;
@@ -134,12 +144,25 @@ static int check_readable(const char *what, const char *path, char *err, size_t 
 	return 0;
 }
 
-int agent_load_config(const char *path, bool check_files, struct config *ret, char *err, size_t errlen)
+int agent_load_config(const char *path, bool check_files, struct config *ret, struct stock *stock_ret, char *err,
+		      size_t errlen)
 {
 	struct config c;
+	struct stock stock = {};
 	int r = config_load(path, &c, err, errlen);
 	if (r < 0)
 		return r;
+	/* Stock user data fills what the file leaves unset (stock.c). */
+	if (c.gna_dir) {
+		char why[768];
+		r = stock_load(c.gna_dir, secure_getenv("CREDENTIALS_DIRECTORY"), &stock, why, sizeof(why));
+		if (r == 0)
+			r = stock_merge(&stock, &c);
+		if (r < 0) {
+			snprintf(err, errlen, "%s: gardener.nodeAgentDir: %s", path, r == -ENOMEM ? "out of memory" : why);
+			goto fail;
+		}
+	}
 	const char *missing = !c.server		? "apiServer.server"
 			      : !c.ca_file	? "apiServer.caFile"
 			      : !c.secret_name	? "osc.secretName"
@@ -157,7 +180,7 @@ int agent_load_config(const char *path, bool check_files, struct config *ret, ch
 		snprintf(err, errlen, "%s: %s: not a valid Kubernetes name", path, key);
 		goto fail;
 	}
-	if (!c.token_file && !c.client_cert_file && !c.bootstrap_token_file) {
+	if (!c.token_file && !c.client_cert_file && !c.bootstrap_token_file && !c.machine_name) {
 		snprintf(err, errlen,
 			 "%s: apiServer: no credential (tokenFile, clientCertificateFile + clientKeyFile, "
 			 "bootstrapTokenFile)",
@@ -178,8 +201,13 @@ int agent_load_config(const char *path, bool check_files, struct config *ret, ch
 		}
 	}
 	*ret = c;
+	if (stock_ret)
+		*stock_ret = stock;
+	else
+		stock_done(&stock);
 	return 0;
 fail:
+	stock_done(&stock);
 	config_done(&c);
 	return -EINVAL;
 }
@@ -246,6 +274,18 @@ static int format_desired(struct agent *a, char *osc, size_t osc_len, const char
 		.generation = generation,
 	};
 	snprintf(d.checksum, sizeof(d.checksum), "%s", checksum);
+	_cleanup_free_ struct desired_token *tokens = NULL;
+	if (tokensync_desired(&a->tokens, &tokens, &d.n_tokens) < 0)
+		return -ENOMEM;
+	d.tokens = tokens;
+	/* The kubelet's bootstrap kubeconfig, until the Node is registered. */
+	char ca[PATH_MAX], token[PATH_MAX];
+	if (stock_kubelet_paths(&a->cfg, ca, sizeof(ca), token, sizeof(token))) {
+		d.kb_server = a->cfg.server;
+		d.kb_ca_file = ca;
+		d.kb_token_file = token;
+		d.kb_node_registered = a->node_exists;
+	}
 	return desired_format(&d, ret, ret_len);
 }
 
@@ -445,9 +485,22 @@ static void on_secret(struct agent *a, enum kube_event_type type, const struct k
 	struct osc_error oerr = {};
 	size_t n_files = 0, n_units = 0;
 	r = osc_parse((const char *)s->osc, s->osc_len, a->cfg.state_dir, &model, &oerr);
+	_cleanup_free_ char *osc_k8s = NULL;
+	_cleanup_(gnaconfig_done) struct gnaconfig g = {};
 	if (r >= 0) {
 		n_files = model.n_files;
 		n_units = model.n_units;
+		/* The kubernetes-version label follows the pool's version as
+		 * gardener-node-agent's config in the OSC names it; so does
+		 * token sync. */
+		char gerr[GNACONFIG_ERROR_MAX];
+		int k = gnaconfig_from_osc(&model, &g, gerr, sizeof(gerr));
+		if (k == 0) {
+			osc_k8s = g.kubernetes_version;
+			g.kubernetes_version = NULL;
+		} else if (k != -ENOENT)
+			log_warning("Secret %s: gardener-node-agent's configuration in the OSC is not usable: %s",
+				    a->secret.name, gerr);
 		osc_done(&model);
 	}
 	/* What the executor is handed must pass its checks too (libyaml reads
@@ -483,6 +536,10 @@ static void on_secret(struct agent *a, enum kube_event_type type, const struct k
 	a->osc = copy;
 	a->osc_len = s->osc_len;
 	snprintf(a->checksum, sizeof(a->checksum), "%s", s->checksum);
+	free(a->osc_k8s_version);
+	a->osc_k8s_version = TAKE_PTR(osc_k8s);
+	if (tokensync_set(&a->tokens, g.token_syncs, g.n_token_syncs, g.token_sync_period_ms) < 0)
+		log_error_errno(-ENOMEM, "cannot follow the token Secrets");
 	a->rejected_checksum[0] = '\0';
 	a->rejected_data[0] = '\0';
 	a->dirty = true;
@@ -511,6 +568,7 @@ static int record_node(struct agent *a, const struct kube_node *n)
 	if (replace_str(&a->node_rv, n->resource_version) < 0 ||
 	    replace_str(&a->node_applied_checksum, n->applied_checksum) < 0 ||
 	    replace_str(&a->node_k8s_version, n->kubernetes_version) < 0 ||
+	    replace_str(&a->node_worker_role, n->worker_role) < 0 || replace_str(&a->node_zone, n->zone) < 0 ||
 	    replace_str(&a->node_host_keys, n->ssh_host_keys) < 0)
 		return log_error_errno(-ENOMEM, "cannot record the Node");
 	return 0;
@@ -632,21 +690,28 @@ static const struct watch_ops watch_ops = {
 
 /* The annotations and labels the Node lacks (the restart request aside). */
 static void node_patch_entries(const struct agent *a, struct kube_patch_entry ann[static 2], size_t *n_ann,
-			       struct kube_patch_entry lab[static 1], size_t *n_lab)
+			       struct kube_patch_entry lab[static 3], size_t *n_lab)
 {
 	bool ok = applied_ok(a);
 	*n_ann = *n_lab = 0;
 	if (ok && !streq_null(a->node_applied_checksum, a->written_checksum))
 		ann[(*n_ann)++] = (struct kube_patch_entry){ KUBE_ANN_NODE_CHECKSUM, a->written_checksum };
-	if (ok && a->cfg.kubernetes_version && !streq_null(a->node_k8s_version, a->cfg.kubernetes_version))
-		lab[(*n_lab)++] = (struct kube_patch_entry){ KUBE_LABEL_K8S_VERSION, a->cfg.kubernetes_version };
+	const char *k8s = a->osc_k8s_version ? a->osc_k8s_version : a->cfg.kubernetes_version;
+	if (ok && k8s && !streq_null(a->node_k8s_version, k8s))
+		lab[(*n_lab)++] = (struct kube_patch_entry){ KUBE_LABEL_K8S_VERSION, k8s };
+	/* As gardener-node-agent's OSC reconciler (step "labels") does, with
+	 * its stock data: the worker role and the zone file's zone. */
+	if (a->cfg.gna_dir && !a->node_worker_role)
+		lab[(*n_lab)++] = (struct kube_patch_entry){ KUBE_LABEL_WORKER_ROLE, "" };
+	if (a->cfg.zone && !streq_null(a->node_zone, a->cfg.zone))
+		lab[(*n_lab)++] = (struct kube_patch_entry){ KUBE_LABEL_ZONE, a->cfg.zone };
 	if (a->host_keys && !streq_null(a->node_host_keys, a->host_keys))
 		ann[(*n_ann)++] = (struct kube_patch_entry){ KUBE_ANN_SSH_HOST_KEYS, a->host_keys };
 }
 
 static bool node_wants_patch(const struct agent *a)
 {
-	struct kube_patch_entry ann[2], lab[1];
+	struct kube_patch_entry ann[2], lab[3];
 	size_t n_ann, n_lab;
 	node_patch_entries(a, ann, &n_ann, lab, &n_lab);
 	return n_ann > 0 || n_lab > 0;
@@ -721,7 +786,7 @@ static int maybe_patch(struct agent *a, uint64_t now)
 {
 	if (a->patch_req || !a->node_exists || now < a->patch_wake_at)
 		return 0;
-	struct kube_patch_entry ann[3], lab[1];
+	struct kube_patch_entry ann[3], lab[3];
 	size_t n_ann, n_lab;
 	bool removes_restart = false;
 	node_patch_entries(a, ann, &n_ann, lab, &n_lab);
@@ -922,11 +987,21 @@ static void refresh_host_keys(struct agent *a)
 
 /* ---- lifecycle ----------------------------------------------------------------- */
 
+static void on_new_credentials(void *userdata)
+{
+	struct agent *a = userdata;
+	a->new_credentials = true;
+}
+
 static int start_watches(struct agent *a)
 {
 	int r = http_client_init(&a->http, &a->cfg);
 	if (r < 0)
 		return log_error_errno(r, "cannot initialise libcurl");
+	r = creds_init(&a->creds, &a->http, &a->cfg, a->state_fd, on_new_credentials, a);
+	if (r < 0)
+		return log_error_errno(r, "cannot set up the client certificate");
+	tokensync_attach(&a->tokens, &a->http);
 	r = watch_init(&a->secret, &a->http, KUBE_KIND_SECRET, a->cfg.secret_namespace, a->cfg.secret_name,
 		       a->opts->once, &watch_ops, a);
 	if (r >= 0)
@@ -944,6 +1019,8 @@ static void stop_watches(struct agent *a)
 	a->patch_req = NULL;
 	watch_done(&a->secret);
 	watch_done(&a->node);
+	creds_done(&a->creds);
+	tokensync_attach(&a->tokens, NULL);
 	http_client_done(&a->http);
 }
 
@@ -952,7 +1029,7 @@ static void reload_config(struct agent *a)
 	struct config c;
 	char err[1024];
 	a->reload = false;
-	if (agent_load_config(a->opts->config_path, false, &c, err, sizeof(err)) < 0) {
+	if (agent_load_config(a->opts->config_path, false, &c, NULL, err, sizeof(err)) < 0) {
 		log_error("configuration not reloaded, keeping the old one: %s", err);
 		return;
 	}
@@ -996,9 +1073,13 @@ static void agent_free(struct agent *a)
 		close(a->root_fd);
 	notify_close(&a->notify);
 	free(a->osc);
+	free(a->osc_k8s_version);
+	tokensync_done(&a->tokens);
 	free(a->node_rv);
 	free(a->node_applied_checksum);
 	free(a->node_k8s_version);
+	free(a->node_worker_role);
+	free(a->node_zone);
 	free(a->node_host_keys);
 	free(a->key_document);
 	free(a->restart_value);
@@ -1098,7 +1179,7 @@ int agent_run(const struct agent_options *o)
 	char err[1024];
 	int ret = AGENT_EXIT_CONFIG;
 
-	if (agent_load_config(o->config_path, false, &a.cfg, err, sizeof(err)) < 0) {
+	if (agent_load_config(o->config_path, false, &a.cfg, NULL, err, sizeof(err)) < 0) {
 		log_error("%s", err);
 		return AGENT_EXIT_CONFIG;
 	}
@@ -1181,7 +1262,19 @@ int agent_run(const struct agent_options *o)
 			free(a.switch_secret);
 			a.switch_secret = NULL;
 		}
+		if (a.new_credentials) {
+			/* Requests that failed without it are retried now. */
+			a.new_credentials = false;
+			watch_resync(&a.secret);
+			watch_resync(&a.node);
+		}
 		uint64_t next = min_u64(watch_tick(&a.secret, now), watch_tick(&a.node, now));
+		next = min_u64(next, creds_tick(&a.creds, now));
+		next = min_u64(next, tokensync_tick(&a.tokens, now));
+		if (a.tokens.changed) {
+			a.tokens.changed = false;
+			a.dirty = true;
+		}
 		/* The local inputs are re-read with the same period as the remote
 		 * ones (inotify covers result.json; this covers missed events and
 		 * the host keys, which nothing announces). */

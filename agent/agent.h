@@ -27,10 +27,15 @@ struct agent_options {
 
 /* Loads and checks the configuration for the daemon: what config_load()
  * checks plus what the agent needs (server, CA, Secret and Node names, a
- * credential). With check_files, every credential/CA file must be readable.
- * Logs nothing; err receives the reason. */
+ * credential), after filling unset settings from gardener-node-agent's
+ * stock user data when gardener.nodeAgentDir names it (stock.h). With
+ * check_files, every credential/CA file must be readable. With stock_ret,
+ * the stock data and the origins of the settings are handed over (free with
+ * stock_done()). Logs nothing; err receives the reason. */
 struct config;
-int agent_load_config(const char *path, bool check_files, struct config *ret, char *err, size_t errlen);
+struct stock;
+int agent_load_config(const char *path, bool check_files, struct config *ret, struct stock *stock_ret, char *err,
+		      size_t errlen);
 
 /* Runs the daemon (or one reconcile with o->once); returns an AGENT_EXIT_*
  * code. Logs every decision. */

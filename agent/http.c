@@ -54,6 +54,7 @@ void http_client_done(struct http_client *c)
 	if (c->multi)
 		curl_multi_cleanup(c->multi);
 	token_forget(c);
+	free(c->client_pem);
 	*c = (struct http_client){};
 }
 
@@ -212,6 +213,13 @@ static int set_credentials(struct http_client *c, struct http_request *r)
 
 	if (r_tok < 0 && r_tok != -ENOENT)
 		log_debug_errno(r_tok, "bearer token file %s unusable", cfg->token_file);
+	if (r_tok < 0 && c->client_pem) {
+		curl_easy_setopt(r->easy, CURLOPT_SSLCERT, c->client_pem);
+		curl_easy_setopt(r->easy, CURLOPT_SSLCERTTYPE, "PEM");
+		curl_easy_setopt(r->easy, CURLOPT_SSLKEY, c->client_pem);
+		curl_easy_setopt(r->easy, CURLOPT_SSLKEYTYPE, "PEM");
+		return 0;
+	}
 	if (r_tok < 0 && cfg->client_cert_file && cfg->client_key_file) {
 		curl_easy_setopt(r->easy, CURLOPT_SSLCERT, cfg->client_cert_file);
 		curl_easy_setopt(r->easy, CURLOPT_SSLCERTTYPE, "PEM");
@@ -240,6 +248,16 @@ static int set_credentials(struct http_client *c, struct http_request *r)
 	if (bootstrap)
 		explicit_bzero(bootstrap, strlen(bootstrap));
 	return k;
+}
+
+int http_set_client_pem(struct http_client *c, const char *path)
+{
+	char *p = NULL;
+	if (path && !(p = strdup(path)))
+		return -ENOMEM;
+	free(c->client_pem);
+	c->client_pem = p;
+	return 0;
 }
 
 int http_start(struct http_client *c, const char *method, const char *path, const char *query,

@@ -36,6 +36,7 @@ struct http_client {
 	off_t token_size;
 	struct timespec token_mtime;
 	char *token;
+	char *client_pem;     /* certificate + key from the CSR API (credentials.c); NULL: none */
 	unsigned n_active;
 	uint64_t n_requests;  /* requests started since init (for STATUS and tests) */
 };
@@ -82,6 +83,14 @@ void http_client_done(struct http_client *c);
 int http_start(struct http_client *c, const char *method, const char *path, const char *query,
 	       const char *payload, const char *content_type, bool watch, kube_line_cb on_line,
 	       http_done_cb done, void *userdata, struct http_request **ret);
+
+/* Uses the PEM file at path (certificate chain and private key together,
+ * replaced atomically by its owner) as the client certificate of every
+ * request started from now on, after the bearer token file and before
+ * apiServer.clientCertificateFile and the bootstrap token; NULL stops using
+ * it. libcurl reads the file for each new connection, so a renewed
+ * certificate takes effect without a restart. */
+int http_set_client_pem(struct http_client *c, const char *path);
 
 /* Aborts a request without calling its done callback and frees it. */
 void http_cancel(struct http_request *req);

@@ -11,6 +11,7 @@
 #include "config.h"
 #include "fsx.h"
 #include "log.h"
+#include "stock.h"
 
 #ifndef NA_VERSION
 #define NA_VERSION "0.1"
@@ -120,11 +121,15 @@ static int run(void)
 {
 	if (arg.check_config) {
 		struct config c;
+		struct stock stock;
 		char err[1024];
-		if (agent_load_config(arg.config_path, true, &c, err, sizeof(err)) < 0) {
+		if (agent_load_config(arg.config_path, true, &c, &stock, err, sizeof(err)) < 0) {
 			fprintf(stderr, "%s\n", err);
 			return 1;
 		}
+		if (c.gna_dir)
+			stock_print(&stock, &c, stdout);
+		stock_done(&stock);
 		config_done(&c);
 		printf("configuration OK\n");
 		return 0;

@@ -28,6 +28,7 @@
 #include "containerd.h"
 #include "desired.h"
 #include "files.h"
+#include "kubelet.h"
 #include "fsx.h"
 #include "images.h"
 #include "log.h"
@@ -35,6 +36,7 @@
 #include "result.h"
 #include "revoke.h"
 #include "sshkeys.h"
+#include "tokens.h"
 #include "state.h"
 #include "units.h"
 
@@ -160,6 +162,38 @@ static int open_state_dir(const struct apply_ctx *c, bool create)
 	return fd;
 }
 
+/* gardener-node-agent's record of what it applied last (gardener/gardener
+ * pkg/apis/config/nodeagent/v1alpha1/types.go
+ * LastAppliedOperatingSystemConfigFilePath, written by the OSC reconciler
+ * with the whole OperatingSystemConfig), relative to the root. */
+#define GNA_LAST_APPLIED "var/lib/gardener-node-agent/last-applied-osc.yaml"
+
+/* On a node gardener-node-agent configured, its last-applied OSC stands in
+ * for ours until we have one: taking over then restarts only the units whose
+ * definition differs, not every unit (containerd and the kubelet included).
+ * Its files stay not ours (they are never removed by us). */
+static struct osc *adopt_gna(const struct apply_ctx *c)
+{
+	_cleanup_free_ char *data = NULL;
+	size_t len;
+	int r = fsx_read_at(c->rootfd, GNA_LAST_APPLIED, OSC_INPUT_MAX, &data, &len);
+	if (r == -ENOENT)
+		return NULL;
+	if (r < 0) {
+		log_warning_errno(r, "Cannot read gardener-node-agent's /%s; doing a full apply", GNA_LAST_APPLIED);
+		return NULL;
+	}
+	struct osc *o = NULL;
+	if (parse_osc(c, data, len, "gardener-node-agent's last applied OSC", &o) < 0) {
+		log_warning("gardener-node-agent's /%s does not parse; doing a full apply", GNA_LAST_APPLIED);
+		return NULL;
+	}
+	log_notice("No last-applied record of our own: adopting gardener-node-agent's /%s (%zu files, %zu units), "
+		   "so only units whose definition differs restart",
+		   GNA_LAST_APPLIED, o->n_files, o->n_units);
+	return o;
+}
+
 /* The last applied OSC, or NULL when there is none or it cannot be trusted. */
 static struct osc *load_old(const struct apply_ctx *c, int statefd, char checksum[static 65])
 {
@@ -167,10 +201,10 @@ static struct osc *load_old(const struct apply_ctx *c, int statefd, char checksu
 	size_t len;
 	checksum[0] = '\0';
 	if (statefd < 0)
-		return NULL;
+		return adopt_gna(c);
 	int r = state_load_last_applied(statefd, &data, &len, checksum);
 	if (r == -ENOENT)
-		return NULL;
+		return adopt_gna(c);
 	if (r < 0) {
 		log_warning_errno(r, "%s/%s is damaged or unreadable; doing a full apply (every unit restarts)",
 				  c->cfg->exec_state_dir, STATE_LAST_APPLIED);
@@ -350,12 +384,27 @@ int apply_osc(const struct apply_ctx *c, const char *osc, size_t len, const stru
 			return fail_result(statefd, &res, "files", "cannot save the progress record");
 	}
 
-	/* 1b. containerd's configuration (criConfig; containerd.h). A failure
+	/* 1b. The kubelet's bootstrap kubeconfig, before the units step
+	 * (re)starts the kubelet. */
+	r = kubelet_bootstrap_apply(c->rootfd, d);
+	if (r < 0) {
+		keys_anyway(c, new, d, &st, statefd);
+		return fail_result(statefd, &res, "kubelet-bootstrap", "cannot write " KUBELET_BOOTSTRAP_KUBECONFIG);
+	}
+	changed = changed || r > 0;
+	/* 1c. Synced tokens (before units that check for them start). */
+	r = tokens_apply(c->rootfd, d);
+	if (r < 0) {
+		keys_anyway(c, new, d, &st, statefd);
+		return fail_result(statefd, &res, "tokens", "a synced token could not be written (see the journal)");
+	}
+	changed = changed || r > 0;
+	/* 1d. containerd's configuration (criConfig; containerd.h). A failure
 	 * is reported at the end: units, keys and the snapshot still apply. */
 	bool restart_containerd = false;
 	_cleanup_free_ char *cri_error = NULL;
 	int cri_r = containerd_apply(c->rootfd, CONTAINERD_BIN, old, new, &restart_containerd, &cri_error);
-	/* 1c. Image files (images.h): a failed pull keeps the old file and
+	/* 1e. Image files (images.h): a failed pull keeps the old file and
 	 * fails the step "images" at the end, after units and keys. */
 	struct images_ctx ic = { .address = c->containerd_address ? c->containerd_address : IMAGES_ADDRESS_DEFAULT,
 				 .puller_fd = c->puller_fd };

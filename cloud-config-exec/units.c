@@ -29,7 +29,6 @@
 #define UNIT_FILE_MODE 0644
 #define DROPIN_DIR_MODE 0755
 
-#define SUPERSEDED_REASON "superseded by cloud-config-exec's native SSH key handling"
 
 struct plan_item {
 	struct units_plan_entry e;  /* e.unit and e.reason point at the two below */
@@ -58,9 +57,26 @@ struct units_plan {
  * same natively and safely (keys step), so these two units would only race
  * with it: they are never written, enabled or started (and copies left armed
  * by gardener-node-agent are stopped and disabled: find_superseded()). */
+/*
+ * gardener-node-agent itself (its unit, and gardener-node-init.service that
+ * installs and starts it from the user data) is superseded by node-agent and
+ * this executor, which do its duties: a second agent on the node would
+ * apply the same OSC concurrently (or fail every RestartSec=5 without its
+ * binary). Its unit is in every OSC (gardener/gardener pkg/component/
+ * extensions/operatingsystemconfig/original/components/nodeagent,
+ * UnitName/InitUnitName in pkg/apis/config/nodeagent/v1alpha1/types.go). */
+static const char *superseded_reason(const char *name)
+{
+	if (strcmp(name, "gardener-user.service") == 0 || strcmp(name, "gardener-user.path") == 0)
+		return "superseded by cloud-config-exec's native SSH key handling";
+	if (strcmp(name, "gardener-node-agent.service") == 0 || strcmp(name, "gardener-node-init.service") == 0)
+		return "superseded by node-agent and cloud-config-exec, which do gardener-node-agent's work";
+	return NULL;
+}
+
 static bool unit_is_superseded(const char *name)
 {
-	return strcmp(name, "gardener-user.service") == 0 || strcmp(name, "gardener-user.path") == 0;
+	return superseded_reason(name) != NULL;
 }
 
 static const struct osc_unit *find_unit(const struct osc *osc, const char *name)
@@ -361,7 +377,7 @@ static int plan_new_unit(struct units_plan *p, const struct osc_unit *o, const s
 	const char *file;
 
 	if (unit_is_superseded(n->name))
-		return plan_add(p, n->name, UNITS_SUPERSEDED, o, n, SUPERSEDED_REASON);
+		return plan_add(p, n->name, UNITS_SUPERSEDED, o, n, "%s", superseded_reason(n->name));
 
 	unsigned job = unit_stops(n) ? UNITS_STOP : UNITS_RESTART;
 	unsigned enable = unit_enabled(n) ? UNITS_ENABLE : UNITS_DISABLE;
@@ -387,7 +403,7 @@ static int plan_new_unit(struct units_plan *p, const struct osc_unit *o, const s
 static int plan_dropped_unit(struct units_plan *p, const struct osc_unit *o)
 {
 	if (unit_is_superseded(o->name))
-		return plan_add(p, o->name, UNITS_SUPERSEDED, o, NULL, SUPERSEDED_REASON);
+		return plan_add(p, o->name, UNITS_SUPERSEDED, o, NULL, "%s", superseded_reason(o->name));
 	/* We created it: it goes entirely. Gardener #10809 / PR #11015: only
 	 * what we created is deleted. */
 	if (o->content)
@@ -434,7 +450,8 @@ static int plan_request(struct units_plan *p, const char *request)
 	if (find_entry(p, name, true))
 		return plan_add(p, name, UNITS_REQUESTED, NULL, NULL, "restart requested twice");
 	if (unit_is_superseded(name))
-		return plan_add(p, name, UNITS_REQUESTED | UNITS_SUPERSEDED, NULL, NULL, SUPERSEDED_REASON);
+		return plan_add(p, name, UNITS_REQUESTED | UNITS_SUPERSEDED, NULL, NULL, "%s",
+				superseded_reason(name));
 	e = find_entry(p, name, false);
 	if (e && (e->actions & UNITS_REMOVE) && !e->new)
 		return plan_add(p, name, UNITS_REQUESTED, NULL, NULL,
@@ -1110,7 +1127,7 @@ static void disable_superseded(struct apply *a)
 			a->run[i].disk_changed = a->reload = true;
 		snprintf(field, sizeof(field), "UNIT=%s", e->unit);
 		log_fields(LOG_NOTICE, LOG_FIELDS(field), "%s: %s; the copy found on disk is %s", e->unit,
-			   SUPERSEDED_REASON,
+			   superseded_reason(e->unit),
 			   a->run[i].superseded_active ? (changed ? "stopped and disabled" : "stopped") : "disabled");
 	}
 }

@@ -21,6 +21,7 @@
 #include "cleanup.h"
 #include "config.h"
 #include "fsx.h"
+#include "gnaconfig.h"
 
 enum field_type {
 	FIELD_STRING,   /* any string */
@@ -53,6 +54,8 @@ static const struct field fields[] = {
 	F("apiServer", "noProxy", FIELD_STRING, no_proxy),
 	F("node", "name", FIELD_STRING, node_name),
 	F("node", "kubernetesVersion", FIELD_STRING, kubernetes_version),
+	F("node", "machineName", FIELD_STRING, machine_name),
+	F("node", "zone", FIELD_STRING, zone),
 	F("osc", "secretNamespace", FIELD_STRING, secret_namespace),
 	F("osc", "secretName", FIELD_STRING, secret_name),
 	F("osc", "followSecretNameLabel", FIELD_BOOL, follow_secret_name_label),
@@ -65,6 +68,7 @@ static const struct field fields[] = {
 	F("ssh", "keyDocumentPath", FIELD_PATH, key_document_path),
 	F("ssh", "maxKeyShrink", FIELD_RATIO, max_key_shrink),
 	F("ssh", "allowRoot", FIELD_BOOL, allow_root),
+	F("gardener", "nodeAgentDir", FIELD_PATH, gna_dir),
 	F("paths", "stateDir", FIELD_PATH, state_dir),
 	F("paths", "execStateDir", FIELD_PATH, exec_state_dir),
 	F("paths", "snapshot", FIELD_PATH, snapshot_path),
@@ -73,10 +77,11 @@ static const struct field fields[] = {
 	F("timeouts", "watchIdleMs", FIELD_MS, watch_idle_timeout_ms),
 	F("timeouts", "resyncMs", FIELD_MS, resync_interval_ms),
 	F("timeouts", "applyMs", FIELD_MS, apply_timeout_ms),
+	F("timeouts", "csrMs", FIELD_MS, csr_timeout_ms),
 	F("limits", "responseMaxBytes", FIELD_SIZE, response_max),
 };
 
-static const char *const sections[] = { "apiServer", "node", "osc", "ssh", "paths", "timeouts", "limits" };
+static const char *const sections[] = { "apiServer", "node", "osc", "ssh", "gardener", "paths", "timeouts", "limits" };
 
 #define STRING_MAX 4096u
 #define MS_MAX (24u * 3600u * 1000u)
@@ -286,6 +291,7 @@ static void init_unset(struct config *c)
 		.watch_idle_timeout_ms = 120000,
 		.resync_interval_ms = 300000,
 		.apply_timeout_ms = 300000,
+		.csr_timeout_ms = 900000, /* gardener-node-agent waits 15 min (certificatesigningrequest/certificate.go) */
 		.response_max = 16u << 20,
 	};
 }
@@ -306,6 +312,15 @@ static int check_consistency(const struct config *c, char *err, size_t errlen)
 		return fail(err, errlen, "osc.secretNamespace: must not be empty");
 	if (c->node_name && !*c->node_name)
 		return fail(err, errlen, "node.name: must not be empty");
+	if (c->machine_name) {
+		char why[GNACONFIG_ERROR_MAX];
+		_cleanup_free_ char *m = NULL;
+		if (gna_machine_name_parse(c->machine_name, strlen(c->machine_name), &m, why, sizeof(why)) < 0 ||
+		    strcmp(m, c->machine_name) != 0)
+			return fail(err, errlen, "node.machineName: %s", why[0] ? why : "trailing whitespace");
+	}
+	if (c->zone && !gna_label_value_is_valid(c->zone))
+		return fail(err, errlen, "node.zone: not a valid label value: \"%s\"", c->zone);
 	if (c->login_user && !*c->login_user)
 		return fail(err, errlen, "ssh.loginUser: must not be empty");
 	return 0;

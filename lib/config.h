@@ -30,6 +30,8 @@ struct config {
 	/* node */
 	char *node_name;            /* default: lowercased hostname */
 	char *kubernetes_version;   /* for the worker.gardener.cloud/kubernetes-version label */
+	char *machine_name;         /* the Machine's name: a client certificate through the CSR API */
+	char *zone;                 /* label topology.kubernetes.io/zone (stock: the zone file) */
 
 	/* osc */
 	char *secret_namespace;     /* default "kube-system" */
@@ -48,6 +50,10 @@ struct config {
 	double max_key_shrink;      /* default 0.5: refuse to drop more than half the managed keys */
 	bool allow_root;            /* default false: authkeys-cmd never serves root */
 
+	/* gardener */
+	char *gna_dir;              /* gardener-node-agent's stock user data directory
+	                               (/var/lib/gardener-node-agent); NULL: not read */
+
 	/* paths (all below --root) */
 	char *state_dir;            /* default "/var/lib/node-agent" (agent-owned) */
 	char *exec_state_dir;       /* default "/var/lib/cloud-config-exec" (root-owned) */
@@ -59,6 +65,7 @@ struct config {
 	unsigned watch_idle_timeout_ms; /* default 120000: no byte, not even a bookmark */
 	unsigned resync_interval_ms;  /* default 300000 */
 	unsigned apply_timeout_ms;    /* default 300000: --once waits this long for a result */
+	unsigned csr_timeout_ms;      /* default 900000: a CSR not issued by then is given up */
 	size_t response_max;          /* default 16 MiB */
 };
 

@@ -1,11 +1,13 @@
 /* The desired-state document; see desired.h. */
 #include <errno.h>
+#include <limits.h>
 #include <openssl/evp.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cleanup.h"
 #include "desired.h"
+#include "fsx.h"
 #include "jsonx.h"
 #include "osc.h"
 
@@ -55,6 +57,25 @@ static int check(const struct desired *d, const char **err)
 	}
 	if (d->generation > DESIRED_GENERATION_MAX)
 		return set_err(err, "generation: larger than 2^53-1", -EINVAL);
+	if (!!d->kb_server != !!d->kb_ca_file || !!d->kb_server != !!d->kb_token_file)
+		return set_err(err, "kubeletBootstrap: server, caFile and tokenFile go together", -EINVAL);
+	if (d->kb_server && (strncmp(d->kb_server, "https://", 8) != 0 || !jsonx_is_line(d->kb_server, 4096) ||
+			     strpbrk(d->kb_server, " \"'\\")))
+		return set_err(err, "kubeletBootstrap.server: not an https:// URL", -EINVAL);
+	if (d->kb_server && (!fsx_path_is_safe(d->kb_ca_file, PATH_MAX) || !fsx_path_is_safe(d->kb_token_file, PATH_MAX) ||
+			     strpbrk(d->kb_ca_file, "\"\\") || strpbrk(d->kb_token_file, "\"\\")))
+		return set_err(err, "kubeletBootstrap: caFile/tokenFile not absolute normalised paths", -EINVAL);
+	if (d->n_tokens > DESIRED_TOKENS_MAX)
+		return set_err(err, "tokens: more than DESIRED_TOKENS_MAX", -EMSGSIZE);
+	for (size_t i = 0; i < d->n_tokens; i++) {
+		if (!d->tokens[i].path || !fsx_path_is_safe(d->tokens[i].path, PATH_MAX))
+			return set_err(err, "tokens[].path: not an absolute normalised path", -EINVAL);
+		if (!d->tokens[i].token || strnlen(d->tokens[i].token, DESIRED_TOKEN_MAX + 1) > DESIRED_TOKEN_MAX)
+			return set_err(err, "tokens[].token: missing or larger than DESIRED_TOKEN_MAX", -EINVAL);
+		for (size_t k = 0; k < i; k++)
+			if (strcmp(d->tokens[k].path, d->tokens[i].path) == 0)
+				return set_err(err, "tokens[].path: given twice", -EINVAL);
+	}
 	if (!d->restart_id != !d->restart_units)
 		return set_err(err, "restart: id and units go together", -EINVAL);
 	if (d->restart_id) {
@@ -98,6 +119,29 @@ int desired_format(const struct desired *d, char **ret, size_t *ret_len)
 		if (!jsonx_add_strv(restart, "units", d->restart_units))
 			return -ENOMEM;
 	}
+	if (d->n_tokens) {
+		cJSON *arr = cJSON_AddArrayToObject(root, "tokens");
+		if (!arr)
+			return -ENOMEM;
+		for (size_t i = 0; i < d->n_tokens; i++) {
+			cJSON *o = cJSON_CreateObject();
+			if (!o || !cJSON_AddItemToArray(arr, o)) {
+				cJSON_Delete(o);
+				return -ENOMEM;
+			}
+			if (!cJSON_AddStringToObject(o, "path", d->tokens[i].path) ||
+			    !cJSON_AddStringToObject(o, "token", d->tokens[i].token))
+				return -ENOMEM;
+		}
+	}
+	if (d->kb_server) {
+		cJSON *kb = cJSON_AddObjectToObject(root, "kubeletBootstrap");
+		if (!kb || !cJSON_AddStringToObject(kb, "server", d->kb_server) ||
+		    !cJSON_AddStringToObject(kb, "caFile", d->kb_ca_file) ||
+		    !cJSON_AddStringToObject(kb, "tokenFile", d->kb_token_file) ||
+		    !cJSON_AddBoolToObject(kb, "nodeRegistered", d->kb_node_registered))
+			return -ENOMEM;
+	}
 	/* JSON escaping can grow a document past what desired_parse() takes. */
 	char *out;
 	size_t len;
@@ -115,7 +159,9 @@ int desired_format(const struct desired *d, char **ret, size_t *ret_len)
 }
 
 static const char *const top_keys[] = { "version", "checksum", "generation", "sshAccess", "osc",
-					"keyDocument", "restart", NULL };
+					"keyDocument", "restart", "kubeletBootstrap", "tokens", NULL };
+static const char *const token_keys[] = { "path", "token", NULL };
+static const char *const kb_keys[] = { "server", "caFile", "tokenFile", "nodeRegistered", NULL };
 static const char *const restart_keys[] = { "id", "units", NULL };
 
 static int take_string(const cJSON *item, char **ret)
@@ -197,6 +243,47 @@ int desired_parse(const char *data, size_t len, struct desired *ret, const char 
 			return set_err(err, "out of memory", r);
 	}
 
+	const cJSON *toks = cJSON_GetObjectItemCaseSensitive(root, "tokens");
+	if (toks) {
+		if (!cJSON_IsArray(toks))
+			return set_err(err, "tokens: not an array", -EINVAL);
+		int n = cJSON_GetArraySize(toks);
+		if (n > (int)DESIRED_TOKENS_MAX)
+			return set_err(err, "tokens: more than DESIRED_TOKENS_MAX", -EMSGSIZE);
+		if (n > 0 && !(d.tokens = calloc((size_t)n, sizeof(*d.tokens))))
+			return set_err(err, "out of memory", -ENOMEM);
+		const cJSON *t;
+		cJSON_ArrayForEach(t, toks)
+		{
+			if (!cJSON_IsObject(t) || jsonx_check_keys(t, token_keys, NULL) < 0)
+				return set_err(err, "tokens[]: not an object of path and token", -EINVAL);
+			const cJSON *p = cJSON_GetObjectItemCaseSensitive(t, "path");
+			const cJSON *v = cJSON_GetObjectItemCaseSensitive(t, "token");
+			if (!cJSON_IsString(p) || !cJSON_IsString(v))
+				return set_err(err, "tokens[]: path or token missing or not a string", -EINVAL);
+			struct desired_token *dt = &d.tokens[d.n_tokens++];
+			if (take_string(p, &dt->path) < 0 || take_string(v, &dt->token) < 0)
+				return set_err(err, "out of memory", -ENOMEM);
+		}
+	}
+	const cJSON *kb = cJSON_GetObjectItemCaseSensitive(root, "kubeletBootstrap");
+	if (kb) {
+		if (!cJSON_IsObject(kb))
+			return set_err(err, "kubeletBootstrap: not an object", -EINVAL);
+		if (jsonx_check_keys(kb, kb_keys, NULL) < 0)
+			return set_err(err, "kubeletBootstrap: unknown or duplicate key", -EINVAL);
+		const cJSON *sv = cJSON_GetObjectItemCaseSensitive(kb, "server");
+		const cJSON *ca = cJSON_GetObjectItemCaseSensitive(kb, "caFile");
+		const cJSON *tk = cJSON_GetObjectItemCaseSensitive(kb, "tokenFile");
+		const cJSON *nr = cJSON_GetObjectItemCaseSensitive(kb, "nodeRegistered");
+		if (!cJSON_IsString(sv) || !cJSON_IsString(ca) || !cJSON_IsString(tk) || !cJSON_IsBool(nr))
+			return set_err(err, "kubeletBootstrap: a field is missing or of the wrong type", -EINVAL);
+		if (take_string(sv, &d.kb_server) < 0 || take_string(ca, &d.kb_ca_file) < 0 ||
+		    take_string(tk, &d.kb_token_file) < 0)
+			return set_err(err, "out of memory", -ENOMEM);
+		d.kb_node_registered = cJSON_IsTrue(nr);
+	}
+
 	r = check(&d, err);
 	if (r < 0)
 		return r;
@@ -213,5 +300,16 @@ void desired_done(struct desired *d)
 	free(d->key_document);
 	free(d->restart_id);
 	strv_free(d->restart_units);
+	free(d->kb_server);
+	free(d->kb_ca_file);
+	free(d->kb_token_file);
+	for (size_t i = 0; i < d->n_tokens; i++) {
+		free(d->tokens[i].path);
+		if (d->tokens[i].token) {
+			explicit_bzero(d->tokens[i].token, strlen(d->tokens[i].token));
+			free(d->tokens[i].token);
+		}
+	}
+	free(d->tokens);
 	memset(d, 0, sizeof(*d));
 }

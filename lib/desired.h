@@ -13,6 +13,13 @@
  *    "keyDocument": "<JSON key list>" | absent, from the Node annotation, when enabled
  *    "sshAccess": true | false,                   false: the control plane disabled SSH
  *    "restart": {"id": "<opaque>", "units": ["a.service", ...]} | absent,
+ *    "tokens": [{"path": "/abs", "token": "..."}] | absent, token sync: the
+ *                        executor writes each token to its path (0640) when it differs
+ *    "kubeletBootstrap": {"server": "https://...", "caFile": "/abs", "tokenFile": "/abs",
+ *                         "nodeRegistered": bool} | absent,
+ *                        the kubelet's bootstrap kubeconfig (cloud-config-exec/kubelet.c):
+ *                        written from the bootstrap token until the Node is registered,
+ *                        then removed together with the token file
  *    "generation": <uint>}                        bumps on every write by the agent
  *
  * Strict both ways: an unknown or duplicate key, a wrong type, a missing
@@ -38,6 +45,13 @@
 #define DESIRED_KEY_DOCUMENT_MAX (1u << 20)
 #define DESIRED_RESTART_ID_MAX 256
 #define DESIRED_GENERATION_MAX ((UINT64_C(1) << 53) - 1)
+#define DESIRED_TOKENS_MAX 64
+#define DESIRED_TOKEN_MAX (64u << 10)
+
+struct desired_token {
+	char *path;                 /* absolute, normalised */
+	char *token;                /* no NUL, at most DESIRED_TOKEN_MAX bytes */
+};
 
 struct desired {
 	char checksum[65];          /* lowercase hex SHA-256 of osc */
@@ -47,6 +61,12 @@ struct desired {
 	bool ssh_access;            /* true unless the document says false */
 	char *restart_id;           /* NULL when no restart request */
 	char **restart_units;       /* NULL-terminated, NULL when none */
+	char *kb_server;            /* kubeletBootstrap.server; NULL: no kubeletBootstrap */
+	char *kb_ca_file;           /* kubeletBootstrap.caFile (host path) */
+	char *kb_token_file;        /* kubeletBootstrap.tokenFile (host path) */
+	bool kb_node_registered;    /* kubeletBootstrap.nodeRegistered */
+	struct desired_token *tokens; /* token sync; NULL when none */
+	size_t n_tokens;
 	uint64_t generation;
 };
 

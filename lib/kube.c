@@ -286,6 +286,10 @@ static int node_from_json(const cJSON *obj, struct kube_node *ret, const char **
 		  offsetof(struct kube_node, secret_name_label) },
 		{ "labels", KUBE_LABEL_K8S_VERSION, "metadata.labels[kubernetes-version]",
 		  offsetof(struct kube_node, kubernetes_version) },
+		{ "labels", KUBE_LABEL_WORKER_ROLE, "metadata.labels[node-role.kubernetes.io/worker]",
+		  offsetof(struct kube_node, worker_role) },
+		{ "labels", KUBE_LABEL_ZONE, "metadata.labels[topology.kubernetes.io/zone]",
+		  offsetof(struct kube_node, zone) },
 	};
 	for (size_t i = 0; i < ELEMENTSOF(wanted); i++) {
 		r = map_value(meta, wanted[i].map, wanted[i].key, (char **)((char *)&n + wanted[i].offset));
@@ -318,6 +322,8 @@ void kube_node_done(struct kube_node *n)
 	free(n->ssh_host_keys);
 	free(n->secret_name_label);
 	free(n->kubernetes_version);
+	free(n->worker_role);
+	free(n->zone);
 	*n = (struct kube_node){};
 }
 
@@ -532,4 +538,28 @@ char *kube_merge_patch(const struct kube_patch_entry *annotations, size_t n_anno
 	    add_map(meta, "labels", labels, n_labels) < 0)
 		return NULL;
 	return cJSON_PrintUnformatted(root);
+}
+
+int kube_secret_data(const char *data, size_t len, const char *key, size_t max, unsigned char **ret,
+		     size_t *ret_len, const char **err)
+{
+	_cleanup_cjson_ cJSON *j = NULL;
+	int r = parse_object(data, len, &j);
+	if (r < 0)
+		return seterr(err, "not a JSON object", r);
+	const cJSON *kind = cJSON_GetObjectItemCaseSensitive(j, "kind");
+	if (!cJSON_IsString(kind) || strcmp(kind->valuestring, "Secret") != 0)
+		return seterr(err, "kind: not Secret", -EINVAL);
+	const cJSON *d = cJSON_GetObjectItemCaseSensitive(j, "data");
+	if (d && !cJSON_IsObject(d) && !cJSON_IsNull(d))
+		return seterr(err, "data: not an object", -EINVAL);
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(d, key);
+	if (!v || cJSON_IsNull(v))
+		return seterr(err, "data: key missing", -ENOENT);
+	if (!cJSON_IsString(v))
+		return seterr(err, "data: value not a string", -EINVAL);
+	r = b64_decode(v->valuestring, strlen(v->valuestring), max, 0, ret, ret_len);
+	if (r < 0)
+		return seterr(err, r == -EMSGSIZE ? "data: value too large" : "data: value not base64", r);
+	return 0;
 }

@@ -23,6 +23,8 @@
 #define KUBE_ANN_SSH_HOST_KEYS "node-agent.gardener.cloud/ssh-host-keys"
 #define KUBE_LABEL_SECRET_NAME "worker.gardener.cloud/gardener-node-agent-secret-name"
 #define KUBE_LABEL_K8S_VERSION "worker.gardener.cloud/kubernetes-version"
+#define KUBE_LABEL_WORKER_ROLE "node-role.kubernetes.io/worker"
+#define KUBE_LABEL_ZONE "topology.kubernetes.io/zone"
 
 /* A resourceVersion is an opaque string; etcd's are decimal, well below this.
  * The parsers refuse one with characters outside [0-9A-Za-z._~-]. */
@@ -55,6 +57,8 @@ struct kube_node {
 	char *ssh_host_keys;        /* annotation node-agent.gardener.cloud/ssh-host-keys */
 	char *secret_name_label;    /* label worker.gardener.cloud/gardener-node-agent-secret-name */
 	char *kubernetes_version;   /* label worker.gardener.cloud/kubernetes-version */
+	char *worker_role;          /* label node-role.kubernetes.io/worker ("" when set as usual) */
+	char *zone;                 /* label topology.kubernetes.io/zone */
 };
 
 enum kube_kind {
@@ -91,6 +95,12 @@ void kube_status_done(struct kube_status *s);
 int kube_secret_parse(const char *data, size_t len, size_t max_osc, struct kube_secret *ret,
 		      const char **err);
 void kube_secret_done(struct kube_secret *s);
+
+/* data[key] of a Secret (kind "Secret"), strict base64, at most max decoded
+ * bytes: 0 and *ret (new, NUL-terminated), -ENOENT when the key is absent,
+ * -EINVAL/-EMSGSIZE otherwise (err names the problem). Pure. */
+int kube_secret_data(const char *data, size_t len, const char *key, size_t max, unsigned char **ret,
+		     size_t *ret_len, const char **err);
 
 /* Checks the Secret's checksum annotation against the lowercase hex SHA-256
  * of its decoded osc.yaml. -ENODATA when either is missing, -EBADMSG on a

@@ -1,8 +1,8 @@
 /* The OperatingSystemConfig parser; see osc.h.
  *
- * Two passes. libyaml's event parser first builds a small document tree,
- * refusing aliases, more than OSC_YAML_EVENTS_MAX nodes and nesting deeper
- * than OSC_YAML_DEPTH_MAX, and types every plain scalar the way Go's yaml.v2
+ * Two passes. ytree_load() (ytree.c) first builds a small document tree,
+ * refusing aliases, more than YTREE_EVENTS_MAX nodes and nesting deeper
+ * than YTREE_DEPTH_MAX, and types every plain scalar the way Go's yaml.v2
  * would (Gardener reads the same bytes with it). The second pass walks the
  * tree with typed getters that name the field path in every error, builds the
  * model, merges status into spec, sorts and checks for duplicates. Nothing is
@@ -14,68 +14,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <yaml.h>
 
 #include "b64.h"
 #include "cleanup.h"
 #include "fsx.h"
 #include "osc.h"
+#include "ytree.h"
 
 #define OSC_API_VERSION "extensions.gardener.cloud/v1alpha1"
 #define OSC_KIND "OperatingSystemConfig"
-#define QUOTE_MAX 64 /* bytes of an offending value quoted in an error */
-
-/* ---- the document tree ----------------------------------------------- */
-
-enum ynode_type { Y_SCALAR, Y_SEQ, Y_MAP };
-
-enum yscalar_kind {
-	YS_STR,
-	YS_NULL,
-	YS_BOOL,
-	YS_INT,
-	YS_FLOAT,
-	YS_OTHER, /* an explicit tag we do not interpret */
-};
-
-struct ynode {
-	enum ynode_type type;
-	enum yscalar_kind kind;
-	char *value; /* scalar bytes, NUL-terminated (may contain NUL) */
-	size_t len;
-	bool bool_value;
-	int64_t int_value;
-	struct ynode **items; /* sequence items; mapping: key, value, key, value... */
-	size_t n_items;
-	size_t cap_items;
-	size_t line;
-};
-
-static void ynode_free(struct ynode *n)
-{
-	if (!n)
-		return;
-	for (size_t i = 0; i < n->n_items; i++)
-		ynode_free(n->items[i]);
-	free(n->items);
-	free(n->value);
-	free(n);
-}
-DEFINE_TRIVIAL_CLEANUP_FUNC(struct ynode *, ynode_free)
-
-static int ynode_append(struct ynode *parent, struct ynode *child)
-{
-	if (parent->n_items == parent->cap_items) {
-		size_t cap = parent->cap_items ? parent->cap_items * 2 : 8;
-		struct ynode **items = reallocarray(parent->items, cap, sizeof(*items));
-		if (!items)
-			return -ENOMEM;
-		parent->items = items;
-		parent->cap_items = cap;
-	}
-	parent->items[parent->n_items++] = child;
-	return 0;
-}
 
 struct ctx {
 	struct osc_error *err;
@@ -84,32 +31,15 @@ struct ctx {
 	const char *node_name;
 };
 
-/* Writes value into buf as a printable, truncated quotation (no quotes). */
-static const char *quote(char *buf, size_t size, const char *value, size_t len)
+_Static_assert(OSC_YAML_EVENTS_MAX == YTREE_EVENTS_MAX && OSC_YAML_DEPTH_MAX == YTREE_DEPTH_MAX,
+	       "osc.h documents the limits ytree.c enforces");
+
+static bool in_list(const char *s, const char *const *list)
 {
-	static const char hex[] = "0123456789abcdef";
-	size_t o = 0;
-	for (size_t i = 0; i < len; i++) {
-		unsigned char c = (unsigned char)value[i];
-		if (o + 8 >= size || i >= QUOTE_MAX) {
-			if (o + 4 < size) {
-				memcpy(buf + o, "...", 3);
-				o += 3;
-			}
-			break;
-		}
-		/* Non-ASCII too: a quoted bidi override must not reorder the log line. */
-		if (c < 0x20 || c >= 0x7f || c == '\\' || c == '\'') {
-			buf[o++] = '\\';
-			buf[o++] = 'x';
-			buf[o++] = hex[c >> 4];
-			buf[o++] = hex[c & 0xf];
-		} else {
-			buf[o++] = (char)c;
-		}
-	}
-	buf[o] = '\0';
-	return buf;
+	for (; *list; list++)
+		if (strcmp(s, *list) == 0)
+			return true;
+	return false;
 }
 
 /* Formats the error (when the caller wants it) and returns r. */
@@ -124,286 +54,6 @@ _printf_(3, 4) static int fail(struct ctx *c, int r, const char *fmt, ...)
 	return r;
 }
 
-/* ---- scalar typing (yaml.v2 / YAML 1.1 resolution) -------------------- */
-
-static bool in_list(const char *s, const char *const *list)
-{
-	for (; *list; list++)
-		if (strcmp(s, *list) == 0)
-			return true;
-	return false;
-}
-
-static bool resolve_null(const char *s)
-{
-	static const char *const nulls[] = { "", "~", "null", "Null", "NULL", NULL };
-	return in_list(s, nulls);
-}
-
-static int resolve_bool(const char *s)
-{
-	static const char *const yes[] = { "y", "Y", "yes", "Yes", "YES", "on", "On", "ON",
-					   "true", "True", "TRUE", NULL };
-	static const char *const no[] = { "n", "N", "no", "No", "NO", "off", "Off", "OFF",
-					  "false", "False", "FALSE", NULL };
-	if (in_list(s, yes))
-		return 1;
-	if (in_list(s, no))
-		return 0;
-	return -1;
-}
-
-static int digit_value(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return 99;
-}
-
-/* Integers as yaml.v2 reads them: [-+] then 0x.., 0o.., 0b.., 0.. (octal) or
- * decimal. Returns false for anything else, including overflow. */
-static bool resolve_int(const char *s, size_t len, int64_t *ret)
-{
-	if (len == 0 || strlen(s) != len)
-		return false;
-	bool neg = false;
-	if (*s == '-' || *s == '+') {
-		neg = *s == '-';
-		s++;
-	}
-	int base = 10;
-	if (s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
-		base = 16;
-		s += 2;
-	} else if (s[0] == '0' && s[1] == 'o') {
-		base = 8;
-		s += 2;
-	} else if (s[0] == '0' && s[1] == 'b') {
-		base = 2;
-		s += 2;
-	} else if (s[0] == '0' && s[1] != '\0') {
-		base = 8;
-		s += 1;
-	}
-	if (*s == '\0')
-		return false;
-	uint64_t v = 0;
-	for (; *s; s++) {
-		int d = digit_value(*s);
-		if (d >= base)
-			return false;
-		if (v > (UINT64_MAX - (uint64_t)d) / (uint64_t)base)
-			return false;
-		v = v * (uint64_t)base + (uint64_t)d;
-	}
-	if (v > (uint64_t)INT64_MAX)
-		return false;
-	*ret = neg ? -(int64_t)v : (int64_t)v;
-	return true;
-}
-
-/* Anything else that yaml.v2 would read as a number: floats, .inf, .nan,
- * and digit strings that are not valid integers ("0899"). */
-static bool resolve_float(const char *s)
-{
-	static const char *const special[] = { ".inf", ".Inf", ".INF", "+.inf", "+.Inf", "+.INF",
-					       "-.inf", "-.Inf", "-.INF", ".nan", ".NaN", ".NAN", NULL };
-	if (in_list(s, special))
-		return true;
-	if (*s == '-' || *s == '+')
-		s++;
-	bool digits = false;
-	while (*s >= '0' && *s <= '9') {
-		s++;
-		digits = true;
-	}
-	if (*s == '.') {
-		s++;
-		while (*s >= '0' && *s <= '9') {
-			s++;
-			digits = true;
-		}
-	}
-	if (!digits)
-		return false;
-	if (*s == 'e' || *s == 'E') {
-		s++;
-		if (*s == '-' || *s == '+')
-			s++;
-		if (!(*s >= '0' && *s <= '9'))
-			return false;
-		while (*s >= '0' && *s <= '9')
-			s++;
-	}
-	return *s == '\0';
-}
-
-static void type_scalar(struct ynode *n, const yaml_event_t *ev)
-{
-	const char *tag = (const char *)ev->data.scalar.tag;
-	const char *v = n->value;
-	if (tag && strcmp(tag, "!") != 0) {
-		if (strcmp(tag, YAML_STR_TAG) == 0)
-			n->kind = YS_STR;
-		else if (strcmp(tag, YAML_NULL_TAG) == 0 && resolve_null(v))
-			n->kind = YS_NULL;
-		else if (strcmp(tag, YAML_BOOL_TAG) == 0 && resolve_bool(v) >= 0) {
-			n->kind = YS_BOOL;
-			n->bool_value = resolve_bool(v) == 1;
-		} else if (strcmp(tag, YAML_INT_TAG) == 0 && resolve_int(v, n->len, &n->int_value))
-			n->kind = YS_INT;
-		else
-			n->kind = YS_OTHER;
-		return;
-	}
-	if (tag || ev->data.scalar.style != YAML_PLAIN_SCALAR_STYLE) {
-		n->kind = YS_STR; /* quoted, literal, folded, or "!" */
-		return;
-	}
-	int b;
-	if (resolve_null(v))
-		n->kind = YS_NULL;
-	else if ((b = resolve_bool(v)) >= 0) {
-		n->kind = YS_BOOL;
-		n->bool_value = b == 1;
-	} else if (resolve_int(v, n->len, &n->int_value))
-		n->kind = YS_INT;
-	else if (resolve_float(v))
-		n->kind = YS_FLOAT;
-	else
-		n->kind = YS_STR;
-}
-
-static const char *kind_name(const struct ynode *n)
-{
-	if (n->type == Y_SEQ)
-		return "a list";
-	if (n->type == Y_MAP)
-		return "a mapping";
-	switch (n->kind) {
-	case YS_STR:
-		return "a string";
-	case YS_NULL:
-		return "null";
-	case YS_BOOL:
-		return "a boolean";
-	case YS_INT:
-		return "an integer";
-	case YS_FLOAT:
-		return "a number";
-	default:
-		return "a tagged value";
-	}
-}
-
-DEFINE_TRIVIAL_CLEANUP_FUNC(yaml_parser_t *, yaml_parser_delete)
-
-static void yaml_event_deletep(yaml_event_t **e)
-{
-	if (*e)
-		yaml_event_delete(*e);
-}
-
-/* Builds the tree of the single document in data. */
-static int load_tree(struct ctx *c, const char *data, size_t len, struct ynode **ret)
-{
-	yaml_parser_t parser;
-	if (!yaml_parser_initialize(&parser))
-		return fail(c, -ENOMEM, "yaml: cannot initialise the parser");
-	_cleanup_(yaml_parser_deletep) _unused_ yaml_parser_t *pp = &parser;
-	yaml_parser_set_input_string(&parser, (const unsigned char *)data, len);
-
-	_cleanup_(ynode_freep) struct ynode *root = NULL;
-	struct ynode *stack[OSC_YAML_DEPTH_MAX + 1];
-	size_t depth = 0, events = 0, documents = 0;
-
-	for (;;) {
-		yaml_event_t event;
-		if (!yaml_parser_parse(&parser, &event)) {
-			if (parser.error == YAML_MEMORY_ERROR)
-				return fail(c, -ENOMEM, "yaml: out of memory");
-			return fail(c, -EINVAL, "yaml: line %zu column %zu: %s%s%s",
-				    parser.problem_mark.line + 1, parser.problem_mark.column + 1,
-				    parser.problem ? parser.problem : "syntax error",
-				    parser.context ? " " : "", parser.context ? parser.context : "");
-		}
-		_cleanup_(yaml_event_deletep) _unused_ yaml_event_t *ev = &event;
-		size_t line = event.start_mark.line + 1;
-
-		if (++events > OSC_YAML_EVENTS_MAX)
-			return fail(c, -EMSGSIZE, "yaml: more than %u nodes", OSC_YAML_EVENTS_MAX);
-
-		struct ynode *n = NULL;
-		switch (event.type) {
-		case YAML_STREAM_END_EVENT:
-			if (!root)
-				return fail(c, -EINVAL, "yaml: empty document");
-			*ret = TAKE_PTR(root);
-			return 0;
-		case YAML_DOCUMENT_START_EVENT:
-			if (++documents > 1)
-				return fail(c, -EINVAL, "yaml: line %zu: more than one document", line);
-			continue;
-		case YAML_ALIAS_EVENT:
-			return fail(c, -EINVAL, "yaml: line %zu: aliases are not supported", line);
-		case YAML_SEQUENCE_END_EVENT:
-		case YAML_MAPPING_END_EVENT:
-			if (depth == 0)
-				return fail(c, -EINVAL, "yaml: line %zu: unbalanced end", line);
-			depth--;
-			continue;
-		case YAML_SCALAR_EVENT:
-		case YAML_SEQUENCE_START_EVENT:
-		case YAML_MAPPING_START_EVENT:
-			n = calloc(1, sizeof(*n));
-			if (!n)
-				return fail(c, -ENOMEM, "out of memory");
-			n->line = line;
-			if (event.type == YAML_SCALAR_EVENT) {
-				n->type = Y_SCALAR;
-				n->len = event.data.scalar.length;
-				n->value = malloc(n->len + 1);
-				if (!n->value) {
-					free(n);
-					return fail(c, -ENOMEM, "out of memory");
-				}
-				memcpy(n->value, event.data.scalar.value, n->len);
-				n->value[n->len] = '\0';
-				type_scalar(n, &event);
-			} else {
-				n->type = event.type == YAML_SEQUENCE_START_EVENT ? Y_SEQ : Y_MAP;
-			}
-			break;
-		default: /* stream start, document end */
-			continue;
-		}
-
-		/* Attach n to its parent (or make it the root). */
-		if (depth == 0) {
-			if (root) {
-				ynode_free(n);
-				return fail(c, -EINVAL, "yaml: line %zu: more than one root node", line);
-			}
-			root = n;
-		} else {
-			int r = ynode_append(stack[depth - 1], n);
-			if (r < 0) {
-				ynode_free(n);
-				return fail(c, r, "out of memory");
-			}
-		}
-		if (n->type != Y_SCALAR) {
-			if (depth >= OSC_YAML_DEPTH_MAX)
-				return fail(c, -EMSGSIZE, "yaml: line %zu: nested deeper than %d", line,
-					    OSC_YAML_DEPTH_MAX);
-			stack[depth++] = n;
-		}
-	}
-}
 
 /* ---- typed access with field paths ------------------------------------ */
 
@@ -436,13 +86,13 @@ static int map_get(struct ctx *c, const struct ynode *map, const char *where, co
 static int wrong_type(struct ctx *c, const char *where, const char *key, const struct ynode *n,
 		      const char *want)
 {
-	char q[QUOTE_MAX * 4 + 8];
+	char q[YTREE_QUOTE_MAX * 4 + 8];
 	if (n->type == Y_SCALAR)
 		return fail(c, -EINVAL, "%s%s%s: expected %s, got %s '%s' (line %zu)", *where ? where : "(document)",
-			    key && *where ? "." : "", key ? key : "", want, kind_name(n),
-			    quote(q, sizeof(q), n->value, n->len), n->line);
+			    key && *where ? "." : "", key ? key : "", want, ytree_kind_name(n),
+			    ytree_quote(q, sizeof(q), n->value, n->len), n->line);
 	return fail(c, -EINVAL, "%s%s%s: expected %s, got %s (line %zu)", *where ? where : "(document)",
-		    key && *where ? "." : "", key ? key : "", want, kind_name(n), n->line);
+		    key && *where ? "." : "", key ? key : "", want, ytree_kind_name(n), n->line);
 }
 
 /* A string field; *ret points into the tree (NULL when absent). */
@@ -611,16 +261,16 @@ static const char *path_problem(const char *path, size_t len, int *r)
 
 static int check_path(struct ctx *c, const char *where, const char *key, const struct ynode *n, bool forbid)
 {
-	char q[QUOTE_MAX * 4 + 8];
+	char q[YTREE_QUOTE_MAX * 4 + 8];
 	int r;
 	const char *why = path_problem(n->value, n->len, &r);
 	if (why)
-		return fail(c, r, "%s%s: %s '%s' (line %zu)", where, key, why, quote(q, sizeof(q), n->value, n->len),
+		return fail(c, r, "%s%s: %s '%s' (line %zu)", where, key, why, ytree_quote(q, sizeof(q), n->value, n->len),
 			    n->line);
 	if (forbid && c->forbidden_len > 0 && strncmp(n->value, c->forbidden, c->forbidden_len) == 0 &&
 	    (n->value[c->forbidden_len] == '/' || n->value[c->forbidden_len] == '\0'))
 		return fail(c, -EINVAL, "%s%s: path '%s' is inside the agent's state directory '%s' (line %zu)", where,
-			    key, quote(q, sizeof(q), n->value, n->len), c->forbidden, n->line);
+			    key, ytree_quote(q, sizeof(q), n->value, n->len), c->forbidden, n->line);
 	return 0;
 }
 
@@ -653,7 +303,7 @@ static void tmp_files_free(struct tmp_file *t, size_t n)
 static int parse_image_ref(struct ctx *c, const struct ynode *ref, const char *where, struct osc_file *f)
 {
 	const struct ynode *image, *pin;
-	char q[QUOTE_MAX * 4 + 8];
+	char q[YTREE_QUOTE_MAX * 4 + 8];
 	int r;
 
 	if ((r = get_str(c, ref, where, "image", true, &image)) < 0)
@@ -662,14 +312,14 @@ static int parse_image_ref(struct ctx *c, const struct ynode *ref, const char *w
 		return fail(c, -EINVAL, "%s.image: empty image reference (line %zu)", where, image->line);
 	if (image->len > OSC_IMAGE_MAX)
 		return fail(c, -EMSGSIZE, "%s.image: image reference '%s' longer than %u bytes (line %zu)", where,
-			    quote(q, sizeof(q), image->value, image->len), OSC_IMAGE_MAX, image->line);
+			    ytree_quote(q, sizeof(q), image->value, image->len), OSC_IMAGE_MAX, image->line);
 	for (size_t i = 0; i < image->len; i++) {
 		unsigned char ch = (unsigned char)image->value[i];
 		if (ch <= 0x20 || ch >= 0x7f)
 			return fail(c, -EINVAL,
 				    "%s.image: image reference '%s' contains a byte that is not printable ASCII "
 				    "(line %zu)",
-				    where, quote(q, sizeof(q), image->value, image->len), image->line);
+				    where, ytree_quote(q, sizeof(q), image->value, image->len), image->line);
 	}
 	if ((r = get_str(c, ref, where, "filePathInImage", true, &pin)) < 0)
 		return r;
@@ -691,7 +341,7 @@ static int parse_content(struct ctx *c, const struct ynode *content, const char 
 	const struct ynode *inl, *other, *image_ref;
 	int r;
 	char w[128];
-	char q[QUOTE_MAX * 4 + 8];
+	char q[YTREE_QUOTE_MAX * 4 + 8];
 
 	/* A secretRef names another Secret in kube-system. gardenlet resolves
 	 * it into inline content for every shoot but self-hosted ones, whose
@@ -742,12 +392,12 @@ static int parse_content(struct ctx *c, const struct ynode *content, const char 
 			return fail(c, r, "out of memory");
 		if (r < 0)
 			return fail(c, -EINVAL, "%s.data: invalid base64 '%s' (line %zu)", w,
-				    quote(q, sizeof(q), d, dlen), data ? data->line : enc->line);
+				    ytree_quote(q, sizeof(q), d, dlen), data ? data->line : enc->line);
 		return 0;
 	}
 	if (enc && enc->len > 0)
 		return fail(c, -EINVAL, "%s.encoding: unknown encoding '%s', expected \"\" or \"b64\" (line %zu)", w,
-			    quote(q, sizeof(q), enc->value, enc->len), enc->line);
+			    ytree_quote(q, sizeof(q), enc->value, enc->len), enc->line);
 	if (dlen > OSC_FILE_CONTENT_MAX)
 		return fail(c, -EMSGSIZE, "%s.data: content larger than %u bytes", w, OSC_FILE_CONTENT_MAX);
 	f->content = malloc(dlen + 1);
@@ -764,7 +414,7 @@ static int parse_file(struct ctx *c, const struct ynode *n, const char *where, s
 {
 	int r;
 	char w[96];
-	char q[QUOTE_MAX * 4 + 8];
+	char q[YTREE_QUOTE_MAX * 4 + 8];
 
 	if (n->type != Y_MAP)
 		return wrong_type(c, where, NULL, n, "a mapping");
@@ -795,7 +445,7 @@ static int parse_file(struct ctx *c, const struct ynode *n, const char *where, s
 			return wrong_type(c, where, "permissions", perm, "an integer");
 		if (perm->int_value < 0 || perm->int_value > 07777)
 			return fail(c, -EINVAL, "%s.permissions: '%s' is not a file mode (0..07777) (line %zu)", where,
-				    quote(q, sizeof(q), perm->value, perm->len), perm->line);
+				    ytree_quote(q, sizeof(q), perm->value, perm->len), perm->line);
 		t->f.mode = (mode_t)perm->int_value;
 	}
 
@@ -870,9 +520,9 @@ static int parse_files(struct ctx *c, const struct ynode *lists[2], const char *
 	qsort(t, n, sizeof(*t), cmp_tmp_file);
 	for (size_t i = 1; i < n; i++)
 		if (strcmp(t[i - 1].f.path, t[i].f.path) == 0) {
-			char q[QUOTE_MAX * 4 + 8];
+			char q[YTREE_QUOTE_MAX * 4 + 8];
 			r = fail(c, -EINVAL, "%s[%zu].path: duplicate path '%s' (also %s[%zu])", t[i].list, t[i].index,
-				 quote(q, sizeof(q), t[i].f.path, strlen(t[i].f.path)), t[i - 1].list,
+				 ytree_quote(q, sizeof(q), t[i].f.path, strlen(t[i].f.path)), t[i - 1].list,
 				 t[i - 1].index);
 			tmp_files_free(t, n);
 			return r;
@@ -964,7 +614,7 @@ static int parse_unit_into(struct ctx *c, const struct ynode *n, const char *whe
 {
 	int r, enable;
 	char w[128];
-	char q[QUOTE_MAX * 4 + 8];
+	char q[YTREE_QUOTE_MAX * 4 + 8];
 
 	if ((r = get_bool(c, n, where, "enable", &enable)) < 0)
 		return r;
@@ -983,7 +633,7 @@ static int parse_unit_into(struct ctx *c, const struct ynode *n, const char *whe
 			u->command = OSC_COMMAND_STOP;
 		else
 			return fail(c, -EINVAL, "%s.command: unknown command '%s', expected start, restart or stop (line %zu)",
-				    where, quote(q, sizeof(q), cmd->value, cmd->len), cmd->line);
+				    where, ytree_quote(q, sizeof(q), cmd->value, cmd->len), cmd->line);
 	}
 
 	char *content;
@@ -1010,12 +660,12 @@ static int parse_unit_into(struct ctx *c, const struct ynode *n, const char *whe
 			return r;
 		if (strlen(name->value) != name->len || !osc_dropin_name_is_valid(name->value))
 			return fail(c, -EINVAL, "%s.name: invalid drop-in name '%s' (one file name ending in .conf; line %zu)",
-				    w, quote(q, sizeof(q), name->value, name->len), name->line);
+				    w, ytree_quote(q, sizeof(q), name->value, name->len), name->line);
 		seen[i] = name;
 		for (size_t j = 0; j < i; j++)
 			if (strcmp(seen[j]->value, name->value) == 0)
 				return fail(c, -EINVAL, "%s.name: duplicate drop-in '%s' (also %s.dropIns[%zu])", w,
-					    quote(q, sizeof(q), name->value, name->len), where, j);
+					    ytree_quote(q, sizeof(q), name->value, name->len), where, j);
 		char *dcontent;
 		if ((r = get_text(c, d, w, "content", false, OSC_UNIT_CONTENT_MAX, &dcontent)) < 0)
 			return r;
@@ -1081,7 +731,7 @@ static int parse_units(struct ctx *c, const struct ynode *lists[2], const char *
 		return fail(c, -ENOMEM, "out of memory");
 	size_t n = 0;
 	int r = 0;
-	char q[QUOTE_MAX * 4 + 8];
+	char q[YTREE_QUOTE_MAX * 4 + 8];
 
 	/* Names of the current list, to find duplicates within it. */
 	const struct ynode **seen = calloc(total ? total : 1, sizeof(*seen));
@@ -1104,7 +754,7 @@ static int parse_units(struct ctx *c, const struct ynode *lists[2], const char *
 				break;
 			if (strlen(name->value) != name->len || !osc_unit_name_is_valid(name->value)) {
 				r = fail(c, -EINVAL, "%s.name: invalid systemd unit name '%s' (line %zu)", where,
-					 quote(q, sizeof(q), name->value, name->len), name->line);
+					 ytree_quote(q, sizeof(q), name->value, name->len), name->line);
 				break;
 			}
 			/* Unique within this list: compare with earlier entries of it. */
@@ -1112,7 +762,7 @@ static int parse_units(struct ctx *c, const struct ynode *lists[2], const char *
 			for (size_t j = 0; j < i; j++)
 				if (strcmp(seen[j]->value, name->value) == 0) {
 					r = fail(c, -EINVAL, "%s.name: duplicate unit '%s' (also %s[%zu])", where,
-						 quote(q, sizeof(q), name->value, name->len), names[l], j);
+						 ytree_quote(q, sizeof(q), name->value, name->len), names[l], j);
 					break;
 				}
 			if (r < 0)
@@ -1166,16 +816,16 @@ static int parse_units(struct ctx *c, const struct ynode *lists[2], const char *
 static int check_header(struct ctx *c, const struct ynode *root)
 {
 	const struct ynode *n;
-	char q[QUOTE_MAX * 4 + 8];
+	char q[YTREE_QUOTE_MAX * 4 + 8];
 	int r;
 	if ((r = get_str(c, root, "", "apiVersion", false, &n)) < 0)
 		return r;
 	if (n && strcmp(n->value, OSC_API_VERSION) != 0)
-		return fail(c, -EINVAL, "apiVersion: '%s' is not " OSC_API_VERSION, quote(q, sizeof(q), n->value, n->len));
+		return fail(c, -EINVAL, "apiVersion: '%s' is not " OSC_API_VERSION, ytree_quote(q, sizeof(q), n->value, n->len));
 	if ((r = get_str(c, root, "", "kind", false, &n)) < 0)
 		return r;
 	if (n && strcmp(n->value, OSC_KIND) != 0)
-		return fail(c, -EINVAL, "kind: '%s' is not " OSC_KIND, quote(q, sizeof(q), n->value, n->len));
+		return fail(c, -EINVAL, "kind: '%s' is not " OSC_KIND, ytree_quote(q, sizeof(q), n->value, n->len));
 	return 0;
 }
 
@@ -1210,20 +860,20 @@ static void cri_free(struct osc_cri *cri)
 static int toml_str(struct ctx *c, const struct ynode *n, const char *where, const char *key, size_t max,
 		    bool allow_empty, char **ret)
 {
-	char q[QUOTE_MAX * 4 + 8];
+	char q[YTREE_QUOTE_MAX * 4 + 8];
 	if (n->type != Y_SCALAR || n->kind != YS_STR)
 		return wrong_type(c, where, key, n, "a string");
 	if (n->len == 0 && !allow_empty)
 		return fail(c, -EINVAL, "%s%s%s: empty (line %zu)", where, sep(where), key, n->line);
 	if (n->len > max)
 		return fail(c, -EMSGSIZE, "%s%s%s: '%s' longer than %zu bytes (line %zu)", where, sep(where), key,
-			    quote(q, sizeof(q), n->value, n->len), max, n->line);
+			    ytree_quote(q, sizeof(q), n->value, n->len), max, n->line);
 	for (size_t i = 0; i < n->len; i++) {
 		unsigned char ch = (unsigned char)n->value[i];
 		if (ch <= 0x20 || ch >= 0x7f || ch == '"' || ch == '\\')
 			return fail(c, -EINVAL,
 				    "%s%s%s: '%s' contains a space, quote, backslash or non-printable byte (line %zu)",
-				    where, sep(where), key, quote(q, sizeof(q), n->value, n->len), n->line);
+				    where, sep(where), key, ytree_quote(q, sizeof(q), n->value, n->len), n->line);
 	}
 	if (!(*ret = strdup(n->value)))
 		return fail(c, -ENOMEM, "out of memory");
@@ -1257,7 +907,7 @@ static bool upstream_is_valid(const char *s)
 static int parse_registry_host(struct ctx *c, const struct ynode *n, const char *where, struct osc_registry_host *h)
 {
 	const struct ynode *caps, *cas;
-	char w[176], q[QUOTE_MAX * 4 + 8];
+	char w[176], q[YTREE_QUOTE_MAX * 4 + 8];
 	int r;
 
 	h->override_path = -1;
@@ -1281,7 +931,7 @@ static int parse_registry_host(struct ctx *c, const struct ynode *n, const char 
 			h->capabilities |= OSC_CAP_PUSH;
 		else
 			return fail(c, -EINVAL, "%s: unknown capability '%s' (pull, resolve or push) (line %zu)", w,
-				    quote(q, sizeof(q), s->value, s->len), s->line);
+				    ytree_quote(q, sizeof(q), s->value, s->len), s->line);
 	}
 	size_t n_ca = cas ? cas->n_items : 0;
 	if (n_ca > OSC_REGISTRY_CAS_MAX)
@@ -1301,7 +951,7 @@ static int parse_registry_host(struct ctx *c, const struct ynode *n, const char 
 static int parse_registry(struct ctx *c, const struct ynode *n, const char *where, struct osc_registry *g)
 {
 	const struct ynode *hosts;
-	char w[128], q[QUOTE_MAX * 4 + 8];
+	char w[128], q[YTREE_QUOTE_MAX * 4 + 8];
 	int r, probe;
 
 	if (n->type != Y_MAP)
@@ -1313,7 +963,7 @@ static int parse_registry(struct ctx *c, const struct ynode *n, const char *wher
 		return r;
 	if (!upstream_is_valid(g->upstream))
 		return fail(c, -EINVAL, "%s.upstream: '%s' is not a host[:port] usable as a directory name", where,
-			    quote(q, sizeof(q), g->upstream, strlen(g->upstream)));
+			    ytree_quote(q, sizeof(q), g->upstream, strlen(g->upstream)));
 	size_t nh = hosts ? hosts->n_items : 0;
 	if (nh > OSC_REGISTRY_HOSTS_MAX)
 		return fail(c, -EMSGSIZE, "%s.hosts: more than %u entries", where, OSC_REGISTRY_HOSTS_MAX);
@@ -1335,7 +985,7 @@ static int cmp_registry(const void *a, const void *b)
 
 static int parse_plugins(struct ctx *c, const struct ynode *plugins, const char *where)
 {
-	char w[96], q[QUOTE_MAX * 4 + 8];
+	char w[96], q[YTREE_QUOTE_MAX * 4 + 8];
 	int r;
 	for (size_t i = 0; i < plugins->n_items; i++) {
 		const struct ynode *p = plugins->items[i], *path, *op;
@@ -1354,7 +1004,7 @@ static int parse_plugins(struct ctx *c, const struct ynode *plugins, const char 
 		}
 		if (op && strcmp(op->value, "add") != 0 && strcmp(op->value, "remove") != 0)
 			return fail(c, -EINVAL, "%s.op: '%s' is not add or remove (line %zu)", w,
-				    quote(q, sizeof(q), op->value, op->len), op->line);
+				    ytree_quote(q, sizeof(q), op->value, op->len), op->line);
 	}
 	return 0;
 }
@@ -1363,7 +1013,7 @@ static int parse_cri(struct ctx *c, const struct ynode *n, struct osc_cri *ret)
 {
 	static const char where[] = "spec.criConfig";
 	const struct ynode *name, *driver, *ctd, *regs, *plugins;
-	char w[96], q[QUOTE_MAX * 4 + 8];
+	char w[96], q[YTREE_QUOTE_MAX * 4 + 8];
 	struct osc_cri cri = {};
 	int r;
 
@@ -1371,7 +1021,7 @@ static int parse_cri(struct ctx *c, const struct ynode *n, struct osc_cri *ret)
 		return r;
 	if (strcmp(name->value, "containerd") != 0 || name->len != strlen("containerd"))
 		return fail(c, -EINVAL, "%s.name: '%s' is not supported (containerd) (line %zu)", where,
-			    quote(q, sizeof(q), name->value, name->len), name->line);
+			    ytree_quote(q, sizeof(q), name->value, name->len), name->line);
 	cri.present = true;
 	if ((r = get_str(c, n, where, "cgroupDriver", false, &driver)) < 0)
 		return r;
@@ -1381,7 +1031,7 @@ static int parse_cri(struct ctx *c, const struct ynode *n, struct osc_cri *ret)
 		cri.cgroup_driver = OSC_CGROUP_CGROUPFS;
 	else if (driver)
 		return fail(c, -EINVAL, "%s.cgroupDriver: '%s' is not cgroupfs or systemd (line %zu)", where,
-			    quote(q, sizeof(q), driver->value, driver->len), driver->line);
+			    ytree_quote(q, sizeof(q), driver->value, driver->len), driver->line);
 	if ((r = get_node(c, n, where, "containerd", Y_MAP, &ctd)) < 0)
 		return r;
 	if (!ctd) {
@@ -1421,7 +1071,7 @@ static int parse_cri(struct ctx *c, const struct ynode *n, struct osc_cri *ret)
 	for (size_t i = 1; i < nr; i++)
 		if (strcmp(cri.registries[i - 1].upstream, cri.registries[i].upstream) == 0) {
 			r = fail(c, -EINVAL, "%s.registries: upstream '%s' given twice", cwhere,
-				 quote(q, sizeof(q), cri.registries[i].upstream, strlen(cri.registries[i].upstream)));
+				 ytree_quote(q, sizeof(q), cri.registries[i].upstream, strlen(cri.registries[i].upstream)));
 			goto fail;
 		}
 	*ret = cri;
@@ -1451,7 +1101,7 @@ int osc_parse_for_node(const char *data, size_t len, const char *forbidden_prefi
 		return fail(&c, -EMSGSIZE, "input of %zu bytes is larger than %u", len, OSC_INPUT_MAX);
 
 	_cleanup_(ynode_freep) struct ynode *root = NULL;
-	int r = load_tree(&c, data ? data : "", len, &root);
+	int r = ytree_load(data ? data : "", len, &root, err ? err->message : NULL, err ? sizeof(err->message) : 0);
 	if (r < 0)
 		return r;
 	if (root->type != Y_MAP)

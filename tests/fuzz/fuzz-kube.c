@@ -79,6 +79,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 
 	struct kube_secret sec;
+	unsigned char *tok = NULL;
+	size_t tok_len = 0;
+	if (kube_secret_data(s, n, "token", 1 << 16, &tok, &tok_len, NULL) == 0) {
+		if (!tok || tok_len > (1u << 16) || tok[tok_len] != '\0')
+			abort();
+		free(tok);
+	}
 	if (kube_secret_parse(s, n, 1 << 16, &sec, NULL) == 0) {
 		char sum[65];
 		(void)kube_secret_verify(&sec, sum);

@@ -9,6 +9,7 @@
 #   a drop-in-only OS unit is restarted, not removed, and keeps foreign drop-ins;
 #   enable/disable symlinks are right; filePaths and restart requests (with and without
 #   ".service") restart, requests after the rest; gardener-user units are never written;
+#   gardener-node-agent's own unit, running on the node, is stopped and disabled;
 #   a failing unit and a job past its deadline are reported by name; a re-apply is a no-op.
 # The box's state lives in /var/tmp (never the git tree); it is torn down and the test
 # checks that no process, cgroup or rootfs is left. The freshly bootstrapped rootfs is
@@ -197,6 +198,31 @@ for u in $UNITS; do [ "$(ts $u.service)" = "${before[$u]}" ] || moved="$moved $u
 check "nothing else is restarted${moved:+ (moved:$moved)}" test -z "$moved"
 apply "$W/v1.yaml"
 check "the next apply leaves them alone" bash -c "! grep -q 'gardener-user.path: superseded' '$W/log' && grep -q 'nothing changed' '$W/log'"
+
+# ---- gardener-node-agent itself runs on that node (enabled, active), and the OSC
+# carries its unit as every Gardener OSC does: stopped and disabled, never
+# rewritten or removed; nothing else restarts; the OSC's copy is never written.
+printf '# written by gardener-node-agent bootstrap\n[Service]\nExecStart=/bin/sleep infinity\n[Install]\nWantedBy=multi-user.target\n' \
+	>"$SYS/gardener-node-agent.service"
+cp "$SYS/gardener-node-agent.service" "$W/gna.service"
+ctl daemon-reload
+ctl enable --now gardener-node-agent.service 2>/dev/null
+check "GNA's gardener-node-agent.service runs before" test "$(prop gardener-node-agent.service ActiveState)" = active
+{
+	cat "$W/v1.yaml"
+	printf '  - name: gardener-node-agent.service\n    enable: true\n    content: |\n      [Service]\n      ExecStart=/opt/bin/gardener-node-agent --config-dir=/var/lib/gardener-node-agent\n'
+} >"$W/v1-gna.yaml"
+apply "$W/v1-gna.yaml"
+check "apply with gardener-node-agent's unit in the OSC succeeds" test "$rc" -eq 0
+check "gardener-node-agent.service is stopped" test "$(prop gardener-node-agent.service ActiveState)" = inactive
+check "gardener-node-agent.service is disabled" test "$(ctl is-enabled gardener-node-agent.service)" = disabled
+check "... neither rewritten nor removed" cmp -s "$SYS/gardener-node-agent.service" "$W/gna.service"
+check "the log says so" grep -q "gardener-node-agent.service: superseded by node-agent and cloud-config-exec, which do gardener-node-agent's work; the copy found on disk is stopped and disabled" "$W/log"
+moved=""
+for u in $UNITS; do [ "$(ts $u.service)" = "${before[$u]}" ] || moved="$moved $u"; done
+check "nothing else is restarted${moved:+ (moved:$moved)}" test -z "$moved"
+apply "$W/v1.yaml"
+check_not "back to v1: no unit written, restarted or stopped" grep -qE 'Wrote unit|Restarted|Stopped' "$W/log"
 
 # ---- v2 through desired.json: change one, drop two, disable one, change a file that
 # one unit lists in filePaths, and a restart request for two unchanged units

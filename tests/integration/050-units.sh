@@ -88,6 +88,9 @@ printf '[Service]\nExecStart=/usr/sbin/node-agent\n' >"$W/plain/etc/systemd/syst
 check_not "threshold rejects an unhardened unit (exposure $(score "$W/plain" bare.service))" \
 	under "$W/plain" bare.service "$NA_MAX"
 
+check "node-agent.service: stock user data as a credential, with the fallback a missing directory needs" \
+	sh -c 'grep -qx "LoadCredential=gardener-node-agent:/var/lib/gardener-node-agent" "$1" &&
+		grep -q "^SetCredential=gardener-node-agent:" "$1"' sh "$U/node-agent.service"
 check "timer: periodic (OnUnitInactiveSec=) with RandomizedDelaySec=" \
 	sh -c 'grep -q "^OnUnitInactiveSec=" "$1" && grep -q "^RandomizedDelaySec=" "$1"' sh "$U/cloud-config-exec.timer"
 check "path unit watches /var/lib/node-agent/desired.json" \

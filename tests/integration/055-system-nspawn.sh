@@ -14,8 +14,11 @@
 #  - sshd, with the drop-in, logs in through authkeys-cmd (the user's
 #    authorized_keys moved away), refuses an unknown key, and still accepts a
 #    local break-glass key from another user's authorized_keys;
-#  - node-agent, against the test API server run in the box's network
-#    namespace, reaches READY, runs as node-agent with no capabilities,
+#  - node-agent, configured by gardener-node-agent's stock user data only
+#    (root's files handed over by LoadCredential=), gets its client
+#    certificate through a CSR with the bootstrap token, the executor removes
+#    the token once the Node is registered; against the test API server run
+#    in the box's network namespace, it reaches READY, runs as node-agent with no capabilities,
 #    NoNewPrivs and Seccomp: 2, and its desired state reaches the Node;
 #  - each sandbox forbids: the agent writing /etc (in the running agent's
 #    mount namespace, and in a probe unit with the agent's exact sandbox),
@@ -52,6 +55,14 @@ if [ "${1:-}" = --setup ]; then
 	install -m 0644 "$S/config.json" "$R/etc/node-agent/config.json"
 	install -m 0644 "$S/pki/ca.crt" "$R/etc/node-agent/ca.crt"
 	install -m 0640 "$S/token" "$R/etc/node-agent/token"
+	# gardener-node-agent's stock user data, root's as Gardener writes it
+	# (gardener.md 4.2): node-agent reads it through LoadCredential=.
+	install -d -m 0700 "$R/var/lib/gardener-node-agent" "$R/var/lib/gardener-node-agent/credentials"
+	install -m 0600 "$S/gna-config.yaml" "$R/var/lib/gardener-node-agent/config-v1.149.3.yaml"
+	install -m 0640 "$S/pki/ca.crt" "$R/var/lib/gardener-node-agent/cluster-ca.crt"
+	printf 'machine-055\n' >"$R/var/lib/gardener-node-agent/machine-name"
+	printf 'abcdef.0123456789abcdef' >"$R/var/lib/gardener-node-agent/credentials/bootstrap-token"
+	chmod 0640 "$R/var/lib/gardener-node-agent/machine-name" "$R/var/lib/gardener-node-agent/credentials/bootstrap-token"
 	install -d -m 0700 "$R/root/keys"
 	install -m 0600 "$KEYS/gardener-current" "$KEYS/gardener-previous" "$R/root/keys/"
 	# A local admin whose own authorized_keys (not the snapshot) holds the
@@ -66,6 +77,10 @@ if [ "${1:-}" = --setup ]; then
 			-e '/^WatchdogSec=/d' -e '/^NotifyAccess=/d' -e '/^\[Install\]/,$d' \
 			"$R/lib/systemd/system/$u.service" >"$R/etc/systemd/system/na-probe-$u.service"
 	done
+	# ... and one whose credential directory does not exist (not a Gardener node).
+	sed -e 's|^ExecStart=.*|ExecStart=/usr/local/sbin/na-probe node-agent-nodir|' \
+		-e 's|^LoadCredential=gardener-node-agent:.*|LoadCredential=gardener-node-agent:/var/lib/no-such-dir|' \
+		"$R/etc/systemd/system/na-probe-node-agent.service" >"$R/etc/systemd/system/na-probe-node-agent-nodir.service"
 	install -m 0755 "$S/na-probe" "$R/usr/local/sbin/na-probe"
 	exit 0
 fi
@@ -132,20 +147,38 @@ echo "# packages: $DEB_NAME, $OLD_NAME ($(($(date +%s) - t0)) s)"
 printf '%s' "$KUBE_TOKEN" >"$S/token"
 python3 - "$S/config.json" "$KUBE_NODE" "$KUBE_SECRET" <<'PY'
 import json, sys
-json.dump({"apiServer": {"server": "https://127.0.0.1:6443", "caFile": "/etc/node-agent/ca.crt",
-                         "tokenFile": "/etc/node-agent/token"},
-           "node": {"name": sys.argv[2], "kubernetesVersion": "1.31.1"},
-           "osc": {"secretName": sys.argv[3], "followSecretNameLabel": False},
+# Only stock user data: server, CA, Secret, machine name and bootstrap token
+# come from /var/lib/gardener-node-agent; the client certificate from a CSR.
+json.dump({"node": {"name": sys.argv[2]},
+           "gardener": {"nodeAgentDir": "/var/lib/gardener-node-agent"},
+           "osc": {"followSecretNameLabel": False},
            "ssh": {"loginUser": "gardener", "sudoers": ""},
            "timeouts": {"connectMs": 2000, "requestMs": 5000, "applyMs": 20000}},
           open(sys.argv[1], "w"), indent=1)
 PY
+# The stock config names the version the Node label must get: node.kubernetesVersion
+# is not in config.json, so only this root-only file can provide it.
+cat >"$S/gna-config.yaml" <<GNA
+apiVersion: nodeagent.config.gardener.cloud/v1alpha1
+kind: NodeAgentConfiguration
+apiServer:
+  server: https://127.0.0.1:6443
+  caFile: /var/lib/gardener-node-agent/cluster-ca.crt
+controllers:
+  operatingSystemConfig:
+    secretName: $KUBE_SECRET
+    kubernetesVersion: 1.33.2
+GNA
 cat >"$S/na-probe" <<'PROBE'
 #!/bin/bash
 # na-probe UNIT: what the sandbox of UNIT allows, one "name: result" line each.
-case $1 in node-agent) out=/var/lib/node-agent/probe.out ;; *) out=/var/lib/cloud-config-exec/probe.out ;; esac
+case $1 in node-agent) out=/var/lib/node-agent/probe.out ;; node-agent-nodir) out=/var/lib/node-agent/probe-nodir.out ;;
+*) out=/var/lib/cloud-config-exec/probe.out ;; esac
 {
 	echo "uid: $(id -u)"
+	echo "credentials: $(ls "${CREDENTIALS_DIRECTORY:-/nonexistent}" 2>/dev/null | tr '\n' ' ')"
+	if cat /var/lib/gardener-node-agent/machine-name >/dev/null 2>&1; then echo "gna-dir: readable"
+	else echo "gna-dir: unreadable"; fi
 	grep -E '^(CapEff|CapBnd|NoNewPrivs|Seccomp):' /proc/self/status | tr -d '\t' | sed 's/:/: /'
 	if echo x 2>/dev/null >/etc/na-probe-etc; then echo "write-etc: allowed"; rm -f /etc/na-probe-etc
 	else echo "write-etc: denied"; fi
@@ -302,6 +335,8 @@ else
 		--pki "$S/pki" --listen 127.0.0.1:6443 --control "$KUBE_CONTROL" \
 		--token "$KUBE_TOKEN=$sa" --token admin-token=admin --admin admin \
 		--secret-reader "$sa" --node-admin "$sa" --node "$KUBE_NODE" \
+		--bootstrap-token abcdef.0123456789abcdef --machine machine-055 \
+		--secret-reader group:gardener.cloud:node-agents --node-admin group:gardener.cloud:node-agents \
 		--secret "kube-system/$KUBE_SECRET=$S/osc2.json" --ready-file "$S/ready" \
 		>"$S/server.log" 2>&1 &
 	kpid=$!
@@ -329,6 +364,19 @@ else
 		dump "cloud-config-exec journal" box journalctl -q --no-pager -u cloud-config-exec.service
 		dump "API server log" cat "$S/server.log"
 	fi
+	journal_has() { box journalctl -q --no-pager -u node-agent.service | grep -q -- "$1"; }
+	api_log_has() { kctl GET /log | grep -q -- "$1"; }
+	check "client certificate through a CSR with the stock bootstrap token ($(box journalctl -q --no-pager -u node-agent.service | grep -o 'client certificate issued after [0-9]* ms' | head -1))" \
+		journal_has 'client certificate issued'
+	check "... client.pem 0600 node-agent in its state directory only ($(box stat -c '%a %U' /var/lib/node-agent/client.pem 2>&1))" \
+		test "$(box stat -c '%a %U' /var/lib/node-agent/client.pem 2>/dev/null)" = "600 node-agent"
+	check "... requests then made as gardener.cloud:node-agent:machine:machine-055" \
+		api_log_has '"user": "gardener.cloud:node-agent:machine:machine-055"'
+	check "the Node is registered: the executor removed the bootstrap token" \
+		wait_for 20 box test ! -e /var/lib/gardener-node-agent/credentials/bootstrap-token
+	check "... and wrote no kubelet bootstrap kubeconfig" box test ! -e /var/lib/kubelet/kubeconfig-bootstrap
+	check "Node label kubernetes-version 1.33.2 from the root-only stock config via LoadCredential= ($(kube_label worker.gardener.cloud/kubernetes-version))" \
+		test "$(kube_label worker.gardener.cloud/kubernetes-version)" = 1.33.2
 	check "... the agent's OSC file content is on the node" \
 		test "$(cat "$BOX/etc/na-boot/hello.conf" 2>/dev/null)" = "written by node-agent"
 	# The running agent's own mount namespace: /etc read-only even for root.
@@ -349,7 +397,8 @@ fi
 probe() { # UNIT KEY: the probe's answer for KEY
 	sed -n "s/^$2: //p" "$BOX/var/lib/$1/probe.out" 2>/dev/null
 }
-ctl start na-probe-node-agent.service na-probe-cloud-config-exec.service >/dev/null 2>&1
+ctl start na-probe-node-agent.service na-probe-cloud-config-exec.service na-probe-node-agent-nodir.service \
+	>/dev/null 2>&1
 check "control: an AF_INET connection to sshd works outside the sandboxes" \
 	boxn bash -c 'exec 3<>/dev/tcp/127.0.0.1/22'
 check "agent sandbox: runs as node-agent" test "$(probe node-agent uid)" = "$na_uid"
@@ -371,6 +420,17 @@ check "executor sandbox: write to /usr denied" test "$(probe cloud-config-exec w
 check "executor sandbox: write to /home allowed (useradd -m, ~/.ssh)" test "$(probe cloud-config-exec write-home)" = allowed
 check "executor sandbox: write to /root denied" test "$(probe cloud-config-exec write-root)" = denied
 check "agent sandbox: write to /home denied" test "$(probe node-agent write-home)" = denied
+# Stock user data through LoadCredential=: flattened copies, the root-only
+# originals stay out of reach; no directory, no failed start.
+creds=$(probe node-agent credentials)
+check "agent sandbox: stock files as credentials ($creds)" sh -c 'case "$1" in
+	*gardener-node-agent_cluster-ca.crt*gardener-node-agent_config-v1.149.3.yaml*gardener-node-agent_machine-name*) ;;
+	*) exit 1 ;; esac' sh "$creds"
+check "agent sandbox: /var/lib/gardener-node-agent itself unreadable" \
+	test "$(probe node-agent gna-dir)" = unreadable
+nodir=$(sed -n 's/^credentials: //p' "$BOX/var/lib/node-agent/probe-nodir.out" 2>/dev/null)
+check "agent sandbox without the directory: starts, only the fallback credential ('$nodir')" \
+	test "$nodir" = "gardener-node-agent "
 
 # apt-get inside the box (no network: every Depends is in the tree); the
 # packages are in /src/debs (SDBOX_SRC).

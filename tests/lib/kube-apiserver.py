@@ -18,7 +18,7 @@ Usage:
   kube-apiserver.py serve --pki DIR [--listen ADDR:PORT] [--control ADDR:PORT]
         [--token TOKEN=USER[,GROUP...]] [--bootstrap-token ID.SECRET]
         [--secret-reader SUBJECT] [--node-admin SUBJECT] [--admin SUBJECT]
-        [--node NAME] [--secret NS/NAME=OSCFILE] [--bookmark-interval SEC]
+        [--node NAME] [--secret NS/NAME=OSCFILE] [--machine NAME[=NODE]] [--bookmark-interval SEC]
         [--history N] [--start-rv N] [--tls good|other-ca|wrong-host]
         [--ready-file PATH] [--verbose]
   kube-apiserver.py ctl [--control ADDR:PORT] METHOD PATH [JSON]
@@ -78,6 +78,24 @@ CONTROL (all JSON; times are the server's time.time()):
   POST /restart  {"tls": "good"|"other-ca"|"wrong-host"} down, forget the
                  history (like a real restart: the watch cache restarts), up
   POST /policy   {"allowSecret": SUBJECT} | {"revokeSecret": SUBJECT}
+  POST /csr-mode {"mode": M, "lifetime": S} how new CSRs are answered (below)
+  GET  /csrs     -> {name: CSR object} every CSR so far
+
+CertificateSigningRequests (certificates.k8s.io/v1, create and get by name)
+follow gardener-node-agent's contract. Who may: bootstrap tokens
+(system:bootstrappers) and group gardener.cloud:node-agents create and get
+CSRs, nothing else is open to a bootstrap token (Gardener's node-agent
+authorizer; give the node-agent identity Secrets and Nodes with
+--secret-reader/--node-admin group:gardener.cloud:node-agents). The approver
+is Gardener's (gardener-resource-manager csrapprover/reconciler.go): only
+CNs "gardener.cloud:node-agent:machine:<m>"; the Machine must exist
+(--machine M[=NODE]); a bootstrap requester is denied once NODE exists; a
+certificate requester only for its own CN. Approved CSRs are signed at once
+with the --pki CA by `openssl ca` (clientAuth; lifetime expirationSeconds,
+or the /csr-mode lifetime). Modes for tests: "gardener" (default), "never"
+(stays pending), "deny", "fail", "wrong-cn", "wrong-key", "expired",
+"other-ca" (issued, but for another CN / another key / already expired /
+signed by other-ca).
   POST /config   {"bookmarkInterval": S}
 """
 
@@ -249,6 +267,13 @@ class State:
         self.node_admins = set(args.node_admin)
         self.admins = set(args.admin)
         self.bookmark_interval = args.bookmark_interval
+        self.csrs = {}
+        self.csr_mode = "gardener"
+        self.csr_lifetime = None
+        self.machines = {}
+        for m in args.machine:
+            name, _, node = m.partition("=")
+            self.machines[name] = node
         self.tls_mode = args.tls
         self.api = None
         self.api_thread = None
@@ -397,6 +422,9 @@ class ApiServer(http.server.ThreadingHTTPServer):
 # the API
 
 RESOURCES = {"secrets": "Secret", "nodes": "Node"}
+CSR_RE = re.compile(r"^/apis/certificates\.k8s\.io/v1/certificatesigningrequests(?:/(?P<name>[^/]+))?$")
+NA_PREFIX = "gardener.cloud:node-agent:machine:"
+NA_GROUP = "gardener.cloud:node-agents"
 PATH_RE = re.compile(r"^/api/v1/(?:namespaces/(?P<ns>[^/]+)/)?(?P<res>secrets|nodes)(?:/(?P<name>[^/]+))?$")
 
 
@@ -597,6 +625,10 @@ class ApiHandler(http.server.BaseHTTPRequestHandler):
             self.entry["status"] = 200
             return
 
+        m = CSR_RE.match(url.path)
+        if m:
+            self.csr(user, groups, m.group("name"), body)
+            return
         m = PATH_RE.match(url.path)
         if not m or (m.group("res") == "secrets") != (m.group("ns") is not None):
             self.send_json(404, status(404, "NotFound", "the server could not find the requested resource", {}))
@@ -641,6 +673,64 @@ class ApiHandler(http.server.BaseHTTPRequestHandler):
             return
         self.send_json(405, status(405, "MethodNotAllowed",
                                    "the server does not allow this method on the requested resource", {}))
+
+    # --- CertificateSigningRequests
+    def csr(self, user, groups, name, body):
+        st = self.st
+        verb = "get" if self.command == "GET" else "create" if self.command == "POST" and not name else None
+        if verb is None:
+            self.send_json(405, status(405, "MethodNotAllowed",
+                                       "the server does not allow this method on the requested resource", {}))
+            return
+        if not (self.subject_in(user, groups, st.admins) or "system:masters" in groups
+                or "system:bootstrappers" in groups or NA_GROUP in groups):
+            self.forbidden(user, verb, "certificatesigningrequests", None, name)
+            return
+        if verb == "get":
+            with st.lock:
+                o = copy.deepcopy(st.csrs.get(name))
+            if o is None:
+                self.send_json(404, status(404, "NotFound",
+                                           'certificatesigningrequests.certificates.k8s.io "%s" not found' % name,
+                                           {"name": name, "group": "certificates.k8s.io",
+                                            "kind": "certificatesigningrequests"}))
+            else:
+                self.send_json(200, o)
+            return
+        try:
+            o = json.loads(body)
+            n = o["metadata"]["name"]
+            spec = o["spec"]
+            pem = base64.b64decode(spec["request"], validate=True)
+        except (ValueError, KeyError, TypeError) as e:
+            self.send_json(400, status(400, "BadRequest", "invalid CertificateSigningRequest: %s" % e))
+            return
+        if spec.get("signerName") != "kubernetes.io/kube-apiserver-client" or not spec.get("usages"):
+            self.send_json(422, status(422, "Invalid", "spec.signerName/spec.usages invalid"))
+            return
+        o["metadata"].update({"uid": str(uuid.uuid4()), "creationTimestamp": now_ts(),
+                              "resourceVersion": str(st.store.rv)})
+        o["spec"]["username"] = user
+        o["spec"]["groups"] = groups
+        o["status"] = {}
+        with st.lock:
+            if n in st.csrs:
+                exists = True
+            else:
+                exists = False
+                st.csrs[n] = o
+                first = copy.deepcopy(o)
+        if exists:
+            self.send_json(409, status(409, "AlreadyExists",
+                                       'certificatesigningrequests.certificates.k8s.io "%s" already exists' % n,
+                                       {"name": n, "group": "certificates.k8s.io",
+                                        "kind": "certificatesigningrequests"}))
+            return
+        self.send_json(201, first)
+        try:
+            decide_csr(st, n, o, pem)
+        except Exception as e:  # a test signer problem must show, not hang the client
+            set_condition(st, n, "Failed", "SignerError", str(e))
 
     # --- faults
     def apply_fault(self, f, is_watch):
@@ -1022,6 +1112,119 @@ def make_secret(ns, name, osc, checksum="auto", labels=None, annotations=None, d
     return {"kind": "Secret", "apiVersion": "v1", "metadata": md, "data": d, "type": "Opaque"}
 
 
+def set_condition(st, name, typ, reason, message, cert=None):
+    with st.lock:
+        o = st.csrs[name]
+        o.setdefault("status", {}).setdefault("conditions", []).append(
+            {"type": typ, "status": "True", "reason": reason, "message": message,
+             "lastUpdateTime": now_ts(), "lastTransitionTime": now_ts()})
+        if cert is not None:
+            o["status"]["certificate"] = base64.b64encode(cert).decode()
+
+
+def openssl(*args, data=None):
+    import subprocess
+    r = subprocess.run(("openssl",) + args, input=data, capture_output=True, timeout=60)
+    if r.returncode != 0:
+        raise RuntimeError("openssl %s: %s" % (args[0], r.stderr.decode(errors="replace").strip()))
+    return r.stdout
+
+
+def csr_subject(pem):
+    """(CN, [O]) of a PEM certification request."""
+    out = openssl("req", "-noout", "-subject", "-nameopt", "sep_multiline,sname,utf8", data=pem).decode()
+    cn, orgs = None, []
+    for line in out.splitlines()[1:]:
+        k, _, v = line.strip().partition("=")
+        if k == "CN":
+            cn = v
+        elif k == "O":
+            orgs.append(v)
+    return cn, orgs
+
+
+def decide_csr(st, name, o, pem):
+    """Gardener's approver (csrapprover/reconciler.go mustApproveGardenerNodeAgentCSR)
+    plus the test modes; approves and signs, or denies."""
+    mode = st.csr_mode
+    if mode == "never":
+        return
+    if mode == "deny":
+        set_condition(st, name, "Denied", "RequestDenied", "Denying gardener-node-agent certificate CSR (test)")
+        return
+    if mode == "fail":
+        set_condition(st, name, "Failed", "SignerValidationFailure", "test failure")
+        return
+    cn, orgs = csr_subject(pem)
+    if not cn or not cn.startswith(NA_PREFIX):
+        return    # no opinion: stays pending
+    machine = cn[len(NA_PREFIX):]
+    user = o["spec"]["username"]
+    why = None
+    if machine not in st.machines:
+        why = 'machine "%s" does not exist' % machine
+    elif user.startswith("system:bootstrap:"):
+        node = st.machines[machine]
+        if node and st.store.get("Node", None, node) is not None:
+            why = ('Cannot use bootstrap token since gardener-node-agent for machine "%s" is already bootstrapped'
+                   % machine)
+    elif user.startswith(NA_PREFIX):
+        if user != cn:
+            why = 'username "%s" and commonName "%s" do not match' % (user, cn)
+    else:
+        why = 'username "%s" is not allowed to create CSRs for a gardener-node-agent' % user
+    if why:
+        set_condition(st, name, "Denied", "RequestDenied", "Denying gardener-node-agent certificate CSR (%s)" % why)
+        return
+    set_condition(st, name, "Approved", "RequestApproved",
+                  "Approving gardener-node-agent certificate CSR (all checks passed)")
+    lifetime = st.csr_lifetime or int(o["spec"].get("expirationSeconds") or 86400)
+    cert = sign_csr(st, pem, mode, lifetime)
+    with st.lock:
+        st.csrs[name]["status"]["certificate"] = base64.b64encode(cert).decode()
+
+
+def sign_csr(st, pem, mode, lifetime):
+    """Signs with `openssl ca` (seconds-exact validity); returns PEM."""
+    import tempfile
+    pki = st.args.pki
+    ca = "other-ca" if mode == "other-ca" else "ca"
+    with tempfile.TemporaryDirectory() as d:
+        fmt = lambda t: time.strftime("%Y%m%d%H%M%SZ", time.gmtime(t))
+        now = time.time()
+        start, end = (now - 7200, now - 3600) if mode == "expired" else (now - 5, now + lifetime)
+        subj = None
+        if mode == "wrong-cn":
+            subj = "/O=%s/CN=%sanother-machine" % (NA_GROUP, NA_PREFIX)
+        if mode == "wrong-key":
+            # A request with the same subject for a key the client never had.
+            key = os.path.join(d, "k.pem")
+            openssl("genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", key)
+            cn, orgs = csr_subject(pem)
+            pem = openssl("req", "-new", "-key", key, "-subj",
+                          "".join("/O=%s" % x for x in orgs) + "/CN=%s" % cn)
+        with open(os.path.join(d, "req.pem"), "wb") as fh:
+            fh.write(pem)
+        open(os.path.join(d, "index.txt"), "w").close()
+        with open(os.path.join(d, "serial"), "w") as fh:
+            fh.write("%016X\n" % int.from_bytes(os.urandom(7), "big"))
+        with open(os.path.join(d, "ca.cnf"), "w") as fh:
+            fh.write("[ca]\ndefault_ca = t\n[t]\ndir = %s\ndatabase = $dir/index.txt\nserial = $dir/serial\n"
+                     "new_certs_dir = $dir\ndefault_md = sha256\npolicy = any\nunique_subject = no\n"
+                     "copy_extensions = none\n[any]\norganizationName = optional\ncommonName = supplied\n"
+                     "[ext]\nbasicConstraints = critical,CA:FALSE\n"
+                     "keyUsage = critical,digitalSignature,keyEncipherment\nextendedKeyUsage = clientAuth\n" % d)
+        args = ["ca", "-batch", "-config", os.path.join(d, "ca.cnf"), "-in", os.path.join(d, "req.pem"),
+                "-cert", os.path.join(pki, ca + ".crt"), "-keyfile", os.path.join(pki, ca + ".key"),
+                "-startdate", fmt(start), "-enddate", fmt(end), "-extensions", "ext", "-notext",
+                "-preserveDN", "-out", os.path.join(d, "cert.pem")]
+        if subj:
+            args += ["-subj", subj]
+        openssl(*args)
+        with open(os.path.join(d, "cert.pem"), "rb") as fh:
+            return fh.read()
+
+
 def make_node(name):
     return {"kind": "Node", "apiVersion": "v1",
             "metadata": {"name": name,
@@ -1203,6 +1406,14 @@ class ControlHandler(http.server.BaseHTTPRequestHandler):
                     if "revokeSecret" in req:
                         st.secret_readers.discard(req["revokeSecret"])
                     self.reply(200, {"secretReaders": sorted(st.secret_readers)})
+            elif p == "/csr-mode":
+                with st.lock:
+                    st.csr_mode = req.get("mode", "gardener")
+                    st.csr_lifetime = req.get("lifetime")
+                self.reply(200, {"mode": st.csr_mode, "lifetime": st.csr_lifetime})
+            elif p == "/csrs":
+                with st.lock:
+                    self.reply(200, copy.deepcopy(st.csrs))
             elif p == "/config":
                 if "bookmarkInterval" in req:
                     st.bookmark_interval = float(req["bookmarkInterval"])
@@ -1281,6 +1492,7 @@ def main():
     s.add_argument("--admin", action="append", default=[])
     s.add_argument("--node", action="append", default=[])
     s.add_argument("--secret", action="append", default=[])
+    s.add_argument("--machine", action="append", default=[])
     s.add_argument("--bookmark-interval", type=float, default=60.0)
     s.add_argument("--history", type=int, default=1000)
     s.add_argument("--start-rv", type=int, default=100)

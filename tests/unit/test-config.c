@@ -62,6 +62,7 @@ static const char full[] =
 	" \"ssh\": {\"loginUser\": \"ops\", \"exclusive\": true, \"createUser\": false, \"sudoers\": \"\",\n"
 	"  \"rsaMinBits\": 3072, \"keysFromNodeAnnotation\": true, \"keyDocumentPath\": \"/var/lib/k.json\",\n"
 	"  \"maxKeyShrink\": 0.25, \"allowRoot\": true},\n"
+	" \"gardener\": {\"nodeAgentDir\": \"/var/lib/gardener-node-agent\"},\n"
 	" \"paths\": {\"stateDir\": \"/run/na\", \"execStateDir\": \"/run/cce\", \"snapshot\": \"/run/cce/s\"},\n"
 	" \"timeouts\": {\"connectMs\": 1000, \"requestMs\": 2000, \"watchIdleMs\": 3000, \"resyncMs\": 4000,\n"
 	"  \"applyMs\": 5000},\n"
@@ -93,6 +94,7 @@ static void every_field(void **state)
 	assert_string_equal(c.key_document_path, "/var/lib/k.json");
 	assert_true(c.max_key_shrink == 0.25);
 	assert_true(c.allow_root);
+	assert_string_equal(c.gna_dir, "/var/lib/gardener-node-agent");
 	assert_string_equal(c.state_dir, "/run/na");
 	assert_string_equal(c.exec_state_dir, "/run/cce");
 	assert_string_equal(c.snapshot_path, "/run/cce/s");

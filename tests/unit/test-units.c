@@ -152,6 +152,19 @@ static const struct plan_case plan_cases[] = {
 	    "os.service: none: unchanged",
 	    "gardener-user.service: requested,superseded: superseded by cloud-config-exec's native SSH key handling" },
 	  "superseded: gardener-user.path gardener-user.service; unchanged: 3" },
+	{ "gardener-node-agent's own units are superseded", BASE,
+	  WITH(UNIT_A ", " UNIT_B ", " UNIT_OS ", {name: gardener-node-agent.service, content: GNA, enable: true, "
+	       "filePaths: [/opt/bin/gardener-node-agent]}, {name: gardener-node-init.service, content: I, command: start}"),
+	  {}, { "gardener-node-agent" },
+	  { "a.service: none: unchanged", "b.service: none: unchanged",
+	    "gardener-node-agent.service: superseded: superseded by node-agent and cloud-config-exec, which do "
+	    "gardener-node-agent's work",
+	    "gardener-node-init.service: superseded: superseded by node-agent and cloud-config-exec, which do "
+	    "gardener-node-agent's work",
+	    "os.service: none: unchanged",
+	    "gardener-node-agent.service: requested,superseded: superseded by node-agent and cloud-config-exec, which "
+	    "do gardener-node-agent's work" },
+	  "superseded: gardener-node-agent.service gardener-node-init.service; unchanged: 3" },
 	{ "dropped gardener-user units: nothing to remove", WITH("{name: gardener-user.service, content: G}"), WITH(UNIT_A),
 	  {}, {},
 	  { "a.service: write,enable,restart: new unit",

@@ -1,0 +1,79 @@
+/* node-agent's own client certificate through the CertificateSigningRequest
+ * API, as gardener-node-agent gets it (lib/csr.h has the contract and its
+ * sources in gardener/gardener).
+ *
+ * Active when node.machineName is known (node-agent.conf or stock user
+ * data) and neither apiServer.tokenFile nor apiServer.clientCertificateFile
+ * is configured. The certificate and its key live together in one file,
+ * client.pem (0600) in node-agent's state directory and nowhere else,
+ * replaced atomically; http.c hands that path to libcurl, which reads it for
+ * every new connection, so a renewed certificate needs no restart.
+ *
+ * States: a valid client.pem in use, renewed at a jittered 80-88 % of its
+ * lifetime with the current certificate; otherwise (none, expired, or for
+ * another machine or CA) a new key and a CSR created with the bootstrap
+ * token, polled every 2 s until issued or timeouts.csrMs (15 min) pass.
+ * Denied or Failed is logged with its reason and retried with backoff (30 s
+ * doubling to 10 min); the issued certificate is checked (our key, CN and O,
+ * validity, chains to the cluster CA) before it replaces anything. An expired
+ * certificate is dropped so the bootstrap token is used again; without one,
+ * one error says so and everything else keeps its last good state.
+ *
+ * Driven by creds_tick() from the event loop; logs every decision with
+ * CSR=<name>. */
+#ifndef NA_AGENT_CREDENTIALS_H
+#define NA_AGENT_CREDENTIALS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <time.h>
+
+#include <openssl/evp.h>
+
+#include "config.h"
+#include "http.h"
+
+#define CREDS_FILE "client.pem"
+
+enum creds_state {
+	CREDS_OFF,          /* not used: another credential is configured */
+	CREDS_IDLE,         /* a certificate in use (or waiting for a retry) */
+	CREDS_NEED_CREATE,  /* POST a new CSR when wake_at has passed */
+	CREDS_CREATING,
+	CREDS_NEED_POLL,    /* GET the CSR when wake_at has passed */
+	CREDS_POLLING,
+};
+
+struct creds {
+	struct http_client *http;
+	const struct config *cfg;
+	int state_fd;               /* the agent's state directory (not owned) */
+	char pem_path[64];          /* "/proc/self/fd/<state_fd>/client.pem" for libcurl */
+	enum creds_state state;
+	bool have_cert;
+	time_t not_after;
+	time_t renew_at;            /* wall clock */
+	bool expired_logged;
+	EVP_PKEY *pending_key;      /* the key of the CSR in flight */
+	char *csr_name;
+	char csr_uid[128];
+	struct http_request *req;
+	uint64_t wake_at;           /* monotonic ms */
+	uint64_t deadline;          /* monotonic ms: this CSR is given up */
+	unsigned failures;
+	void (*on_cert)(void *userdata); /* a new certificate is in use */
+	void *userdata;
+};
+
+/* Sets up the duty (CREDS_OFF when it does not apply) and puts a valid
+ * client.pem from an earlier run into use. Returns 0 or -ENOMEM. */
+int creds_init(struct creds *c, struct http_client *http, const struct config *cfg, int state_fd,
+	       void (*on_cert)(void *userdata), void *userdata);
+
+/* Starts what is due; returns the next deadline (monotonic ms, UINT64_MAX
+ * for none). */
+uint64_t creds_tick(struct creds *c, uint64_t now);
+
+void creds_done(struct creds *c);
+
+#endif

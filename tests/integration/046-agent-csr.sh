@@ -1,0 +1,323 @@
+#!/bin/bash
+# node-agent's client certificate through the CertificateSigningRequest API,
+# against the test API server's CSRs, Gardener-like approver and authorizer
+# (a bootstrap token may only create and get CSRs), in a private network
+# namespace: the round trip with the bootstrap token (name, subject, signer,
+# usages, expirationSeconds; client.pem 0600; the Secret then read with the
+# certificate), renewal at 80-88 % with the current certificate and a new
+# key, and bad outcomes each with one clear line and no client.pem: denied,
+# never approved, a certificate for another CN, another key, expired, another
+# CA; Gardener's approver denying a bootstrap requester whose Node exists and
+# an unknown Machine; an expired client.pem at start replaced through the
+# bootstrap token, and without a bootstrap token one clear error.
+source "$TESTS_DIR/lib/common.sh"
+source "$TESTS_DIR/lib/kube.sh"
+kube_netns "$@"
+AGENT=$B/node-agent
+[ -x "$AGENT" ] || skip_all "node-agent is not built"
+command -v openssl >/dev/null || skip_all "openssl(1) missing"
+
+S=$(scratch)
+ROOT=$S/root
+mkdir -p "$ROOT/var/lib/cloud-config-exec"
+printf 'spec:\n  files:\n  - path: /etc/hello\n    content:\n      inline:\n        data: "v1"\n' >"$S/v1.yaml"
+KUBE_OSC=$S/v1.yaml kube_start "$S" --machine machine-1=node-m1 --machine machine-2 \
+	--secret-reader group:gardener.cloud:node-agents --node-admin group:gardener.cloud:node-agents \
+	--bookmark-interval 3 ||
+	{ fail "test API server starts"; finish; exit 1; }
+# Gardener's node-agent authorizer: a bootstrap token reads no Secret.
+kctl POST /policy '{"revokeSecret": "group:system:bootstrappers"}' >/dev/null
+BT=$S/bootstrap-token
+printf 'abcdef.0123456789abcdef\n' >"$BT"
+PEM=$ROOT/var/lib/node-agent/client.pem
+CN=gardener.cloud:node-agent:machine:machine-1
+
+config() { # MACHINE [JSON merged into "timeouts"]
+	python3 - "$S/agent.json" "$1" "${2:-{\}}" <<-'PY'
+	import json, os, sys
+	e = os.environ
+	c = {"apiServer": {"server": e["KUBE_API"], "caFile": e["KUBE_PKI"] + "/ca.crt",
+	                   "bootstrapTokenFile": e["BT"]},
+	     "node": {"name": e["KUBE_NODE"], "machineName": sys.argv[2]},
+	     "osc": {"secretName": e["KUBE_SECRET"]},
+	     "timeouts": {"connectMs": 1000, "requestMs": 3000, "watchIdleMs": 10000, "csrMs": 4000}}
+	c["timeouts"].update(json.loads(sys.argv[3]))
+	json.dump(c, open(sys.argv[1], "w"))
+	os.chmod(sys.argv[1], 0o600)
+	PY
+}
+export KUBE_API KUBE_DIR KUBE_PKI KUBE_NODE KUBE_SECRET BT
+
+# wait_for SECONDS CMD...: polls CMD every 0.1 s.
+wait_for() {
+	local n=$(($1 * 10)) i
+	shift
+	for ((i = 0; i < n; i++)); do "$@" && return 0; sleep 0.1; done
+	return 1
+}
+dump() { echo "# --- $1"; shift; "$@" 2>&1 | tail -n 40 | sed 's/^/#   /'; }
+
+start() { # [LOG]: a fresh agent, its log in $S/LOG
+	LOG=$S/${1:-agent}.log
+	: >"$LOG"
+	"$AGENT" --root "$ROOT" --config "$S/agent.json" </dev/null >>"$LOG" 2>&1 &
+	APID=$!
+	on_exit "kill $APID 2>/dev/null"
+}
+stop() { kill "$APID" 2>/dev/null; wait "$APID" 2>/dev/null; }
+logged() { wait_for "${2:-20}" grep -q -- "$1" "$LOG"; }
+csrs() { kctl GET /csrs; }
+mode() { kctl POST /csr-mode "$1" >/dev/null; }
+
+# --- 1. the round trip -------------------------------------------------------
+config machine-1
+mode '{"mode": "gardener", "lifetime": 12}'
+t0=$(now)
+start rt
+if logged "client certificate issued" 30; then
+	ok "CSR round trip: $(sed -n 's/.*\(client certificate issued after [0-9]* ms\).*/\1/p' "$LOG")"
+else
+	fail "CSR round trip"
+	dump "agent log" cat "$LOG"
+fi
+check "client.pem is 0600 in the state directory ($(stat -c %a "$PEM" 2>&1))" test "$(stat -c %a "$PEM" 2>/dev/null)" = 600
+check "... and holds the certificate and its key" sh -c 'grep -q "BEGIN CERTIFICATE" "$1" && grep -q "BEGIN PRIVATE KEY" "$1"' sh "$PEM"
+check "... and nowhere else: no other key file below the root" \
+	test "$(grep -rl 'PRIVATE KEY' "$ROOT" 2>/dev/null)" = "$PEM"
+csrs >"$S/csrs.json"
+first=$(jget 'sorted(d.values(), key=lambda o: o["metadata"]["creationTimestamp"])[0]' <"$S/csrs.json")
+fieldof() { printf '%s' "$first" | jget "$1"; }
+check "CSR name node-agent-csr-<43 base64url> ($(fieldof 'd["metadata"]["name"]'))" \
+	sh -c 'printf "%s" "$1" | grep -Eqx "node-agent-csr-[A-Za-z0-9_-]{43}"' sh "$(fieldof 'd["metadata"]["name"]')"
+check "CSR signer, usages, expirationSeconds as gardener-node-agent's" test \
+	"$(fieldof '[d["spec"]["signerName"], d["spec"]["usages"], d["spec"]["expirationSeconds"]]')" = \
+	'["kubernetes.io/kube-apiserver-client", ["digital signature", "key encipherment", "client auth"], 2592000]'
+check "CSR created with the bootstrap token ($(fieldof 'd["spec"]["username"]'))" \
+	test "$(fieldof 'd["spec"]["username"]')" = system:bootstrap:abcdef
+subj=$(fieldof 'd["spec"]["request"]' | base64 -d | openssl req -noout -subject -nameopt RFC2253 2>&1)
+check "CSR subject O=gardener.cloud:node-agents CN=$CN ($subj)" \
+	test "$subj" = "subject=CN=$CN,O=gardener.cloud:node-agents"
+check "CSR key is ECDSA P-256" sh -c 'printf "%s" "$1" | base64 -d | openssl req -noout -text | grep -q "NIST CURVE: P-256"' \
+	sh "$(fieldof 'd["spec"]["request"]')"
+check "the Secret is then read with the certificate (user $CN, 200)" wait_for 20 sh -c \
+	'python3 "$1" ctl GET /log | python3 -c "import json,sys; sys.exit(not any(r[\"user\"] == \"$2\" and \"/secrets/\" in r[\"path\"] and r[\"status\"] == 200 for r in json.load(sys.stdin)[\"requests\"]))"' \
+	sh "$TESTS_DIR/lib/kube-apiserver.py" "$CN"
+check "the bootstrap token got no Secret (403 only)" sh -c \
+	'python3 "$1" ctl GET /log | python3 -c "import json,sys; sys.exit(any(r[\"user\"] == \"system:bootstrap:abcdef\" and \"/secrets/\" in r[\"path\"] and r[\"status\"] == 200 for r in json.load(sys.stdin)[\"requests\"]))"' \
+	sh "$TESTS_DIR/lib/kube-apiserver.py"
+# --- 2. renewal (12 s lifetime: due after 9.6 .. 10.6 s) ----------------------
+key1=$(openssl pkey -in "$PEM" -pubout 2>/dev/null | sha256sum)
+if wait_for 30 sh -c 'test "$(python3 "$1" ctl GET /csrs | python3 -c "import json,sys; print(sum(o[\"spec\"][\"username\"] == sys.argv[1] for o in json.load(sys.stdin).values()))" "$2")" -ge 1' \
+	sh "$TESTS_DIR/lib/kube-apiserver.py" "$CN" && wait_for 10 sh -c 'test "$(grep -c "client certificate issued" "$1")" -ge 2' sh "$LOG"; then
+	ok "renewed before expiry with the current certificate (CSR by $CN)"
+else
+	fail "renewal with the current certificate"
+	dump "agent log" cat "$LOG"
+fi
+key2=$(openssl pkey -in "$PEM" -pubout 2>/dev/null | sha256sum)
+check "... with a new key, swapped in place" test "$key1" != "$key2"
+check "... without a restart (one process, no error)" sh -c 'kill -0 "$1" && ! grep -q "<err>\|error" "$2"' sh "$APID" "$LOG"
+# The test signer backdates notBefore by 5 s: lifetime 12 + 5 s.
+renew=$(sed -n 's/.*valid until \([0-9]*\), renewal at \([0-9]*\).*/\1 \2/p' "$LOG" | head -1)
+check "renewal point at 80-88 % of the lifetime ($renew)" python3 -c '
+import sys; na, at = map(int, sys.argv[1].split()); nb = na - 17
+f = (at - nb) / (na - nb); sys.exit(not 0.75 <= f <= 0.9)' "$renew"
+stop
+
+# --- 3. bad outcomes, each one clear line, no client.pem -----------------------
+bad() { # DESCRIPTION MODE EXPECTED-LOG-SUBSTRING [MACHINE]
+	rm -f "$PEM"
+	mode "{\"mode\": \"$2\"}"
+	config "${4:-machine-1}"
+	start "bad-$2"
+	if logged "$3" 20; then
+		ok "$1: $(grep -o "CSR [^ ]*: .*" "$LOG" | grep -- "$3" | head -1 | cut -c1-200)"
+	else
+		fail "$1"
+		dump "agent log" cat "$LOG"
+	fi
+	check "... no client.pem" test ! -e "$PEM"
+	stop
+}
+bad "denied CSR" deny 'denied, reason "RequestDenied"'
+bad "failed CSR" fail 'failed, reason "SignerValidationFailure"'
+bad "never approved" never "not issued within 4 s"
+bad "certificate for another CN" wrong-cn "issued certificate refused: subject CN is"
+bad "certificate for another key" wrong-key "issued certificate refused: the certificate is not for our key"
+bad "expired certificate" expired "issued certificate refused: expired"
+bad "certificate from another CA" other-ca "issued certificate refused: does not chain to the cluster CA"
+bad "unknown Machine (Gardener's approver)" gardener 'machine "machine-9" does not exist' machine-9
+kctl POST /node '{"name": "node-m1"}' >/dev/null
+bad "bootstrap token once the Node exists (Gardener's approver)" gardener "already bootstrapped"
+kctl POST /node '{"name": "node-m1", "delete": true}' >/dev/null
+
+# expired_pem MACHINE: client.pem with a key and an expired certificate for
+# MACHINE, signed by the cluster CA (the test signer's own code).
+expired_pem() {
+	python3 - "$TESTS_DIR/lib/kube-apiserver.py" "$KUBE_PKI" "$PEM" "$1" <<-'PY'
+	import importlib.util, subprocess, sys, types
+	sys.dont_write_bytecode = True  # the repository tracks tests/lib/__pycache__
+	spec = importlib.util.spec_from_file_location("kapi", sys.argv[1])
+	k = importlib.util.module_from_spec(spec)
+	spec.loader.exec_module(k)
+	key = subprocess.run(["openssl", "genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256"],
+	                     capture_output=True, check=True).stdout
+	req = subprocess.run(["openssl", "req", "-new", "-key", "/dev/stdin", "-subj",
+	                      "/O=gardener.cloud:node-agents/CN=gardener.cloud:node-agent:machine:" + sys.argv[4]],
+	                     input=key, capture_output=True, check=True).stdout
+	st = types.SimpleNamespace(args=types.SimpleNamespace(pki=sys.argv[2]))
+	open(sys.argv[3], "wb").write(k.sign_csr(st, req, "expired", 0) + key)
+	PY
+	chmod 0600 "$PEM"
+}
+
+# --- 4. an expired client.pem at start ----------------------------------------
+mode '{"mode": "gardener"}'
+expired_pem machine-2
+config machine-2
+start expired
+if logged "not usable: expired" && logged "client certificate issued" 20; then
+	ok "an expired client.pem at start: one line, a new certificate through the bootstrap token"
+else
+	fail "expired client.pem replaced through the bootstrap token"
+	dump "agent log" cat "$LOG"
+fi
+stop
+expired_pem machine-2
+mv "$BT" "$BT.gone"
+start nobt
+check "expired and no bootstrap token: one clear error" logged "no client certificate and no bootstrap token"
+check "... and the agent keeps running (last good state stays)" kill -0 "$APID"
+stop
+
+# --- 5. stock user data only, and a Node that does not exist yet ----------------
+# gardener.nodeAgentDir alone: server, CA, Secret, machine name and bootstrap
+# token come from the stock files; the OSC is handed over before the Node
+# exists, with kubeletBootstrap (nodeRegistered false) so the executor writes
+# the kubelet's bootstrap kubeconfig; once the Node appears (watched), the
+# desired state says registered and the Node is annotated.
+G=$S/gna
+mkdir -p "$G/credentials"
+cp "$KUBE_PKI/ca.crt" "$G/cluster-ca.crt"
+printf 'abcdef.0123456789abcdef' >"$G/credentials/bootstrap-token"
+printf 'machine-2\n' >"$G/machine-name"
+printf 'eu-west-1a\n' >"$G/zone"
+cat >"$G/config-v1.149.3.yaml" <<-GNA
+	apiVersion: nodeagent.config.gardener.cloud/v1alpha1
+	kind: NodeAgentConfiguration
+	apiServer:
+	  server: $KUBE_API
+	  caFile: /var/lib/gardener-node-agent/cluster-ca.crt
+	controllers:
+	  operatingSystemConfig:
+	    secretName: $KUBE_SECRET
+	    kubernetesVersion: 1.33.2
+	GNA
+printf '{"gardener": {"nodeAgentDir": "%s"}, "node": {"name": "node-late"}, "timeouts": {"connectMs": 1000, "requestMs": 3000}}\n' "$G" >"$S/agent.json"
+rm -f "$PEM" "$ROOT/var/lib/node-agent/desired.json"
+start stock
+DES=$ROOT/var/lib/node-agent/desired.json
+kb() { python3 -c 'import json,sys; d=json.load(open(sys.argv[1])).get("kubeletBootstrap"); print(d and json.dumps([d["server"], d["caFile"], d["tokenFile"], d["nodeRegistered"]]))' "$DES" 2>/dev/null; }
+want='["'$KUBE_API'", "'$G'/cluster-ca.crt", "'$G'/credentials/bootstrap-token", false]'
+if wait_for 30 sh -c 'test "$(python3 -c "import json,sys; d=json.load(open(sys.argv[1])).get(\"kubeletBootstrap\") or {}; print(d.get(\"nodeRegistered\"))" "$1" 2>/dev/null)" = False' sh "$DES"; then
+	ok "stock data only, no Node yet: the OSC is handed over with kubeletBootstrap ($(kb))"
+else
+	fail "desired.json before the Node exists"
+	dump "agent log" cat "$LOG"
+fi
+check "... naming the host paths of the stock CA and token, not the agent's copies" test "$(kb)" = "$want"
+kctl POST /node '{"name": "node-late"}' >/dev/null
+check "the Node appears (watched): nodeRegistered true in the desired state" \
+	wait_for 20 sh -c 'grep -q "\"nodeRegistered\":[[:space:]]*true" "$1"' sh "$DES"
+python3 - "$DES" "$ROOT/var/lib/cloud-config-exec/result.json" <<-'PY'
+	import json, os, sys, time
+	d = json.load(open(sys.argv[1]))
+	r = {"version": 1, "checksum": d["checksum"], "generation": d["generation"], "success": True,
+	     "changedUnits": [], "finishedAt": int(time.time())}
+	open(sys.argv[2] + ".tmp", "w").write(json.dumps(r))
+	os.rename(sys.argv[2] + ".tmp", sys.argv[2])
+	PY
+check "... and annotated once the executor reports success" \
+	wait_for 20 sh -c 'test -n "$(python3 "$1" ctl GET "/node?name=node-late" | python3 -c "import json,sys; print(json.load(sys.stdin)[\"metadata\"].get(\"annotations\", {}).get(\"checksum/cloud-config-data\", \"\"))")"' \
+	sh "$TESTS_DIR/lib/kube-apiserver.py"
+check "... with the kubernetes-version label from the stock config (1.33.2)" \
+	test "$(kube_label worker.gardener.cloud/kubernetes-version node-late)" = 1.33.2
+has_labels() { kctl GET "/node?name=node-late" | python3 -c '
+import json, sys
+l = json.load(sys.stdin)["metadata"].get("labels", {})
+sys.exit(not (l.get("node-role.kubernetes.io/worker") == "" and l.get("topology.kubernetes.io/zone") == "eu-west-1a"))'; }
+check "... and labelled node-role.kubernetes.io/worker=\"\" and topology.kubernetes.io/zone from the zone file" \
+	wait_for 20 has_labels
+# A patch upgrade: the OSC now carries gardener-node-agent's config for 1.33.3.
+{
+	cat "$S/v1.yaml"
+	printf '  - path: /var/lib/gardener-node-agent/config-v1.149.4.yaml\n    permissions: 384\n    content:\n      inline:\n'
+	printf '        encoding: b64\n        data: %s\n' "$(printf 'apiVersion: nodeagent.config.gardener.cloud/v1alpha1\nkind: NodeAgentConfiguration\ncontrollers:\n  operatingSystemConfig:\n    kubernetesVersion: 1.33.3\n' | base64 -w0)"
+} >"$S/v2.yaml"
+old_sum=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["checksum"])' "$DES")
+kube_secret "$S/v2.yaml" >/dev/null
+check "the new OSC is handed over" wait_for 20 sh -c 'test "$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))[\"checksum\"])" "$1")" != "$2"' sh "$DES" "$old_sum"
+python3 - "$DES" "$ROOT/var/lib/cloud-config-exec/result.json" <<-'PY'
+	import json, os, sys, time
+	d = json.load(open(sys.argv[1]))
+	r = {"version": 1, "checksum": d["checksum"], "generation": d["generation"], "success": True,
+	     "changedUnits": [], "finishedAt": int(time.time())}
+	open(sys.argv[2] + ".tmp", "w").write(json.dumps(r))
+	os.rename(sys.argv[2] + ".tmp", sys.argv[2])
+	PY
+label_is() { test "$(kube_label worker.gardener.cloud/kubernetes-version node-late)" = "$1"; }
+check "kubernetes-version label from gardener-node-agent's config in the OSC (1.33.3), not the static one" \
+	wait_for 20 label_is 1.33.3
+
+# Token sync: the OSC's config names two token Secrets; one has a token, the
+# other none (one clear line, nothing handed over for it).
+kctl POST /secret "{\"namespace\": \"kube-system\", \"name\": \"shoot-access-otelcol\", \"osc\": \"\", \"checksum\": \"none\", \"data\": {\"token\": \"$(printf 'otel-token-1' | base64 -w0)\"}}" >/dev/null
+kctl POST /secret '{"namespace": "kube-system", "name": "no-token", "osc": "", "checksum": "none", "data": {"other": "eA=="}}' >/dev/null
+{
+	cat "$S/v1.yaml"
+	printf '  - path: /var/lib/gardener-node-agent/config-v1.149.4.yaml\n    permissions: 384\n    content:\n      inline:\n'
+	printf '        encoding: b64\n        data: %s\n' "$(printf 'apiVersion: nodeagent.config.gardener.cloud/v1alpha1\nkind: NodeAgentConfiguration\ncontrollers:\n  operatingSystemConfig:\n    kubernetesVersion: 1.33.3\n  token:\n    syncConfigs:\n    - secretName: shoot-access-otelcol\n      path: /var/lib/otelcol/auth-token\n    - secretName: no-token\n      path: /var/lib/x/token\n    syncPeriod: 12h\n' | base64 -w0)"
+} >"$S/v3.yaml"
+kube_secret "$S/v3.yaml" >/dev/null
+tokens_are() { test "$(python3 -c 'import json,sys; print(json.dumps(json.load(open(sys.argv[1])).get("tokens")))' "$DES" 2>/dev/null)" = "$1"; }
+check "token sync: the token Secret's token is handed over for its path" \
+	wait_for 20 tokens_are '[{"path": "/var/lib/otelcol/auth-token", "token": "otel-token-1"}]'
+check "... a token Secret without \"token\": one clear line" \
+	logged 'token sync: Secret kube-system/no-token for /var/lib/x/token: no key "token"'
+check "... logged once" test "$(grep -c 'Secret kube-system/no-token' "$LOG")" = 1
+stop
+
+# --- 6. a node migrating from gardener-node-agent keeps its identity -----------
+# Its credentials/kubeconfig (certificate and key embedded) is adopted: no
+# bootstrap token, no CSR.
+python3 - "$TESTS_DIR/lib/kube-apiserver.py" "$KUBE_PKI" "$G/credentials/kubeconfig" "$KUBE_API" <<-'PY'
+	import base64, importlib.util, subprocess, sys, types
+	sys.dont_write_bytecode = True
+	spec = importlib.util.spec_from_file_location("kapi", sys.argv[1])
+	k = importlib.util.module_from_spec(spec)
+	spec.loader.exec_module(k)
+	key = subprocess.run(["openssl", "genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256"],
+	                     capture_output=True, check=True).stdout
+	req = subprocess.run(["openssl", "req", "-new", "-key", "/dev/stdin", "-subj",
+	                      "/O=gardener.cloud:node-agents/CN=gardener.cloud:node-agent:machine:machine-2"],
+	                     input=key, capture_output=True, check=True).stdout
+	st = types.SimpleNamespace(args=types.SimpleNamespace(pki=sys.argv[2]))
+	cert = k.sign_csr(st, req, "gardener", 3600)
+	b = lambda x: base64.b64encode(x).decode()
+	open(sys.argv[3], "w").write(
+	    "apiVersion: v1\nclusters:\n- cluster:\n    certificate-authority: /var/lib/gardener-node-agent/cluster-ca.crt\n"
+	    "    server: %s\n  name: node-agent\ncontexts:\n- context:\n    cluster: node-agent\n    user: node-agent\n"
+	    "  name: node-agent\ncurrent-context: node-agent\nkind: Config\npreferences: {}\nusers:\n- name: node-agent\n"
+	    "  user:\n    client-certificate-data: %s\n    client-key-data: %s\n" % (sys.argv[4], b(cert), b(key)))
+	PY
+rm -f "$PEM" "$G/credentials/bootstrap-token"
+n_csrs=$(csrs | jget 'len(d)')
+start adopt
+check "gardener-node-agent's kubeconfig adopted" logged "adopted gardener-node-agent's client certificate"
+check "... client.pem written, 0600" test "$(stat -c %a "$PEM" 2>/dev/null)" = 600
+check "... and used: requests as machine-2 succeed" wait_for 20 sh -c 'grep -q "Secret .* verified" "$1"' sh "$LOG"
+check "... without any new CSR" test "$(csrs | jget 'len(d)')" = "$n_csrs"
+stop
+# Under the sanitizer build, leaks and errors show at exit in the logs.
+check_not "no sanitizer report in any agent log" grep -l 'Sanitizer\|runtime error' "$S"/*.log
+finish

@@ -1,0 +1,151 @@
+/* Unit tests for agent/stock.c: stock user data read from the directory and
+ * from systemd's flattened credentials, explicit settings win, bad files are
+ * refused with the path, a missing directory is fine. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "config.h"
+#include "scratch.h"
+#include "../../agent/stock.h"
+
+static const char cfg_yaml[] = "apiVersion: nodeagent.config.gardener.cloud/v1alpha1\n"
+			       "kind: NodeAgentConfiguration\n"
+			       "apiServer:\n"
+			       "  server: https://api.example.com\n"
+			       "  caFile: /var/lib/gardener-node-agent/cluster-ca.crt\n"
+			       "controllers:\n"
+			       "  operatingSystemConfig:\n"
+			       "    secretName: gardener-node-agent-worker-1-abc\n"
+			       "    kubernetesVersion: 1.33.2\n";
+
+static void put(const struct scratch *s, const char *rel, const char *data)
+{
+	char path[512];
+	snprintf(path, sizeof(path), "%s/%s", s->path, rel);
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	fputs(data, f);
+	assert_int_equal(fclose(f), 0);
+}
+
+static char *sub(const struct scratch *s, const char *rel)
+{
+	char *p = NULL;
+	assert_true(asprintf(&p, "%s/%s", s->path, rel) > 0);
+	return p;
+}
+
+static void from_directory(void **state)
+{
+	struct scratch *s = *state;
+	assert_int_equal(mkdirat(s->fd, "credentials", 0700), 0);
+	put(s, "config-v1.149.3.yaml", cfg_yaml);
+	put(s, "config-v1.99.0.yaml", "not: [yaml");   /* older: never read */
+	put(s, "cluster-ca.crt", "CA");
+	put(s, "credentials/bootstrap-token", "abcdef.0123456789abcdef");
+	put(s, "machine-name", "machine-1\n");
+
+	struct config c;
+	assert_int_equal(config_defaults(&c), 0);
+	c.kubernetes_version = strdup("1.30.0"); /* explicit: wins */
+	struct stock st;
+	char err[512];
+	assert_int_equal(stock_load(s->path, NULL, &st, err, sizeof(err)), 0);
+	assert_int_equal(stock_merge(&st, &c), 0);
+	assert_string_equal(c.server, "https://api.example.com");
+	char *ca = sub(s, "cluster-ca.crt"), *tok = sub(s, "credentials/bootstrap-token"),
+	     *cfg = sub(s, "config-v1.149.3.yaml");
+	assert_string_equal(c.ca_file, ca);
+	assert_string_equal(c.bootstrap_token_file, tok);
+	assert_string_equal(c.secret_name, "gardener-node-agent-worker-1-abc");
+	assert_string_equal(c.kubernetes_version, "1.30.0");
+	assert_null(st.from_version);
+	assert_string_equal(st.from_server, cfg);
+	assert_string_equal(st.machine_name, "machine-1");
+	free(ca);
+	free(tok);
+	free(cfg);
+	stock_done(&st);
+	config_done(&c);
+}
+
+/* LoadCredential=gardener-node-agent:/var/lib/gardener-node-agent flattens
+ * the tree into gardener-node-agent_<rel with / as _>. */
+static void from_credentials(void **state)
+{
+	struct scratch *s = *state;
+	put(s, "gardener-node-agent_config-v1.149.3.yaml", cfg_yaml);
+	put(s, "gardener-node-agent_cluster-ca.crt", "CA");
+	put(s, "gardener-node-agent_credentials_bootstrap-token", "abcdef.0123456789abcdef");
+	put(s, "gardener-node-agent", ""); /* the empty SetCredential= fallback */
+
+	struct config c;
+	assert_int_equal(config_defaults(&c), 0);
+	struct stock st;
+	char err[512];
+	assert_int_equal(stock_load("/var/lib/gardener-node-agent", s->path, &st, err, sizeof(err)), 0);
+	assert_int_equal(stock_merge(&st, &c), 0);
+	char *ca = sub(s, "gardener-node-agent_cluster-ca.crt");
+	char *tok = sub(s, "gardener-node-agent_credentials_bootstrap-token");
+	assert_string_equal(c.ca_file, ca);
+	assert_string_equal(c.bootstrap_token_file, tok);
+	assert_string_equal(c.kubernetes_version, "1.33.2");
+	assert_null(st.machine_name);
+	free(ca);
+	free(tok);
+	stock_done(&st);
+	config_done(&c);
+}
+
+static void refusals(void **state)
+{
+	struct scratch *s = *state;
+	struct stock st;
+	char err[512];
+	put(s, "config.yaml", "apiVersion: nodeagent.config.gardener.cloud/v1alpha1\nkind: NodeAgentConfiguration\n"
+			      "apiServer:\n  server: 5\n");
+	assert_int_equal(stock_load(s->path, NULL, &st, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "/config.yaml: apiServer.server: expected a string, got an integer '5'"));
+	put(s, "config.yaml", "apiVersion: nodeagent.config.gardener.cloud/v1alpha1\nkind: NodeAgentConfiguration\n");
+	char big[300];
+	memset(big, 'm', sizeof(big) - 1);
+	big[sizeof(big) - 1] = '\0';
+	put(s, "machine-name", big);
+	assert_int_equal(stock_load(s->path, NULL, &st, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "/machine-name: machine name refused: longer than 253 bytes"));
+	put(s, "machine-name", "ok\n");
+	assert_int_equal(stock_load(s->path, NULL, &st, err, sizeof(err)), 0);
+	assert_false(st.have_config && st.gna.server);
+	stock_done(&st);
+
+	/* Not a Gardener node: nothing, no error. */
+	char *none = sub(s, "missing");
+	assert_int_equal(stock_load(none, NULL, &st, err, sizeof(err)), 0);
+	assert_false(st.have_config);
+	assert_null(st.ca_path);
+	stock_done(&st);
+	free(none);
+}
+
+static int setup(void **state)
+{
+	return scratch_setup(state, "stock");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(from_directory, setup, scratch_teardown),
+		cmocka_unit_test_setup_teardown(from_credentials, setup, scratch_teardown),
+		cmocka_unit_test_setup_teardown(refusals, setup, scratch_teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
