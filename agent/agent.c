@@ -27,6 +27,7 @@
 #include "fsx.h"
 #include "http.h"
 #include "kube.h"
+#include "lease.h"
 #include "log.h"
 #include "node.h"
 #include "notify.h"
@@ -55,6 +56,7 @@ struct agent {
 	struct http_client http;
 	struct watch secret;
 	struct watch node;
+	struct lease lease;         /* zeroed: off */
 
 	/* The last good OSC: verified checksum, parsed by osc_parse(). */
 	char *osc;
@@ -521,6 +523,7 @@ static void on_node(struct agent *a, enum kube_event_type type, const struct kub
 	char nf[300];
 	snprintf(nf, sizeof(nf), "NODE=%s", a->cfg.node_name);
 	a->node_seen = true;
+	lease_set_node(&a->lease, type == KUBE_EVENT_DELETED ? NULL : n->uid);
 	if (type == KUBE_EVENT_DELETED) {
 		log_fields(LOG_WARNING, LOG_FIELDS(nf), "Node %s was deleted", a->cfg.node_name);
 		a->node_exists = false;
@@ -604,6 +607,7 @@ static void cb_missing(struct watch *w, void *userdata)
 	if (w == &a->node) {
 		a->node_seen = true;
 		a->node_exists = false;
+		lease_set_node(&a->lease, NULL);
 	} else {
 		set_error(a, "Secret %s not found", w->name);
 	}
@@ -934,6 +938,8 @@ static int start_watches(struct agent *a)
 			       a);
 	if (r < 0)
 		return log_error_errno(r, "cannot set up the watches");
+	if (a->cfg.lease_enabled && !a->opts->once)
+		(void)lease_init(&a->lease, &a->http, a->cfg.node_name); /* logged; runs without */
 	return 0;
 }
 
@@ -944,6 +950,7 @@ static void stop_watches(struct agent *a)
 	a->patch_req = NULL;
 	watch_done(&a->secret);
 	watch_done(&a->node);
+	lease_done(&a->lease);
 	http_client_done(&a->http);
 }
 
@@ -1182,6 +1189,7 @@ int agent_run(const struct agent_options *o)
 			a.switch_secret = NULL;
 		}
 		uint64_t next = min_u64(watch_tick(&a.secret, now), watch_tick(&a.node, now));
+		next = min_u64(next, lease_tick(&a.lease, now));
 		/* The local inputs are re-read with the same period as the remote
 		 * ones (inotify covers result.json; this covers missed events and
 		 * the host keys, which nothing announces). */

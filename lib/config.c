@@ -74,9 +74,10 @@ static const struct field fields[] = {
 	F("timeouts", "resyncMs", FIELD_MS, resync_interval_ms),
 	F("timeouts", "applyMs", FIELD_MS, apply_timeout_ms),
 	F("limits", "responseMaxBytes", FIELD_SIZE, response_max),
+	F("lease", "enabled", FIELD_BOOL, lease_enabled),
 };
 
-static const char *const sections[] = { "apiServer", "node", "osc", "ssh", "paths", "timeouts", "limits" };
+static const char *const sections[] = { "apiServer", "node", "osc", "ssh", "paths", "timeouts", "limits", "lease" };
 
 #define STRING_MAX 4096u
 #define MS_MAX (24u * 3600u * 1000u)
@@ -287,6 +288,7 @@ static void init_unset(struct config *c)
 		.resync_interval_ms = 300000,
 		.apply_timeout_ms = 300000,
 		.response_max = 16u << 20,
+		.lease_enabled = true,
 	};
 }
 

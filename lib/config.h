@@ -60,6 +60,9 @@ struct config {
 	unsigned resync_interval_ms;  /* default 300000 */
 	unsigned apply_timeout_ms;    /* default 300000: --once waits this long for a result */
 	size_t response_max;          /* default 16 MiB */
+
+	/* lease (node-agent: agent/lease.h) */
+	bool lease_enabled;           /* default true */
 };
 
 /* Parses len bytes of JSON into *ret (defaults filled). On failure returns

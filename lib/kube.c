@@ -270,6 +270,11 @@ static int node_from_json(const cJSON *obj, struct kube_node *ret, const char **
 	r = metadata_common(obj, &meta, &n.name, &n.resource_version, err);
 	if (r < 0)
 		return r;
+	/* A UUID; it goes into the Lease's ownerReferences. */
+	if (meta && (r = dup_string(meta, "uid", 128, &n.uid)) < 0) {
+		kube_node_done(&n);
+		return seterr(err, "metadata.uid", r);
+	}
 	static const struct {
 		const char *map, *key, *what;
 		size_t offset;
@@ -312,6 +317,7 @@ void kube_node_done(struct kube_node *n)
 {
 	free(n->name);
 	free(n->resource_version);
+	free(n->uid);
 	free(n->applied_checksum);
 	free(n->restart_services);
 	free(n->authorized_keys);

@@ -49,6 +49,7 @@ struct kube_secret {
 struct kube_node {
 	char *name;
 	char *resource_version;
+	char *uid;                  /* metadata.uid (for the Lease's owner reference), NULL when absent */
 	char *applied_checksum;     /* annotation checksum/cloud-config-data */
 	char *restart_services;     /* annotation worker.gardener.cloud/restart-systemd-services */
 	char *authorized_keys;      /* annotation node-agent.gardener.cloud/authorized-keys */

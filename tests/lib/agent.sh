@@ -48,6 +48,7 @@ agent_config() {
 	    "timeouts": {"connectMs": 1000, "requestMs": 3000, "watchIdleMs": 10000,
 	                 "resyncMs": 300000, "applyMs": 10000},
 	    "limits": {"responseMaxBytes": 4194304},
+	    "lease": {"enabled": False},  # on in 046-agent-lease.sh; off here, so request counts stay as they were
 	}
 	merge(cfg, json.loads(sys.argv[2]))
 	with open(sys.argv[1], "w") as f:

@@ -21,6 +21,7 @@ static void defaults(void **state)
 	assert_null(c.server);
 	assert_string_equal(c.secret_namespace, "kube-system");
 	assert_true(c.follow_secret_name_label);
+	assert_true(c.lease_enabled);
 	assert_string_equal(c.login_user, "gardener");
 	assert_false(c.keys_exclusive);
 	assert_true(c.create_user);
