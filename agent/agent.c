@@ -26,13 +26,16 @@
 #include "desired.h"
 #include "fsx.h"
 #include "http.h"
+#include "httpd.h"
 #include "kube.h"
 #include "lease.h"
 #include "log.h"
+#include "metrics.h"
 #include "node.h"
 #include "notify.h"
 #include "osc.h"
 #include "result.h"
+#include "rollout.h"
 #include "filter.h"
 #include "watch.h"
 
@@ -57,6 +60,12 @@ struct agent {
 	struct watch secret;
 	struct watch node;
 	struct lease lease;         /* zeroed: off */
+	struct httpd httpd;
+	struct metrics metrics;
+	struct rollout rollout;
+	/* The OSC in the desired state last written (what is in force). */
+	char *written_osc;
+	size_t written_osc_len;
 
 	/* The last good OSC: verified checksum, parsed by osc_parse(). */
 	char *osc;
@@ -209,9 +218,12 @@ static void notify_status(struct agent *a, uint64_t now)
 		snprintf(age, sizeof(age), "<1m");
 	else if (a->last_contact_ms)
 		snprintf(age, sizeof(age), "%llum", (unsigned long long)((now - a->last_contact_ms) / 60000u));
-	snprintf(status, sizeof(status), "STATUS=applied %.12s (generation %llu); API contact %s ago%s%s",
+	char held[160];
+	rollout_describe(&a->rollout, now, held, sizeof(held));
+	snprintf(status, sizeof(status), "STATUS=applied %.12s (generation %llu); API contact %s ago%s%s%s",
 		 a->result_valid && a->result.success ? a->result.checksum : "none",
-		 (unsigned long long)a->generation, age, a->last_error[0] ? "; last error: " : "", a->last_error);
+		 (unsigned long long)a->generation, age, held, a->last_error[0] ? "; last error: " : "",
+		 a->last_error);
 	/* Server-provided text ends up in last_error: one line only, or it
 	 * could add assignments of its own to the notification. */
 	for (char *p = status; *p; p++)
@@ -251,6 +263,20 @@ static int format_desired(struct agent *a, char *osc, size_t osc_len, const char
 	return desired_format(&d, ret, ret_len);
 }
 
+/* A copy of the OSC now in the desired state (failure to copy only means
+ * the next change is judged as a first apply: not held). */
+static void remember_written_osc(struct agent *a, const char *osc, size_t len)
+{
+	char *copy = malloc(len + 1);
+	if (copy) {
+		memcpy(copy, osc, len);
+		copy[len] = '\0';
+	}
+	free(a->written_osc);
+	a->written_osc = copy;
+	a->written_osc_len = copy ? len : 0;
+}
+
 /* Writes desired.json when its content (all but the generation) changed. A
  * write that fails (a full or failing disk) is tried again after a backoff,
  * as nothing else may come along to wake the agent. */
@@ -258,13 +284,25 @@ static int write_desired(struct agent *a, uint64_t now)
 {
 	if (!a->osc)
 		return 0;
+	/* A change that would restart units may wait for the Node's
+	 * reconciliation delay (rollout.h); meanwhile the OSC in force is
+	 * written with whatever else changed (a restart request, keys). */
+	char *osc = a->osc;
+	size_t osc_len = a->osc_len;
+	const char *checksum = a->checksum;
+	if (!a->opts->once && !rollout_admit(&a->rollout, a->written_osc, a->written_osc_len, a->osc, a->osc_len, a->checksum,
+			   a->cfg.state_dir, now)) {
+		osc = a->written_osc;
+		osc_len = a->written_osc_len;
+		checksum = a->written_checksum;
+	}
 	_cleanup_free_ char *key = NULL, *doc = NULL;
 	size_t key_len, doc_len;
-	int r = format_desired(a, a->osc, a->osc_len, a->checksum, 0, &key, &key_len);
+	int r = format_desired(a, osc, osc_len, checksum, 0, &key, &key_len);
 	if (r >= 0 && a->desired_key && strcmp(a->desired_key, key) == 0)
 		return 0;
 	if (r >= 0)
-		r = format_desired(a, a->osc, a->osc_len, a->checksum, a->generation + 1, &doc, &doc_len);
+		r = format_desired(a, osc, osc_len, checksum, a->generation + 1, &doc, &doc_len);
 	if (r < 0) {
 		set_error(a, "cannot format the desired state: %s", strerror(-r));
 		return log_error_errno(r, "cannot format the desired state");
@@ -282,12 +320,16 @@ static int write_desired(struct agent *a, uint64_t now)
 	a->generation++;
 	free(a->desired_key);
 	a->desired_key = TAKE_PTR(key);
-	memcpy(a->written_checksum, a->checksum, sizeof(a->written_checksum));
+	if (osc != a->written_osc)
+		remember_written_osc(a, osc, osc_len);
+	if (checksum != a->written_checksum)
+		memcpy(a->written_checksum, checksum, sizeof(a->written_checksum));
+	metrics_set_desired(&a->metrics, a->generation, a->written_checksum);
 	char cs[80], gen[48];
-	snprintf(cs, sizeof(cs), "CHECKSUM=%s", a->checksum);
+	snprintf(cs, sizeof(cs), "CHECKSUM=%s", a->written_checksum);
 	snprintf(gen, sizeof(gen), "GENERATION=%llu", (unsigned long long)a->generation);
 	log_fields(LOG_NOTICE, LOG_FIELDS(cs, gen), "wrote desired state generation %llu for checksum %.12s%s%s",
-		   (unsigned long long)a->generation, a->checksum, a->restart_units ? ", restart request " : "",
+		   (unsigned long long)a->generation, a->written_checksum, a->restart_units ? ", restart request " : "",
 		   a->restart_units ? a->restart_id : "");
 	return 1;
 }
@@ -313,6 +355,7 @@ static void load_previous_desired(struct agent *a)
 	}
 	a->generation = d.generation;
 	memcpy(a->written_checksum, d.checksum, sizeof(a->written_checksum));
+	remember_written_osc(a, d.osc, d.osc_len);
 	/* Its restart request, unless the Node's current one is known. */
 	if (d.restart_id && d.restart_units && strlen(d.restart_id) < sizeof(a->restart_id) && !a->restart_units) {
 		snprintf(a->restart_id, sizeof(a->restart_id), "%s", d.restart_id);
@@ -357,6 +400,7 @@ static void read_result(struct agent *a)
 	a->result = res;
 	a->result_valid = true;
 	a->dirty = true;
+	metrics_set_result(&a->metrics, &res);
 
 	char seen[96];
 	snprintf(seen, sizeof(seen), "%.64s/%llu/%d", res.checksum, (unsigned long long)res.generation, res.success);
@@ -530,6 +574,7 @@ static void on_node(struct agent *a, enum kube_event_type type, const struct kub
 		return;
 	}
 	a->node_exists = true;
+	rollout_set_delay(&a->rollout, n->reconciliation_delay);
 	if (record_node(a, n) < 0)
 		return;
 	a->dirty = true;
@@ -931,6 +976,8 @@ static int start_watches(struct agent *a)
 	int r = http_client_init(&a->http, &a->cfg);
 	if (r < 0)
 		return log_error_errno(r, "cannot initialise libcurl");
+	a->http.observe = metrics_observe;
+	a->http.observe_data = &a->metrics;
 	r = watch_init(&a->secret, &a->http, KUBE_KIND_SECRET, a->cfg.secret_namespace, a->cfg.secret_name,
 		       a->opts->once, &watch_ops, a);
 	if (r >= 0)
@@ -940,6 +987,12 @@ static int start_watches(struct agent *a)
 		return log_error_errno(r, "cannot set up the watches");
 	if (a->cfg.lease_enabled && !a->opts->once)
 		(void)lease_init(&a->lease, &a->http, a->cfg.node_name); /* logged; runs without */
+	if (!a->opts->once) /* a listener that cannot open is logged and left off */
+		httpd_init(&a->httpd, a->cfg.server_bind_address, a->cfg.server_health_port,
+			   a->cfg.server_metrics_port, metrics_handle, &a->metrics);
+	a->metrics.lease = a->cfg.lease_enabled ? &a->lease : NULL;
+	a->metrics.httpd = &a->httpd;
+	a->metrics.cert_file = a->cfg.client_cert_file;
 	return 0;
 }
 
@@ -951,6 +1004,7 @@ static void stop_watches(struct agent *a)
 	watch_done(&a->secret);
 	watch_done(&a->node);
 	lease_done(&a->lease);
+	httpd_done(&a->httpd);
 	http_client_done(&a->http);
 }
 
@@ -1011,6 +1065,7 @@ static void agent_free(struct agent *a)
 	free(a->restart_value);
 	strv_free(a->restart_units);
 	free(a->desired_key);
+	free(a->written_osc);
 	free(a->host_keys);
 	free(a->switch_secret);
 	if (a->result_valid)
@@ -1101,9 +1156,12 @@ int agent_run(const struct agent_options *o)
 		.inotify_wd = -1,
 		.signal_fd = -1,
 		.notify = { .fd = -1 },
+		.httpd = { .lfd = { -1, -1 } },
 	};
 	char err[1024];
 	int ret = AGENT_EXIT_CONFIG;
+	for (size_t i = 0; i < HTTPD_CONNS; i++)
+		a.httpd.conn[i].fd = -1;
 
 	if (agent_load_config(o->config_path, false, &a.cfg, err, sizeof(err)) < 0) {
 		log_error("%s", err);
@@ -1139,6 +1197,7 @@ int agent_run(const struct agent_options *o)
 		log_error("cannot initialise libcurl");
 		goto out;
 	}
+	metrics_init(&a.metrics);
 	if (start_watches(&a) < 0)
 		goto out;
 
@@ -1190,6 +1249,7 @@ int agent_run(const struct agent_options *o)
 		}
 		uint64_t next = min_u64(watch_tick(&a.secret, now), watch_tick(&a.node, now));
 		next = min_u64(next, lease_tick(&a.lease, now));
+		next = min_u64(next, httpd_tick(&a.httpd, now));
 		/* The local inputs are re-read with the same period as the remote
 		 * ones (inotify covers result.json; this covers missed events and
 		 * the host keys, which nothing announces). */
@@ -1214,6 +1274,10 @@ int agent_run(const struct agent_options *o)
 			a.dirty = true;
 		if (retry_due(&a.write_wake_at, now, &next))
 			a.dirty = true;
+		/* A held OSC change whose reconciliation delay is over. */
+		if (rollout_due(&a.rollout, now))
+			a.dirty = true;
+		next = min_u64(next, rollout_deadline(&a.rollout));
 
 		/* In --once mode nothing is written before both GETs answered (the
 		 * Node may name another Secret). */
@@ -1226,6 +1290,7 @@ int agent_run(const struct agent_options *o)
 
 		if (!a.ready && !o->once && (a.secret.synced || a.last_contact_ms)) {
 			a.ready = true;
+			a.metrics.ready = true;
 			notify_send(&a.notify, "READY=1");
 			log_info("ready: first contact with the API server after %llu ms",
 				 (unsigned long long)(now - start));
@@ -1256,11 +1321,12 @@ int agent_run(const struct agent_options *o)
 			timeout = next <= now ? 0 : (int)min_u64(next - now, INT_MAX);
 		if (a.dirty && can_reconcile)
 			timeout = 0;
-		struct curl_waitfd extra[2] = {
+		struct curl_waitfd extra[2 + HTTPD_FDS_MAX] = {
 			{ .fd = a.signal_fd, .events = CURL_WAIT_POLLIN },
 			{ .fd = a.inotify_fd, .events = CURL_WAIT_POLLIN },
 		};
-		if (http_wait(&a.http, extra, 2, timeout) < 0) {
+		unsigned n_httpd = httpd_fds(&a.httpd, extra + 2, HTTPD_FDS_MAX);
+		if (http_wait(&a.http, extra, 2 + n_httpd, timeout) < 0) {
 			log_error("curl_multi_poll failed");
 			ret = o->once ? AGENT_EXIT_API : 1;
 			break;
@@ -1269,6 +1335,7 @@ int agent_run(const struct agent_options *o)
 			handle_signals(&a);
 		if (extra[1].revents)
 			handle_inotify(&a);
+		httpd_process(&a.httpd, extra + 2, n_httpd, now_ms());
 		if (a.exec_fd < 0 && open_exec_dir(&a) == 0)
 			read_result(&a);
 		http_dispatch(&a.http);

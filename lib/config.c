@@ -3,6 +3,7 @@
  * The parser is table-driven: every accepted key has one row naming its JSON
  * section, its type and where it lands in struct config. Anything not in the
  * table is an error, and so is a key given twice (cJSON keeps both). */
+#include <arpa/inet.h>
 #include <cjson/cJSON.h>
 #include <ctype.h>
 #include <errno.h>
@@ -31,6 +32,7 @@ enum field_type {
 	FIELD_RSA_BITS, /* 1024 .. 16384 */
 	FIELD_RATIO,    /* 0.0 .. 1.0 */
 	FIELD_SIZE,     /* bytes, 4 KiB .. 1 GiB */
+	FIELD_PORT,     /* 0 (off) .. 65535 */
 };
 
 struct field {
@@ -75,9 +77,13 @@ static const struct field fields[] = {
 	F("timeouts", "applyMs", FIELD_MS, apply_timeout_ms),
 	F("limits", "responseMaxBytes", FIELD_SIZE, response_max),
 	F("lease", "enabled", FIELD_BOOL, lease_enabled),
+	F("server", "bindAddress", FIELD_STRING, server_bind_address),
+	F("server", "healthPort", FIELD_PORT, server_health_port),
+	F("server", "metricsPort", FIELD_PORT, server_metrics_port),
 };
 
-static const char *const sections[] = { "apiServer", "node", "osc", "ssh", "paths", "timeouts", "limits", "lease" };
+static const char *const sections[] = { "apiServer", "node", "osc", "ssh", "paths", "timeouts", "limits", "lease",
+					 "server" };
 
 #define STRING_MAX 4096u
 #define MS_MAX (24u * 3600u * 1000u)
@@ -202,6 +208,15 @@ static int set_field(struct config *c, const struct field *f, const cJSON *v, ch
 				    f->key);
 		*(size_t *)(base + f->offset) = (size_t)d;
 		return 0;
+	case FIELD_PORT:
+		r = get_uint(v, 0, 65535, &d);
+		if (r == -EINVAL)
+			return fail(err, errlen, "%s.%s: expected a number", f->section, f->key);
+		if (r < 0)
+			return fail(err, errlen, "%s.%s: expected an integer from 0 (off) to 65535", f->section,
+				    f->key);
+		*(unsigned *)(base + f->offset) = (unsigned)d;
+		return 0;
 	}
 	return -EINVAL;
 }
@@ -265,6 +280,7 @@ static int fill_defaults(struct config *c)
 	    (r = set_str(&c->state_dir, "/var/lib/node-agent")) < 0 ||
 	    (r = set_str(&c->exec_state_dir, "/var/lib/cloud-config-exec")) < 0 ||
 	    (r = set_str(&c->snapshot_path, "/var/lib/cloud-config-exec/authkeys.snap")) < 0 ||
+	    (r = set_str(&c->server_bind_address, "127.0.0.1")) < 0 ||
 	    (r = default_node_name(&c->node_name)) < 0)
 		return r;
 	return 0;
@@ -289,6 +305,8 @@ static void init_unset(struct config *c)
 		.apply_timeout_ms = 300000,
 		.response_max = 16u << 20,
 		.lease_enabled = true,
+		.server_health_port = 2751,
+		.server_metrics_port = 2752,
 	};
 }
 
@@ -310,6 +328,10 @@ static int check_consistency(const struct config *c, char *err, size_t errlen)
 		return fail(err, errlen, "node.name: must not be empty");
 	if (c->login_user && !*c->login_user)
 		return fail(err, errlen, "ssh.loginUser: must not be empty");
+	struct in_addr ia;
+	if (c->server_bind_address && inet_pton(AF_INET, c->server_bind_address, &ia) != 1)
+		return fail(err, errlen, "server.bindAddress: expected an IPv4 address: \"%s\"",
+			    c->server_bind_address);
 	return 0;
 }
 

@@ -63,6 +63,11 @@ struct config {
 
 	/* lease (node-agent: agent/lease.h) */
 	bool lease_enabled;           /* default true */
+
+	/* server: healthz and metrics listener (node-agent: agent/httpd.h) */
+	char *server_bind_address;    /* IPv4, default "127.0.0.1" */
+	unsigned server_health_port;  /* default 2751, 0: off */
+	unsigned server_metrics_port; /* default 2752, 0: off */
 };
 
 /* Parses len bytes of JSON into *ret (defaults filled). On failure returns

@@ -291,6 +291,8 @@ static int node_from_json(const cJSON *obj, struct kube_node *ret, const char **
 		  offsetof(struct kube_node, secret_name_label) },
 		{ "labels", KUBE_LABEL_K8S_VERSION, "metadata.labels[kubernetes-version]",
 		  offsetof(struct kube_node, kubernetes_version) },
+		{ "annotations", KUBE_ANN_RECONCILIATION_DELAY, "metadata.annotations[reconciliation-delay]",
+		  offsetof(struct kube_node, reconciliation_delay) },
 	};
 	for (size_t i = 0; i < ELEMENTSOF(wanted); i++) {
 		r = map_value(meta, wanted[i].map, wanted[i].key, (char **)((char *)&n + wanted[i].offset));
@@ -324,6 +326,7 @@ void kube_node_done(struct kube_node *n)
 	free(n->ssh_host_keys);
 	free(n->secret_name_label);
 	free(n->kubernetes_version);
+	free(n->reconciliation_delay);
 	*n = (struct kube_node){};
 }
 

@@ -23,6 +23,7 @@
 #define KUBE_ANN_SSH_HOST_KEYS "node-agent.gardener.cloud/ssh-host-keys"
 #define KUBE_LABEL_SECRET_NAME "worker.gardener.cloud/gardener-node-agent-secret-name"
 #define KUBE_LABEL_K8S_VERSION "worker.gardener.cloud/kubernetes-version"
+#define KUBE_ANN_RECONCILIATION_DELAY "node-agent.gardener.cloud/reconciliation-delay"
 
 /* A resourceVersion is an opaque string; etcd's are decimal, well below this.
  * The parsers refuse one with characters outside [0-9A-Za-z._~-]. */
@@ -56,6 +57,7 @@ struct kube_node {
 	char *ssh_host_keys;        /* annotation node-agent.gardener.cloud/ssh-host-keys */
 	char *secret_name_label;    /* label worker.gardener.cloud/gardener-node-agent-secret-name */
 	char *kubernetes_version;   /* label worker.gardener.cloud/kubernetes-version */
+	char *reconciliation_delay; /* annotation node-agent.gardener.cloud/reconciliation-delay */
 };
 
 enum kube_kind {

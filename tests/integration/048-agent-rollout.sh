@@ -1,0 +1,114 @@
+#!/bin/bash
+# Paced rollouts (agent/rollout.c): the Node annotation
+# node-agent.gardener.cloud/reconciliation-delay holds back an OSC change
+# that would restart units, as gardener-node-agent does; the first apply, a
+# change that restarts nothing (a file no unit depends on) and a restart
+# request do not wait; a malformed delay is logged once and the last valid
+# one stays in force (GNA's delayer.fetch); "0s" lets changes through at once.
+source "$TESTS_DIR/lib/common.sh"
+source "$TESTS_DIR/lib/kube.sh"
+source "$TESTS_DIR/lib/agent.sh"
+kube_netns "$@"
+agent_require
+
+DELAY=8
+ANN=checksum/cloud-config-data
+DELAY_ANN=node-agent.gardener.cloud/reconciliation-delay
+W=$(scratch)
+# osc KUBELET_CONF MOTD: /etc/kubelet.conf is in kubelet.service's filePaths,
+# /etc/motd in no unit's.
+osc() {
+	cat <<-EOF
+	spec:
+	  files:
+	  - path: /etc/kubelet.conf
+	    permissions: 420
+	    content:
+	      inline:
+	        data: "$1"
+	  - path: /etc/motd
+	    permissions: 420
+	    content:
+	      inline:
+	        data: "$2"
+	  units:
+	  - name: kubelet.service
+	    enable: true
+	    content: |
+	      [Service]
+	      ExecStart=/bin/true
+	    filePaths:
+	    - /etc/kubelet.conf
+	EOF
+}
+osc k1 m1 >"$W/v1.yaml"
+elapsed() { python3 -c "print('%.1f' % ($1 - $2))"; }
+# publish FILE: the Secret's new version; prints the time.
+publish() { kube_secret "$1" | jget "d['t']"; }
+set_delay() { kctl POST /node '{"name": "'"$KUBE_NODE"'", "annotations": {"'"$DELAY_ANN"'": "'"$1"'"}}' >/dev/null; }
+
+# The Node carries the delay before the agent starts: the first apply ignores it.
+S=$(scratch)
+ROOT=$S/root
+install -d -m 0755 "$ROOT" "$ROOT/etc" "$ROOT/home" "$ROOT/var" "$ROOT/var/lib" "$ROOT/opt"
+KUBE_OSC=$W/v1.yaml kube_start "$S" || { fail "test API server starts"; finish; exit 1; }
+export KUBE_API KUBE_PKI KUBE_DIR KUBE_NODE KUBE_SECRET
+AGENT_CONF=$S/agent.json
+agent_config "$AGENT_CONF"
+set_delay "${DELAY}s"
+exec_loop_start
+t=$(now)
+agent_start
+ta=$(kube_wait_annotation $ANN "$(sha256 "$W/v1.yaml")" "$t" 20)
+check "first apply: not delayed ($(elapsed "${ta:-0}" "$t") s < ${DELAY} s)" \
+	python3 -c "import sys; sys.exit(0 if 0 < ${ta:-0} - $t < $DELAY - 0.5 else 1)"
+check "the delay annotation is read" wait_log "reconciliation delay ${DELAY}000 ms" 0 10
+
+# Only /etc/motd: no unit restarts, applied at once.
+osc k1 m2 >"$W/v2.yaml"
+t=$(publish "$W/v2.yaml")
+ta=$(kube_wait_annotation $ANN "$(sha256 "$W/v2.yaml")" "$t" 20)
+check "a file no unit depends on: applied at once ($(elapsed "${ta:-0}" "$t") s < ${DELAY} s)" \
+	python3 -c "import sys; sys.exit(0 if 0 < ${ta:-0} - $t < $DELAY - 0.5 else 1)"
+check "  ... logged as restarting no unit" grep -q "restarts no unit: written without waiting" "$S/agent.log"
+
+# /etc/kubelet.conf: kubelet.service restarts, so the change waits; a restart
+# request meanwhile goes through with the OSC in force.
+osc k2 m2 >"$W/v3.yaml"
+mark=$(log_mark)
+t=$(publish "$W/v3.yaml")
+check "a change that restarts kubelet.service is held" \
+	wait_log "restarts units (file /etc/kubelet.conf (filePaths of kubelet.service) changed): held" "$mark" 5
+kctl POST /node '{"name":"'"$KUBE_NODE"'","annotations":{"worker.gardener.cloud/restart-systemd-services":"kubelet"}}' >/dev/null
+tr=$(kube_wait_annotation worker.gardener.cloud/restart-systemd-services "" "$t" 20)
+check "a restart request during the hold: executed at once ($(elapsed "${tr:-0}" "$t") s)" \
+	python3 -c "import sys; sys.exit(0 if 0 < ${tr:-0} - $t < $DELAY - 0.5 else 1)"
+check "  ... with the OSC in force" [ "$(desired_checksum)" = "$(sha256 "$W/v2.yaml")" ]
+ta=$(kube_wait_annotation $ANN "$(sha256 "$W/v3.yaml")" "$t" 30)
+check "the held change applied after the delay ($(elapsed "${ta:-0}" "$t") s >= ${DELAY} s)" \
+	python3 -c "import sys; sys.exit(0 if $DELAY - 0.5 <= ${ta:-0} - $t < $DELAY + 10 else 1)"
+
+# A malformed delay: one log line, the last valid delay stays.
+mark=$(log_mark)
+set_delay "five minutes"
+check "malformed delay: logged" wait_log "\"five minutes\": not a duration" "$mark" 10
+kctl POST /node '{"name":"'"$KUBE_NODE"'","labels":{"x":"y"}}' >/dev/null # another Node event, same value
+sleep 1
+check "  ... once" [ "$(tail -n +"$((mark + 1))" "$S/agent.log" | grep -c "not a duration")" -eq 1 ]
+osc k3 m2 >"$W/v4.yaml"
+mark=$(log_mark)
+t=$(publish "$W/v4.yaml")
+check "  ... and the last valid delay stays in force" wait_log "held for the reconciliation delay, ${DELAY} s more" "$mark" 5
+kube_wait_annotation $ANN "$(sha256 "$W/v4.yaml")" "$t" 30 >/dev/null
+
+# "0s": no wait.
+set_delay 0s
+wait_log "reconciliation delay 0 ms" 0 10
+osc k4 m2 >"$W/v5.yaml"
+t=$(publish "$W/v5.yaml")
+ta=$(kube_wait_annotation $ANN "$(sha256 "$W/v5.yaml")" "$t" 20)
+check "delay 0s: a unit change applied at once ($(elapsed "${ta:-0}" "$t") s)" \
+	python3 -c "import sys; sys.exit(0 if 0 < ${ta:-0} - $t < $DELAY - 0.5 else 1)"
+
+[ "$_fail" -eq 0 ] || dump_logs
+finish
