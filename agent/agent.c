@@ -1277,7 +1277,6 @@ int agent_run(const struct agent_options *o)
 		/* A held OSC change whose reconciliation delay is over. */
 		if (rollout_due(&a.rollout, now))
 			a.dirty = true;
-		next = min_u64(next, rollout_deadline(&a.rollout));
 
 		/* In --once mode nothing is written before both GETs answered (the
 		 * Node may name another Secret). */
@@ -1287,6 +1286,8 @@ int agent_run(const struct agent_options *o)
 			if (o->once && once_deadline == UINT64_MAX && a.osc)
 				once_deadline = now + a.cfg.apply_timeout_ms;
 		}
+		/* After the reconcile: it may just have started holding a change. */
+		next = min_u64(next, rollout_deadline(&a.rollout));
 
 		if (!a.ready && !o->once && (a.secret.synced || a.last_contact_ms)) {
 			a.ready = true;
