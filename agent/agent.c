@@ -25,6 +25,7 @@
 #include "config.h"
 #include "desired.h"
 #include "fsx.h"
+#include "events.h"
 #include "http.h"
 #include "httpd.h"
 #include "kube.h"
@@ -63,6 +64,7 @@ struct agent {
 	struct httpd httpd;
 	struct metrics metrics;
 	struct rollout rollout;
+	struct events events;       /* zeroed: off */
 	/* The OSC in the desired state last written (what is in force). */
 	char *written_osc;
 	size_t written_osc_len;
@@ -413,6 +415,10 @@ static void read_result(struct agent *a)
 	if (res.success) {
 		log_fields(LOG_INFO, LOG_FIELDS(cs, gen), "executor applied checksum %.12s (generation %llu)",
 			   res.checksum, (unsigned long long)res.generation);
+		events_emit(&a->events, false, "OSCApplied",
+			    "Operating system config %.12s (generation %llu) has been applied successfully%s",
+			    res.checksum, (unsigned long long)res.generation,
+			    res.changed_units && res.changed_units[0] ? "; units changed" : "");
 		if (strcmp(res.checksum, a->written_checksum) == 0)
 			a->last_error[0] = '\0';
 	} else {
@@ -423,6 +429,8 @@ static void read_result(struct agent *a)
 			   res.checksum, (unsigned long long)res.generation, res.failed_step ? res.failed_step : "?",
 			   res.error ? res.error : "no reason given");
 		set_error(a, "apply of %.12s failed at %s", res.checksum, res.failed_step ? res.failed_step : "?");
+		events_emit(&a->events, true, "OSCApplyFailed", "Applying operating system config %.12s failed at step %s: %s",
+			    res.checksum, res.failed_step ? res.failed_step : "?", res.error ? res.error : "no reason given");
 	}
 }
 
@@ -479,6 +487,9 @@ static void on_secret(struct agent *a, enum kube_event_type type, const struct k
 			   "of osc.yaml; keeping the last good state",
 			   a->secret.name, s->checksum);
 		set_error(a, "checksum mismatch in Secret %s", a->secret.name);
+		events_emit(&a->events, true, "OSCRefused",
+			    "Secret %s refused: annotation checksum/data-script %.12s does not match osc.yaml", a->secret.name,
+			    s->checksum);
 		return;
 	}
 	if (r < 0) { /* not the Secret's fault: looked at again next time */
@@ -513,6 +524,8 @@ static void on_secret(struct agent *a, enum kube_event_type type, const struct k
 		log_fields(LOG_ERR, LOG_FIELDS(sf, cs), "Secret %s rejected: invalid osc.yaml: %s; keeping the last good state",
 			   a->secret.name, why ? why : oerr.message[0] ? oerr.message : strerror(-r));
 		set_error(a, "invalid OSC in Secret %s", a->secret.name);
+		events_emit(&a->events, true, "OSCRefused", "Secret %s refused: invalid osc.yaml: %s", a->secret.name,
+			    why ? why : oerr.message[0] ? oerr.message : strerror(-r));
 		return;
 	}
 	log_fields(LOG_INFO, LOG_FIELDS(sf, cs), "Secret %s verified: checksum %.12s, %zu files, %zu units",
@@ -568,6 +581,7 @@ static void on_node(struct agent *a, enum kube_event_type type, const struct kub
 	snprintf(nf, sizeof(nf), "NODE=%s", a->cfg.node_name);
 	a->node_seen = true;
 	lease_set_node(&a->lease, type == KUBE_EVENT_DELETED ? NULL : n->uid);
+	events_set_node(&a->events, type == KUBE_EVENT_DELETED ? NULL : n->uid);
 	if (type == KUBE_EVENT_DELETED) {
 		log_fields(LOG_WARNING, LOG_FIELDS(nf), "Node %s was deleted", a->cfg.node_name);
 		a->node_exists = false;
@@ -987,6 +1001,8 @@ static int start_watches(struct agent *a)
 		return log_error_errno(r, "cannot set up the watches");
 	if (a->cfg.lease_enabled && !a->opts->once)
 		(void)lease_init(&a->lease, &a->http, a->cfg.node_name); /* logged; runs without */
+	if (a->cfg.events_enabled && !a->opts->once && events_init(&a->events, &a->http, a->cfg.node_name) < 0)
+		log_warning("cannot set up Node Events; running without");
 	if (!a->opts->once) /* a listener that cannot open is logged and left off */
 		httpd_init(&a->httpd, a->cfg.server_bind_address, a->cfg.server_health_port,
 			   a->cfg.server_metrics_port, metrics_handle, &a->metrics);
@@ -1004,6 +1020,7 @@ static void stop_watches(struct agent *a)
 	watch_done(&a->secret);
 	watch_done(&a->node);
 	lease_done(&a->lease);
+	events_done(&a->events);
 	httpd_done(&a->httpd);
 	http_client_done(&a->http);
 }
@@ -1250,6 +1267,7 @@ int agent_run(const struct agent_options *o)
 		uint64_t next = min_u64(watch_tick(&a.secret, now), watch_tick(&a.node, now));
 		next = min_u64(next, lease_tick(&a.lease, now));
 		next = min_u64(next, httpd_tick(&a.httpd, now));
+		next = min_u64(next, events_tick(&a.events, now));
 		/* The local inputs are re-read with the same period as the remote
 		 * ones (inotify covers result.json; this covers missed events and
 		 * the host keys, which nothing announces). */

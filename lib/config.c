@@ -77,13 +77,14 @@ static const struct field fields[] = {
 	F("timeouts", "applyMs", FIELD_MS, apply_timeout_ms),
 	F("limits", "responseMaxBytes", FIELD_SIZE, response_max),
 	F("lease", "enabled", FIELD_BOOL, lease_enabled),
+	F("events", "enabled", FIELD_BOOL, events_enabled),
 	F("server", "bindAddress", FIELD_STRING, server_bind_address),
 	F("server", "healthPort", FIELD_PORT, server_health_port),
 	F("server", "metricsPort", FIELD_PORT, server_metrics_port),
 };
 
 static const char *const sections[] = { "apiServer", "node", "osc", "ssh", "paths", "timeouts", "limits", "lease",
-					 "server" };
+					 "server", "events" };
 
 #define STRING_MAX 4096u
 #define MS_MAX (24u * 3600u * 1000u)
@@ -305,6 +306,7 @@ static void init_unset(struct config *c)
 		.apply_timeout_ms = 300000,
 		.response_max = 16u << 20,
 		.lease_enabled = true,
+		.events_enabled = true,
 		.server_health_port = 2751,
 		.server_metrics_port = 2752,
 	};

@@ -63,6 +63,8 @@ struct config {
 
 	/* lease (node-agent: agent/lease.h) */
 	bool lease_enabled;           /* default true */
+	/* events (node-agent: agent/events.h) */
+	bool events_enabled;          /* default true */
 
 	/* server: healthz and metrics listener (node-agent: agent/httpd.h) */
 	char *server_bind_address;    /* IPv4, default "127.0.0.1" */

@@ -54,7 +54,7 @@ install -d -m 0755 "$ROOT" "$ROOT/etc" "$ROOT/home" "$ROOT/var" "$ROOT/var/lib" 
 KUBE_OSC=$W/v1.yaml kube_start "$S" --bookmark-interval 60 || { fail "test API server starts"; finish; exit 1; }
 export KUBE_API KUBE_PKI KUBE_DIR KUBE_NODE KUBE_SECRET
 AGENT_CONF=$S/agent.json
-agent_config "$AGENT_CONF" '{"timeouts": {"watchIdleMs": 120000}}' # few wake-ups of its own
+agent_config "$AGENT_CONF" '{"timeouts": {"watchIdleMs": 120000}, "events": {"enabled": true}}' # few wake-ups of its own
 set_delay "${DELAY}s"
 exec_loop_start
 t=$(now)
@@ -112,6 +112,21 @@ t=$(publish "$W/v5.yaml")
 ta=$(kube_wait_annotation $ANN "$(sha256 "$W/v5.yaml")" "$t" 20)
 check "delay 0s: a unit change applied at once ($(elapsed "${ta:-0}" "$t") s)" \
 	python3 -c "import sys; sys.exit(0 if 0 < ${ta:-0} - $t < $DELAY - 0.5 else 1)"
+
+# Node Events: each applied OSC, and a refused one.
+kube_secret "$W/v5.yaml" wrong >/dev/null
+events() { kctl GET "/events?namespace=default" | jget "[(e['involvedObject']['name'], e['type'], e['reason'], e['message']) for e in d['items']]"; }
+check "Events: OSCApplied on the Node for each version, with its checksum" \
+	python3 -c 'import json, sys
+ev = json.loads(sys.argv[1])
+sums = set(m.split()[3] for n, t, r, m in ev if r == "OSCApplied" and n == sys.argv[2] and t == "Normal")
+sys.exit(0 if all(s[:12] in sums for s in sys.argv[3:]) else 1)' "$(events)" "$KUBE_NODE" \
+	"$(sha256 "$W/v1.yaml")" "$(sha256 "$W/v3.yaml")" "$(sha256 "$W/v5.yaml")"
+wait_ev() { events | grep -q "OSCRefused"; }
+wait_for() { local i; for ((i = 0; i < 20; i++)); do "$@" && return 0; sleep 0.5; done; return 1; }
+check "Events: OSCRefused (Warning) for a checksum mismatch" wait_for wait_ev
+refused_why() { events | grep -q 'Warning", "OSCRefused", "Secret [a-z0-9-]* refused: annotation checksum/data-script [0-9a-f]* does not match osc.yaml'; }
+check "  ... saying why" refused_why
 
 [ "$_fail" -eq 0 ] || dump_logs
 finish

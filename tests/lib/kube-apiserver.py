@@ -47,6 +47,7 @@ CONTROL (all JSON; times are the server's time.time()):
   POST /node     {"name", "annotations": {k: v|null}, "labels": {k: v|null}, "delete": bool}
   GET  /node?name=NAME                         -> the Node
   GET  /leases?namespace=NS                    -> {"items": [Leases]}
+  GET  /events?namespace=NS                    -> {"items": [Events]} (POSTed by agents)
   POST /lease    {"namespace","name","spec": {...} merged in | "delete": bool}
   GET  /log[?since=T]   -> {"now", "requests": [{"t","end","method","path","status",
                             (method "TLS": a failed handshake; "CLOSED": a
@@ -399,6 +400,7 @@ class ApiServer(http.server.ThreadingHTTPServer):
 # the API
 
 RESOURCES = {"secrets": "Secret", "nodes": "Node"}
+EVENTS_RE = re.compile(r"^/api/v1/namespaces/(?P<ns>[^/]+)/events$")
 LEASE_RE = re.compile(r"^/apis/coordination\.k8s\.io/v1/namespaces/(?P<ns>[^/]+)/leases(?:/(?P<name>[^/]+))?$")
 PATH_RE = re.compile(r"^/api/v1/(?:namespaces/(?P<ns>[^/]+)/)?(?P<res>secrets|nodes)(?:/(?P<name>[^/]+))?$")
 
@@ -600,6 +602,19 @@ class ApiHandler(http.server.BaseHTTPRequestHandler):
             self.entry["status"] = 200
             return
 
+        me = EVENTS_RE.match(url.path)
+        if me and self.command == "POST":
+            # core/v1 Events (agent/events.c): stored as sent, name generated
+            try:
+                obj = json.loads(body.decode("utf-8"))
+                name = obj["metadata"]["generateName"] + uuid.uuid4().hex[:10]
+            except (UnicodeDecodeError, ValueError, KeyError, TypeError) as e:
+                self.send_json(400, status(400, "BadRequest", "error decoding body: %s" % e))
+                return
+            obj["metadata"]["name"] = name
+            stored, _ = st.store.put("Event", me.group("ns"), name, obj)
+            self.send_json(201, stored)
+            return
         ml = LEASE_RE.match(url.path)
         if ml:
             self.lease(user, groups, ml.group("ns"), ml.group("name"), body)
@@ -1179,6 +1194,9 @@ class ControlHandler(http.server.BaseHTTPRequestHandler):
                     stored, changed = store.put("Node", None, name, new)
                 self.reply(200, {"t": t, "resourceVersion": stored["metadata"]["resourceVersion"],
                                  "changed": changed})
+            elif p == "/events":
+                items, _ = store.list("Event", q.get("namespace", "default"), None)
+                self.reply(200, {"items": items})
             elif p == "/leases":
                 items, _ = store.list("Lease", q.get("namespace", "kube-system"), None)
                 self.reply(200, {"items": items})
