@@ -114,10 +114,15 @@ static void failed(struct lease *l, uint64_t now, const char *why, long retry_af
 			   "Lease %s/%s expired (not renewed for %u s): gardenlet reports the agent as not running; "
 			   "last error: %s", KUBE_LEASE_NAMESPACE, l->name, KUBE_LEASE_DURATION_S, why);
 	}
+	/* Quick retries while they can still save the Lease; once it has
+	 * expired (or never was held) there is nothing to save, and a fleet
+	 * retrying every few seconds against a failing API server is load. */
+	uint64_t cap = l->last_renew_ms && now - l->last_renew_ms < LEASE_EXPIRES_MS ? LEASE_RETRY_CAP_MS
+										      : LEASE_RETRY_EXPIRED_CAP_MS;
 	unsigned n = l->failures < 16 ? l->failures : 16;
 	uint64_t ceiling = (uint64_t)LEASE_RETRY_BASE_MS << n;
-	if (ceiling > LEASE_RETRY_CAP_MS)
-		ceiling = LEASE_RETRY_CAP_MS;
+	if (ceiling > cap)
+		ceiling = cap;
 	uint64_t delay = ceiling / 2 + random_below(ceiling / 2) + 1;
 	/* Retry-After is honoured, but not past the Lease's expiry. */
 	if (retry_after_s > 0 && (uint64_t)retry_after_s * 1000u > delay)

@@ -9,7 +9,8 @@
  * This duty renews every LEASE_RENEW_MS = 20 s (3 writes a minute): the
  * Lease of a live agent is at most 20 s old plus one request, and a failed
  * renewal is retried with backoff (1 s doubling, at most 5 s) inside the 20
- * s left before it expires. Every request has its own deadline
+ * s left before it expires; once it has expired (or was never held), at
+ * most every 30 s. Every request has its own deadline
  * (LEASE_REQUEST_MS), after which it is cancelled and counted as failed.
  *
  * Requests: the first time (and after a 409), a GET by name learns the
@@ -41,6 +42,7 @@
 #define LEASE_RENEW_MS 20000u
 #define LEASE_RETRY_BASE_MS 1000u
 #define LEASE_RETRY_CAP_MS 5000u
+#define LEASE_RETRY_EXPIRED_CAP_MS 30000u
 #define LEASE_REQUEST_MS 10000u
 
 enum lease_step {
