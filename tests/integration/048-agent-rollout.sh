@@ -57,8 +57,18 @@ AGENT_CONF=$S/agent.json
 agent_config "$AGENT_CONF" '{"timeouts": {"watchIdleMs": 120000}, "events": {"enabled": true}}' # few wake-ups of its own
 set_delay "${DELAY}s"
 exec_loop_start
+# systemd's notify socket, to see STATUS=
+python3 -c '
+import socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+s.bind(sys.argv[1])
+with open(sys.argv[2], "a", buffering=1) as log:
+    while True:
+        log.write(s.recv(4096).decode() + "\n")' "$S/notify" "$S/notify.log" &
+on_exit "kill $!"
+for ((i = 0; i < 50; i++)); do [ -S "$S/notify" ] && break; sleep 0.1; done
 t=$(now)
-agent_start
+NOTIFY_SOCKET=$S/notify agent_start
 ta=$(kube_wait_annotation $ANN "$(sha256 "$W/v1.yaml")" "$t" 20)
 check "first apply: not delayed ($(elapsed "${ta:-0}" "$t") s < ${DELAY} s)" \
 	python3 -c "import sys; sys.exit(0 if 0 < ${ta:-0} - $t < $DELAY - 0.5 else 1)"
@@ -79,6 +89,8 @@ mark=$(log_mark)
 t=$(publish "$W/v3.yaml")
 check "a change that restarts kubelet.service is held" \
 	wait_log "restarts units (file /etc/kubelet.conf (filePaths of kubelet.service) changed): held" "$mark" 5
+check "  ... STATUS says what is held until when" \
+	grep -qE "^STATUS=.*; OSC $(sha256 "$W/v3.yaml" | cut -c1-12) held until [0-9]{2}:[0-9]{2}:[0-9]{2} UTC \(reconciliation delay ${DELAY} s\)" "$S/notify.log"
 kctl POST /node '{"name":"'"$KUBE_NODE"'","annotations":{"worker.gardener.cloud/restart-systemd-services":"kubelet"}}' >/dev/null
 tr=$(kube_wait_annotation worker.gardener.cloud/restart-systemd-services "" "$t" 20)
 check "a restart request during the hold: executed at once ($(elapsed "${tr:-0}" "$t") s)" \
