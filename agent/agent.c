@@ -26,14 +26,19 @@
 #include "desired.h"
 #include "fsx.h"
 #include "gnaconfig.h"
+#include "events.h"
 #include "http.h"
+#include "httpd.h"
 #include "kube.h"
+#include "lease.h"
 #include "log.h"
+#include "metrics.h"
 #include "node.h"
 #include "notify.h"
 #include "osc.h"
 #include "credentials.h"
 #include "result.h"
+#include "rollout.h"
 #include "filter.h"
 #include "stock.h"
 #include "tokensync.h"
@@ -62,6 +67,14 @@ struct agent {
 	struct creds creds;         /* client certificate through the CSR API */
 	struct tokensync tokens;    /* token sync (tokensync.c) */
 	bool new_credentials;       /* creds installed a certificate: re-read now */
+	struct lease lease;         /* zeroed: off */
+	struct httpd httpd;
+	struct metrics metrics;
+	struct rollout rollout;
+	struct events events;       /* zeroed: off */
+	/* The OSC in the desired state last written (what is in force). */
+	char *written_osc;
+	size_t written_osc_len;
 
 	/* The last good OSC: verified checksum, parsed by osc_parse(). */
 	char *osc;
@@ -235,9 +248,12 @@ static void notify_status(struct agent *a, uint64_t now)
 		snprintf(age, sizeof(age), "<1m");
 	else if (a->last_contact_ms)
 		snprintf(age, sizeof(age), "%llum", (unsigned long long)((now - a->last_contact_ms) / 60000u));
-	snprintf(status, sizeof(status), "STATUS=applied %.12s (generation %llu); API contact %s ago%s%s",
+	char held[160];
+	rollout_describe(&a->rollout, now, held, sizeof(held));
+	snprintf(status, sizeof(status), "STATUS=applied %.12s (generation %llu); API contact %s ago%s%s%s",
 		 a->result_valid && a->result.success ? a->result.checksum : "none",
-		 (unsigned long long)a->generation, age, a->last_error[0] ? "; last error: " : "", a->last_error);
+		 (unsigned long long)a->generation, age, held, a->last_error[0] ? "; last error: " : "",
+		 a->last_error);
 	/* Server-provided text ends up in last_error: one line only, or it
 	 * could add assignments of its own to the notification. */
 	for (char *p = status; *p; p++)
@@ -289,6 +305,20 @@ static int format_desired(struct agent *a, char *osc, size_t osc_len, const char
 	return desired_format(&d, ret, ret_len);
 }
 
+/* A copy of the OSC now in the desired state (failure to copy only means
+ * the next change is judged as a first apply: not held). */
+static void remember_written_osc(struct agent *a, const char *osc, size_t len)
+{
+	char *copy = malloc(len + 1);
+	if (copy) {
+		memcpy(copy, osc, len);
+		copy[len] = '\0';
+	}
+	free(a->written_osc);
+	a->written_osc = copy;
+	a->written_osc_len = copy ? len : 0;
+}
+
 /* Writes desired.json when its content (all but the generation) changed. A
  * write that fails (a full or failing disk) is tried again after a backoff,
  * as nothing else may come along to wake the agent. */
@@ -296,13 +326,25 @@ static int write_desired(struct agent *a, uint64_t now)
 {
 	if (!a->osc)
 		return 0;
+	/* A change that would restart units may wait for the Node's
+	 * reconciliation delay (rollout.h); meanwhile the OSC in force is
+	 * written with whatever else changed (a restart request, keys). */
+	char *osc = a->osc;
+	size_t osc_len = a->osc_len;
+	const char *checksum = a->checksum;
+	if (!a->opts->once && !rollout_admit(&a->rollout, a->written_osc, a->written_osc_len, a->osc, a->osc_len, a->checksum,
+			   a->cfg.state_dir, now)) {
+		osc = a->written_osc;
+		osc_len = a->written_osc_len;
+		checksum = a->written_checksum;
+	}
 	_cleanup_free_ char *key = NULL, *doc = NULL;
 	size_t key_len, doc_len;
-	int r = format_desired(a, a->osc, a->osc_len, a->checksum, 0, &key, &key_len);
+	int r = format_desired(a, osc, osc_len, checksum, 0, &key, &key_len);
 	if (r >= 0 && a->desired_key && strcmp(a->desired_key, key) == 0)
 		return 0;
 	if (r >= 0)
-		r = format_desired(a, a->osc, a->osc_len, a->checksum, a->generation + 1, &doc, &doc_len);
+		r = format_desired(a, osc, osc_len, checksum, a->generation + 1, &doc, &doc_len);
 	if (r < 0) {
 		set_error(a, "cannot format the desired state: %s", strerror(-r));
 		return log_error_errno(r, "cannot format the desired state");
@@ -320,12 +362,16 @@ static int write_desired(struct agent *a, uint64_t now)
 	a->generation++;
 	free(a->desired_key);
 	a->desired_key = TAKE_PTR(key);
-	memcpy(a->written_checksum, a->checksum, sizeof(a->written_checksum));
+	if (osc != a->written_osc)
+		remember_written_osc(a, osc, osc_len);
+	if (checksum != a->written_checksum)
+		memcpy(a->written_checksum, checksum, sizeof(a->written_checksum));
+	metrics_set_desired(&a->metrics, a->generation, a->written_checksum);
 	char cs[80], gen[48];
-	snprintf(cs, sizeof(cs), "CHECKSUM=%s", a->checksum);
+	snprintf(cs, sizeof(cs), "CHECKSUM=%s", a->written_checksum);
 	snprintf(gen, sizeof(gen), "GENERATION=%llu", (unsigned long long)a->generation);
 	log_fields(LOG_NOTICE, LOG_FIELDS(cs, gen), "wrote desired state generation %llu for checksum %.12s%s%s",
-		   (unsigned long long)a->generation, a->checksum, a->restart_units ? ", restart request " : "",
+		   (unsigned long long)a->generation, a->written_checksum, a->restart_units ? ", restart request " : "",
 		   a->restart_units ? a->restart_id : "");
 	return 1;
 }
@@ -351,6 +397,7 @@ static void load_previous_desired(struct agent *a)
 	}
 	a->generation = d.generation;
 	memcpy(a->written_checksum, d.checksum, sizeof(a->written_checksum));
+	remember_written_osc(a, d.osc, d.osc_len);
 	/* Its restart request, unless the Node's current one is known. */
 	if (d.restart_id && d.restart_units && strlen(d.restart_id) < sizeof(a->restart_id) && !a->restart_units) {
 		snprintf(a->restart_id, sizeof(a->restart_id), "%s", d.restart_id);
@@ -395,6 +442,7 @@ static void read_result(struct agent *a)
 	a->result = res;
 	a->result_valid = true;
 	a->dirty = true;
+	metrics_set_result(&a->metrics, &res);
 
 	char seen[96];
 	snprintf(seen, sizeof(seen), "%.64s/%llu/%d", res.checksum, (unsigned long long)res.generation, res.success);
@@ -407,6 +455,10 @@ static void read_result(struct agent *a)
 	if (res.success) {
 		log_fields(LOG_INFO, LOG_FIELDS(cs, gen), "executor applied checksum %.12s (generation %llu)",
 			   res.checksum, (unsigned long long)res.generation);
+		events_emit(&a->events, false, "OSCApplied",
+			    "Operating system config %.12s (generation %llu) has been applied successfully%s",
+			    res.checksum, (unsigned long long)res.generation,
+			    res.changed_units && res.changed_units[0] ? "; units changed" : "");
 		if (strcmp(res.checksum, a->written_checksum) == 0)
 			a->last_error[0] = '\0';
 	} else {
@@ -417,6 +469,8 @@ static void read_result(struct agent *a)
 			   res.checksum, (unsigned long long)res.generation, res.failed_step ? res.failed_step : "?",
 			   res.error ? res.error : "no reason given");
 		set_error(a, "apply of %.12s failed at %s", res.checksum, res.failed_step ? res.failed_step : "?");
+		events_emit(&a->events, true, "OSCApplyFailed", "Applying operating system config %.12s failed at step %s: %s",
+			    res.checksum, res.failed_step ? res.failed_step : "?", res.error ? res.error : "no reason given");
 	}
 }
 
@@ -473,6 +527,9 @@ static void on_secret(struct agent *a, enum kube_event_type type, const struct k
 			   "of osc.yaml; keeping the last good state",
 			   a->secret.name, s->checksum);
 		set_error(a, "checksum mismatch in Secret %s", a->secret.name);
+		events_emit(&a->events, true, "OSCRefused",
+			    "Secret %s refused: annotation checksum/data-script %.12s does not match osc.yaml", a->secret.name,
+			    s->checksum);
 		return;
 	}
 	if (r < 0) { /* not the Secret's fault: looked at again next time */
@@ -520,6 +577,8 @@ static void on_secret(struct agent *a, enum kube_event_type type, const struct k
 		log_fields(LOG_ERR, LOG_FIELDS(sf, cs), "Secret %s rejected: invalid osc.yaml: %s; keeping the last good state",
 			   a->secret.name, why ? why : oerr.message[0] ? oerr.message : strerror(-r));
 		set_error(a, "invalid OSC in Secret %s", a->secret.name);
+		events_emit(&a->events, true, "OSCRefused", "Secret %s refused: invalid osc.yaml: %s", a->secret.name,
+			    why ? why : oerr.message[0] ? oerr.message : strerror(-r));
 		return;
 	}
 	log_fields(LOG_INFO, LOG_FIELDS(sf, cs), "Secret %s verified: checksum %.12s, %zu files, %zu units",
@@ -579,12 +638,15 @@ static void on_node(struct agent *a, enum kube_event_type type, const struct kub
 	char nf[300];
 	snprintf(nf, sizeof(nf), "NODE=%s", a->cfg.node_name);
 	a->node_seen = true;
+	lease_set_node(&a->lease, type == KUBE_EVENT_DELETED ? NULL : n->uid);
+	events_set_node(&a->events, type == KUBE_EVENT_DELETED ? NULL : n->uid);
 	if (type == KUBE_EVENT_DELETED) {
 		log_fields(LOG_WARNING, LOG_FIELDS(nf), "Node %s was deleted", a->cfg.node_name);
 		a->node_exists = false;
 		return;
 	}
 	a->node_exists = true;
+	rollout_set_delay(&a->rollout, n->reconciliation_delay);
 	if (record_node(a, n) < 0)
 		return;
 	a->dirty = true;
@@ -662,6 +724,7 @@ static void cb_missing(struct watch *w, void *userdata)
 	if (w == &a->node) {
 		a->node_seen = true;
 		a->node_exists = false;
+		lease_set_node(&a->lease, NULL);
 	} else {
 		set_error(a, "Secret %s not found", w->name);
 	}
@@ -1002,6 +1065,8 @@ static int start_watches(struct agent *a)
 	if (r < 0)
 		return log_error_errno(r, "cannot set up the client certificate");
 	tokensync_attach(&a->tokens, &a->http);
+	a->http.observe = metrics_observe;
+	a->http.observe_data = &a->metrics;
 	r = watch_init(&a->secret, &a->http, KUBE_KIND_SECRET, a->cfg.secret_namespace, a->cfg.secret_name,
 		       a->opts->once, &watch_ops, a);
 	if (r >= 0)
@@ -1009,6 +1074,16 @@ static int start_watches(struct agent *a)
 			       a);
 	if (r < 0)
 		return log_error_errno(r, "cannot set up the watches");
+	if (a->cfg.lease_enabled && !a->opts->once)
+		(void)lease_init(&a->lease, &a->http, a->cfg.node_name); /* logged; runs without */
+	if (a->cfg.events_enabled && !a->opts->once && events_init(&a->events, &a->http, a->cfg.node_name) < 0)
+		log_warning("cannot set up Node Events; running without");
+	if (!a->opts->once) /* a listener that cannot open is logged and left off */
+		httpd_init(&a->httpd, a->cfg.server_bind_address, a->cfg.server_health_port,
+			   a->cfg.server_metrics_port, metrics_handle, &a->metrics);
+	a->metrics.lease = a->cfg.lease_enabled ? &a->lease : NULL;
+	a->metrics.httpd = &a->httpd;
+	a->metrics.cert_file = a->cfg.client_cert_file;
 	return 0;
 }
 
@@ -1021,6 +1096,9 @@ static void stop_watches(struct agent *a)
 	watch_done(&a->node);
 	creds_done(&a->creds);
 	tokensync_attach(&a->tokens, NULL);
+	lease_done(&a->lease);
+	events_done(&a->events);
+	httpd_done(&a->httpd);
 	http_client_done(&a->http);
 }
 
@@ -1085,6 +1163,7 @@ static void agent_free(struct agent *a)
 	free(a->restart_value);
 	strv_free(a->restart_units);
 	free(a->desired_key);
+	free(a->written_osc);
 	free(a->host_keys);
 	free(a->switch_secret);
 	if (a->result_valid)
@@ -1175,9 +1254,12 @@ int agent_run(const struct agent_options *o)
 		.inotify_wd = -1,
 		.signal_fd = -1,
 		.notify = { .fd = -1 },
+		.httpd = { .lfd = { -1, -1 } },
 	};
 	char err[1024];
 	int ret = AGENT_EXIT_CONFIG;
+	for (size_t i = 0; i < HTTPD_CONNS; i++)
+		a.httpd.conn[i].fd = -1;
 
 	if (agent_load_config(o->config_path, false, &a.cfg, NULL, err, sizeof(err)) < 0) {
 		log_error("%s", err);
@@ -1213,6 +1295,7 @@ int agent_run(const struct agent_options *o)
 		log_error("cannot initialise libcurl");
 		goto out;
 	}
+	metrics_init(&a.metrics);
 	if (start_watches(&a) < 0)
 		goto out;
 
@@ -1275,6 +1358,9 @@ int agent_run(const struct agent_options *o)
 			a.tokens.changed = false;
 			a.dirty = true;
 		}
+		next = min_u64(next, lease_tick(&a.lease, now));
+		next = min_u64(next, httpd_tick(&a.httpd, now));
+		next = min_u64(next, events_tick(&a.events, now));
 		/* The local inputs are re-read with the same period as the remote
 		 * ones (inotify covers result.json; this covers missed events and
 		 * the host keys, which nothing announces). */
@@ -1299,6 +1385,9 @@ int agent_run(const struct agent_options *o)
 			a.dirty = true;
 		if (retry_due(&a.write_wake_at, now, &next))
 			a.dirty = true;
+		/* A held OSC change whose reconciliation delay is over. */
+		if (rollout_due(&a.rollout, now))
+			a.dirty = true;
 
 		/* In --once mode nothing is written before both GETs answered (the
 		 * Node may name another Secret). */
@@ -1308,9 +1397,12 @@ int agent_run(const struct agent_options *o)
 			if (o->once && once_deadline == UINT64_MAX && a.osc)
 				once_deadline = now + a.cfg.apply_timeout_ms;
 		}
+		/* After the reconcile: it may just have started holding a change. */
+		next = min_u64(next, rollout_deadline(&a.rollout));
 
 		if (!a.ready && !o->once && (a.secret.synced || a.last_contact_ms)) {
 			a.ready = true;
+			a.metrics.ready = true;
 			notify_send(&a.notify, "READY=1");
 			log_info("ready: first contact with the API server after %llu ms",
 				 (unsigned long long)(now - start));
@@ -1341,11 +1433,12 @@ int agent_run(const struct agent_options *o)
 			timeout = next <= now ? 0 : (int)min_u64(next - now, INT_MAX);
 		if (a.dirty && can_reconcile)
 			timeout = 0;
-		struct curl_waitfd extra[2] = {
+		struct curl_waitfd extra[2 + HTTPD_FDS_MAX] = {
 			{ .fd = a.signal_fd, .events = CURL_WAIT_POLLIN },
 			{ .fd = a.inotify_fd, .events = CURL_WAIT_POLLIN },
 		};
-		if (http_wait(&a.http, extra, 2, timeout) < 0) {
+		unsigned n_httpd = httpd_fds(&a.httpd, extra + 2, HTTPD_FDS_MAX);
+		if (http_wait(&a.http, extra, 2 + n_httpd, timeout) < 0) {
 			log_error("curl_multi_poll failed");
 			ret = o->once ? AGENT_EXIT_API : 1;
 			break;
@@ -1354,6 +1447,7 @@ int agent_run(const struct agent_options *o)
 			handle_signals(&a);
 		if (extra[1].revents)
 			handle_inotify(&a);
+		httpd_process(&a.httpd, extra + 2, n_httpd, now_ms());
 		if (a.exec_fd < 0 && open_exec_dir(&a) == 0)
 			read_result(&a);
 		http_dispatch(&a.http);

@@ -17,6 +17,8 @@ static const char *const allow[] = {
 	/* network: TCP to the API server, AF_UNIX to the journal and systemd */
 	"socket", "connect", "getsockopt", "setsockopt", "getsockname", "getpeername", "sendto", "recvfrom",
 	"sendmsg", "recvmsg", "sendmmsg", "shutdown", "bind", "poll", "ppoll", "pipe2", "socketpair", "eventfd2",
+	/* the healthz/metrics listener (agent/httpd.c) */
+	"listen", "accept4",
 };
 
 int filter_install(const char **reterr_name)

@@ -355,6 +355,8 @@ int http_start(struct http_client *c, const char *method, const char *path, cons
 	}
 	c->n_active++;
 	c->n_requests++;
+	if (c->observe)
+		c->observe(r, false, c->observe_data);
 	*ret = r;
 	return 0;
 fail:
@@ -397,6 +399,8 @@ int http_dispatch(struct http_client *c)
 			r->retry_after = ra > 3600 ? 3600 : (long)ra;
 		curl_multi_remove_handle(c->multi, r->easy);
 		c->n_active--;
+		if (c->observe)
+			c->observe(r, true, c->observe_data);
 		if (r->done)
 			r->done(r, r->userdata);
 		request_free(r);

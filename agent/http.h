@@ -39,6 +39,10 @@ struct http_client {
 	char *client_pem;     /* certificate + key from the CSR API (credentials.c); NULL: none */
 	unsigned n_active;
 	uint64_t n_requests;  /* requests started since init (for STATUS and tests) */
+	/* Optional observer (metrics): called when a request has started
+	 * (done false) and before its done callback (done true). */
+	void (*observe)(const struct http_request *req, bool done, void *userdata);
+	void *observe_data;
 };
 
 struct http_request {

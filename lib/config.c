@@ -3,6 +3,7 @@
  * The parser is table-driven: every accepted key has one row naming its JSON
  * section, its type and where it lands in struct config. Anything not in the
  * table is an error, and so is a key given twice (cJSON keeps both). */
+#include <arpa/inet.h>
 #include <cjson/cJSON.h>
 #include <ctype.h>
 #include <errno.h>
@@ -32,6 +33,7 @@ enum field_type {
 	FIELD_RSA_BITS, /* 1024 .. 16384 */
 	FIELD_RATIO,    /* 0.0 .. 1.0 */
 	FIELD_SIZE,     /* bytes, 4 KiB .. 1 GiB */
+	FIELD_PORT,     /* 0 (off) .. 65535 */
 };
 
 struct field {
@@ -79,9 +81,15 @@ static const struct field fields[] = {
 	F("timeouts", "applyMs", FIELD_MS, apply_timeout_ms),
 	F("timeouts", "csrMs", FIELD_MS, csr_timeout_ms),
 	F("limits", "responseMaxBytes", FIELD_SIZE, response_max),
+	F("lease", "enabled", FIELD_BOOL, lease_enabled),
+	F("events", "enabled", FIELD_BOOL, events_enabled),
+	F("server", "bindAddress", FIELD_STRING, server_bind_address),
+	F("server", "healthPort", FIELD_PORT, server_health_port),
+	F("server", "metricsPort", FIELD_PORT, server_metrics_port),
 };
 
-static const char *const sections[] = { "apiServer", "node", "osc", "ssh", "gardener", "paths", "timeouts", "limits" };
+static const char *const sections[] = { "apiServer", "node", "osc", "ssh", "gardener", "paths", "timeouts", "limits",
+					 "lease", "server", "events" };
 
 #define STRING_MAX 4096u
 #define MS_MAX (24u * 3600u * 1000u)
@@ -206,6 +214,15 @@ static int set_field(struct config *c, const struct field *f, const cJSON *v, ch
 				    f->key);
 		*(size_t *)(base + f->offset) = (size_t)d;
 		return 0;
+	case FIELD_PORT:
+		r = get_uint(v, 0, 65535, &d);
+		if (r == -EINVAL)
+			return fail(err, errlen, "%s.%s: expected a number", f->section, f->key);
+		if (r < 0)
+			return fail(err, errlen, "%s.%s: expected an integer from 0 (off) to 65535", f->section,
+				    f->key);
+		*(unsigned *)(base + f->offset) = (unsigned)d;
+		return 0;
 	}
 	return -EINVAL;
 }
@@ -269,6 +286,7 @@ static int fill_defaults(struct config *c)
 	    (r = set_str(&c->state_dir, "/var/lib/node-agent")) < 0 ||
 	    (r = set_str(&c->exec_state_dir, "/var/lib/cloud-config-exec")) < 0 ||
 	    (r = set_str(&c->snapshot_path, "/var/lib/cloud-config-exec/authkeys.snap")) < 0 ||
+	    (r = set_str(&c->server_bind_address, "127.0.0.1")) < 0 ||
 	    (r = default_node_name(&c->node_name)) < 0)
 		return r;
 	return 0;
@@ -293,6 +311,10 @@ static void init_unset(struct config *c)
 		.apply_timeout_ms = 300000,
 		.csr_timeout_ms = 900000, /* gardener-node-agent waits 15 min (certificatesigningrequest/certificate.go) */
 		.response_max = 16u << 20,
+		.lease_enabled = true,
+		.events_enabled = true,
+		.server_health_port = 2751,
+		.server_metrics_port = 2752,
 	};
 }
 
@@ -323,6 +345,10 @@ static int check_consistency(const struct config *c, char *err, size_t errlen)
 		return fail(err, errlen, "node.zone: not a valid label value: \"%s\"", c->zone);
 	if (c->login_user && !*c->login_user)
 		return fail(err, errlen, "ssh.loginUser: must not be empty");
+	struct in_addr ia;
+	if (c->server_bind_address && inet_pton(AF_INET, c->server_bind_address, &ia) != 1)
+		return fail(err, errlen, "server.bindAddress: expected an IPv4 address: \"%s\"",
+			    c->server_bind_address);
 	return 0;
 }
 

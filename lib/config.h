@@ -67,6 +67,16 @@ struct config {
 	unsigned apply_timeout_ms;    /* default 300000: --once waits this long for a result */
 	unsigned csr_timeout_ms;      /* default 900000: a CSR not issued by then is given up */
 	size_t response_max;          /* default 16 MiB */
+
+	/* lease (node-agent: agent/lease.h) */
+	bool lease_enabled;           /* default true */
+	/* events (node-agent: agent/events.h) */
+	bool events_enabled;          /* default true */
+
+	/* server: healthz and metrics listener (node-agent: agent/httpd.h) */
+	char *server_bind_address;    /* IPv4, default "127.0.0.1" */
+	unsigned server_health_port;  /* default 2751, 0: off */
+	unsigned server_metrics_port; /* default 2752, 0: off */
 };
 
 /* Parses len bytes of JSON into *ret (defaults filled). On failure returns

@@ -270,6 +270,11 @@ static int node_from_json(const cJSON *obj, struct kube_node *ret, const char **
 	r = metadata_common(obj, &meta, &n.name, &n.resource_version, err);
 	if (r < 0)
 		return r;
+	/* A UUID; it goes into the Lease's ownerReferences. */
+	if (meta && (r = dup_string(meta, "uid", 128, &n.uid)) < 0) {
+		kube_node_done(&n);
+		return seterr(err, "metadata.uid", r);
+	}
 	static const struct {
 		const char *map, *key, *what;
 		size_t offset;
@@ -290,6 +295,8 @@ static int node_from_json(const cJSON *obj, struct kube_node *ret, const char **
 		  offsetof(struct kube_node, worker_role) },
 		{ "labels", KUBE_LABEL_ZONE, "metadata.labels[topology.kubernetes.io/zone]",
 		  offsetof(struct kube_node, zone) },
+		{ "annotations", KUBE_ANN_RECONCILIATION_DELAY, "metadata.annotations[reconciliation-delay]",
+		  offsetof(struct kube_node, reconciliation_delay) },
 	};
 	for (size_t i = 0; i < ELEMENTSOF(wanted); i++) {
 		r = map_value(meta, wanted[i].map, wanted[i].key, (char **)((char *)&n + wanted[i].offset));
@@ -316,6 +323,7 @@ void kube_node_done(struct kube_node *n)
 {
 	free(n->name);
 	free(n->resource_version);
+	free(n->uid);
 	free(n->applied_checksum);
 	free(n->restart_services);
 	free(n->authorized_keys);
@@ -324,6 +332,7 @@ void kube_node_done(struct kube_node *n)
 	free(n->kubernetes_version);
 	free(n->worker_role);
 	free(n->zone);
+	free(n->reconciliation_delay);
 	*n = (struct kube_node){};
 }
 

@@ -25,6 +25,7 @@
 #define KUBE_LABEL_K8S_VERSION "worker.gardener.cloud/kubernetes-version"
 #define KUBE_LABEL_WORKER_ROLE "node-role.kubernetes.io/worker"
 #define KUBE_LABEL_ZONE "topology.kubernetes.io/zone"
+#define KUBE_ANN_RECONCILIATION_DELAY "node-agent.gardener.cloud/reconciliation-delay"
 
 /* A resourceVersion is an opaque string; etcd's are decimal, well below this.
  * The parsers refuse one with characters outside [0-9A-Za-z._~-]. */
@@ -51,6 +52,7 @@ struct kube_secret {
 struct kube_node {
 	char *name;
 	char *resource_version;
+	char *uid;                  /* metadata.uid (for the Lease's owner reference), NULL when absent */
 	char *applied_checksum;     /* annotation checksum/cloud-config-data */
 	char *restart_services;     /* annotation worker.gardener.cloud/restart-systemd-services */
 	char *authorized_keys;      /* annotation node-agent.gardener.cloud/authorized-keys */
@@ -59,6 +61,7 @@ struct kube_node {
 	char *kubernetes_version;   /* label worker.gardener.cloud/kubernetes-version */
 	char *worker_role;          /* label node-role.kubernetes.io/worker ("" when set as usual) */
 	char *zone;                 /* label topology.kubernetes.io/zone */
+	char *reconciliation_delay; /* annotation node-agent.gardener.cloud/reconciliation-delay */
 };
 
 enum kube_kind {

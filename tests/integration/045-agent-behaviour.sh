@@ -31,7 +31,8 @@ config() { # FILE [JSON merged over the defaults]
 	c = {"apiServer": {"server": e["KUBE_API"], "caFile": e["KUBE_PKI"] + "/ca.crt", "tokenFile": e["KUBE_DIR"] + "/token"},
 	     "node": {"name": e["KUBE_NODE"], "kubernetesVersion": "1.31.1"},
 	     "osc": {"secretName": e["KUBE_SECRET"]},
-	     "timeouts": {"connectMs": 1000, "requestMs": 3000, "watchIdleMs": 10000, "applyMs": 3000}}
+	     "timeouts": {"connectMs": 1000, "requestMs": 3000, "watchIdleMs": 10000, "applyMs": 3000},
+	     "lease": {"enabled": False}, "events": {"enabled": False}}
 	for k, v in json.loads(sys.argv[2]).items():
 	    c.setdefault(k, {}).update(v)
 	    for kk in [kk for kk, vv in c[k].items() if vv is None]:

@@ -46,6 +46,9 @@ CONTROL (all JSON; times are the server's time.time()):
   GET  /secret?namespace=NS&name=NAME          -> the Secret
   POST /node     {"name", "annotations": {k: v|null}, "labels": {k: v|null}, "delete": bool}
   GET  /node?name=NAME                         -> the Node
+  GET  /leases?namespace=NS                    -> {"items": [Leases]}
+  GET  /events?namespace=NS                    -> {"items": [Events]} (POSTed by agents)
+  POST /lease    {"namespace","name","spec": {...} merged in | "delete": bool}
   GET  /log[?since=T]   -> {"now", "requests": [{"t","end","method","path","status",
                             (method "TLS": a failed handshake; "CLOSED": a
                             connection that ended without a request; "-": blackhole)
@@ -425,6 +428,8 @@ RESOURCES = {"secrets": "Secret", "nodes": "Node"}
 CSR_RE = re.compile(r"^/apis/certificates\.k8s\.io/v1/certificatesigningrequests(?:/(?P<name>[^/]+))?$")
 NA_PREFIX = "gardener.cloud:node-agent:machine:"
 NA_GROUP = "gardener.cloud:node-agents"
+EVENTS_RE = re.compile(r"^/api/v1/namespaces/(?P<ns>[^/]+)/events$")
+LEASE_RE = re.compile(r"^/apis/coordination\.k8s\.io/v1/namespaces/(?P<ns>[^/]+)/leases(?:/(?P<name>[^/]+))?$")
 PATH_RE = re.compile(r"^/api/v1/(?:namespaces/(?P<ns>[^/]+)/)?(?P<res>secrets|nodes)(?:/(?P<name>[^/]+))?$")
 
 
@@ -628,6 +633,23 @@ class ApiHandler(http.server.BaseHTTPRequestHandler):
         m = CSR_RE.match(url.path)
         if m:
             self.csr(user, groups, m.group("name"), body)
+            return
+        me = EVENTS_RE.match(url.path)
+        if me and self.command == "POST":
+            # core/v1 Events (agent/events.c): stored as sent, name generated
+            try:
+                obj = json.loads(body.decode("utf-8"))
+                name = obj["metadata"]["generateName"] + uuid.uuid4().hex[:10]
+            except (UnicodeDecodeError, ValueError, KeyError, TypeError) as e:
+                self.send_json(400, status(400, "BadRequest", "error decoding body: %s" % e))
+                return
+            obj["metadata"]["name"] = name
+            stored, _ = st.store.put("Event", me.group("ns"), name, obj)
+            self.send_json(201, stored)
+            return
+        ml = LEASE_RE.match(url.path)
+        if ml:
+            self.lease(user, groups, ml.group("ns"), ml.group("name"), body)
             return
         m = PATH_RE.match(url.path)
         if not m or (m.group("res") == "secrets") != (m.group("ns") is not None):
@@ -940,6 +962,49 @@ class ApiHandler(http.server.BaseHTTPRequestHandler):
                     return
             stored, _ = st.store.put(kind, ns, name, new)
         self.send_json(200, stored)
+
+    def lease(self, user, groups, ns, name, body):
+        """coordination.k8s.io/v1 Leases for agent/lease.c: GET, LIST, POST,
+        merge PATCH (with the resourceVersion precondition); admins, node
+        admins, and a Node for gardener-node-agent-<itself> (like GRM's
+        node-agent authorizer)."""
+        st, cmd = self.st, self.command
+        me = user[len("system:node:"):] if user.startswith("system:node:") else None
+        if not (self.subject_in(user, groups, st.admins) or "system:masters" in groups or
+                self.subject_in(user, groups, st.node_admins) or (me and name == "gardener-node-agent-" + me)):
+            self.forbidden(user, cmd.lower(), "leases", ns, name)
+            return
+        if cmd == "GET" and not name:
+            items, rv = st.store.list("Lease", ns, None)
+            self.send_json(200, {"kind": "LeaseList", "apiVersion": "coordination.k8s.io/v1",
+                                 "metadata": {"resourceVersion": str(rv)}, "items": items})
+        elif cmd == "GET":
+            obj = st.store.get("Lease", ns, name)
+            if obj is None:
+                self.send_json(404, status(404, "NotFound", 'leases.coordination.k8s.io "%s" not found' % name,
+                                           {"name": name, "group": "coordination.k8s.io", "kind": "leases"}))
+            else:
+                self.send_json(200, obj)
+        elif cmd == "POST" and not name:
+            try:
+                obj = json.loads(body.decode("utf-8"))
+                name = obj["metadata"]["name"]
+            except (UnicodeDecodeError, ValueError, KeyError, TypeError) as e:
+                self.send_json(400, status(400, "BadRequest", "error decoding body: %s" % e))
+                return
+            obj["metadata"]["namespace"] = ns
+            with st.store.cond:
+                if st.store.get("Lease", ns, name) is not None:
+                    self.send_json(409, status(409, "AlreadyExists", 'leases.coordination.k8s.io "%s" already exists'
+                                               % name, {"name": name, "kind": "leases"}))
+                    return
+                stored, _ = st.store.put("Lease", ns, name, obj)
+            self.send_json(201, stored)
+        elif cmd == "PATCH" and name:
+            self.patch(user, groups, "Lease", "leases", ns, name, body)
+        else:
+            self.send_json(405, status(405, "MethodNotAllowed",
+                                       "the server does not allow this method on the requested resource", {}))
 
     # --- watch
     def bookmark_object(self, kind, rv):
@@ -1332,6 +1397,24 @@ class ControlHandler(http.server.BaseHTTPRequestHandler):
                     stored, changed = store.put("Node", None, name, new)
                 self.reply(200, {"t": t, "resourceVersion": stored["metadata"]["resourceVersion"],
                                  "changed": changed})
+            elif p == "/events":
+                items, _ = store.list("Event", q.get("namespace", "default"), None)
+                self.reply(200, {"items": items})
+            elif p == "/leases":
+                items, _ = store.list("Lease", q.get("namespace", "kube-system"), None)
+                self.reply(200, {"items": items})
+            elif p == "/lease":
+                # {"namespace", "name", "spec": {...} merged in, "delete": bool}: another writer
+                ns, name = req.get("namespace", "kube-system"), req["name"]
+                if req.get("delete"):
+                    o = store.delete("Lease", ns, name)
+                    self.reply(200 if o else 404, {"t": time.time()})
+                    return
+                with store.cond:
+                    cur = store.get("Lease", ns, name) or {"kind": "Lease", "apiVersion": "coordination.k8s.io/v1",
+                                                           "metadata": {"name": name, "namespace": ns}, "spec": {}}
+                    stored, _ = store.put("Lease", ns, name, merge_patch(cur, {"spec": req.get("spec", {})}))
+                self.reply(200, stored)
             elif p == "/log":
                 since = float(q.get("since", 0))
                 with st.lock:

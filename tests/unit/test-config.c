@@ -21,6 +21,10 @@ static void defaults(void **state)
 	assert_null(c.server);
 	assert_string_equal(c.secret_namespace, "kube-system");
 	assert_true(c.follow_secret_name_label);
+	assert_true(c.lease_enabled);
+	assert_string_equal(c.server_bind_address, "127.0.0.1");
+	assert_int_equal(c.server_health_port, 2751);
+	assert_int_equal(c.server_metrics_port, 2752);
 	assert_string_equal(c.login_user, "gardener");
 	assert_false(c.keys_exclusive);
 	assert_true(c.create_user);
@@ -143,6 +147,9 @@ static const struct {
 	  "limits.responseMaxBytes: expected an integer from 4096 to 1073741824" },
 	{ "{\"paths\": {\"stateDir\": \"/var/lib/na/\"}}", "paths.stateDir: not an absolute normalised path: \"/var/lib/na/\"" },
 	{ "{\"node\": {\"name\": true}}", "node.name: expected a string" },
+	{ "{\"server\": {\"healthPort\": 65536}}", "server.healthPort: expected an integer from 0 (off) to 65535" },
+	{ "{\"server\": {\"bindAddress\": \"::1\"}}", "server.bindAddress: expected an IPv4 address: \"::1\"" },
+	{ "{\"lease\": {\"enabled\": 1}}", "lease.enabled: expected true or false" },
 };
 
 static void bad_inputs(void **state)

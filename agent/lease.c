@@ -1,0 +1,278 @@
+/* The Lease duty; see lease.h. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+
+#include "cleanup.h"
+#include "lease.h"
+#include "log.h"
+
+/* gardenlet's verdict: renewTime + leaseDurationSeconds in the past. */
+#define LEASE_EXPIRES_MS (KUBE_LEASE_DURATION_S * 1000u)
+/* 409s in a row answered by an immediate re-read; more back off. */
+#define CONFLICTS_FREE 3u
+
+static uint64_t random_below(uint64_t n)
+{
+	uint64_t x = 0;
+	if (n == 0)
+		return 0;
+	if (getrandom(&x, sizeof(x), GRND_NONBLOCK) != sizeof(x))
+		x = now_ms() * 6364136223846793005ull + 1442695040888963407ull;
+	return x % n;
+}
+
+static const char *lease_field(const struct lease *l, char *buf, size_t len)
+{
+	snprintf(buf, len, "LEASE=%s/%s", KUBE_LEASE_NAMESPACE, l->name);
+	return buf;
+}
+
+int lease_init(struct lease *l, struct http_client *http, const char *node_name)
+{
+	*l = (struct lease){ .http = http };
+	int r = kube_lease_name(node_name, l->name, sizeof(l->name));
+	if (r < 0)
+		return log_error_errno(r, "node name \"%s\" gives no valid Lease name (%s<node>, at most %u bytes); "
+				       "not keeping a Lease", node_name, KUBE_LEASE_PREFIX, KUBE_NAME_MAX);
+	snprintf(l->path, sizeof(l->path), "/apis/coordination.k8s.io/v1/namespaces/%s/leases/%s", KUBE_LEASE_NAMESPACE,
+		 l->name);
+	l->node_name = strdup(node_name);
+	if (!l->node_name)
+		return log_error_errno(-ENOMEM, "cannot set up the Lease");
+	return 0;
+}
+
+void lease_done(struct lease *l)
+{
+	if (l->req)
+		http_cancel(l->req);
+	free(l->node_name);
+	*l = (struct lease){};
+}
+
+void lease_set_node(struct lease *l, const char *uid)
+{
+	if (!l->node_name)
+		return;
+	if (!uid || !*uid || strlen(uid) > KUBE_UID_MAX) {
+		if (l->step != LEASE_IDLE)
+			log_notice("Node %s unknown or gone: no longer renewing Lease %s/%s", l->node_name,
+				   KUBE_LEASE_NAMESPACE, l->name);
+		l->node_uid[0] = '\0';
+		l->step = LEASE_IDLE;
+		return;
+	}
+	if (strcmp(uid, l->node_uid) == 0)
+		return;
+	/* A new Node object (or the first one): its uid goes into the owner
+	 * reference now, not at the next renewal. */
+	snprintf(l->node_uid, sizeof(l->node_uid), "%s", uid);
+	if (l->step == LEASE_IDLE)
+		l->step = l->rv[0] ? LEASE_RENEW : LEASE_GET;
+	l->wake_at = 0;
+}
+
+static void renewed(struct lease *l, uint64_t now, const char *rv, time_t wall)
+{
+	char lf[320];
+	snprintf(l->rv, sizeof(l->rv), "%s", rv);
+	if (l->failures)
+		log_fields(LOG_NOTICE, LOG_FIELDS(lease_field(l, lf, sizeof(lf))),
+			   "Lease %s/%s renewed again after %u failed attempt(s)", KUBE_LEASE_NAMESPACE, l->name,
+			   l->failures);
+	else if (!l->renewals)
+		log_fields(LOG_INFO, LOG_FIELDS(lease_field(l, lf, sizeof(lf))),
+			   "Lease %s/%s held (renewed every %u s, duration %u s)", KUBE_LEASE_NAMESPACE, l->name,
+			   LEASE_RENEW_MS / 1000u, KUBE_LEASE_DURATION_S);
+	l->failures = 0;
+	l->expired_logged = false;
+	l->renewals++;
+	l->last_renew_ms = now;
+	l->last_renew_wall = wall;
+	l->step = LEASE_RENEW;
+	l->wake_at = now + LEASE_RENEW_MS;
+}
+
+/* A failed request: logged when renewals start failing and when the Lease
+ * has expired by gardenlet's rule; retried with backoff and full jitter. */
+static void failed(struct lease *l, uint64_t now, const char *why, long retry_after_s)
+{
+	char lf[320];
+	l->failed++;
+	if (l->failures == 0)
+		log_fields(LOG_WARNING, LOG_FIELDS(lease_field(l, lf, sizeof(lf))),
+			   "renewal of Lease %s/%s failed: %s; retrying with backoff", KUBE_LEASE_NAMESPACE, l->name,
+			   why);
+	/* Once, when the last good renewal is as old as the Lease's duration. */
+	if (l->last_renew_ms && now - l->last_renew_ms >= LEASE_EXPIRES_MS && !l->expired_logged) {
+		l->expired_logged = true;
+		log_fields(LOG_ERR, LOG_FIELDS(lease_field(l, lf, sizeof(lf))),
+			   "Lease %s/%s expired (not renewed for %u s): gardenlet reports the agent as not running; "
+			   "last error: %s", KUBE_LEASE_NAMESPACE, l->name, KUBE_LEASE_DURATION_S, why);
+	}
+	/* Quick retries while they can still save the Lease; once it has
+	 * expired (or never was held) there is nothing to save, and a fleet
+	 * retrying every few seconds against a failing API server is load. */
+	uint64_t cap = l->last_renew_ms && now - l->last_renew_ms < LEASE_EXPIRES_MS ? LEASE_RETRY_CAP_MS
+										      : LEASE_RETRY_EXPIRED_CAP_MS;
+	unsigned n = l->failures < 16 ? l->failures : 16;
+	uint64_t ceiling = (uint64_t)LEASE_RETRY_BASE_MS << n;
+	if (ceiling > cap)
+		ceiling = cap;
+	uint64_t delay = ceiling / 2 + random_below(ceiling / 2) + 1;
+	/* Retry-After is honoured, but not past the Lease's expiry. */
+	if (retry_after_s > 0 && (uint64_t)retry_after_s * 1000u > delay)
+		delay = (uint64_t)retry_after_s * 1000u < LEASE_RETRY_CAP_MS * 2 ? (uint64_t)retry_after_s * 1000u
+										 : LEASE_RETRY_CAP_MS * 2;
+	l->wake_at = now + delay;
+	if (l->failures < UINT32_MAX)
+		l->failures++;
+}
+
+/* Someone else wrote the Lease: it is read again right away, a few times. */
+static void conflict(struct lease *l, uint64_t now, const char *why)
+{
+	l->step = LEASE_GET;
+	l->rv[0] = '\0';
+	if (l->conflicts++ < CONFLICTS_FREE) {
+		l->wake_at = now;
+		return;
+	}
+	failed(l, now, why, 0);
+}
+
+static void check_holder(struct lease *l, const struct kube_lease *k)
+{
+	char lf[320];
+	if (!k->holder || !*k->holder || strcmp(k->holder, l->name) == 0 || strcmp(k->holder, l->foreign_holder) == 0)
+		return;
+	snprintf(l->foreign_holder, sizeof(l->foreign_holder), "%s", k->holder);
+	log_fields(LOG_WARNING, LOG_FIELDS(lease_field(l, lf, sizeof(lf))),
+		   "Lease %s/%s is held by \"%s\", not by \"%s\"; taking it over as gardener-node-agent does",
+		   KUBE_LEASE_NAMESPACE, l->name, k->holder, l->name);
+}
+
+static void on_done(struct http_request *req, void *userdata)
+{
+	struct lease *l = userdata;
+	uint64_t now = now_ms();
+	enum lease_step step = l->step;
+	time_t wall = l->pending_wall;
+	l->req = NULL;
+	if (step == LEASE_IDLE)
+		return; /* the Node went away meanwhile */
+
+	char why[512];
+	if (req->result != CURLE_OK || req->error != 0) {
+		http_describe_failure(req, why, sizeof(why));
+		failed(l, now, why, req->retry_after);
+		return;
+	}
+	long st = req->status;
+	if (st == 409 && step != LEASE_GET) {
+		http_describe_failure(req, why, sizeof(why));
+		conflict(l, now, why);
+		return;
+	}
+	if (st == 404 && step != LEASE_CREATE) {
+		/* Not there (yet, or deleted): create it. */
+		l->step = LEASE_CREATE;
+		l->rv[0] = '\0';
+		l->wake_at = now;
+		return;
+	}
+	if (!((st == 200) || (step == LEASE_CREATE && st == 201))) {
+		http_describe_failure(req, why, sizeof(why));
+		failed(l, now, why, req->retry_after);
+		return;
+	}
+	struct kube_lease k;
+	const char *err = NULL;
+	int r = kube_lease_parse(req->body ? req->body : "", req->body_len, &k, &err);
+	if (r < 0 || !k.resource_version) {
+		snprintf(why, sizeof(why), "the answer to %s is not a Lease (%s)", req->method,
+			 r < 0 ? (err ? err : "invalid") : "no metadata.resourceVersion");
+		if (r >= 0)
+			kube_lease_done(&k);
+		failed(l, now, why, 0);
+		return;
+	}
+	l->conflicts = 0;
+	if (step == LEASE_GET) {
+		check_holder(l, &k);
+		snprintf(l->rv, sizeof(l->rv), "%s", k.resource_version);
+		l->step = LEASE_RENEW;
+		l->wake_at = now;
+	} else
+		renewed(l, now, k.resource_version, wall);
+	kube_lease_done(&k);
+}
+
+static int start(struct lease *l, uint64_t now)
+{
+	const char *method = "GET";
+	_cleanup_free_ char *body = NULL;
+	char renew[KUBE_MICROTIME_LEN];
+	char create_path[KUBE_NAME_MAX + 96];
+	const char *path = l->path;
+
+	if (l->step != LEASE_GET) {
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		if (kube_microtime(&ts, renew) < 0)
+			return -EINVAL;
+		l->pending_wall = ts.tv_sec;
+		bool create = l->step == LEASE_CREATE;
+		body = kube_lease_body(create, l->name, l->node_name, l->node_uid, create ? NULL : l->rv, renew);
+		if (!body)
+			return -ENOMEM;
+		method = create ? "POST" : "PATCH";
+		if (create) {
+			snprintf(create_path, sizeof(create_path), "/apis/coordination.k8s.io/v1/namespaces/%s/leases",
+				 KUBE_LEASE_NAMESPACE);
+			path = create_path;
+		}
+	}
+	int r = http_start(l->http, method, path, NULL, body,
+			   l->step == LEASE_RENEW ? "application/merge-patch+json" : "application/json", false, NULL,
+			   on_done, l, &l->req);
+	if (r < 0)
+		return r;
+	l->req_deadline = now + LEASE_REQUEST_MS;
+	return 0;
+}
+
+uint64_t lease_tick(struct lease *l, uint64_t now)
+{
+	if (!l->node_name)
+		return UINT64_MAX;
+	if (l->req && l->step == LEASE_IDLE) {
+		http_cancel(l->req);
+		l->req = NULL;
+	}
+	if (l->step == LEASE_IDLE)
+		return UINT64_MAX;
+	if (l->req) {
+		if (now < l->req_deadline)
+			return l->req_deadline;
+		http_cancel(l->req);
+		l->req = NULL;
+		char why[64];
+		snprintf(why, sizeof(why), "no answer within %u s", LEASE_REQUEST_MS / 1000u);
+		failed(l, now, why, 0);
+	}
+	if (now < l->wake_at)
+		return l->wake_at;
+	int r = start(l, now);
+	if (r < 0) {
+		char why[128];
+		snprintf(why, sizeof(why), "cannot start the request: %s", strerror(-r));
+		failed(l, now, why, 0);
+		return l->wake_at;
+	}
+	return l->req_deadline;
+}

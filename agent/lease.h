@@ -1,0 +1,92 @@
+/* The Lease duty: keeps coordination.k8s.io/v1 Lease
+ * kube-system/gardener-node-agent-<node> renewed, so gardenlet's
+ * CheckNodeAgentLeases (gardener/gardener
+ * pkg/gardenlet/controller/shoot/care/health.go) sees the node's agent
+ * alive; the Lease's content is gardener-node-agent's (lib/kubelease.h).
+ *
+ * Timing: gardenlet calls the agent dead when renewTime + 40 s lies in the
+ * past. gardener-node-agent renews every 10 s (40/4, 6 writes a minute).
+ * This duty renews every LEASE_RENEW_MS = 20 s (3 writes a minute): the
+ * Lease of a live agent is at most 20 s old plus one request, and a failed
+ * renewal is retried with backoff (1 s doubling, at most 5 s) inside the 20
+ * s left before it expires; once it has expired (or was never held), at
+ * most every 30 s. Every request has its own deadline
+ * (LEASE_REQUEST_MS), after which it is cancelled and counted as failed.
+ *
+ * Requests: the first time (and after a 409), a GET by name learns the
+ * resourceVersion and who holds the Lease; 404 -> POST (create); then each
+ * renewal is one merge PATCH carrying that resourceVersion as a
+ * precondition, whose answer gives the next one. Nothing comes from a watch
+ * cache (gardener issues #15716 and #15471: a stale cache left a Lease
+ * unrenewed). A 409 means someone else wrote the Lease: it is read again.
+ *
+ * Someone else's Lease (another spec.holderIdentity): gardener-node-agent's
+ * CreateOrUpdate overwrites the spec whatever it held, and so does this
+ * duty; the previous holder is logged once per holder at warning level.
+ *
+ * Logs: a failure once when renewals start failing (with the reason) and
+ * once when they succeed again (with the count), never per retry. The
+ * duty only records state in lease_set_node(); requests start in
+ * lease_tick() (libcurl forbids starting them inside its callbacks). */
+#ifndef NA_AGENT_LEASE_H
+#define NA_AGENT_LEASE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "http.h"
+#include "kube.h"
+#include "kubelease.h"
+
+#define LEASE_RENEW_MS 20000u
+#define LEASE_RETRY_BASE_MS 1000u
+#define LEASE_RETRY_CAP_MS 5000u
+#define LEASE_RETRY_EXPIRED_CAP_MS 30000u
+#define LEASE_REQUEST_MS 10000u
+
+enum lease_step {
+	LEASE_IDLE,         /* no Node (uid) known: nothing to own the Lease */
+	LEASE_GET,          /* read it (resourceVersion, holder) */
+	LEASE_CREATE,       /* POST */
+	LEASE_RENEW,        /* PATCH with the known resourceVersion */
+};
+
+struct lease {
+	struct http_client *http;
+	char name[KUBE_NAME_MAX + 1];
+	char path[KUBE_NAME_MAX + 96];
+	char *node_name;
+	char node_uid[KUBE_UID_MAX + 1];    /* "" when there is no Node */
+	char rv[KUBE_RV_MAX + 1];
+	enum lease_step step;
+	struct http_request *req;
+	uint64_t req_deadline;
+	uint64_t wake_at;                   /* next request (monotonic ms) */
+	unsigned failures;                  /* in a row */
+	unsigned conflicts;                 /* 409s in a row */
+	bool expired_logged;
+	time_t pending_wall;                /* renewTime of the write in flight (s) */
+	char foreign_holder[KUBE_NAME_MAX + 1]; /* last other holder logged */
+
+	/* For metrics and STATUS. */
+	uint64_t renewals;                  /* successful writes */
+	uint64_t failed;                    /* failed requests */
+	uint64_t last_renew_ms;             /* monotonic, 0: never */
+	time_t last_renew_wall;             /* renewTime of the last write (s) */
+};
+
+/* Sets up the duty for node_name; -ENAMETOOLONG when the Lease name would
+ * not be valid (logged). Nothing is sent before lease_set_node(). */
+int lease_init(struct lease *l, struct http_client *http, const char *node_name);
+void lease_done(struct lease *l);
+
+/* The Node's uid as last seen (NULL: the Node is gone or unknown). Only
+ * records: safe inside a transfer callback. */
+void lease_set_node(struct lease *l, const char *uid);
+
+/* Starts what is due, cancels a request past its deadline; returns the
+ * next deadline (monotonic ms, UINT64_MAX for none). */
+uint64_t lease_tick(struct lease *l, uint64_t now);
+
+#endif

@@ -1,0 +1,178 @@
+/* healthz, readyz and Prometheus metrics; see metrics.h. */
+#include <openssl/asn1.h>
+#include <openssl/pem.h>
+#include <openssl/x509.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "metrics.h"
+
+void metrics_init(struct metrics *m)
+{
+	*m = (struct metrics){ .start_wall = time(NULL), .apply_seconds = -1.0 };
+}
+
+void metrics_observe(const struct http_request *req, bool done, void *userdata)
+{
+	struct metrics *m = userdata;
+	if (!done) {
+		if (req->watch && req->path)
+			m->watch_connects[strstr(req->path, "/nodes") ? 1 : 0]++;
+		return;
+	}
+	const char *verb = req->watch ? "WATCH" : req->method;
+	long code = req->result == CURLE_OK ? req->status : 0;
+	for (unsigned i = 0; i < m->n_req; i++)
+		if (m->req[i].code == code && strcmp(m->req[i].verb, verb) == 0) {
+			m->req[i].n++;
+			return;
+		}
+	if (m->n_req == METRICS_REQUEST_KINDS || strlen(verb) >= sizeof(m->req[0].verb)) {
+		m->req_other++;
+		return;
+	}
+	struct metrics_requests *r = &m->req[m->n_req++];
+	snprintf(r->verb, sizeof(r->verb), "%s", verb);
+	r->code = code;
+	r->n = 1;
+}
+
+void metrics_set_desired(struct metrics *m, uint64_t generation, const char *checksum)
+{
+	m->desired_generation = generation;
+	snprintf(m->desired_checksum, sizeof(m->desired_checksum), "%s", checksum);
+	m->desired_wall = time(NULL);
+}
+
+void metrics_set_result(struct metrics *m, const struct result *res)
+{
+	if (m->result_valid && m->result_generation == res->generation && m->result_success == res->success &&
+	    strcmp(m->result_checksum, res->checksum) == 0)
+		return;
+	m->result_valid = true;
+	m->result_success = res->success;
+	m->result_generation = res->generation;
+	snprintf(m->result_checksum, sizeof(m->result_checksum), "%s", res->checksum);
+	m->results[res->success ? 1 : 0]++;
+	if (res->success) {
+		snprintf(m->applied_checksum, sizeof(m->applied_checksum), "%s", res->checksum);
+		m->applied_generation = res->generation;
+	}
+	if (m->desired_wall && res->generation == m->desired_generation && res->finished_at >= m->desired_wall)
+		m->apply_seconds = (double)(res->finished_at - m->desired_wall);
+}
+
+/* notAfter of the client certificate as unix seconds; -1 when unknown. */
+static long long cert_expiry(const char *path)
+{
+	if (!path)
+		return -1;
+	BIO *bio = BIO_new_file(path, "r");
+	if (!bio)
+		return -1;
+	X509 *x = PEM_read_bio_X509(bio, NULL, NULL, NULL);
+	BIO_free(bio);
+	if (!x)
+		return -1;
+	struct tm tm;
+	long long t = -1;
+	if (ASN1_TIME_to_tm(X509_get0_notAfter(x), &tm) == 1)
+		t = (long long)timegm(&tm);
+	X509_free(x);
+	return t;
+}
+
+#define HELP(b, name, type, text) httpd_printf(b, "# HELP " name " " text "\n# TYPE " name " " type "\n")
+
+static void render(const struct metrics *m, struct httpd_body *b)
+{
+	HELP(b, "node_agent_ready", "gauge", "1 after the first contact with the API server.");
+	httpd_printf(b, "node_agent_ready %d\n", m->ready);
+	HELP(b, "node_agent_start_time_seconds", "gauge", "Start of the process, unix seconds.");
+	httpd_printf(b, "node_agent_start_time_seconds %lld\n", (long long)m->start_wall);
+
+	HELP(b, "node_agent_desired_generation", "gauge", "Generation of the desired state last written.");
+	httpd_printf(b, "node_agent_desired_generation %llu\n", (unsigned long long)m->desired_generation);
+	HELP(b, "node_agent_desired_info", "gauge", "Checksum of the OSC in the desired state last written.");
+	if (m->desired_checksum[0])
+		httpd_printf(b, "node_agent_desired_info{checksum=\"%s\"} 1\n", m->desired_checksum);
+	HELP(b, "node_agent_applied_generation", "gauge", "Generation the executor last applied successfully.");
+	httpd_printf(b, "node_agent_applied_generation %llu\n", (unsigned long long)m->applied_generation);
+	HELP(b, "node_agent_applied_info", "gauge", "Checksum of the OSC the executor last applied successfully.");
+	if (m->applied_checksum[0])
+		httpd_printf(b, "node_agent_applied_info{checksum=\"%s\"} 1\n", m->applied_checksum);
+	HELP(b, "node_agent_apply_success", "gauge", "1 when the last result of the executor is a success, 0 a failure.");
+	if (m->result_valid)
+		httpd_printf(b, "node_agent_apply_success %d\n", m->result_success);
+	HELP(b, "node_agent_apply_results_total", "counter", "Distinct results of the executor read, by outcome.");
+	httpd_printf(b, "node_agent_apply_results_total{result=\"success\"} %llu\n",
+		     (unsigned long long)m->results[1]);
+	httpd_printf(b, "node_agent_apply_results_total{result=\"failure\"} %llu\n",
+		     (unsigned long long)m->results[0]);
+	HELP(b, "node_agent_apply_duration_seconds", "gauge",
+	     "From writing the desired state to the executor's finishedAt, for the last result of it.");
+	if (m->apply_seconds >= 0)
+		httpd_printf(b, "node_agent_apply_duration_seconds %.0f\n", m->apply_seconds);
+
+	HELP(b, "node_agent_api_requests_total", "counter",
+	     "Requests to the API server by verb and HTTP code (0: no answer), counted when they end.");
+	for (unsigned i = 0; i < m->n_req; i++)
+		httpd_printf(b, "node_agent_api_requests_total{verb=\"%s\",code=\"%ld\"} %llu\n", m->req[i].verb,
+			     m->req[i].code, (unsigned long long)m->req[i].n);
+	if (m->req_other)
+		httpd_printf(b, "node_agent_api_requests_total{verb=\"other\",code=\"other\"} %llu\n",
+			     (unsigned long long)m->req_other);
+	static const char *const res[2] = { "secrets", "nodes" };
+	HELP(b, "node_agent_watch_connects_total", "counter", "Watch requests started, by resource.");
+	for (int i = 0; i < 2; i++)
+		httpd_printf(b, "node_agent_watch_connects_total{resource=\"%s\"} %llu\n", res[i],
+			     (unsigned long long)m->watch_connects[i]);
+	HELP(b, "node_agent_watch_reconnects_total", "counter", "Watch requests started after the first, by resource.");
+	for (int i = 0; i < 2; i++)
+		httpd_printf(b, "node_agent_watch_reconnects_total{resource=\"%s\"} %llu\n", res[i],
+			     (unsigned long long)(m->watch_connects[i] ? m->watch_connects[i] - 1 : 0));
+
+	if (m->lease && m->lease->node_name) {
+		HELP(b, "node_agent_lease_renewals_total", "counter", "Successful writes of the Lease.");
+		httpd_printf(b, "node_agent_lease_renewals_total %llu\n", (unsigned long long)m->lease->renewals);
+		HELP(b, "node_agent_lease_failures_total", "counter", "Failed Lease requests.");
+		httpd_printf(b, "node_agent_lease_failures_total %llu\n", (unsigned long long)m->lease->failed);
+		HELP(b, "node_agent_lease_renew_time_seconds", "gauge", "renewTime of the last successful write.");
+		if (m->lease->last_renew_wall)
+			httpd_printf(b, "node_agent_lease_renew_time_seconds %lld\n",
+				     (long long)m->lease->last_renew_wall);
+	}
+	long long exp = cert_expiry(m->cert_file);
+	HELP(b, "node_agent_client_certificate_expiry_seconds", "gauge",
+	     "notAfter of the client certificate, unix seconds.");
+	if (exp >= 0)
+		httpd_printf(b, "node_agent_client_certificate_expiry_seconds %lld\n", exp);
+	if (m->httpd) {
+		HELP(b, "node_agent_http_responses_total", "counter", "Responses of this listener written whole.");
+		httpd_printf(b, "node_agent_http_responses_total %llu\n", (unsigned long long)m->httpd->served);
+		HELP(b, "node_agent_http_dropped_total", "counter",
+		     "Connections to this listener closed early (no slot, deadline, client gone).");
+		httpd_printf(b, "node_agent_http_dropped_total %llu\n", (unsigned long long)m->httpd->dropped);
+	}
+}
+
+int metrics_handle(enum httpd_listener listener, const struct httpreq *req, struct httpd_body *body,
+		   const char **content_type, void *userdata)
+{
+	const struct metrics *m = userdata;
+	if (listener == HTTPD_HEALTH && strcmp(req->path, "/healthz") == 0) {
+		httpd_printf(body, "ok\n");
+		return 200;
+	}
+	if (listener == HTTPD_HEALTH && strcmp(req->path, "/readyz") == 0) {
+		httpd_printf(body, m->ready ? "ok\n" : "no contact with the API server yet\n");
+		return m->ready ? 200 : 503;
+	}
+	if (listener == HTTPD_METRICS && strcmp(req->path, "/metrics") == 0) {
+		*content_type = "text/plain; version=0.0.4; charset=utf-8";
+		render(m, body);
+		return 200;
+	}
+	httpd_printf(body, "not found\n");
+	return 404;
+}

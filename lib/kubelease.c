@@ -1,0 +1,208 @@
+/* The agent's Lease, pure helpers; see kubelease.h. */
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cleanup.h"
+#include "kube.h"
+#include "kubelease.h"
+
+#define TIME_MAX 64
+
+static inline void cjson_deletep(cJSON **p)
+{
+	if (*p)
+		cJSON_Delete(*p);
+}
+#define _cleanup_cjson_ _cleanup_(cjson_deletep)
+
+static int seterr(const char **err, const char *what, int r)
+{
+	if (err)
+		*err = what;
+	return r;
+}
+
+/* An optional string member: absent or null -> NULL. */
+static int dup_string(const cJSON *obj, const char *key, size_t max, char **ret)
+{
+	const cJSON *v = obj ? cJSON_GetObjectItemCaseSensitive(obj, key) : NULL;
+	*ret = NULL;
+	if (!v || cJSON_IsNull(v))
+		return 0;
+	if (!cJSON_IsString(v) || !v->valuestring)
+		return -EINVAL;
+	if (strlen(v->valuestring) > max)
+		return -EMSGSIZE;
+	*ret = strdup(v->valuestring);
+	return *ret ? 0 : -ENOMEM;
+}
+
+/* An optional object member: absent or null -> NULL. */
+static int get_object(const cJSON *obj, const char *key, const cJSON **ret)
+{
+	const cJSON *v = obj ? cJSON_GetObjectItemCaseSensitive(obj, key) : NULL;
+	*ret = NULL;
+	if (!v || cJSON_IsNull(v))
+		return 0;
+	if (!cJSON_IsObject(v))
+		return -EINVAL;
+	*ret = v;
+	return 0;
+}
+
+/* The uid of the controller reference of kind Node, if any. */
+static int owner_uid(const cJSON *meta, char **ret)
+{
+	const cJSON *refs = meta ? cJSON_GetObjectItemCaseSensitive(meta, "ownerReferences") : NULL;
+	*ret = NULL;
+	if (!refs || cJSON_IsNull(refs))
+		return 0;
+	if (!cJSON_IsArray(refs))
+		return -EINVAL;
+	const cJSON *ref;
+	cJSON_ArrayForEach(ref, refs) {
+		if (!cJSON_IsObject(ref))
+			return -EINVAL;
+		const cJSON *kind = cJSON_GetObjectItemCaseSensitive(ref, "kind");
+		const cJSON *ctl = cJSON_GetObjectItemCaseSensitive(ref, "controller");
+		if (!cJSON_IsString(kind) || strcmp(kind->valuestring, "Node") != 0 || !cJSON_IsTrue(ctl))
+			continue;
+		free(*ret);
+		int r = dup_string(ref, "uid", KUBE_UID_MAX, ret);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+int kube_lease_parse(const char *data, size_t len, struct kube_lease *ret, const char **err)
+{
+	const char *end = NULL;
+	_cleanup_cjson_ cJSON *j = cJSON_ParseWithLengthOpts(data, len, &end, false);
+	if (!j || !cJSON_IsObject(j))
+		return seterr(err, "not a JSON object", -EINVAL);
+	for (const char *p = end; p && p < data + len; p++)
+		if (*p != ' ' && *p != '\n' && *p != '\r' && *p != '\t')
+			return seterr(err, "not a JSON object", -EINVAL);
+	const cJSON *kind = cJSON_GetObjectItemCaseSensitive(j, "kind");
+	if (kind && (!cJSON_IsString(kind) || strcmp(kind->valuestring, "Lease") != 0))
+		return seterr(err, "kind", -EINVAL);
+
+	struct kube_lease l = {};
+	const cJSON *meta, *spec;
+	int r;
+	if ((r = get_object(j, "metadata", &meta)) < 0)
+		return seterr(err, "metadata", r);
+	if ((r = get_object(j, "spec", &spec)) < 0)
+		return seterr(err, "spec", r);
+	const char *what = NULL;
+	if ((r = dup_string(meta, "name", KUBE_NAME_MAX, &l.name)) < 0)
+		what = "metadata.name";
+	else if ((r = dup_string(meta, "resourceVersion", KUBE_RV_MAX, &l.resource_version)) < 0)
+		what = "metadata.resourceVersion";
+	/* It goes into the next request's body only, but the same character
+	 * set as kube.c's keeps it boring. */
+	else if (l.resource_version &&
+		 l.resource_version[strspn(l.resource_version, "0123456789abcdefghijklmnopqrstuvwxyz"
+							       "ABCDEFGHIJKLMNOPQRSTUVWXYZ._~-")])
+		r = -EINVAL, what = "metadata.resourceVersion";
+	else if ((r = owner_uid(meta, &l.owner_uid)) < 0)
+		what = "metadata.ownerReferences";
+	else if ((r = dup_string(spec, "holderIdentity", KUBE_NAME_MAX, &l.holder)) < 0)
+		what = "spec.holderIdentity";
+	else if ((r = dup_string(spec, "renewTime", TIME_MAX, &l.renew_time)) < 0)
+		what = "spec.renewTime";
+	if (!what && spec) {
+		const cJSON *d = cJSON_GetObjectItemCaseSensitive(spec, "leaseDurationSeconds");
+		if (d && !cJSON_IsNull(d)) {
+			/* An int32 in the API. */
+			if (!cJSON_IsNumber(d) || !isfinite(d->valuedouble) || d->valuedouble < -2147483648.0 ||
+			    d->valuedouble > 2147483647.0 || d->valuedouble != (double)(int64_t)d->valuedouble)
+				r = -EINVAL, what = "spec.leaseDurationSeconds";
+			else {
+				l.has_duration = true;
+				l.duration_s = (int64_t)d->valuedouble;
+			}
+		}
+	}
+	if (what) {
+		kube_lease_done(&l);
+		return seterr(err, what, r);
+	}
+	*ret = l;
+	return 0;
+}
+
+void kube_lease_done(struct kube_lease *l)
+{
+	free(l->name);
+	free(l->resource_version);
+	free(l->holder);
+	free(l->renew_time);
+	free(l->owner_uid);
+	*l = (struct kube_lease){};
+}
+
+int kube_microtime(const struct timespec *t, char out[static KUBE_MICROTIME_LEN])
+{
+	struct tm tm;
+	if (!gmtime_r(&t->tv_sec, &tm) || tm.tm_year < -1900 || tm.tm_year > 9999 - 1900 || t->tv_nsec < 0 ||
+	    t->tv_nsec >= 1000000000L)
+		return -EINVAL;
+	int n = snprintf(out, KUBE_MICROTIME_LEN, "%04d-%02d-%02dT%02d:%02d:%02d.%06ldZ", tm.tm_year + 1900,
+			 tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, t->tv_nsec / 1000L);
+	return n == KUBE_MICROTIME_LEN - 1 ? 0 : -EINVAL;
+}
+
+int kube_lease_name(const char *node_name, char *out, size_t outlen)
+{
+	size_t n = strlen(KUBE_LEASE_PREFIX) + strlen(node_name);
+	if (n > KUBE_NAME_MAX || n >= outlen)
+		return -ENAMETOOLONG;
+	snprintf(out, outlen, "%s%s", KUBE_LEASE_PREFIX, node_name);
+	return 0;
+}
+
+char *kube_lease_body(bool create, const char *name, const char *node_name, const char *node_uid, const char *rv,
+		      const char *renew_time)
+{
+	_cleanup_cjson_ cJSON *root = cJSON_CreateObject();
+	if (!root)
+		return NULL;
+	if (create && (!cJSON_AddStringToObject(root, "apiVersion", "coordination.k8s.io/v1") ||
+		       !cJSON_AddStringToObject(root, "kind", "Lease")))
+		return NULL;
+	cJSON *meta = cJSON_AddObjectToObject(root, "metadata");
+	if (!meta)
+		return NULL;
+	if (create && (!cJSON_AddStringToObject(meta, "name", name) ||
+		       !cJSON_AddStringToObject(meta, "namespace", KUBE_LEASE_NAMESPACE)))
+		return NULL;
+	if (!create && rv && !cJSON_AddStringToObject(meta, "resourceVersion", rv))
+		return NULL;
+	/* controllerutil.SetControllerReference(): controller and
+	 * blockOwnerDeletion set. A merge patch replaces the list whole. */
+	cJSON *refs = cJSON_AddArrayToObject(meta, "ownerReferences");
+	cJSON *ref = cJSON_CreateObject();
+	if (!refs || !ref || !cJSON_AddItemToArray(refs, ref)) {
+		cJSON_Delete(ref);
+		return NULL;
+	}
+	if (!cJSON_AddStringToObject(ref, "apiVersion", "v1") ||
+	    !cJSON_AddStringToObject(ref, "kind", "Node") || !cJSON_AddStringToObject(ref, "name", node_name) ||
+	    !cJSON_AddStringToObject(ref, "uid", node_uid) || !cJSON_AddTrueToObject(ref, "controller") ||
+	    !cJSON_AddTrueToObject(ref, "blockOwnerDeletion"))
+		return NULL;
+	cJSON *spec = cJSON_AddObjectToObject(root, "spec");
+	if (!spec || !cJSON_AddStringToObject(spec, "holderIdentity", name) ||
+	    !cJSON_AddNumberToObject(spec, "leaseDurationSeconds", KUBE_LEASE_DURATION_S) ||
+	    !cJSON_AddStringToObject(spec, "renewTime", renew_time))
+		return NULL;
+	if (!create && (!cJSON_AddNullToObject(spec, "acquireTime") || !cJSON_AddNullToObject(spec, "leaseTransitions")))
+		return NULL;
+	return cJSON_PrintUnformatted(root);
+}

@@ -1,0 +1,68 @@
+/* The coordination.k8s.io/v1 Lease that tells gardenlet the node's agent is
+ * alive, as pure helpers: the body node-agent writes and the few fields it
+ * reads back from the server's answer.
+ *
+ * The contract is gardener-node-agent's (gardener/gardener
+ * pkg/nodeagent/controller/lease/reconciler.go and add.go): Lease
+ * kube-system/gardener-node-agent-<node> (pkg/utils/gardener/machines.go
+ * NodeAgentLeaseName), spec.holderIdentity = the Lease's own name,
+ * spec.leaseDurationSeconds = 40, spec.renewTime = now (MicroTime, UTC), and
+ * a controller ownerReference to the Node (so the Lease goes with it). The
+ * consumer is gardenlet's CheckNodeAgentLeases
+ * (pkg/gardenlet/controller/shoot/care/health.go): Lease missing or
+ * renewTime + leaseDurationSeconds in the past -> EveryNodeReady=False,
+ * reason NodeAgentUnhealthy.
+ *
+ * No I/O, no logging; errors -EINVAL (malformed), -EMSGSIZE (a ceiling),
+ * -ENOMEM; *err names the field. */
+#ifndef NA_KUBELEASE_H
+#define NA_KUBELEASE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#define KUBE_LEASE_NAMESPACE "kube-system"
+#define KUBE_LEASE_PREFIX "gardener-node-agent-"
+#define KUBE_LEASE_DURATION_S 40u
+/* A Kubernetes UID (a UUID); longer is refused. */
+#define KUBE_UID_MAX 128
+/* "2006-01-02T15:04:05.000000Z" plus NUL. */
+#define KUBE_MICROTIME_LEN 28
+
+/* What node-agent reads from a Lease. Absent fields are NULL / false. */
+struct kube_lease {
+	char *name;
+	char *resource_version;
+	char *holder;               /* spec.holderIdentity */
+	bool has_duration;
+	int64_t duration_s;         /* spec.leaseDurationSeconds */
+	char *renew_time;           /* spec.renewTime, as sent */
+	char *owner_uid;            /* uid of the controller ownerReference of kind Node */
+};
+
+/* Parses a Lease (kind "Lease" or no kind). Strings are capped
+ * (KUBE_NAME_MAX, KUBE_RV_MAX, KUBE_UID_MAX, 64 for the time). */
+int kube_lease_parse(const char *data, size_t len, struct kube_lease *ret, const char **err);
+void kube_lease_done(struct kube_lease *l);
+
+/* Formats a wall-clock time as a MicroTime ("...T...:05.000000Z", UTC).
+ * -EINVAL when it does not fit the format (before year 0 or after 9999). */
+int kube_microtime(const struct timespec *t, char out[static KUBE_MICROTIME_LEN]);
+
+/* The name of the Lease for node_name into out (size outlen): -ENAMETOOLONG
+ * when the result is no valid name (longer than KUBE_NAME_MAX). */
+int kube_lease_name(const char *node_name, char *out, size_t outlen);
+
+/* The body node-agent sends, as a malloc'ed JSON string (NULL on ENOMEM):
+ * with create, the whole Lease for a POST; otherwise a JSON merge patch
+ * (application/merge-patch+json) carrying metadata.resourceVersion rv as the
+ * precondition (409 Conflict if someone else wrote meanwhile), the owner
+ * reference and the spec, the fields gardener-node-agent does not set
+ * (acquireTime, leaseTransitions) nulled as its whole-spec update does.
+ * renew_time is a kube_microtime() string. */
+char *kube_lease_body(bool create, const char *name, const char *node_name, const char *node_uid, const char *rv,
+		      const char *renew_time);
+
+#endif

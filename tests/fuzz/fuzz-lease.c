@@ -1,0 +1,38 @@
+/* libFuzzer target for lib/kubelease.c: the input is the API server's answer
+ * to a Lease request (agent/lease.c). Never a crash or a leak; what the
+ * parser keeps respects its ceilings; and a body the agent builds from what
+ * it parsed parses back to the same holder and owner. */
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kube.h"
+#include "kubelease.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct kube_lease l;
+	if (kube_lease_parse((const char *)data, size, &l, NULL) < 0)
+		return 0;
+	if ((l.name && strlen(l.name) > KUBE_NAME_MAX) || (l.holder && strlen(l.holder) > KUBE_NAME_MAX) ||
+	    (l.resource_version && strlen(l.resource_version) > KUBE_RV_MAX) ||
+	    (l.owner_uid && strlen(l.owner_uid) > KUBE_UID_MAX))
+		abort();
+	if (l.holder && l.owner_uid && l.resource_version) {
+		char *body = kube_lease_body(true, l.holder, "node", l.owner_uid, NULL, "2026-01-01T00:00:00.000000Z");
+		struct kube_lease back;
+		if (!body || kube_lease_parse(body, strlen(body), &back, NULL) < 0)
+			abort();
+		if (!back.holder || strcmp(back.holder, l.holder) != 0 || !back.owner_uid ||
+		    strcmp(back.owner_uid, l.owner_uid) != 0 || !back.has_duration ||
+		    back.duration_s != KUBE_LEASE_DURATION_S)
+			abort();
+		kube_lease_done(&back);
+		free(body);
+	}
+	kube_lease_done(&l);
+	return 0;
+}
