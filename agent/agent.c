@@ -101,6 +101,7 @@ struct agent {
 	uint64_t patch_wake_at;
 	unsigned patch_failures;
 	bool patch_failed_once;
+	bool patch_denied;          /* the last PATCH got 403 (logged once) */
 
 	/* sd_notify */
 	struct notify notify;
@@ -678,6 +679,10 @@ static void on_patch_done(struct http_request *req, void *userdata)
 		if (a->patch_removes_restart)
 			a->node_has_restart = false; /* until the watch shows it again */
 		a->dirty = true;
+		if (a->patch_denied)
+			log_fields(LOG_NOTICE, LOG_FIELDS(nf), "patch permission on nodes/%s is there again",
+				   a->cfg.node_name);
+		a->patch_denied = false;
 		if (r == 0 && !node_wants_patch(a)) {
 			log_fields(LOG_INFO, LOG_FIELDS(nf, st, url), "patched Node %s", a->cfg.node_name);
 			a->patch_failures = 0;
@@ -700,9 +705,17 @@ static void on_patch_done(struct http_request *req, void *userdata)
 			a->patch_failed_once = true;
 	} else {
 		char why[512];
+		bool denied = req->result == CURLE_OK && req->status == 403;
 		http_describe_failure(req, why, sizeof(why));
-		log_fields(LOG_WARNING, LOG_FIELDS(nf, st, url), "PATCH of Node %s failed: %s; retrying",
-			   a->cfg.node_name, why);
+		/* RBAC is per verb: say once which one is missing and its cost. */
+		if (denied && !a->patch_denied)
+			log_fields(LOG_ERR, LOG_FIELDS(nf, st, url),
+				   "no patch permission on nodes/%s: the Node never shows what was applied "
+				   "(checksum annotation, version label, host keys) nor loses a done restart request",
+				   a->cfg.node_name);
+		a->patch_denied = denied;
+		log_fields(denied ? LOG_DEBUG : LOG_WARNING, LOG_FIELDS(nf, st, url),
+			   "PATCH of Node %s failed: %s; retrying", a->cfg.node_name, why);
 		set_error(a, "PATCH Node: %s", why);
 		a->patch_failed_once = true;
 	}
