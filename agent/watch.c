@@ -11,11 +11,12 @@
 
 #define BACKOFF_BASE_MS 500u
 #define BACKOFF_CAP_MS 30000u
-/* The cap while nothing listens (connection refused): a refusal costs the
- * server nothing, and the agent is back within a second of the API server
- * listening again, instead of up to BACKOFF_CAP_MS after a long outage. A
- * server that accepts and then fails (timeouts, 5xx, resets) keeps the full
- * backoff. */
+/* The wait while nothing listens (connection refused): a refusal costs the
+ * server nothing and says nothing about its load, so it is retried within a
+ * second and does not grow the backoff. The agent is then back within about
+ * a second of the API server serving again after an outage, instead of up
+ * to BACKOFF_CAP_MS later. A server that accepts and then fails (timeouts,
+ * 5xx, resets) gets the full backoff. */
 #define REFUSED_CAP_MS 1000u
 /* A stream that ends this quickly without an event counts as a failure, so a
  * server answering "200, empty" cannot make us spin. */
@@ -70,10 +71,11 @@ static void backoff(struct watch *w, uint64_t now, long retry_after_s)
 /* backoff() after a failed request; see REFUSED_CAP_MS. */
 static void backoff_req(struct watch *w, uint64_t now, const struct http_request *req)
 {
-	long retry_after = req->retry_after;
-	backoff(w, now, retry_after);
-	if (req->result == CURLE_COULDNT_CONNECT && w->wake_at > now + REFUSED_CAP_MS)
+	if (req->result == CURLE_COULDNT_CONNECT) {
 		w->wake_at = now + random_below(REFUSED_CAP_MS) + 1;
+		return;
+	}
+	backoff(w, now, req->retry_after);
 }
 
 static bool rv_is_safe(const char *rv)

@@ -21,7 +21,7 @@ osc 1 >"$S/v1.yaml"
 KUBE_OSC=$S/v1.yaml kube_start "$S" \
 	--token "rotated-token=system:serviceaccount:kube-system:rotated" \
 	--secret-reader system:serviceaccount:kube-system:rotated \
-	--node-admin system:serviceaccount:kube-system:rotated --bookmark-interval 3 || { fail "test API server starts"; finish; exit 1; }
+	--node-admin system:serviceaccount:kube-system:rotated || { fail "test API server starts"; finish; exit 1; }
 ssh-keygen -q -t ed25519 -N '' -C root@test -f "$ROOT/etc/ssh/ssh_host_ed25519_key"
 
 config() { # FILE [JSON merged over the defaults]
@@ -31,7 +31,7 @@ config() { # FILE [JSON merged over the defaults]
 	c = {"apiServer": {"server": e["KUBE_API"], "caFile": e["KUBE_PKI"] + "/ca.crt", "tokenFile": e["KUBE_DIR"] + "/token"},
 	     "node": {"name": e["KUBE_NODE"], "kubernetesVersion": "1.31.1"},
 	     "osc": {"secretName": e["KUBE_SECRET"]},
-	     "timeouts": {"connectMs": 1000, "requestMs": 3000, "watchIdleMs": 10000, "applyMs": 3000}}
+	     "timeouts": {"connectMs": 1000, "requestMs": 3000, "watchIdleMs": 75000, "applyMs": 3000}}
 	for k, v in json.loads(sys.argv[2]).items():
 	    c.setdefault(k, {}).update(v)
 	    for kk in [kk for kk, vv in c[k].items() if vv is None]:
