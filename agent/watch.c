@@ -421,6 +421,8 @@ int watch_retarget(struct watch *w, const char *name)
 	w->rv[0] = '\0';
 	w->synced = false;
 	w->failures = 0;
+	w->expiries = 0;
+	w->denied = 0; /* another object: its permissions are learnt anew */
 	w->state = WATCH_NEED_GET;
 	w->wake_at = 0;
 	return 0;

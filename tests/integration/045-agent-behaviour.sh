@@ -196,6 +196,21 @@ check "SIGHUP with a broken config: still running" kill -0 $PID
 check "  ... and says why" grep -q 'keeping the old one: .*apiServer.server: expected a string' "$S/agent.log"
 cp "$S/agent.json.good" "$CONF"
 
+# An outage that ends with the watch history forgotten (a restarted API
+# server): a refused connection is retried within a second without growing
+# the backoff, and the 410 that follows is re-read at once. (The Secret is
+# other-osc by now: the label switched it.)
+kctl POST /down >/dev/null
+sleep 4
+kctl POST /expire >/dev/null
+kctl POST /up >/dev/null
+t0=$(now)
+sleep 4
+gap=$(kube_requests "$t0" "not e['watch'] and e['path'].startswith('/api/v1/namespaces/kube-system/secrets/')" |
+	head -n 1 | awk -v t0="$t0" '{ printf "%.2f", $1 - t0 }')
+check "after an outage: the Secret re-read ${gap:-never} s after the server was back (<= 2.5)" \
+	python3 -c "import sys; sys.exit(0 if '$gap' and float('$gap') <= 2.5 else 1)"
+
 # Idle: nothing but the two watches.
 sleep 2
 t0=$(now)
