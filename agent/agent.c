@@ -1228,6 +1228,11 @@ int agent_run(const struct agent_options *o)
 			if (o->once && once_deadline == UINT64_MAX && a.osc)
 				once_deadline = now + a.cfg.apply_timeout_ms;
 		}
+		/* A write that failed just now: its retry is a deadline too
+		 * (before, only another wake-up, e.g. a 10 s watchIdleMs, made
+		 * the agent try again). */
+		if (a.write_wake_at)
+			next = min_u64(next, a.write_wake_at);
 
 		if (!a.ready && !o->once && (a.secret.synced || a.last_contact_ms)) {
 			a.ready = true;
