@@ -130,6 +130,8 @@ static void set_denied(struct watch *w, unsigned verb, bool denied)
 	if (denied == ((w->denied & verb) != 0))
 		return;
 	w->denied = denied ? w->denied | verb : w->denied & ~verb;
+	if (verb == WATCH_DENIED_WATCH && !denied)
+		w->denials = 0;
 	id_field(w, idf, sizeof(idf));
 	rbac_object(w, obj, sizeof(obj));
 	if (!denied) {
@@ -183,10 +185,16 @@ static void on_get_done(struct http_request *req, void *userdata)
 		 * Role does not grant.) */
 		const char *rv = w->kind == KUBE_KIND_SECRET ? s.resource_version : n.resource_version;
 		/* Only the verb watch is missing (the GET works): changes arrive
-		 * by this GET at every resync; the watch is tried once per
-		 * resync in case it was granted. After a 403 on the GET as well,
-		 * the permissions changed: the watch is tried at once. */
+		 * by this GET, and the watch is tried again after 0.5 s doubling
+		 * up to the resync interval (a restarting API server answers 403
+		 * for a few seconds until its RBAC is loaded; a Role without
+		 * watch costs a GET and a watch per resync after a few minutes).
+		 * After a 403 on the GET as well, the permissions changed: the
+		 * watch is tried at once. */
 		bool watch_later = w->denied == WATCH_DENIED_WATCH;
+		uint64_t watch_at = now + (uint64_t)BACKOFF_BASE_MS * (1ull << (w->denials < 20 ? w->denials : 20));
+		if (watch_at > now + w->http->cfg->resync_interval_ms)
+			watch_at = now + w->http->cfg->resync_interval_ms;
 		w->synced = true;
 		w->failures = 0;
 		set_denied(w, WATCH_DENIED_GET, false);
@@ -197,7 +205,7 @@ static void on_get_done(struct http_request *req, void *userdata)
 		kube_secret_done(&s);
 		kube_node_done(&n);
 		w->state = w->oneshot ? WATCH_STOPPED : WATCH_NEED_WATCH;
-		w->wake_at = watch_later ? w->resync_at : now;
+		w->wake_at = watch_later ? watch_at : now;
 		return;
 	}
 
@@ -330,6 +338,8 @@ static void on_watch_done(struct http_request *req, void *userdata)
 		 * but the GET at every resync brings changes (on_get_done). */
 		http_describe_failure(req, why, sizeof(why));
 		set_denied(w, WATCH_DENIED_WATCH, true);
+		if (w->denials < UINT32_MAX)
+			w->denials++;
 		log_fields(LOG_DEBUG, LOG_FIELDS(idf, status, url), "watch %s failed: %s", req->path, why);
 		if (w->ops->on_contact)
 			w->ops->on_contact(w, w->userdata);
@@ -423,6 +433,7 @@ int watch_retarget(struct watch *w, const char *name)
 	w->failures = 0;
 	w->expiries = 0;
 	w->denied = 0; /* another object: its permissions are learnt anew */
+	w->denials = 0;
 	w->state = WATCH_NEED_GET;
 	w->wake_at = 0;
 	return 0;

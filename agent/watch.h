@@ -5,7 +5,8 @@
  * restarted API server answers with 410. Re-read at once after 410 Gone
  * (backing off only when the re-read's watch expires again), and at every
  * resync interval; a 403 on the watch logs the missing verb once and leaves
- * updates to the resync; reconnected with exponential backoff and full jitter
+ * updates to a GET before each new try of the watch (0.5 s doubling up to
+ * the resync interval); reconnected with exponential backoff and full jitter
  * (429 Retry-After honoured) after a failure, and dropped when it stays
  * silent (not even a bookmark) for timeouts.watchIdleMs.
  *
@@ -68,6 +69,7 @@ struct watch {
 	unsigned failures;          /* failed requests in a row */
 	unsigned expiries;          /* 410s in a row without an event in between */
 	unsigned denied;            /* WATCH_DENIED_*: verbs answered 403 (logged once) */
+	unsigned denials;           /* watches answered 403 in a row */
 	uint64_t wake_at;
 	uint64_t resync_at;
 	uint64_t stream_started_ms;

@@ -190,11 +190,22 @@ check "fresh start: no 410 in the audit log" [ "$(rk_audit "$SAUSER" | awk -v t=
 # --- 9. the Role without `watch` on the Secret: one clear line
 agent_stop
 rk_role kube-system node-agent '[{"apiGroups":[""],"resources":["secrets"],"verbs":["get"],"resourceNames":["'$KUBE_SECRET'"]}]'
-sleep 1
+# until the authorizer has the new Role: the agent's token may no longer watch
+watch_code() {
+	curl -s -o /dev/null -w '%{http_code}' --cacert "$KUBE_PKI/ca.crt" -H "Authorization: Bearer $(cat "$KUBE_DIR/token")" \
+		"$KUBE_API/api/v1/namespaces/kube-system/secrets?watch=1&fieldSelector=metadata.name%3D$KUBE_SECRET&timeoutSeconds=1"
+}
+for ((i = 0; i < 50; i++)); do [ "$(watch_code)" = 403 ] && break; sleep 0.2; done
+check "no watch permission: the Role change is in force" [ "$(watch_code)" = 403 ]
 mark=$(log_mark)
 agent_start
 line="no watch permission on secrets kube-system/$KUBE_SECRET: updates arrive only at resync (every 300 s)"
-check "no watch permission: logged" wait_log "$line" "$mark" 20
+if ! wait_log "$line" "$mark" 20; then
+	fail "no watch permission: logged"
+	tail -n +"$((mark + 1))" "$S/agent.log" | tail -n 20
+else
+	ok "no watch permission: logged"
+fi
 sleep 3
 n=$(tail -n +"$((mark + 1))" "$S/agent.log" | grep -cF -- "$line")
 check "no watch permission: logged once ($n)" [ "$n" -eq 1 ]
