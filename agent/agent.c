@@ -124,6 +124,7 @@ struct agent {
 	uint64_t patch_wake_at;
 	unsigned patch_failures;
 	bool patch_failed_once;
+	bool patch_denied;          /* the last PATCH got 403 (logged once) */
 
 	/* sd_notify */
 	struct notify notify;
@@ -806,6 +807,10 @@ static void on_patch_done(struct http_request *req, void *userdata)
 		if (a->patch_removes_restart)
 			a->node_has_restart = false; /* until the watch shows it again */
 		a->dirty = true;
+		if (a->patch_denied)
+			log_fields(LOG_NOTICE, LOG_FIELDS(nf), "patch permission on nodes/%s is there again",
+				   a->cfg.node_name);
+		a->patch_denied = false;
 		if (r == 0 && !node_wants_patch(a)) {
 			log_fields(LOG_INFO, LOG_FIELDS(nf, st, url), "patched Node %s", a->cfg.node_name);
 			a->patch_failures = 0;
@@ -828,9 +833,17 @@ static void on_patch_done(struct http_request *req, void *userdata)
 			a->patch_failed_once = true;
 	} else {
 		char why[512];
+		bool denied = req->result == CURLE_OK && req->status == 403;
 		http_describe_failure(req, why, sizeof(why));
-		log_fields(LOG_WARNING, LOG_FIELDS(nf, st, url), "PATCH of Node %s failed: %s; retrying",
-			   a->cfg.node_name, why);
+		/* RBAC is per verb: say once which one is missing and its cost. */
+		if (denied && !a->patch_denied)
+			log_fields(LOG_ERR, LOG_FIELDS(nf, st, url),
+				   "no patch permission on nodes/%s: the Node never shows what was applied "
+				   "(checksum annotation, version label, host keys) nor loses a done restart request",
+				   a->cfg.node_name);
+		a->patch_denied = denied;
+		log_fields(denied ? LOG_DEBUG : LOG_WARNING, LOG_FIELDS(nf, st, url),
+			   "PATCH of Node %s failed: %s; retrying", a->cfg.node_name, why);
 		set_error(a, "PATCH Node: %s", why);
 		a->patch_failed_once = true;
 	}
@@ -1399,6 +1412,11 @@ int agent_run(const struct agent_options *o)
 		}
 		/* After the reconcile: it may just have started holding a change. */
 		next = min_u64(next, rollout_deadline(&a.rollout));
+		/* A write that failed just now: its retry is a deadline too
+		 * (before, only another wake-up, e.g. a 10 s watchIdleMs, made
+		 * the agent try again). */
+		if (a.write_wake_at)
+			next = min_u64(next, a.write_wake_at);
 
 		if (!a.ready && !o->once && (a.secret.synced || a.last_contact_ms)) {
 			a.ready = true;

@@ -11,6 +11,13 @@
 
 #define BACKOFF_BASE_MS 500u
 #define BACKOFF_CAP_MS 30000u
+/* The wait while nothing listens (connection refused): a refusal costs the
+ * server nothing and says nothing about its load, so it is retried within a
+ * second and does not grow the backoff. The agent is then back within about
+ * a second of the API server serving again after an outage, instead of up
+ * to BACKOFF_CAP_MS later. A server that accepts and then fails (timeouts,
+ * 5xx, resets) gets the full backoff. */
+#define REFUSED_CAP_MS 1000u
 /* A stream that ends this quickly without an event counts as a failure, so a
  * server answering "200, empty" cannot make us spin. */
 #define STREAM_MIN_MS 1000u
@@ -40,20 +47,35 @@ static const char *id_field(const struct watch *w, char *buf, size_t len)
 	return buf;
 }
 
-/* Exponential backoff with full jitter: uniformly in [0, min(cap, base*2^n)),
- * never sooner than Retry-After. */
-static void backoff(struct watch *w, uint64_t now, long retry_after_s)
+/* Full jitter: uniformly in [1, min(cap, base*2^n)]. */
+static uint64_t jitter_delay(unsigned n)
 {
-	unsigned n = w->failures < 16 ? w->failures : 16;
-	uint64_t ceiling = (uint64_t)BACKOFF_BASE_MS << n;
+	uint64_t ceiling = (uint64_t)BACKOFF_BASE_MS << (n < 16 ? n : 16);
 	if (ceiling > BACKOFF_CAP_MS)
 		ceiling = BACKOFF_CAP_MS;
-	uint64_t delay = random_below(ceiling) + 1;
+	return random_below(ceiling) + 1;
+}
+
+/* Exponential backoff with full jitter over the failures in a row, never
+ * sooner than Retry-After. */
+static void backoff(struct watch *w, uint64_t now, long retry_after_s)
+{
+	uint64_t delay = jitter_delay(w->failures);
 	if (retry_after_s > 0 && (uint64_t)retry_after_s * 1000u > delay)
 		delay = (uint64_t)retry_after_s * 1000u;
 	w->wake_at = now + delay;
 	if (w->failures < UINT32_MAX)
 		w->failures++;
+}
+
+/* backoff() after a failed request; see REFUSED_CAP_MS. */
+static void backoff_req(struct watch *w, uint64_t now, const struct http_request *req)
+{
+	if (req->result == CURLE_COULDNT_CONNECT) {
+		w->wake_at = now + random_below(REFUSED_CAP_MS) + 1;
+		return;
+	}
+	backoff(w, now, req->retry_after);
 }
 
 static bool rv_is_safe(const char *rv)
@@ -88,6 +110,44 @@ static void report_error(struct watch *w, const char *why)
 		w->ops->on_error(w, why, w->userdata);
 }
 
+/* "secrets kube-system/name" or "nodes/name": the RBAC resource and name. */
+static const char *rbac_object(const struct watch *w, char *buf, size_t len)
+{
+	if (w->ns)
+		snprintf(buf, len, "secrets %s/%s", w->ns, w->name);
+	else
+		snprintf(buf, len, "nodes/%s", w->name);
+	return buf;
+}
+
+/* RBAC is checked per verb: a 403 names the verb the credential lacks and
+ * what that costs, once when it starts (later ones at debug level), and
+ * once more when the verb is allowed again. */
+static void set_denied(struct watch *w, unsigned verb, bool denied)
+{
+	char idf[320], obj[320];
+	const char *name = verb == WATCH_DENIED_GET ? "get" : "watch";
+	if (denied == ((w->denied & verb) != 0))
+		return;
+	w->denied = denied ? w->denied | verb : w->denied & ~verb;
+	if (verb == WATCH_DENIED_WATCH && !denied)
+		w->denials = 0;
+	id_field(w, idf, sizeof(idf));
+	rbac_object(w, obj, sizeof(obj));
+	if (!denied) {
+		log_fields(LOG_NOTICE, LOG_FIELDS(idf), "%s permission on %s is there again", name, obj);
+		return;
+	}
+	if (verb == WATCH_DENIED_WATCH)
+		log_fields(LOG_ERR, LOG_FIELDS(idf, "HTTP_STATUS=403"),
+			   "no watch permission on %s: updates arrive only at resync (every %u s)", obj,
+			   w->http->cfg->resync_interval_ms / 1000u);
+	else
+		log_fields(LOG_ERR, LOG_FIELDS(idf, "HTTP_STATUS=403"),
+			   "no get permission on %s: the %s cannot be read at all (retrying with backoff)", obj,
+			   w->what);
+}
+
 static void on_get_done(struct http_request *req, void *userdata)
 {
 	struct watch *w = userdata;
@@ -114,20 +174,38 @@ static void on_get_done(struct http_request *req, void *userdata)
 			report_error(w, why);
 			goto fail;
 		}
+		/* The watch after the GET does not start from the object's own
+		 * resourceVersion: an object unchanged since the API server
+		 * restarted carries one older than the new watch cache, and that
+		 * watch would be answered 410 on every fresh start. It resumes
+		 * from the last version a stream showed (a bookmark), or starts
+		 * without one: its first event is then a synthetic ADDED with the
+		 * object as it is now. (A LIST by name would return the cache's
+		 * version, but RBAC checks it as the verb list, which the agent's
+		 * Role does not grant.) */
 		const char *rv = w->kind == KUBE_KIND_SECRET ? s.resource_version : n.resource_version;
-		w->rv[0] = '\0';
-		if (!w->expired)
-			set_rv(w, rv);
-		w->expired = false;
+		/* Only the verb watch is missing (the GET works): changes arrive
+		 * by this GET, and the watch is tried again after 0.5 s doubling
+		 * up to the resync interval (a restarting API server answers 403
+		 * for a few seconds until its RBAC is loaded; a Role without
+		 * watch costs a GET and a watch per resync after a few minutes).
+		 * After a 403 on the GET as well, the permissions changed: the
+		 * watch is tried at once. */
+		bool watch_later = w->denied == WATCH_DENIED_WATCH;
+		uint64_t watch_at = now + (uint64_t)BACKOFF_BASE_MS * (1ull << (w->denials < 20 ? w->denials : 20));
+		if (watch_at > now + w->http->cfg->resync_interval_ms)
+			watch_at = now + w->http->cfg->resync_interval_ms;
 		w->synced = true;
 		w->failures = 0;
-		log_fields(LOG_DEBUG, LOG_FIELDS(idf, status, url), "GET %s: resourceVersion %s", req->path, w->rv);
+		set_denied(w, WATCH_DENIED_GET, false);
+		log_fields(LOG_DEBUG, LOG_FIELDS(idf, status, url), "GET %s: object at resourceVersion %s, watch from %s",
+			   req->path, rv ? rv : "?", w->rv[0] ? w->rv : "now");
 		w->ops->on_object(w, KUBE_EVENT_ADDED, w->kind == KUBE_KIND_SECRET ? &s : NULL,
 				  w->kind == KUBE_KIND_NODE ? &n : NULL, w->userdata);
 		kube_secret_done(&s);
 		kube_node_done(&n);
 		w->state = w->oneshot ? WATCH_STOPPED : WATCH_NEED_WATCH;
-		w->wake_at = now;
+		w->wake_at = watch_later ? watch_at : now;
 		return;
 	}
 
@@ -149,8 +227,11 @@ static void on_get_done(struct http_request *req, void *userdata)
 	}
 	{
 		char msg[700];
+		bool forbidden = req->result == CURLE_OK && req->status == 403;
 		snprintf(msg, sizeof(msg), "GET %s failed: %s", req->path, why);
-		log_fields(LOG_WARNING, LOG_FIELDS(idf, status, url), "%s", msg);
+		if (forbidden)
+			set_denied(w, WATCH_DENIED_GET, true);
+		log_fields(forbidden ? LOG_DEBUG : LOG_WARNING, LOG_FIELDS(idf, status, url), "%s", msg);
 		report_error(w, msg);
 	}
 fail:
@@ -159,7 +240,7 @@ fail:
 		return;
 	}
 	w->state = WATCH_NEED_GET;
-	backoff(w, now, req->retry_after);
+	backoff_req(w, now, req);
 }
 
 static int on_line(const char *line, size_t len, void *userdata)
@@ -178,9 +259,13 @@ static int on_line(const char *line, size_t len, void *userdata)
 		return -EBADMSG;
 	}
 	/* A stream that delivers valid events is healthy again: the next
-	 * failure starts the backoff from the bottom. */
-	if (e.type != KUBE_EVENT_ERROR)
+	 * failure starts the backoff from the bottom, the next 410 re-reads
+	 * at once. */
+	if (e.type != KUBE_EVENT_ERROR) {
 		w->failures = 0;
+		w->expiries = 0;
+		set_denied(w, WATCH_DENIED_WATCH, false);
+	}
 	switch (e.type) {
 	case KUBE_EVENT_ERROR:
 		if (e.status.code == 410) {
@@ -227,25 +312,46 @@ static void on_watch_done(struct http_request *req, void *userdata)
 	snprintf(status, sizeof(status), "HTTP_STATUS=%ld", req->status);
 	snprintf(url, sizeof(url), "URL=%s", req->path);
 
-	if (w->stream_error == -ESTALE) {
-		/* A GET returns the object's own resourceVersion, which can be
-		 * older than the watch cache as well: the watch after it starts
-		 * without one (its first event is the object as it is now). */
+	if (w->stream_error == -ESTALE || (req->result == CURLE_OK && req->status == 410)) {
+		/* 410 Gone (an ERROR event, or the status of the answer): the
+		 * version is older than the watch cache, typically after an
+		 * outage and a restart of the API server. Re-read at once, and
+		 * watch without a version (a synthetic ADDED first). The
+		 * connection failures of the outage do not delay this: only a
+		 * re-read whose own watch expires again (no event in between)
+		 * backs off, by its own count. */
+		if (w->stream_error != -ESTALE)
+			log_fields(LOG_INFO, LOG_FIELDS(idf, status, url), "watch of %s %s: HTTP 410; re-reading", w->what,
+				   w->name);
+		if (w->ops->on_contact)
+			w->ops->on_contact(w, w->userdata);
 		w->rv[0] = '\0';
-		w->expired = true;
 		w->state = WATCH_NEED_GET;
-		/* Expired twice in a row: do not hammer the server. */
-		if (w->failures > 0)
-			backoff(w, now, 0);
-		else
-			w->wake_at = now;
-		w->failures++;
+		w->wake_at = w->expiries > 0 ? now + jitter_delay(w->expiries - 1) : now;
+		if (w->expiries < UINT32_MAX)
+			w->expiries++;
+		return;
+	}
+	if (req->result == CURLE_OK && req->status == 403) {
+		/* RBAC without the verb watch: a GET (with backoff) tells
+		 * whether the object can be read at all; when it can, nothing
+		 * but the GET at every resync brings changes (on_get_done). */
+		http_describe_failure(req, why, sizeof(why));
+		set_denied(w, WATCH_DENIED_WATCH, true);
+		if (w->denials < UINT32_MAX)
+			w->denials++;
+		log_fields(LOG_DEBUG, LOG_FIELDS(idf, status, url), "watch %s failed: %s", req->path, why);
+		if (w->ops->on_contact)
+			w->ops->on_contact(w, w->userdata);
+		w->state = WATCH_NEED_GET;
+		backoff_req(w, now, req);
 		return;
 	}
 	if (w->stream_error == 0 && req->result == CURLE_OK && req->status == 200 &&
 	    kube_splitter_pending(&req->splitter) == 0) {
 		if (w->ops->on_contact)
 			w->ops->on_contact(w, w->userdata);
+		set_denied(w, WATCH_DENIED_WATCH, false);
 		if (!w->got_event && now - w->stream_started_ms < STREAM_MIN_MS) {
 			log_fields(LOG_WARNING, LOG_FIELDS(idf, status, url), "watch of %s %s ended at once; backing off",
 				   w->what, w->name);
@@ -277,14 +383,8 @@ static void on_watch_done(struct http_request *req, void *userdata)
 	snprintf(msg, sizeof(msg), "watch %s failed: %s", req->path, why);
 	log_fields(LOG_WARNING, LOG_FIELDS(idf, status, url), "%s; reconnecting", msg);
 	report_error(w, msg);
-	if (req->status == 410) {
-		/* The same as an ERROR event with 410: the GET's resourceVersion
-		 * may be too old as well, the watch after it starts without. */
-		w->rv[0] = '\0';
-		w->expired = true;
-	}
 	w->state = !w->rv[0] ? WATCH_NEED_GET : WATCH_NEED_WATCH;
-	backoff(w, now, req->retry_after);
+	backoff_req(w, now, req);
 }
 
 int watch_init(struct watch *w, struct http_client *http, enum kube_kind kind, const char *ns,
@@ -331,6 +431,9 @@ int watch_retarget(struct watch *w, const char *name)
 	w->rv[0] = '\0';
 	w->synced = false;
 	w->failures = 0;
+	w->expiries = 0;
+	w->denied = 0; /* another object: its permissions are learnt anew */
+	w->denials = 0;
 	w->state = WATCH_NEED_GET;
 	w->wake_at = 0;
 	return 0;

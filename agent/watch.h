@@ -1,7 +1,12 @@
 /* One watched object (the OSC Secret or the agent's own Node): a GET, then a
- * watch by name from the resourceVersion it returned, resumed after every
- * clean end of the stream, re-read after 410 Gone (an ERROR event) or a
- * resync interval, reconnected with exponential backoff and full jitter
+ * watch by name, resumed from the last version a stream showed after every
+ * clean end of the stream, and started without a version (a synthetic ADDED
+ * first) when there is none: never from the GET's object version, which a
+ * restarted API server answers with 410. Re-read at once after 410 Gone
+ * (backing off only when the re-read's watch expires again), and at every
+ * resync interval; a 403 on the watch logs the missing verb once and leaves
+ * updates to a GET before each new try of the watch (0.5 s doubling up to
+ * the resync interval); reconnected with exponential backoff and full jitter
  * (429 Retry-After honoured) after a failure, and dropped when it stays
  * silent (not even a bookmark) for timeouts.watchIdleMs.
  *
@@ -30,6 +35,11 @@ enum watch_state {
 
 struct watch;
 
+enum {
+	WATCH_DENIED_GET = 1u << 0,
+	WATCH_DENIED_WATCH = 1u << 1,
+};
+
 struct watch_ops {
 	/* An object from the GET (type ADDED) or an event. Ownership of the
 	 * object stays with the watch (it is released after the call). */
@@ -54,10 +64,12 @@ struct watch {
 	struct http_request *req;
 	bool oneshot;               /* GET only, no watch, no retry */
 	bool synced;                /* at least one GET answered */
-	bool got_event;
-	bool expired;               /* the last watch got 410: next one without rv */             /* the current stream delivered an event */
+	bool got_event;             /* the current stream delivered an event */
 	int stream_error;           /* set by the line callback */
-	unsigned failures;
+	unsigned failures;          /* failed requests in a row */
+	unsigned expiries;          /* 410s in a row without an event in between */
+	unsigned denied;            /* WATCH_DENIED_*: verbs answered 403 (logged once) */
+	unsigned denials;           /* watches answered 403 in a row */
 	uint64_t wake_at;
 	uint64_t resync_at;
 	uint64_t stream_started_ms;

@@ -44,7 +44,7 @@ osc() {
 W=$(scratch)
 osc 1 >"$W/v1.yaml"
 
-if ! agent_e2e_setup "$W/v1.yaml" '{}' --bookmark-interval 5; then
+if ! agent_e2e_setup "$W/v1.yaml" '{}'; then
 	fail "agent applies the first OSC and annotates the Node within 20 s"
 	dump_logs
 	finish
@@ -65,8 +65,11 @@ check "result.json says success for that checksum" [ "$(result_field "str(d['suc
 reqs=$(kube_requests 0)
 sec_path=/api/v1/namespaces/kube-system/secrets
 check "GET of the Secret by name" grep -q " GET 200 - $sec_path/$KUBE_SECRET\$" <<<"$reqs"
-check "watch of the Secret by fieldSelector, with bookmarks and a resourceVersion" \
-	grep -Eq " GET 200 watch $sec_path\?.*fieldSelector=metadata\.name%3D$KUBE_SECRET" <<<"$(grep allowWatchBookmarks=true <<<"$reqs" | grep resourceVersion=)"
+check "watch of the Secret by fieldSelector, with bookmarks" \
+	grep -Eq " GET 200 watch $sec_path\?.*fieldSelector=metadata\.name%3D$KUBE_SECRET" <<<"$(grep allowWatchBookmarks=true <<<"$reqs")"
+# Not from the GET's resourceVersion: a restarted API server answers that 410.
+first_watch=$(grep -E " watch $sec_path\?" <<<"$reqs" | head -n 1)
+check "  ... the first one without a resourceVersion" [ -n "$first_watch" -a "${first_watch/resourceVersion=/}" = "$first_watch" ]
 check "GET of its own Node" grep -q " GET 200 - /api/v1/nodes/$KUBE_NODE\$" <<<"$reqs"
 check "watch of its own Node by fieldSelector" grep -Eq " GET 200 watch /api/v1/nodes\?.*fieldSelector=metadata\.name%3D$KUBE_NODE" <<<"$reqs"
 check "merge-patch of its own Node (200)" grep -q " PATCH 200 - /api/v1/nodes/$KUBE_NODE\$" <<<"$reqs"

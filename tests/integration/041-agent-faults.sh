@@ -20,7 +20,8 @@ WINDOW=${FAULT_WINDOW:-6}      # seconds each fault lasts
 RECOVER=${RECOVER_SECONDS:-75} # the agent's backoff cap (60 s) plus the work
 MAX_REQ=${MAX_REQ:-30}         # requests per fault window that still count as backoff
 
-hello_e2e hello '{"limits": {"responseMaxBytes": 1048576}}' --bookmark-interval 5
+# Scripted hung and silent watches: a short watchIdleMs, bookmarks within it.
+hello_e2e hello '{"limits": {"responseMaxBytes": 1048576}, "timeouts": {"watchIdleMs": 10000}}' --bookmark-interval 5
 
 # kept NAME: the last good state is still in force.
 kept() {

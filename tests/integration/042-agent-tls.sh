@@ -15,7 +15,7 @@ agent_require
 
 ANN=checksum/cloud-config-data
 RECOVER=${RECOVER_SECONDS:-75}
-hello_e2e tls '{}' --bookmark-interval 5
+hello_e2e tls '{}'
 
 # publish: a new version of the Secret; its time in $T_PUB (no subshell: v counts)
 publish() {

@@ -45,7 +45,10 @@ agent_config() {
 	    "ssh": {"loginUser": "gardener", "createUser": False},
 	    "paths": {"stateDir": "/var/lib/node-agent", "execStateDir": "/var/lib/cloud-config-exec",
 	              "snapshot": "/var/lib/cloud-config-exec/authkeys.snap"},
-	    "timeouts": {"connectMs": 1000, "requestMs": 3000, "watchIdleMs": 10000,
+	    # watchIdleMs above the bookmark interval of a real API server (about
+	    # 60 s; the stand-in's default too), so a config that works here
+	    # works against tests/lib/realkube.sh as well
+	    "timeouts": {"connectMs": 1000, "requestMs": 3000, "watchIdleMs": 75000,
 	                 "resyncMs": 300000, "applyMs": 10000},
 	    "limits": {"responseMaxBytes": 4194304},
 	    "lease": {"enabled": False},  # on in 046-agent-lease.sh; off here, so request counts stay as they were

@@ -1,0 +1,234 @@
+# Helpers for tests against the REAL kube-apiserver v1.20.2 (binary from
+# tests/tools/kube-apiserver) with etcd 3.4 (Debian's etcd-server), both on
+# 127.0.0.1 inside the test's private network namespace (call kube_netns
+# from kube.sh first). Source after common.sh and kube.sh.
+#
+#   rk_require                  skip unless a binary and etcd are there (says why)
+#   rk_start DIR                own CA (mkcerts.sh), etcd, kube-apiserver with
+#                               Node,RBAC, NodeRestriction, bootstrap token
+#                               auth, TokenRequest, a Metadata audit log; waits
+#                               until ready (RBAC bootstrap roles included).
+#                               Sets KUBE_API KUBE_DIR KUBE_PKI RK_AUDIT.
+#   rk_stop_apiserver / rk_start_apiserver    (restart, e.g. after compaction)
+#   rk_compact                  compacts etcd at its current revision
+#   rk METHOD PATH [JSON]       curl as the static admin (system:masters);
+#                               prints the body, sets RK_CODE to the status
+#   rk_apply PATH JSON          POST to the collection PATH, PUT to PATH/name on 409
+#   rk_sa NS NAME               creates a ServiceAccount
+#   rk_sa_token NS NAME [SECS]  prints a token for it (TokenRequest)
+#   rk_node NAME                creates a Node
+#   rk_secret NS NAME FILE [auto|wrong|none]   the OSC Secret (osc.yaml and the
+#                               checksum/data-script annotation), created or replaced
+#   rk_role NS NAME RULES-JSON  / rk_clusterrole NAME RULES-JSON
+#   rk_bind NS|"" ROLE-KIND ROLE SUBJECT-JSON   RoleBinding or ClusterRoleBinding
+#   rk_bootstrap_token ID SECRET [GROUPS]       the bootstrap token Secret
+#   rk_annotation KEY [NODE]    the Node's annotation KEY
+#   rk_audit USER               "time code verb uri" of that user's finished requests
+#
+# Everything started is stopped by pid on exit.
+
+RK_ETCD_PORT=2379
+RK_API_PORT=6443
+RK_ADMIN_TOKEN=rk-admin-token-0123456789
+
+rk_require() {
+	command -v etcd >/dev/null || skip_all "etcd missing (apt-get install etcd-server; scripts/install-deps)"
+	command -v curl >/dev/null || skip_all "curl missing"
+	local why
+	if ! RK_BIN=$("$TESTS_DIR/tools/kube-apiserver" --no-build 2>"${TMPDIR:-/tmp}/rk-why.$$"); then
+		why=$(cat "${TMPDIR:-/tmp}/rk-why.$$")
+		rm -f "${TMPDIR:-/tmp}/rk-why.$$"
+		skip_all "no kube-apiserver: $why"
+	fi
+	rm -f "${TMPDIR:-/tmp}/rk-why.$$"
+}
+
+rk_start() {
+	local dir=$1
+	KUBE_DIR=$dir
+	KUBE_PKI=$dir/pki
+	KUBE_API=https://127.0.0.1:$RK_API_PORT
+	RK_AUDIT=$dir/audit.log
+	"$TESTS_DIR/lib/mkcerts.sh" "$KUBE_PKI" "$KUBE_NODE" || { echo "mkcerts failed" >&2; return 1; }
+	openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out "$KUBE_PKI/sa.key" 2>/dev/null
+	openssl pkey -in "$KUBE_PKI/sa.key" -pubout -out "$KUBE_PKI/sa.pub" 2>/dev/null
+	printf '%s,admin,admin-uid,system:masters\n' "$RK_ADMIN_TOKEN" >"$dir/tokens.csv"
+	cat >"$dir/audit-policy.yaml" <<-EOF
+	apiVersion: audit.k8s.io/v1
+	kind: Policy
+	rules:
+	- level: Metadata
+	EOF
+	mkdir -p "$dir/etcd" "$dir/certs"
+	etcd --name rk --data-dir "$dir/etcd" \
+		--listen-client-urls "http://127.0.0.1:$RK_ETCD_PORT" --advertise-client-urls "http://127.0.0.1:$RK_ETCD_PORT" \
+		--listen-peer-urls http://127.0.0.1:2380 --initial-advertise-peer-urls http://127.0.0.1:2380 \
+		--initial-cluster rk=http://127.0.0.1:2380 --log-level warn >"$dir/etcd.log" 2>&1 &
+	RK_ETCD_PID=$!
+	on_exit "kill $RK_ETCD_PID; wait $RK_ETCD_PID"
+	local i
+	for ((i = 0; i < 100; i++)); do
+		curl -sf "http://127.0.0.1:$RK_ETCD_PORT/health" >/dev/null && break
+		kill -0 "$RK_ETCD_PID" 2>/dev/null || break
+		sleep 0.1
+	done
+	curl -sf "http://127.0.0.1:$RK_ETCD_PORT/health" >/dev/null || {
+		echo "etcd did not start:" >&2
+		tail -n 20 "$dir/etcd.log" >&2
+		return 1
+	}
+	on_exit 'rk_stop_apiserver'
+	rk_start_apiserver
+}
+
+rk_start_apiserver() {
+	local dir=$KUBE_DIR
+	"$RK_BIN" --etcd-servers="http://127.0.0.1:$RK_ETCD_PORT" \
+		--bind-address=127.0.0.1 --advertise-address=127.0.0.1 --secure-port=$RK_API_PORT --insecure-port=0 \
+		--tls-cert-file="$KUBE_PKI/server.crt" --tls-private-key-file="$KUBE_PKI/server.key" \
+		--client-ca-file="$KUBE_PKI/ca.crt" --cert-dir="$dir/certs" \
+		--authorization-mode=Node,RBAC --enable-admission-plugins=NodeRestriction \
+		--token-auth-file="$dir/tokens.csv" --enable-bootstrap-token-auth \
+		--service-account-key-file="$KUBE_PKI/sa.pub" --service-account-signing-key-file="$KUBE_PKI/sa.key" \
+		--service-account-issuer=https://kubernetes.default.svc.cluster.local \
+		--api-audiences=https://kubernetes.default.svc.cluster.local \
+		--service-cluster-ip-range=10.96.0.0/16 \
+		--audit-log-path="$RK_AUDIT" --audit-policy-file="$dir/audit-policy.yaml" \
+		--logtostderr=true --v=0 >>"$dir/apiserver.log" 2>&1 &
+	RK_API_PID=$!
+	rk_wait_ready 90
+}
+
+rk_stop_apiserver() {
+	[ -n "${RK_API_PID:-}" ] || return 0
+	kill "$RK_API_PID" 2>/dev/null
+	wait "$RK_API_PID" 2>/dev/null
+	RK_API_PID=
+}
+
+# rk_wait_ready SECONDS: /readyz answers 200 and RBAC's bootstrap roles are
+# in (before that, everything but system:masters gets 403 "clusterrole ...
+# not found"). Sets RK_READY_AT (epoch seconds, fractional).
+rk_wait_ready() {
+	local i
+	for ((i = 0; i < $1 * 10; i++)); do
+		kill -0 "$RK_API_PID" 2>/dev/null || break
+		if [ "$(curl -s -o /dev/null -w '%{http_code}' --cacert "$KUBE_PKI/ca.crt" \
+			-H "Authorization: Bearer $RK_ADMIN_TOKEN" "$KUBE_API/readyz")" = 200 ] &&
+			[ "$(curl -s -o /dev/null -w '%{http_code}' --cacert "$KUBE_PKI/ca.crt" \
+				"$KUBE_API/version")" = 200 ]; then
+			RK_READY_AT=$(now)
+			return 0
+		fi
+		sleep 0.1
+	done
+	echo "kube-apiserver did not become ready:" >&2
+	tail -n 30 "$KUBE_DIR/apiserver.log" >&2
+	return 1
+}
+
+rk_compact() {
+	local rev
+	rev=$(curl -s -X POST "http://127.0.0.1:$RK_ETCD_PORT/v3/kv/range" -d '{"key":"AA=="}' |
+		python3 -c 'import json,sys; print(json.load(sys.stdin)["header"]["revision"])') || return 1
+	curl -sf -X POST "http://127.0.0.1:$RK_ETCD_PORT/v3/kv/compaction" -d "{\"revision\":\"$rev\",\"physical\":true}" >/dev/null
+}
+
+rk() {
+	local method=$1 path=$2 body=${3:-} out
+	out=$(mktemp "${TMPDIR:-/tmp}/rk.XXXXXX")
+	local args=(-s -o "$out" -w '%{http_code}' --cacert "$KUBE_PKI/ca.crt" -H "Authorization: Bearer $RK_ADMIN_TOKEN"
+		-A node-agent-test -X "$method")
+	if [ -n "$body" ]; then
+		local ct=application/json
+		[ "$method" = PATCH ] && ct=application/merge-patch+json
+		args+=(-H "Content-Type: $ct" --data-binary "$body")
+	fi
+	RK_CODE=$(curl "${args[@]}" "$KUBE_API$path")
+	cat "$out"
+	rm -f "$out"
+	[[ "$RK_CODE" == 2* ]]
+}
+
+rk_apply() {
+	local path=$1 json=$2 name
+	rk POST "$path" "$json" >/dev/null && return 0
+	[ "$RK_CODE" = 409 ] || { echo "POST $path: $RK_CODE" >&2; return 1; }
+	name=$(jget "d['metadata']['name']" <<<"$json")
+	rk PUT "$path/$name" "$json" >/dev/null || { echo "PUT $path/$name: $RK_CODE" >&2; return 1; }
+}
+
+rk_sa() { rk_apply "/api/v1/namespaces/$1/serviceaccounts" "{\"apiVersion\":\"v1\",\"kind\":\"ServiceAccount\",\"metadata\":{\"name\":\"$2\"}}"; }
+
+rk_sa_token() {
+	rk POST "/api/v1/namespaces/$1/serviceaccounts/$2/token" \
+		"{\"apiVersion\":\"authentication.k8s.io/v1\",\"kind\":\"TokenRequest\",\"spec\":{\"audiences\":[\"https://kubernetes.default.svc.cluster.local\"],\"expirationSeconds\":${3:-3600}}}" |
+		jget "d['status']['token']"
+}
+
+rk_node() {
+	rk_apply /api/v1/nodes "{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"metadata\":{\"name\":\"$1\",\"labels\":{\"kubernetes.io/hostname\":\"$1\",\"worker.gardener.cloud/pool\":\"worker-a\"}}}"
+}
+
+rk_secret() {
+	local json
+	json=$(python3 -c 'import base64, hashlib, json, sys
+ns, name, f, mode = sys.argv[1:5]
+b = open(f, "rb").read()
+s = hashlib.sha256(b).hexdigest()
+if mode == "wrong":
+    s = hashlib.sha256(b + b"tampered").hexdigest()
+md = {"name": name, "namespace": ns, "labels": {"gardener.cloud/role": "operating-system-config"}}
+if mode != "none":
+    md["annotations"] = {"checksum/data-script": s}
+print(json.dumps({"apiVersion": "v1", "kind": "Secret", "type": "Opaque", "metadata": md,
+                  "data": {"osc.yaml": base64.b64encode(b).decode()}}))' "$1" "$2" "$3" "${4:-auto}")
+	rk_apply "/api/v1/namespaces/$1/secrets" "$json"
+}
+
+rk_role() {
+	rk_apply "/apis/rbac.authorization.k8s.io/v1/namespaces/$1/roles" \
+		"{\"apiVersion\":\"rbac.authorization.k8s.io/v1\",\"kind\":\"Role\",\"metadata\":{\"name\":\"$2\",\"namespace\":\"$1\"},\"rules\":$3}"
+}
+rk_clusterrole() {
+	rk_apply /apis/rbac.authorization.k8s.io/v1/clusterroles \
+		"{\"apiVersion\":\"rbac.authorization.k8s.io/v1\",\"kind\":\"ClusterRole\",\"metadata\":{\"name\":\"$1\"},\"rules\":$2}"
+}
+rk_bind() {
+	local ns=$1 kind=$2 role=$3 subj=$4
+	if [ -n "$ns" ]; then
+		rk_apply "/apis/rbac.authorization.k8s.io/v1/namespaces/$ns/rolebindings" \
+			"{\"apiVersion\":\"rbac.authorization.k8s.io/v1\",\"kind\":\"RoleBinding\",\"metadata\":{\"name\":\"$role\",\"namespace\":\"$ns\"},\"roleRef\":{\"apiGroup\":\"rbac.authorization.k8s.io\",\"kind\":\"$kind\",\"name\":\"$role\"},\"subjects\":[$subj]}"
+	else
+		rk_apply /apis/rbac.authorization.k8s.io/v1/clusterrolebindings \
+			"{\"apiVersion\":\"rbac.authorization.k8s.io/v1\",\"kind\":\"ClusterRoleBinding\",\"metadata\":{\"name\":\"$role\"},\"roleRef\":{\"apiGroup\":\"rbac.authorization.k8s.io\",\"kind\":\"$kind\",\"name\":\"$role\"},\"subjects\":[$subj]}"
+	fi
+}
+
+rk_bootstrap_token() {
+	rk_apply /api/v1/namespaces/kube-system/secrets \
+		"{\"apiVersion\":\"v1\",\"kind\":\"Secret\",\"type\":\"bootstrap.kubernetes.io/token\",\"metadata\":{\"name\":\"bootstrap-token-$1\",\"namespace\":\"kube-system\"},\"stringData\":{\"token-id\":\"$1\",\"token-secret\":\"$2\",\"usage-bootstrap-authentication\":\"true\",\"auth-extra-groups\":\"${3:-system:bootstrappers:worker-a}\"}}"
+}
+
+rk_annotation() { rk GET "/api/v1/nodes/${2:-$KUBE_NODE}" | python3 -c 'import json,sys; print(json.load(sys.stdin)["metadata"].get("annotations", {}).get(sys.argv[1], ""))' "$1"; }
+
+# rk_wait_annotation KEY VALUE SECONDS: polls (every 0.1 s) until the Node's
+# annotation KEY is VALUE; prints the time it saw it.
+rk_wait_annotation() {
+	local i
+	for ((i = 0; i < $3 * 10; i++)); do
+		[ "$(rk_annotation "$1")" = "$2" ] && { now; return 0; }
+		sleep 0.1
+	done
+	return 1
+}
+
+# rk_audit USER-SUBSTRING: "stage code verb uri" per ResponseComplete event of that user.
+rk_audit() {
+	python3 -c 'import json,sys
+for line in open(sys.argv[1]):
+    e = json.loads(line)
+    if e.get("stage") != "ResponseComplete" or sys.argv[2] not in e.get("user", {}).get("username", ""):
+        continue
+    print(e.get("requestReceivedTimestamp"), e.get("responseStatus", {}).get("code"), e.get("verb"), e.get("requestURI"))' "$RK_AUDIT" "$1"
+}
