@@ -51,7 +51,7 @@ agent_config() {
 	    "timeouts": {"connectMs": 1000, "requestMs": 3000, "watchIdleMs": 75000,
 	                 "resyncMs": 300000, "applyMs": 10000},
 	    "limits": {"responseMaxBytes": 4194304},
-	    "lease": {"enabled": False},  # on in 046-agent-lease.sh; off here, so request counts stay as they were
+	    "lease": {"enabled": False},  # on in 044-agent-lease.sh; off here, so request counts stay as they were
 	    "events": {"enabled": False},  # on in 048-agent-rollout.sh, for the same reason
 	}
 	merge(cfg, json.loads(sys.argv[2]))
