@@ -848,7 +848,7 @@ static void on_patch_done(struct http_request *req, void *userdata)
 		a->patch_failed_once = true;
 	}
 	uint64_t ceiling = backoff_ceiling(PATCH_BACKOFF_BASE_MS, PATCH_BACKOFF_CAP_MS, a->patch_failures);
-	uint64_t delay = (uint64_t)(random() % (long)ceiling) + 1;
+	uint64_t delay = random_below(ceiling) + 1;
 	if (req->retry_after > 0 && (uint64_t)req->retry_after * 1000u > delay)
 		delay = (uint64_t)req->retry_after * 1000u;
 	a->patch_wake_at = now + delay;
@@ -1278,8 +1278,6 @@ int agent_run(const struct agent_options *o)
 		log_error("%s", err);
 		return AGENT_EXIT_CONFIG;
 	}
-	srandom((unsigned)now_ms() ^ (unsigned)getpid());
-
 	sigset_t mask;
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGTERM);

@@ -80,7 +80,7 @@ static void use_cert(struct creds *c, const struct csr_cert_info *info)
 	c->have_cert = true;
 	c->expired_logged = false;
 	c->not_after = info->not_after;
-	c->renew_at = csr_renew_at(info, (double)random() / ((double)RAND_MAX + 1.0));
+	c->renew_at = csr_renew_at(info, (double)random_below(UINT64_C(1) << 32) / 4294967296.0);
 	if (http_set_client_pem(c->http, c->pem_path) < 0)
 		log_error("out of memory setting the client certificate");
 }
@@ -98,7 +98,7 @@ static void backoff(struct creds *c, uint64_t now)
 	if (d > BACKOFF_MAX_MS)
 		d = BACKOFF_MAX_MS;
 	c->failures++;
-	d = d / 2 + (uint64_t)random() % (d / 2 + 1); /* 50-100 %: nodes do not retry in step */
+	d = d / 2 + random_below(d / 2 + 1); /* 50-100 %: nodes do not retry in step */
 	EVP_PKEY_free(c->pending_key);
 	c->pending_key = NULL;
 	c->state = CREDS_NEED_CREATE;

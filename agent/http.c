@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
 
@@ -23,6 +24,16 @@ uint64_t now_ms(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+uint64_t random_below(uint64_t n)
+{
+	uint64_t x = 0;
+	if (n == 0)
+		return 0;
+	if (getrandom(&x, sizeof(x), GRND_NONBLOCK) != sizeof(x))
+		x = now_ms() * 6364136223846793005ull + 1442695040888963407ull;
+	return x % n;
 }
 
 int http_client_init(struct http_client *c, const struct config *cfg)

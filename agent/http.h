@@ -114,4 +114,9 @@ void http_describe_failure(const struct http_request *req, char *buf, size_t len
 /* Monotonic milliseconds. */
 uint64_t now_ms(void);
 
+/* A random number in [0, n) for jitter (0 when n is 0), from getrandom(2):
+ * a fleet of nodes booted from one image must not draw the same sequence.
+ * Not for secrets (modulo bias, a fallback when getrandom fails). */
+uint64_t random_below(uint64_t n);
+
 #endif

@@ -3,7 +3,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <time.h>
 
 #include "cleanup.h"
@@ -14,16 +13,6 @@
 #define LEASE_EXPIRES_MS (KUBE_LEASE_DURATION_S * 1000u)
 /* 409s in a row answered by an immediate re-read; more back off. */
 #define CONFLICTS_FREE 3u
-
-static uint64_t random_below(uint64_t n)
-{
-	uint64_t x = 0;
-	if (n == 0)
-		return 0;
-	if (getrandom(&x, sizeof(x), GRND_NONBLOCK) != sizeof(x))
-		x = now_ms() * 6364136223846793005ull + 1442695040888963407ull;
-	return x % n;
-}
 
 static const char *lease_field(const struct lease *l, char *buf, size_t len)
 {

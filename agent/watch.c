@@ -3,7 +3,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 
 #include "cleanup.h"
 #include "log.h"
@@ -21,16 +20,6 @@
 /* A stream that ends this quickly without an event counts as a failure, so a
  * server answering "200, empty" cannot make us spin. */
 #define STREAM_MIN_MS 1000u
-
-static uint64_t random_below(uint64_t n)
-{
-	uint64_t x = 0;
-	if (n == 0)
-		return 0;
-	if (getrandom(&x, sizeof(x), GRND_NONBLOCK) != sizeof(x))
-		x = now_ms() * 6364136223846793005ull + 1442695040888963407ull;
-	return x % n;
-}
 
 static const char *field(const struct watch *w)
 {

@@ -9,13 +9,8 @@
 
 #include "b64.h"
 #include "cleanup.h"
+#include "jsonx.h"
 #include "keydoc.h"
-
-static void cjson_deletep(cJSON **p)
-{
-	if (*p)
-		cJSON_Delete(*p);
-}
 
 _printf_(4, 5) static int errf(char *err, size_t errlen, int r, const char *fmt, ...)
 {
@@ -343,7 +338,7 @@ int keydoc_parse_json(const char *data, size_t len, const struct keys_parse_para
 	copy[len] = '\0';
 
 	const char *end = NULL;
-	_cleanup_(cjson_deletep) cJSON *root = cJSON_ParseWithLengthOpts(copy, len, &end, false);
+	_cleanup_(cJSON_Deletep) cJSON *root = cJSON_ParseWithLengthOpts(copy, len, &end, false);
 	if (!root) {
 		size_t off = end && end >= copy ? (size_t)(end - copy) : 0;
 		return errf(err, errlen, -EINVAL, "document: invalid JSON near byte %zu", off);

@@ -9,14 +9,8 @@
 
 #include "b64.h"
 #include "cleanup.h"
+#include "jsonx.h"
 #include "kube.h"
-
-static inline void cjson_deletep(cJSON **p)
-{
-	if (*p)
-		cJSON_Delete(*p);
-}
-#define _cleanup_cjson_ _cleanup_(cjson_deletep)
 
 static int seterr(const char **err, const char *what, int r)
 {
@@ -118,7 +112,7 @@ static int status_from_json(const cJSON *obj, struct kube_status *ret)
 
 int kube_status_parse(const char *data, size_t len, struct kube_status *ret)
 {
-	_cleanup_cjson_ cJSON *j = NULL;
+	_cleanup_(cJSON_Deletep) cJSON *j = NULL;
 	int r = parse_object(data, len, &j);
 	if (r < 0)
 		return r;
@@ -221,7 +215,7 @@ fail:
 int kube_secret_parse(const char *data, size_t len, size_t max_osc, struct kube_secret *ret,
 		      const char **err)
 {
-	_cleanup_cjson_ cJSON *j = NULL;
+	_cleanup_(cJSON_Deletep) cJSON *j = NULL;
 	int r = parse_object(data, len, &j);
 	if (r < 0)
 		return seterr(err, "not a JSON object", r);
@@ -312,7 +306,7 @@ static int node_from_json(const cJSON *obj, struct kube_node *ret, const char **
 
 int kube_node_parse(const char *data, size_t len, struct kube_node *ret, const char **err)
 {
-	_cleanup_cjson_ cJSON *j = NULL;
+	_cleanup_(cJSON_Deletep) cJSON *j = NULL;
 	int r = parse_object(data, len, &j);
 	if (r < 0)
 		return seterr(err, "not a JSON object", r);
@@ -349,7 +343,7 @@ static const char *const event_types[] = {
 int kube_event_parse(const char *line, size_t len, enum kube_kind kind, size_t max_osc,
 		     struct kube_event *ret, const char **err)
 {
-	_cleanup_cjson_ cJSON *j = NULL;
+	_cleanup_(cJSON_Deletep) cJSON *j = NULL;
 	int r = parse_object(line, len, &j);
 	if (r < 0)
 		return seterr(err, "not a JSON object", r);
@@ -538,7 +532,7 @@ static int add_map(cJSON *meta, const char *name, const struct kube_patch_entry 
 char *kube_merge_patch(const struct kube_patch_entry *annotations, size_t n_annotations,
 		       const struct kube_patch_entry *labels, size_t n_labels, const char *resource_version)
 {
-	_cleanup_cjson_ cJSON *root = cJSON_CreateObject();
+	_cleanup_(cJSON_Deletep) cJSON *root = cJSON_CreateObject();
 	if (!root)
 		return NULL;
 	cJSON *meta = cJSON_AddObjectToObject(root, "metadata");
@@ -552,7 +546,7 @@ char *kube_merge_patch(const struct kube_patch_entry *annotations, size_t n_anno
 int kube_secret_data(const char *data, size_t len, const char *key, size_t max, unsigned char **ret,
 		     size_t *ret_len, const char **err)
 {
-	_cleanup_cjson_ cJSON *j = NULL;
+	_cleanup_(cJSON_Deletep) cJSON *j = NULL;
 	int r = parse_object(data, len, &j);
 	if (r < 0)
 		return seterr(err, "not a JSON object", r);

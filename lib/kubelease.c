@@ -7,17 +7,11 @@
 #include <string.h>
 
 #include "cleanup.h"
+#include "jsonx.h"
 #include "kube.h"
 #include "kubelease.h"
 
 #define TIME_MAX 64
-
-static inline void cjson_deletep(cJSON **p)
-{
-	if (*p)
-		cJSON_Delete(*p);
-}
-#define _cleanup_cjson_ _cleanup_(cjson_deletep)
 
 static int seterr(const char **err, const char *what, int r)
 {
@@ -82,7 +76,7 @@ static int owner_uid(const cJSON *meta, char **ret)
 int kube_lease_parse(const char *data, size_t len, struct kube_lease *ret, const char **err)
 {
 	const char *end = NULL;
-	_cleanup_cjson_ cJSON *j = cJSON_ParseWithLengthOpts(data, len, &end, false);
+	_cleanup_(cJSON_Deletep) cJSON *j = cJSON_ParseWithLengthOpts(data, len, &end, false);
 	if (!j || !cJSON_IsObject(j))
 		return seterr(err, "not a JSON object", -EINVAL);
 	for (const char *p = end; p && p < data + len; p++)
@@ -170,7 +164,7 @@ int kube_lease_name(const char *node_name, char *out, size_t outlen)
 char *kube_lease_body(bool create, const char *name, const char *node_name, const char *node_uid, const char *rv,
 		      const char *renew_time)
 {
-	_cleanup_cjson_ cJSON *root = cJSON_CreateObject();
+	_cleanup_(cJSON_Deletep) cJSON *root = cJSON_CreateObject();
 	if (!root)
 		return NULL;
 	if (create && (!cJSON_AddStringToObject(root, "apiVersion", "coordination.k8s.io/v1") ||

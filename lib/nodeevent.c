@@ -5,13 +5,8 @@
 #include <string.h>
 
 #include "cleanup.h"
+#include "jsonx.h"
 #include "nodeevent.h"
-
-static inline void cjson_deletep(cJSON **p)
-{
-	if (*p)
-		cJSON_Delete(*p);
-}
 
 char *nodeevent_body(const char *node, const char *node_uid, bool warning, const char *reason, const char *message,
 		     time_t now)
@@ -22,7 +17,7 @@ char *nodeevent_body(const char *node, const char *node_uid, bool warning, const
 		return NULL;
 	snprintf(name, sizeof(name), "%s.", node);
 	snprintf(msg, sizeof(msg), "%s", message);
-	_cleanup_(cjson_deletep) cJSON *root = cJSON_CreateObject();
+	_cleanup_(cJSON_Deletep) cJSON *root = cJSON_CreateObject();
 	cJSON *meta, *obj, *src;
 	if (!root || !cJSON_AddStringToObject(root, "apiVersion", "v1") || !cJSON_AddStringToObject(root, "kind", "Event") ||
 	    !(meta = cJSON_AddObjectToObject(root, "metadata")) || !cJSON_AddStringToObject(meta, "generateName", name) ||
