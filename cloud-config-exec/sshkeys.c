@@ -183,7 +183,7 @@ static int collect_document(const char *what, const char *data, size_t len, cons
 	return r;
 }
 
-static bool log_changes(const char *user, const struct state_user *prev, const struct keymerge_result *m,
+static void log_changes(const char *user, const struct state_user *prev, const struct keymerge_result *m,
 			const struct want *want, time_t now)
 {
 	char ufield[64];
@@ -223,18 +223,6 @@ static bool log_changes(const char *user, const struct state_user *prev, const s
 			   "Refusing the new key set of %s: %zu valid key(s) where %zu were in force (an empty or "
 			   "drastically shrunk set needs sshAccess=false in the desired state); keeping the last good keys",
 			   user, want ? want->n : (size_t)0, prev ? prev->n_keys : (size_t)0);
-	return m->refused;
-}
-
-/* A set the shrink guard refused leaves the node short of the desired keys:
- * the run fails (the Node is not annotated), the last good keys stay. */
-static void note_refused(const char *user, char *why, size_t why_size, int *ret)
-{
-	size_t l = strlen(why);
-	snprintf(why + l, why_size - l, "%sthe new key set of %s was refused by the shrink guard "
-		 "(ssh.maxKeyShrink; sshAccess=false allows it), the last good keys stay", l ? "; " : "", user);
-	if (*ret == 0)
-		*ret = -ECANCELED;
 }
 
 /* The login user's authorized_keys. Returns 1 written, 0 unchanged, -errno
@@ -550,11 +538,9 @@ int sshkeys_apply(int rootfd, const char *root, const struct config *cfg, const 
 		r = apply_login_user(rootfd, cfg, &acct, lw, in, st, &m, hwhy, sizeof(hwhy));
 		if (r > 0)
 			changed = true;
-		if (r >= 0) {
-			if (m.refused)
-				note_refused(login, why, sizeof(why), &ret);
+		if (r >= 0)
 			keymerge_result_done(&m);
-		} else if (r == -ENOMEM)
+		else if (r == -ENOMEM)
 			return log_error_errno(r, "Out of memory");
 		else {
 			/* The home refused the write (logged): the keys still go to
@@ -617,8 +603,7 @@ int sshkeys_apply(int rootfd, const char *root, const struct config *cfg, const 
 		r = keymerge_compute(NULL, 0, prev, w.v[i].keys, w.v[i].n, &mp, &m);
 		if (r < 0)
 			return log_error_errno(r, "Out of memory");
-		if (log_changes(user, prev, &m, &w.v[i], in->now))
-			note_refused(user, why, sizeof(why), &ret);
+		log_changes(user, prev, &m, &w.v[i], in->now);
 		r = state_set_user(st, user, m.managed, m.n_managed);
 		keymerge_result_done(&m);
 		if (r < 0)
@@ -636,8 +621,7 @@ int sshkeys_apply(int rootfd, const char *root, const struct config *cfg, const 
 		r = keymerge_compute(NULL, 0, &st->users[i], NULL, 0, &mp, &m);
 		if (r < 0)
 			return log_error_errno(r, "Out of memory");
-		if (log_changes(user, &st->users[i], &m, NULL, in->now))
-			note_refused(user, why, sizeof(why), &ret);
+		log_changes(user, &st->users[i], &m, NULL, in->now);
 		r = state_set_user(st, user, m.managed, m.n_managed);
 		keymerge_result_done(&m);
 		if (r < 0)

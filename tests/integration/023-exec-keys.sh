@@ -78,10 +78,7 @@ echo '{}' >"$W/config.json"
 
 # --- shrink guard
 cce "$R" apply "$W/empty.json" 2>"$W/empty.log"
-check "empty key set: the run fails (the node is short of the desired keys)" test $? -eq 1
-check "empty key set: failedStep keys, shrink guard named" python3 -c "
-import json, sys; r = json.load(open('$ST/result.json'))
-sys.exit(0 if not r['success'] and r['failedStep'] == 'keys' and 'shrink guard' in r['error'] else 1)"
+check "empty key set: apply still succeeds" test $? -eq 0
 check "empty key set refused, logged" grep -q "Refusing the new key set of gardener" "$W/empty.log"
 check "empty key set: keys kept in authorized_keys" grep -q "$CUR" "$AK"
 check "empty key set: keys kept in the snapshot" test "$(akc gardener | grep -c ssh-ed25519)" -eq 2
