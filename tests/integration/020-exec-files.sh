@@ -192,7 +192,8 @@ gna_before=$(stat -c '%i %a %s %y' "$IR/opt/bin/gardener-node-agent")
 cce "$IR" "${NOCTD[@]}" apply "$I/i1.yaml" 2>"$I/i1.log"
 check "containerd not running: the apply fails (exit 1)" test $? -eq 1
 check "  ... in the step images" grep -q '"failedStep":[[:space:]]*"images"' "$IR/var/lib/cloud-config-exec/result.json"
-check "  ... naming each image and the reason" bash -c "grep -q 'hyperkube:v1.31.1 for /opt/bin/kubelet: ctr images ls failed (containerd not running?)' '$IR/var/lib/cloud-config-exec/result.json' && grep -q 'node-agent:v1.110.0 for /opt/bin/gardener-node-agent' '$IR/var/lib/cloud-config-exec/result.json'"
+check "  ... naming the image and the reason" grep -q 'hyperkube:v1.31.1 for /opt/bin/kubelet: ctr images ls failed (containerd not running?)' "$IR/var/lib/cloud-config-exec/result.json"
+check "  ... but not gardener-node-agent's binary: superseded, never pulled" bash -c "! grep -q 'gardener-node-agent' '$IR/var/lib/cloud-config-exec/result.json' && grep -q \"Image file /opt/bin/gardener-node-agent .* not written: gardener-node-agent's binary, superseded\" '$I/i1.log'"
 check "the inline file next to them is written" grep -qx inline "$IR/etc/na-img/inline.conf"
 check "an absent image file is not created" test ! -e "$IR/opt/bin/kubelet"
 check "a present image file is not written over (inode, mode, size, mtime)" \
