@@ -272,7 +272,7 @@ check "the admin's drop-in stays" test -f "$SYS/osunit.service.d/50-admin.conf"
 check "OS unit runs without our drop-in" test "$(prop osunit.service Environment)" = ADMIN=1
 plan_line=$(grep -o 'Units: .*' "$W/log")
 check "the plan is logged ($plan_line)" test "$plan_line" = \
-	"Units: restart: change.service filep.service osunit.service; stop: stopme.service; remove: dropme.service; restart requested: req.service req2.service nope.service; unchanged: 4"
+	"Units: restart: change.service filep.service osunit.service; stop: stopme.service; remove: dropme.service; restart requested: nope.service req.service req2.service; unchanged: 4"
 
 # ---- a restart request without ".service" (units-apply: the desired state only carries
 # full names; units_plan_compute() accepts both, as gardener-node-agent >= 1.92)
