@@ -59,7 +59,6 @@ modes=$(cd "$R" && stat -c '%n %a' var/lib/kubelet/config/kubelet var/lib/kubele
 	var/lib/gardener-user-authorized-keys var/lib/gardener-user/run.sh 2>&1 | tr '\n' ' ')
 check "files with Gardener's modes (0600 kubelet config, 0640 cluster CA, 0400 collector config and CA, ...)" test "$modes" = \
 	"var/lib/kubelet/config/kubelet 600 var/lib/kubelet/ca.crt 644 var/lib/gardener-node-agent/config-v1.149.3.yaml 600 var/lib/gardener-node-agent/cluster-ca.crt 640 var/lib/opentelemetry-collector/config/config 400 var/lib/opentelemetry-collector/ca.crt 400 var/lib/opentelemetry-collector/kubeconfig 600 var/lib/sshd-ensurer/run.sh 755 opt/bin/mtu-customizer.sh 755 etc/systemd/journald.conf 644 etc/sysctl.d/99-k8s-general.conf 644 etc/systemd/containerd.conf 644 var/lib/gardener-user-authorized-keys 644 var/lib/gardener-user/run.sh 755 "
-[ $? -eq 0 ] || echo "# got: $modes"
 check "b64 content decoded (kubelet config, cgroupDriver systemd)" grep -qx 'cgroupDriver: systemd' "$R/var/lib/kubelet/config/kubelet"
 check "the mtu script keeps its tabs" grep -q "$(printf '\t')ip link set" "$R/opt/bin/mtu-customizer.sh"
 check "no image file written (/opt/bin/kubelet, gardener-node-agent, opentelemetry-collector)" \
