@@ -28,6 +28,8 @@ UNIT_FILES    := node-agent.service cloud-config-exec.service cloud-config-exec.
                  cloud-config-exec.timer
 SELINUX_FILES := node_agent.te node_agent.if node_agent.fc
 SSHD_DROPIN   := $(SYSCONFDIR)/ssh/sshd_config.d/50-node-agent.conf
+# Stock Gardener user data's gardener-node-init.service starts node-agent instead
+NODE_INIT_DROPIN := $(SYSTEMDUNITDIR)/gardener-node-init.service.d/50-node-agent.conf
 EXAMPLEDIR    := $(DATADIR)/examples
 
 SUBST = sed -e 's|/usr/sbin/node-agent|$(SBINDIR)/node-agent|g' \
@@ -66,6 +68,8 @@ install: $(PROGS) $(GENERATED)
 		$(DESTDIR)$(SYSCONFDIR)/ssh/sshd_config.d $(DESTDIR)$(SYSCONFDIR)/node-agent \
 		$(DESTDIR)$(DATADIR)/selinux $(DESTDIR)$(EXAMPLEDIR)
 	$(INSTALL) -m 0644 $(addprefix $(B)/install/,$(UNIT_FILES)) $(DESTDIR)$(SYSTEMDUNITDIR)/
+	$(INSTALL) -d -m 0755 $(DESTDIR)$(dir $(NODE_INIT_DROPIN))
+	$(INSTALL) -m 0644 units/gardener-node-init.service.d/50-node-agent.conf $(DESTDIR)$(NODE_INIT_DROPIN)
 	$(INSTALL) -m 0644 units/node-agent.tmpfiles $(DESTDIR)$(TMPFILESDIR)/node-agent.conf
 	$(INSTALL) -m 0644 units/node-agent.sysusers $(DESTDIR)$(SYSUSERSDIR)/node-agent.conf
 	$(INSTALL) -m 0644 $(B)/install/sshd/50-node-agent.conf $(DESTDIR)$(SSHD_DROPIN)
@@ -78,10 +82,11 @@ uninstall:
 	      $(DESTDIR)$(LIBEXECDIR)/authkeys-cmd
 	rm -f $(addprefix $(DESTDIR)$(MANDIR)/man8/,$(notdir $(MAN8))) \
 	      $(addprefix $(DESTDIR)$(MANDIR)/man5/,$(notdir $(MAN5)))
-	rm -f $(addprefix $(DESTDIR)$(SYSTEMDUNITDIR)/,$(UNIT_FILES)) \
+	rm -f $(addprefix $(DESTDIR)$(SYSTEMDUNITDIR)/,$(UNIT_FILES)) $(DESTDIR)$(NODE_INIT_DROPIN) \
 	      $(DESTDIR)$(TMPFILESDIR)/node-agent.conf $(DESTDIR)$(SYSUSERSDIR)/node-agent.conf \
 	      $(DESTDIR)$(SSHD_DROPIN) $(DESTDIR)$(SYSCONFDIR)/node-agent/config.json.example \
 	      $(DESTDIR)$(EXAMPLEDIR)/api-server.conf.example \
 	      $(addprefix $(DESTDIR)$(DATADIR)/selinux/,$(SELINUX_FILES))
+	-rmdir $(DESTDIR)$(dir $(NODE_INIT_DROPIN)) 2>/dev/null
 	-rmdir $(DESTDIR)$(LIBEXECDIR) $(DESTDIR)$(EXAMPLEDIR) $(DESTDIR)$(DATADIR)/selinux 2>/dev/null
 	-rmdir $(DESTDIR)$(DATADIR) $(DESTDIR)$(SYSCONFDIR)/node-agent 2>/dev/null

@@ -80,6 +80,38 @@ stage "$W/typo"
 sed -i 's/^ProtectSystem=/ProtectSytem=/' "$W/typo/etc/systemd/system/node-agent.service"
 check_not "systemd-analyze verify: a misspelt key fails the check" verify_quiet "$W/typo"
 
+# gardener-node-init.service exactly as Gardener's stock user data writes it
+# (tests/fixtures/units/, from gardener/gardener pkg/component/extensions/
+# operatingsystemconfig/nodeinit/nodeinit.go), with our drop-in where make
+# install puts it.
+node_init() { # ROOT [DROPIN]
+	local r=$1 d
+	d=$r/usr/lib/systemd/system/gardener-node-init.service.d
+	cp "$TESTS_DIR/fixtures/units/gardener-node-init.service" "$r/etc/systemd/system/"
+	mkdir -p "$d"
+	cp "${2:-$U/gardener-node-init.service.d/50-node-agent.conf}" "$d/50-node-agent.conf"
+	[ -e "$r/usr/lib/systemd/system/containerd.service" ] ||
+		printf '[Service]\nExecStart=/usr/bin/containerd\n' >"$r/usr/lib/systemd/system/containerd.service"
+	for b in /var/lib/gardener-node-agent/init.sh /usr/bin/systemctl /usr/bin/containerd; do
+		[ -e "$r$b" ] || install -D -m 0755 /dev/null "$r$b"
+	done
+}
+node_init "$W/plain"
+units+=(gardener-node-init.service)
+check "systemd-analyze verify: no output for gardener-node-init.service as Gardener writes it + our drop-in" verify_quiet "$W/plain"
+sed 's/^ExecStartPost=/ExecStartPots=/' "$U/gardener-node-init.service.d/50-node-agent.conf" >"$W/typo.conf"
+stage "$W/typo2"
+node_init "$W/typo2" "$W/typo.conf"
+check_not "systemd-analyze verify: a misspelt key in the drop-in fails the check" verify_quiet "$W/typo2"
+check "gardener-node-init drop-in: ExecStart= reset, then node-agent.service (re)started; EnvironmentFile= reset" \
+	python3 - "$U/gardener-node-init.service.d/50-node-agent.conf" <<-'PY'
+	import sys
+	lines = [l.strip() for l in open(sys.argv[1]) if l.strip() and not l.startswith("#")]
+	ex = [l for l in lines if l.startswith("ExecStart=")]
+	sys.exit(not (ex[0] == "ExecStart=" and any("restart node-agent.service" in l for l in ex[1:])
+	              and "EnvironmentFile=" in lines and not any("init.sh" in l or "gardener-node-agent" in l for l in ex)))
+	PY
+
 check_score "$W/plain" node-agent.service "$NA_MAX" "node-agent.service"
 check_score "$W/dropin" node-agent.service "$NA_MAX" "node-agent.service + api-server.conf"
 check_score "$W/plain" cloud-config-exec.service "$EXEC_MAX" "cloud-config-exec.service"

@@ -21,6 +21,7 @@ expected() {
 	for u in node-agent.service cloud-config-exec.service cloud-config-exec.path cloud-config-exec.timer; do
 		echo "$sysd/$u"
 	done
+	echo "$sysd/gardener-node-init.service.d/50-node-agent.conf"
 	echo "$tmpf/node-agent.conf"
 	echo "$sysu/node-agent.conf"
 	echo /etc/ssh/sshd_config.d/50-node-agent.conf
@@ -79,7 +80,7 @@ run() {
 	fi
 	left=$(cd "$D" && find . -type f -o -type l)
 	check "PREFIX=$p: uninstall leaves no file${left:+ ($left)}" test -z "$left"
-	left=$(cd "$D" && find . -type d \( -path "./etc/node-agent" -o -path ".$p/libexec/node-agent" -o -path ".$p/share/node-agent" \))
+	left=$(cd "$D" && find . -type d \( -path "./etc/node-agent" -o -path ".$p/libexec/node-agent" -o -path ".$p/share/node-agent" -o -name gardener-node-init.service.d \))
 	check "PREFIX=$p: uninstall removes node-agent's own directories${left:+ ($left)}" test -z "$left"
 }
 

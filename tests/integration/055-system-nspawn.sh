@@ -15,7 +15,9 @@
 #    authorized_keys moved away), refuses an unknown key, and still accepts a
 #    local break-glass key from another user's authorized_keys;
 #  - node-agent, configured by gardener-node-agent's stock user data only
-#    (root's files handed over by LoadCredential=), gets its client
+#    (root's files handed over by LoadCredential=) and started by the stock
+#    gardener-node-init.service through the package's drop-in (its init.sh,
+#    which would download gardener-node-agent, never runs), gets its client
 #    certificate through a CSR with the bootstrap token, the executor removes
 #    the token once the Node is registered; against the test API server run
 #    in the box's network namespace, it reaches READY, runs as node-agent with no capabilities,
@@ -63,6 +65,16 @@ if [ "${1:-}" = --setup ]; then
 	printf 'machine-055\n' >"$R/var/lib/gardener-node-agent/machine-name"
 	printf 'abcdef.0123456789abcdef' >"$R/var/lib/gardener-node-agent/credentials/bootstrap-token"
 	chmod 0640 "$R/var/lib/gardener-node-agent/machine-name" "$R/var/lib/gardener-node-agent/credentials/bootstrap-token"
+	# ... and gardener-node-init.service as the user data writes it
+	# (tests/fixtures/units/), with an init.sh that would download
+	# gardener-node-agent: it only leaves a mark. The package's drop-in must
+	# keep it from running. containerd.service, which the unit requires, is
+	# in every Gardener image: a stand-in here.
+	install -m 0644 "$TESTS_DIR/fixtures/units/gardener-node-init.service" "$R/etc/systemd/system/"
+	printf '#!/bin/sh\ntouch /var/lib/gardener-node-agent/init-sh-ran\nexit 1\n' >"$R/var/lib/gardener-node-agent/init.sh"
+	chmod 0755 "$R/var/lib/gardener-node-agent/init.sh"
+	printf '[Unit]\nDescription=containerd (stand-in)\n[Service]\nType=oneshot\nRemainAfterExit=yes\nExecStart=/bin/true\n' \
+		>"$R/etc/systemd/system/containerd.service"
 	install -d -m 0700 "$R/root/keys"
 	install -m 0600 "$KEYS/gardener-current" "$KEYS/gardener-previous" "$R/root/keys/"
 	# A local admin whose own authorized_keys (not the snapshot) holds the
@@ -345,7 +357,17 @@ else
 	check "test API server up in the box's network namespace" wait_for 10 test -e "$S/ready"
 	box chgrp node-agent /etc/node-agent/token
 	t0=$(now)
-	ctl enable --now node-agent.service >/dev/null 2>&1
+	# What the user data's script does with gardener-node-init.service
+	# (command start, enable true): enable it and start it. node-agent.service
+	# is disabled and stopped until then: only the drop-in can start it.
+	check "gardener-node-init.service carries the package's drop-in" \
+		sh -c "'$SDBOX' ctl show -p DropInPaths --value gardener-node-init.service | grep -q /gardener-node-init.service.d/50-node-agent.conf"
+	check "node-agent.service disabled and inactive before" \
+		test "$(ctl is-enabled node-agent.service) $(ctl is-active node-agent.service)" = "disabled inactive"
+	ctl enable gardener-node-init.service >/dev/null 2>&1
+	ctl restart gardener-node-init.service >/dev/null 2>&1
+	check "gardener-node-init.service ran (Result=success) and disabled itself, as gardener-node-agent's bootstrap does" \
+		test "$(ctl show -p Result --value gardener-node-init.service) $(ctl is-enabled gardener-node-init.service)" = "success disabled"
 	check "node-agent.service is active (READY=1 via sd_notify)" \
 		wait_for 30 sh -c "test \"\$('$SDBOX' ctl is-active node-agent.service)\" = active"
 	pid=$(ctl show -p MainPID --value node-agent.service)
@@ -391,6 +413,9 @@ else
 	check "... while its state directory is (control: $(try /var/lib/node-agent))" \
 		test "$(try /var/lib/node-agent)" = allowed
 	check "the agent stayed up (no restart)" test "$(ctl show -p NRestarts --value node-agent.service)" = 0
+	check "gardener-node-agent never downloaded or started: init.sh never ran, no binary, no unit" \
+		test ! -e "$BOX/var/lib/gardener-node-agent/init-sh-ran" -a ! -e "$BOX/opt/bin/gardener-node-agent" -a \
+		"$(ctl show -p LoadState --value gardener-node-agent.service)" = not-found
 fi
 
 # --- the sandboxes, exactly as installed, with a probe as ExecStart -------------
@@ -554,6 +579,12 @@ check "previous version: the users kept their ids ($na_uid, $akc_uid)" \
 	test "$(box id -u node-agent) $(box id -u node-agent-authkeys)" = "$na_uid $akc_uid"
 pid1=
 if [ -x "$BOX/usr/sbin/node-agent" ] && [ -n "${kpid:-}" ]; then
+	# The purge took client.pem with the state directory, and the executor
+	# removed the bootstrap token once the Node was registered: without a
+	# credential the agent never becomes READY (and `systemctl start` waits
+	# TimeoutStartSec). Give it the stock token back.
+	printf 'abcdef.0123456789abcdef' >"$BOX/var/lib/gardener-node-agent/credentials/bootstrap-token"
+	chmod 0640 "$BOX/var/lib/gardener-node-agent/credentials/bootstrap-token"
 	ctl start node-agent.service >/dev/null 2>&1
 	if wait_for 30 sh -c "test \"\$('$SDBOX' ctl is-active node-agent.service)\" = active"; then
 		pid1=$(ctl show -p MainPID --value node-agent.service)

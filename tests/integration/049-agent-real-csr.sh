@@ -1,0 +1,185 @@
+#!/bin/bash
+# node-agent's client certificate through the CSR API of the REAL
+# kube-apiserver v1.20.2 (tests/lib/realkube.sh), in a private network
+# namespace. The agent starts with only a bootstrap token (a bootstrap token
+# Secret in kube-system; its group system:bootstrappers bound to the built-in
+# ClusterRole system:node-bootstrapper) and its machine name. The test acts as
+# Gardener's approver (PUT .../approval, as the admin) and as the signer of
+# kubernetes.io/kube-apiserver-client (PUT .../status with a certificate
+# signed by the cluster CA with openssl: the CA the real server's
+# --client-ca-file trusts, as kube-controller-manager's signer uses it).
+# The certificate's identity (User gardener.cloud:node-agent:machine:<m>,
+# Group gardener.cloud:node-agents) gets exactly what the agent needs: the
+# OSC Secret get+watch, its Node get+watch+patch, by name (lease and events
+# are off, as in agent_config). Checked: the CSR as the server stores it, the
+# certificate installed (0600), the OSC applied by cloud-config-exec
+# (--no-systemd, scratch root) and the Node annotated, every request of the
+# certificate's identity allowed, the bootstrap token never reading the
+# Secret. Prints the CSR round trip (created -> certificate installed), from
+# the audit log and from the agent's own measure. v1.20 ignores
+# spec.expirationSeconds (the signer here issues 30 days).
+# Skips (saying why) without a kube-apiserver binary or etcd.
+source "$TESTS_DIR/lib/common.sh"
+source "$TESTS_DIR/lib/kube.sh"
+source "$TESTS_DIR/lib/agent.sh"
+source "$TESTS_DIR/lib/realkube.sh"
+kube_netns "$@"
+agent_require
+rk_require
+command -v openssl >/dev/null || skip_all "openssl(1) missing"
+
+S=$(scratch)
+ROOT=$S/root
+install -d -m 0755 "$ROOT" "$ROOT/etc" "$ROOT/var" "$ROOT/var/lib" "$ROOT/var/lib/cloud-config-exec"
+t_begin=$(date +%s)
+if ! rk_start "$S"; then
+	fail "etcd and kube-apiserver start"
+	finish
+	exit 1
+fi
+ok "etcd and kube-apiserver $("$RK_BIN" --version | cut -d' ' -f2) ready after $(($(date +%s) - t_begin)) s"
+
+MACHINE=machine-1
+CN=gardener.cloud:node-agent:machine:$MACHINE
+BTUSER=system:bootstrap:abcdef
+CSRS=/apis/certificates.k8s.io/v1/certificatesigningrequests
+PEM=$ROOT/var/lib/node-agent/client.pem
+ANN=checksum/cloud-config-data
+printf 'spec:\n  files:\n  - path: /etc/hello\n    permissions: 420\n    content:\n      inline:\n        data: "csr 1"\n' >"$S/v1.yaml"
+SUBJ='{"kind":"User","apiGroup":"rbac.authorization.k8s.io","name":"'$CN'"},{"kind":"Group","apiGroup":"rbac.authorization.k8s.io","name":"gardener.cloud:node-agents"}'
+
+setup_ok=true
+rk_node "$KUBE_NODE" || setup_ok=false
+rk_secret kube-system "$KUBE_SECRET" "$S/v1.yaml" || setup_ok=false
+rk_bootstrap_token abcdef 0123456789abcdef || setup_ok=false
+rk_bind "" ClusterRole system:node-bootstrapper \
+	'{"kind":"Group","apiGroup":"rbac.authorization.k8s.io","name":"system:bootstrappers"}' || setup_ok=false
+rk_role kube-system node-agent-osc \
+	'[{"apiGroups":[""],"resources":["secrets"],"verbs":["get","watch"],"resourceNames":["'$KUBE_SECRET'"]}]' || setup_ok=false
+rk_bind kube-system Role node-agent-osc "$SUBJ" || setup_ok=false
+rk_clusterrole node-agent-node \
+	'[{"apiGroups":[""],"resources":["nodes"],"verbs":["get","watch","patch"],"resourceNames":["'$KUBE_NODE'"]}]' || setup_ok=false
+rk_bind "" ClusterRole node-agent-node "$SUBJ" || setup_ok=false
+check "Node, OSC Secret, bootstrap token Secret, system:node-bootstrapper binding, narrow RBAC for the certificate's identity" $setup_ok
+
+BT=$S/bootstrap-token
+printf 'abcdef.0123456789abcdef\n' >"$BT"
+chmod 0600 "$BT"
+export KUBE_API KUBE_PKI KUBE_DIR KUBE_NODE KUBE_SECRET
+AGENT_CONF=$S/agent.json
+agent_config "$AGENT_CONF" '{"apiServer": {"tokenFile": null, "bootstrapTokenFile": "'"$BT"'"},
+	"node": {"machineName": "'$MACHINE'"}, "timeouts": {"csrMs": 60000}}'
+exec_loop_start
+
+# the approver and signer: waits for node-agent's CSR, approves it, signs it.
+csr_get() { rk GET "$CSRS/$1"; }
+csr_name=
+t_agent=$(now)
+agent_start
+for ((i = 0; i < 300; i++)); do
+	csr_name=$(rk GET "$CSRS" | jget '" ".join(o["metadata"]["name"] for o in d["items"] if o["metadata"]["name"].startswith("node-agent-csr-"))')
+	[ -n "$csr_name" ] && break
+	sleep 0.1
+done
+if [ -z "$csr_name" ] || [[ "$csr_name" == *" "* ]]; then
+	fail "one CSR node-agent-csr-* created within 30 s ($csr_name)"
+	dump_logs
+	finish
+	exit 1
+fi
+csr_get "$csr_name" >"$S/csr.json"
+field() { jget "$1" <"$S/csr.json"; }
+fieldq() { field "$1" >/dev/null; }
+check "CSR $csr_name created by the bootstrap token ($(field 'd["spec"]["username"]'))" \
+	test "$(field 'd["spec"]["username"]')" = "$BTUSER"
+check "... in group system:bootstrappers" fieldq '"system:bootstrappers" in d["spec"]["groups"] or sys.exit(1)'
+check "... signer, usages as gardener-node-agent's ($(field '[d["spec"]["signerName"], d["spec"]["usages"]]'))" \
+	test "$(field '[d["spec"]["signerName"], d["spec"]["usages"]]')" = \
+	'["kubernetes.io/kube-apiserver-client", ["digital signature", "key encipherment", "client auth"]]'
+field 'd["spec"]["request"]' | base64 -d >"$S/req.pem"
+subj=$(openssl req -in "$S/req.pem" -noout -subject -nameopt RFC2253 2>&1)
+check "... subject CN=$CN,O=gardener.cloud:node-agents ($subj)" \
+	test "$subj" = "subject=CN=$CN,O=gardener.cloud:node-agents"
+
+# approve (the admin, as Gardener's approver would)
+python3 - "$S/csr.json" >"$S/approval.json" <<-'PY'
+	import json, sys
+	o = json.load(open(sys.argv[1]))
+	o.setdefault("status", {})["conditions"] = [{"type": "Approved", "status": "True",
+	    "reason": "NodeAgentTestApprover", "message": "approved by 049-agent-real-csr.sh"}]
+	print(json.dumps(o))
+	PY
+rk PUT "$CSRS/$csr_name/approval" "$(cat "$S/approval.json")" >"$S/approved.json"
+check "CSR approved (PUT .../approval: $RK_CODE)" test "$RK_CODE" = 200
+# sign (the signer of kubernetes.io/kube-apiserver-client: the cluster CA)
+printf 'keyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=clientAuth\nbasicConstraints=critical,CA:FALSE\n' >"$S/ext"
+openssl x509 -req -in "$S/req.pem" -CA "$KUBE_PKI/ca.crt" -CAkey "$KUBE_PKI/ca.key" \
+	-set_serial "0x$(openssl rand -hex 12)" -days 30 -sha256 -extfile "$S/ext" -out "$S/issued.crt" 2>"$S/openssl.err"
+check "certificate signed by the cluster CA with openssl" test -s "$S/issued.crt"
+python3 - "$S/approved.json" "$S/issued.crt" >"$S/status.json" <<-'PY'
+	import base64, json, sys
+	o = json.load(open(sys.argv[1]))
+	o["status"]["certificate"] = base64.b64encode(open(sys.argv[2], "rb").read()).decode()
+	print(json.dumps(o))
+	PY
+rk PUT "$CSRS/$csr_name/status" "$(cat "$S/status.json")" >/dev/null
+check "certificate issued (PUT .../status: $RK_CODE)" test "$RK_CODE" = 200
+
+if wait_log "client certificate issued" 0 30; then
+	ok "agent: $(grep -o 'CSR [^ ]*: client certificate issued after [0-9]* ms' "$S/agent.log" | head -1)"
+else
+	fail "agent installs the issued certificate"
+	dump_logs
+fi
+check "client.pem 0600 in the state directory ($(stat -c %a "$PEM" 2>&1))" test "$(stat -c %a "$PEM" 2>/dev/null)" = 600
+check "... holding the issued certificate" sh -c 'test "$(openssl x509 -in "$1" -noout -fingerprint -sha256)" = "$(openssl x509 -in "$2" -noout -fingerprint -sha256)"' sh "$PEM" "$S/issued.crt"
+
+if t_ann=$(rk_wait_annotation $ANN "$(sha256 "$S/v1.yaml")" 30); then
+	ok "OSC read with the certificate, applied, Node annotated ($(python3 -c "print(round($t_ann - $t_agent, 2))") s after the agent started)"
+else
+	fail "OSC applied and Node annotated with the certificate"
+	dump_logs
+fi
+check "/etc/hello written by cloud-config-exec" test "$(cat "$ROOT/etc/hello" 2>/dev/null)" = "csr 1"
+
+sleep 1 # the audit log is written asynchronously
+rk_audit "$CN" >"$S/audit-cn.txt"
+rk_audit "$BTUSER" >"$S/audit-bt.txt"
+check "the certificate's identity read the Secret (200)" grep -q " 200 [a-z]* /api/v1/namespaces/kube-system/secrets" "$S/audit-cn.txt"
+check "... and patched its Node (200)" grep -q " 200 patch /api/v1/nodes/$KUBE_NODE" "$S/audit-cn.txt"
+check_not "... and was never refused (the narrow RBAC is enough)" awk '$2 >= 400 {print; f=1} END {exit !f}' "$S/audit-cn.txt"
+check_not "the bootstrap token never read a Secret or a Node" grep -E ' 2[0-9][0-9] [a-z]+ /api/v1/(namespaces/kube-system/secrets|nodes)' "$S/audit-bt.txt"
+check "the bootstrap token created the CSR (201)" grep -q " 201 create $CSRS" "$S/audit-bt.txt"
+
+# the round trip: CSR created (audit: the create's request time) -> certificate
+# installed (the first request with the certificate's identity)
+rt=$(python3 - "$RK_AUDIT" "$CN" "$BTUSER" <<-'PY'
+	import datetime, json, sys
+	def ts(s):
+	    return datetime.datetime.strptime(s, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=datetime.timezone.utc).timestamp()
+	created = first = approved = issued = None
+	for l in open(sys.argv[1]):
+	    e = json.loads(l)
+	    if e.get("stage") != "ResponseComplete":
+	        continue
+	    u, t, uri = e.get("user", {}).get("username", ""), ts(e["requestReceivedTimestamp"]), e.get("requestURI", "")
+	    if u == sys.argv[3] and e.get("verb") == "create" and "certificatesigningrequests" in uri and created is None:
+	        created = t
+	    if "certificatesigningrequests" in uri and uri.endswith("/approval") and approved is None:
+	        approved = t
+	    if "certificatesigningrequests" in uri and uri.endswith("/status") and issued is None:
+	        issued = t
+	    if u == sys.argv[2] and first is None:
+	        first = t
+	print("%.2f %.2f %.2f" % (first - created, approved - created, first - issued))
+	PY
+)
+read -r rt_total rt_approve rt_pickup <<<"$rt"
+echo "# CSR round trip (real kube-apiserver, audit log): created -> first request with the certificate ${rt_total} s" \
+	"(the test's approval after ${rt_approve} s; issued -> in use ${rt_pickup} s, the agent reads its CSR every 2 s)"
+check "CSR round trip measured ($rt_total s, within the agent's csrMs 60 s)" \
+	python3 -c "import sys; sys.exit(not 0 < $rt_total < 60)"
+agent_stop
+check_not "no sanitizer report in the agent's log" grep -l 'Sanitizer\|runtime error' "$S/agent.log"
+echo "# real-apiserver CSR test took $(($(date +%s) - t_begin)) s"
+finish
