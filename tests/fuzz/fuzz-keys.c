@@ -54,7 +54,8 @@ static void round_trip(const struct keys_key *k, const struct keys_parse_params 
 	if (!line2 || strcmp(line, line2) != 0)
 		abort();
 	/* Without options allowed the rendering parses only if it has none. */
-	bool has_opts = k->options.expiry || k->options.no_flags || k->options.restrict_ || k->options.from;
+	bool has_opts = k->options.expiry || k->options.no_flags || k->options.restrict_ || k->options.from ||
+			k->options.cert_authority;
 	struct keys_key k3 = {};
 	int r = keys_parse_public(line, len, p, &k3, NULL);
 	if ((r == 0) == has_opts)
