@@ -114,9 +114,7 @@ static bool has_control(const char *s)
 	return false;
 }
 
-/* "https://" followed by a non-empty authority without userinfo, whitespace
- * or control characters. libcurl does the rest of the URL parsing. */
-static bool url_is_valid(const char *s)
+bool config_url_is_valid(const char *s)
 {
 	if (strncmp(s, "https://", 8) != 0)
 		return false;
@@ -164,7 +162,7 @@ static int set_field(struct config *c, const struct field *f, const cJSON *v, ch
 		if (f->type == FIELD_PATH && !fsx_path_is_safe(s, PATH_MAX))
 			return fail(err, errlen, "%s.%s: not an absolute normalised path: \"%s\"", f->section,
 				    f->key, s);
-		if (f->type == FIELD_URL && !url_is_valid(s))
+		if (f->type == FIELD_URL && !config_url_is_valid(s))
 			return fail(err, errlen, "%s.%s: expected an https:// URL: \"%s\"", f->section, f->key, s);
 		char *dup = strdup(s);
 		if (!dup)

@@ -93,4 +93,10 @@ int config_defaults(struct config *ret);
 
 void config_done(struct config *c);
 
+/* True for "https://" followed by a non-empty authority without userinfo,
+ * whitespace or control characters (apiServer.server, and the server in
+ * gardener-node-agent's configuration). libcurl does the rest of the URL
+ * parsing. */
+bool config_url_is_valid(const char *s);
+
 #endif

@@ -17,8 +17,10 @@
 
 #include "b64.h"
 #include "cleanup.h"
+#include "config.h"
 #include "fsx.h"
 #include "gnaconfig.h"
+#include "kube.h"
 #include "osc.h"
 #include "ytree.h"
 
@@ -116,40 +118,6 @@ static int get_str(struct ctx *c, const struct ynode *map, const char *where, co
 		return fail(c, -ENOMEM, "out of memory");
 	*ret = s;
 	return 0;
-}
-
-/* "https://" and a non-empty authority without userinfo or whitespace, as
- * lib/config.c accepts for apiServer.server. */
-static bool url_is_valid(const char *s)
-{
-	if (strncmp(s, "https://", 8) != 0)
-		return false;
-	const char *host = s + 8;
-	if (*host == '\0' || *host == '/' || *host == ':')
-		return false;
-	for (const char *p = host; *p; p++) {
-		unsigned char ch = (unsigned char)*p;
-		if (ch <= 0x20 || ch >= 0x7f || ch == '@' || ch == '?' || ch == '#' || ch == '\\')
-			return false;
-	}
-	return true;
-}
-
-/* A Kubernetes object name (DNS subdomain, RFC 1123). */
-static bool kube_name_ok(const char *s)
-{
-	size_t len = strlen(s);
-	if (len == 0 || len > 253)
-		return false;
-	for (size_t i = 0; i < len; i++) {
-		char ch = s[i];
-		bool alnum = (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9');
-		if (!alnum && ch != '-' && ch != '.')
-			return false;
-		if ((i == 0 || i == len - 1) && !alnum)
-			return false;
-	}
-	return true;
 }
 
 /* Semantic version text as Masterminds/semver accepts it (loosely):
@@ -280,7 +248,7 @@ static int parse_syncs(struct ctx *c, const struct ynode *token, struct gnaconfi
 			return r;
 		if (!t->secret_name || !t->path)
 			return fail(c, -EINVAL, "%s%s: missing", where, t->secret_name ? "path" : "secretName");
-		if (!kube_name_ok(t->secret_name))
+		if (!kube_name_is_valid(t->secret_name))
 			return fail(c, -EINVAL, "%ssecretName: not a valid Kubernetes name", where);
 		if (!fsx_path_is_safe(t->path, PATH_MAX))
 			return fail(c, -EINVAL, "%spath: not an absolute normalised path", where);
@@ -317,7 +285,7 @@ static int parse_root(struct ctx *c, const struct ynode *root, struct gnaconfig 
 		    (r = get_str(c, apiserver, "apiServer.", "caFile", &g->ca_file)) < 0 ||
 		    (r = get_str(c, apiserver, "apiServer.", "caBundle", &bundle)) < 0)
 			return r;
-		if (g->server && !url_is_valid(g->server))
+		if (g->server && !config_url_is_valid(g->server))
 			return fail(c, -EINVAL, "apiServer.server: expected an https:// URL: '%s'",
 				    ytree_quote(q, sizeof(q), g->server, strlen(g->server)));
 		if (g->ca_file && !fsx_path_is_safe(g->ca_file, PATH_MAX))
@@ -350,7 +318,7 @@ static int parse_root(struct ctx *c, const struct ynode *root, struct gnaconfig 
 			return wrong_type(c, w, "kubernetesVersion", v, "a string");
 		if ((r = get_str(c, osc, w, "kubernetesVersion", &g->kubernetes_version)) < 0)
 			return r;
-		if (g->secret_name && !kube_name_ok(g->secret_name))
+		if (g->secret_name && !kube_name_is_valid(g->secret_name))
 			return fail(c, -EINVAL, "%ssecretName: not a valid Kubernetes name: '%s'", w,
 				    ytree_quote(q, sizeof(q), g->secret_name, strlen(g->secret_name)));
 		if (g->kubernetes_version && !version_ok(g->kubernetes_version))
