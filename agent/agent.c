@@ -6,7 +6,6 @@
  * reconcile() turns that into desired.json (written only when it changed)
  * and, once result.json reports success for the checksum we wrote, into one
  * merge patch of the Node. */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -996,15 +995,12 @@ static void handle_signals(struct agent *a)
 	}
 }
 
-/* Is name ".#desired.json.<16 hex>", the temporary of fsx_write_atomic_at()? */
-static bool is_desired_temporary(const char *name)
+static int remove_desired_temp(int dfd, const char *name, size_t target_len, void *userdata)
 {
-	static const char prefix[] = ".#" DESIRED_FILE ".";
-	if (strncmp(name, prefix, sizeof(prefix) - 1) != 0)
-		return false;
-	const char *h = name + sizeof(prefix) - 1;
-	size_t n = strspn(h, "0123456789abcdef");
-	return n == 16 && h[n] == '\0';
+	(void)userdata;
+	if (target_len != strlen(DESIRED_FILE) || memcmp(name + 2, DESIRED_FILE, target_len) != 0)
+		return 0;
+	return unlinkat(dfd, name, 0) == 0;
 }
 
 /* A write killed between the temporary's creation and the rename leaves
@@ -1013,22 +1009,9 @@ static bool is_desired_temporary(const char *name)
  * cannot fill the disk (tests/integration/062-agent-kill.sh). */
 static void remove_stale_temporaries(struct agent *a)
 {
-	int fd = fcntl(a->state_fd, F_DUPFD_CLOEXEC, 3);
-	if (fd < 0)
-		return;
-	DIR *d = fdopendir(fd);
-	if (!d) {
-		close(fd);
-		return;
-	}
-	unsigned n = 0;
-	struct dirent *de;
-	while ((de = readdir(d)))
-		if (is_desired_temporary(de->d_name) && unlinkat(a->state_fd, de->d_name, 0) == 0)
-			n++;
-	closedir(d);
-	if (n)
-		log_notice("removed %u temporary file(s) left in %s by an interrupted write of %s", n, a->cfg.state_dir,
+	int n = fsx_for_each_temp(a->state_fd, remove_desired_temp, NULL);
+	if (n > 0)
+		log_notice("removed %d temporary file(s) left in %s by an interrupted write of %s", n, a->cfg.state_dir,
 			   DESIRED_FILE);
 }
 
