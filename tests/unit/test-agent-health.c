@@ -14,6 +14,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "../../agent/events.h"
 #include "../../agent/health.h"
@@ -335,6 +341,128 @@ static void print_config(void **state)
 	config_done(&c);
 }
 
+/* ---- http_probe_start() against a real loopback peer ---------------------- */
+
+struct probe_outcome {
+	bool done;
+	long status;
+	CURLcode result;
+	int error;
+	size_t body_len;
+};
+
+static void probe_done(struct http_request *req, void *userdata)
+{
+	struct probe_outcome *o = userdata;
+	*o = (struct probe_outcome){ .done = true, .status = req->status, .result = req->result, .error = req->error,
+				     .body_len = req->body_len };
+}
+
+/* A peer on 127.0.0.1 that answers its nth connection as modes[n] says:
+ * 'o' 200 ok, 'f' 500, 'b' 200 with a 64 KiB body, 'h' reads the request
+ * and never answers. Returns the port; the child is *pid. */
+static unsigned short peer_start(const char *modes, pid_t *pid)
+{
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	assert_true(fd >= 0);
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t alen = sizeof(a);
+	assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	assert_int_equal(listen(fd, 8), 0);
+	assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &alen), 0);
+	*pid = fork();
+	assert_true(*pid >= 0);
+	if (*pid > 0) {
+		close(fd);
+		return ntohs(a.sin_port);
+	}
+	static char big[65536 + 256];
+	for (const char *m = modes; *m; m++) {
+		int c = accept(fd, NULL, NULL);
+		if (c < 0)
+			_exit(1);
+		char req[4096];
+		if (read(c, req, sizeof(req)) <= 0)
+			_exit(1);
+		const char *reply = *m == 'o' ? "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok"
+				    : *m == 'f' ? "HTTP/1.1 500 X\r\nContent-Length: 4\r\nConnection: close\r\n\r\nfail"
+						: NULL;
+		if (*m == 'b') {
+			int n = snprintf(big, sizeof(big), "HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n");
+			memset(big + n, 'x', sizeof(big) - (size_t)n - 1);
+			big[sizeof(big) - 1] = '\0';
+			reply = big;
+		}
+		if (reply && write(c, reply, strlen(reply)) < 0)
+			_exit(1);
+		if (*m == 'h')
+			while (read(c, req, sizeof(req)) > 0) /* until the client goes */
+				;
+		close(c);
+	}
+	_exit(0);
+}
+
+static struct probe_outcome probe_once(struct http_client *c, const char *url, unsigned timeout_ms)
+{
+	struct probe_outcome o = {};
+	struct http_request *req = NULL;
+	assert_int_equal(http_probe_start(c, url, timeout_ms, HEALTH_BODY_MAX, probe_done, &o, &req), 0);
+	uint64_t deadline = now_ms() + 10000;
+	while (!o.done && now_ms() < deadline) {
+		assert_int_equal(http_wait(c, NULL, 0, 100), 0);
+		assert_int_equal(http_dispatch(c), 0);
+	}
+	assert_true(o.done);
+	return o;
+}
+
+static void http_probe(void **state)
+{
+	struct config cfg;
+	assert_int_equal(config_defaults(&cfg), 0);
+	struct http_client c;
+	assert_int_equal(http_client_init(&c, &cfg), 0);
+	struct http_request *req = NULL;
+	/* Off loopback, https, a name: refused before any connection. */
+	assert_int_equal(http_probe_start(&c, "http://10.0.0.1:10248/healthz", 1000, 64, probe_done, NULL, &req),
+			 -EINVAL);
+	assert_int_equal(http_probe_start(&c, "https://127.0.0.1/", 1000, 64, probe_done, NULL, &req), -EINVAL);
+	assert_int_equal(http_probe_start(&c, "http://localhost/", 1000, 64, probe_done, NULL, &req), -EINVAL);
+	assert_null(req);
+
+	pid_t pid;
+	unsigned short port = peer_start("ofbh", &pid);
+	char url[64];
+	snprintf(url, sizeof(url), "http://127.0.0.1:%u/healthz", port);
+	struct probe_outcome o = probe_once(&c, url, 5000);
+	assert_int_equal(o.result, CURLE_OK);
+	assert_int_equal(o.status, 200);
+	assert_int_equal(o.body_len, 2);
+	o = probe_once(&c, url, 5000);
+	assert_int_equal(o.result, CURLE_OK);
+	assert_int_equal(o.status, 500);
+	/* A body over the ceiling: cut off, not buffered. */
+	o = probe_once(&c, url, 5000);
+	assert_true(o.result != CURLE_OK);
+	assert_int_equal(o.error, -EMSGSIZE);
+	assert_true(o.body_len <= HEALTH_BODY_MAX);
+	/* A peer that never answers: the deadline ends it. */
+	uint64_t t0 = now_ms();
+	o = probe_once(&c, url, 300);
+	assert_int_equal(o.result, CURLE_OPERATION_TIMEDOUT);
+	assert_true(now_ms() - t0 >= 250);
+	assert_true(now_ms() - t0 < 5000);
+	/* None of them is an API request. */
+	assert_int_equal(c.n_requests, 0);
+	assert_int_equal(c.n_active, 0);
+	int st;
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	http_client_done(&c);
+	config_done(&cfg);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -345,6 +473,7 @@ int main(void)
 		cmocka_unit_test(ready_flapping),
 		cmocka_unit_test(config_loopback_only),
 		cmocka_unit_test(print_config),
+		cmocka_unit_test(http_probe),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
