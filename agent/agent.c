@@ -551,6 +551,7 @@ static void on_secret(struct agent *a, enum kube_event_type type, const struct k
 	if (r >= 0) {
 		n_files = model.n_files;
 		n_units = model.n_units;
+		health_osc(&a->health, &model);
 		/* The kubernetes-version label follows the pool's version as
 		 * gardener-node-agent's config in the OSC names it; so does
 		 * token sync. */

@@ -8,6 +8,7 @@
 
 #include "health.h"
 #include "log.h"
+#include "osc.h"
 
 /* gardener/gardener pkg/apis/core/v1beta1/constants (OperatingSystemConfigUnitNameKubeletService,
  * ...ContainerDService): the units gardener-node-agent's checks restart. */
@@ -62,6 +63,10 @@ static int start_http(struct health *h, struct health_probe *p)
 
 void health_init(struct health *h, const struct config *cfg, struct http_client *http, struct events *events)
 {
+	/* A reload re-initialises; the OSC has not changed with the config. */
+	bool in_osc[HEALTH_PROBES];
+	for (unsigned i = 0; i < HEALTH_PROBES; i++)
+		in_osc[i] = h->probe[i].in_osc;
 	*h = (struct health){
 		.enabled = cfg->health_enabled,
 		.interval_ms = cfg->health_interval_ms,
@@ -79,6 +84,7 @@ void health_init(struct health *h, const struct config *cfg, struct http_client 
 		.name = "kubelet",
 		.title = "Kubelet",
 		.unit = KUBELET_UNIT,
+		.needs_osc_unit = true,
 		.url = cfg->health_kubelet_url && *cfg->health_kubelet_url ? cfg->health_kubelet_url : NULL,
 	};
 	h->probe[HEALTH_CONTAINERD] = (struct health_probe){
@@ -88,6 +94,8 @@ void health_init(struct health *h, const struct config *cfg, struct http_client 
 		.unit = CONTAINERD_UNIT,
 		.url = cfg->health_containerd_url && *cfg->health_containerd_url ? cfg->health_containerd_url : NULL,
 	};
+	for (unsigned i = 0; i < HEALTH_PROBES; i++)
+		h->probe[i].in_osc = in_osc[i];
 	if (h->ready_toggles == 0 || h->ready_toggles > CONFIG_READY_TOGGLES_MAX)
 		h->ready_toggles = 5;
 }
@@ -123,7 +131,7 @@ uint64_t health_tick(struct health *h, uint64_t now, bool active)
 		struct health_probe *p = &h->probe[i];
 		if (!p->url)
 			continue;
-		if (!active) {
+		if (!active || (p->needs_osc_unit && !p->in_osc)) {
 			/* Not configured (yet), or the apply failed: no verdict
 			 * on the units, and a spell does not span it. */
 			p->failing = false;
@@ -207,6 +215,12 @@ void health_probe_result(struct health *h, struct health_probe *p, bool ok, cons
 	}
 	if (now - p->first_failure >= h->unhealthy_ms)
 		decide_repair(h, p, now);
+}
+
+void health_osc(struct health *h, const struct osc *osc)
+{
+	for (unsigned i = 0; i < HEALTH_PROBES; i++)
+		h->probe[i].in_osc = osc && osc_find_unit(osc, h->probe[i].unit);
 }
 
 const char *health_take_repair(struct health *h, char id[static HEALTH_ID_MAX])

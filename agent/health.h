@@ -17,8 +17,10 @@
  * request's id in result.json; then the repair is "done" (Event, metric).
  *
  * Probes run only while the executor's last result is a success (a node
- * whose OSC is not applied yet has no kubelet to repair: restarting a unit
- * that does not exist would fail the apply).
+ * whose OSC is not applied yet has no kubelet to repair), and the kubelet's
+ * only while the OSC has the unit kubelet.service (an OSC without a kubelet
+ * is not a Kubernetes worker's). containerd.service is an OS unit, not in
+ * the OSC as a rule: its probe runs whenever health.containerdUrl is set.
  *
  * The kubelet's Ready condition (from the Node watch): every NotReady ->
  * Ready change is a toggle; health.readyToggles toggles within
@@ -59,6 +61,8 @@ struct health_probe {
 	const char *title;          /* "Kubelet", "Containerd": for messages */
 	const char *unit;           /* what a repair restarts */
 	const char *url;            /* NULL: this probe is off */
+	bool needs_osc_unit;        /* probed only while the OSC has the unit */
+	bool in_osc;                /* the OSC last seen has the unit */
 	struct http_request *req;   /* in flight */
 	bool probing;               /* started, no answer yet */
 	uint64_t next_at;           /* next start (0: at once) */
@@ -94,7 +98,8 @@ struct health {
 };
 
 /* Sets the duty up from cfg (health.*), for the http client and the Events
- * duty (both may be NULL in tests). Off (every call a no-op) when
+ * duty (both may be NULL in tests). h must be zeroed or set up before (a
+ * reload calls it again: what health_osc() said is kept). Off (every call a no-op) when
  * health.enabled is false. Copies nothing from cfg but the numbers: the URLs
  * point into cfg, which must outlive h. */
 void health_init(struct health *h, const struct config *cfg, struct http_client *http, struct events *events);
@@ -115,6 +120,10 @@ void health_probe_result(struct health *h, struct health_probe *p, bool ok, cons
  * <n>") to id and returns its unit, and marks it handed over (the caller
  * writes it into the desired state now). NULL when there is none. */
 const char *health_take_repair(struct health *h, char id[static HEALTH_ID_MAX]);
+
+/* The OSC (verified, parsed) the agent now follows: which units it has. */
+struct osc;
+void health_osc(struct health *h, const struct osc *osc);
 
 /* The executor's result named restart request restart_id (may be NULL):
  * a repair of ours with that id is done (logged, Event, counted). */

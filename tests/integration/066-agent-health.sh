@@ -84,13 +84,13 @@ export KUBE_API KUBE_PKI KUBE_DIR KUBE_NODE KUBE_SECRET
 AGENT_CONF=$S/agent.json
 
 # A probe that would leave the node: refused at load time, with the key.
-agent_config "$AGENT_CONF" '{"health": {"kubeletUrl": "http://10.250.0.5:10248/healthz"}}'
+agent_config "$AGENT_CONF" '{"health": {"enabled": true, "kubeletUrl": "http://10.250.0.5:10248/healthz"}}'
 out=$("$AGENT" --config "$AGENT_CONF" --check-config 2>&1)
 check "a non-loopback kubeletUrl is a config error" \
 	grep -q 'health.kubeletUrl: probes go to loopback only.*"http://10.250.0.5:10248/healthz"' <<<"$out"
 
 agent_config "$AGENT_CONF" '{"events": {"enabled": true},
-	"health": {"intervalMs": 500, "timeoutMs": 1000, "unhealthyMs": '$UNHEALTHY_MS', "repairIntervalMs": '$REPAIR_MS',
+	"health": {"enabled": true, "intervalMs": 500, "timeoutMs": 1000, "unhealthyMs": '$UNHEALTHY_MS', "repairIntervalMs": '$REPAIR_MS',
 	           "readyToggles": 3, "readyWindowMs": 60000}}'
 out=$("$AGENT" --config "$AGENT_CONF" --check-config 2>&1)
 check "--check-config shows the health settings" \

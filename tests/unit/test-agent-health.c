@@ -24,6 +24,7 @@
 #include "../../agent/events.h"
 #include "../../agent/health.h"
 #include "config.h"
+#include "osc.h"
 
 struct fixture {
 	struct config cfg;
@@ -45,6 +46,17 @@ static const char *const base_config = "{\"health\": {\"intervalMs\": 1000, \"ti
 				       "\"unhealthyMs\": 3000, \"repairIntervalMs\": 10000, \"readyToggles\": 3, "
 				       "\"readyWindowMs\": 20000, \"containerdUrl\": \"http://127.0.0.1:1338/v1/version\"}}";
 
+/* The OSC the agent follows now. */
+static void set_osc(struct fixture *f, const char *yaml)
+{
+	struct osc o;
+	struct osc_error err = {};
+	if (osc_parse(yaml, strlen(yaml), NULL, &o, &err) < 0)
+		fail_msg("osc_parse: %s", err.message);
+	health_osc(&f->h, &o);
+	osc_done(&o);
+}
+
 static struct fixture *fixture_new(const char *json)
 {
 	struct fixture *f = calloc(1, sizeof(*f));
@@ -55,6 +67,7 @@ static struct fixture *fixture_new(const char *json)
 	health_init(&f->h, &f->cfg, NULL, &f->ev);
 	f->h.start = fake_start;
 	current = f;
+	set_osc(f, "spec:\n  units:\n  - name: kubelet.service\n    content: \"[Service]\\nExecStart=/bin/true\\n\"\n");
 	return f;
 }
 
@@ -110,6 +123,21 @@ static void interval_and_inactive(void **state)
 	health_probe_result(&f->h, &f->h.probe[HEALTH_KUBELET], true, NULL, 2600);
 	health_tick(&f->h, 2700, true);
 	assert_int_equal(f->starts[HEALTH_KUBELET], 2);
+
+	/* An OSC without kubelet.service: the kubelet is not probed (containerd,
+	 * an OS unit, still is); a reload keeps what the OSC said. */
+	set_osc(f, "spec:\n  files: []\n");
+	f->h.probe[HEALTH_KUBELET].next_at = f->h.probe[HEALTH_CONTAINERD].next_at = 0;
+	health_probe_result(&f->h, &f->h.probe[HEALTH_CONTAINERD], true, NULL, 2700);
+	health_probe_result(&f->h, &f->h.probe[HEALTH_KUBELET], true, NULL, 2700);
+	health_tick(&f->h, 2800, true);
+	assert_int_equal(f->starts[HEALTH_KUBELET], 2);
+	assert_int_equal(f->starts[HEALTH_CONTAINERD], 2);
+	health_init(&f->h, &f->cfg, NULL, &f->ev);
+	f->h.start = fake_start;
+	health_tick(&f->h, 2900, true);
+	assert_int_equal(f->starts[HEALTH_KUBELET], 2);
+	assert_int_equal(f->starts[HEALTH_CONTAINERD], 3);
 	fixture_free(f);
 
 	/* Off switch. */
