@@ -26,6 +26,7 @@
 #include "fsx.h"
 #include "gnaconfig.h"
 #include "events.h"
+#include "health.h"
 #include "http.h"
 #include "httpd.h"
 #include "kube.h"
@@ -71,6 +72,7 @@ struct agent {
 	struct metrics metrics;
 	struct rollout rollout;
 	struct events events;       /* zeroed: off */
+	struct health health;       /* zeroed: off */
 	/* The OSC in the desired state last written (what is in force). */
 	char *written_osc;
 	size_t written_osc_len;
@@ -443,6 +445,7 @@ static void read_result(struct agent *a)
 	a->result_valid = true;
 	a->dirty = true;
 	metrics_set_result(&a->metrics, &res);
+	health_result(&a->health, res.restart_id);
 
 	char seen[96];
 	snprintf(seen, sizeof(seen), "%.64s/%llu/%d", res.checksum, (unsigned long long)res.generation, res.success);
@@ -547,6 +550,7 @@ static void on_secret(struct agent *a, enum kube_event_type type, const struct k
 	if (r >= 0) {
 		n_files = model.n_files;
 		n_units = model.n_units;
+		health_osc(&a->health, &model);
 		/* The kubernetes-version label follows the pool's version as
 		 * gardener-node-agent's config in the OSC names it; so does
 		 * token sync. */
@@ -647,6 +651,7 @@ static void on_node(struct agent *a, enum kube_event_type type, const struct kub
 	}
 	a->node_exists = true;
 	rollout_set_delay(&a->rollout, n->reconciliation_delay);
+	health_node_ready(&a->health, n->ready, now_ms());
 	if (record_node(a, n) < 0)
 		return;
 	a->dirty = true;
@@ -908,6 +913,25 @@ static int maybe_patch(struct agent *a, uint64_t now)
 
 /* ---- reconcile -------------------------------------------------------------- */
 
+/* A repair the health duty decided becomes the desired state's restart
+ * request, the one the Node annotation fills, once the request in force
+ * (the annotation's or an earlier repair's) has been carried out. */
+static void take_health_repair(struct agent *a)
+{
+	if (!a->osc || (a->restart_units && !(a->result_valid && a->result.restart_id &&
+					      strcmp(a->result.restart_id, a->restart_id) == 0)))
+		return;
+	char id[HEALTH_ID_MAX], bad[64];
+	char **units = NULL;
+	const char *unit = health_take_repair(&a->health, id);
+	if (!unit || node_parse_restart(unit, &units, bad, sizeof(bad)) < 0)
+		return;
+	strv_free(a->restart_units);
+	a->restart_units = units;
+	snprintf(a->restart_id, sizeof(a->restart_id), "%s", id);
+	a->dirty = true;
+}
+
 static void reconcile(struct agent *a, uint64_t now)
 {
 	a->dirty = false;
@@ -1077,6 +1101,9 @@ static int start_watches(struct agent *a)
 	if (!a->opts->once) /* a listener that cannot open is logged and left off */
 		httpd_init(&a->httpd, a->cfg.server_bind_address, a->cfg.server_health_port,
 			   a->cfg.server_metrics_port, metrics_handle, &a->metrics);
+	if (!a->opts->once)
+		health_init(&a->health, &a->cfg, &a->http, &a->events);
+	a->metrics.health = &a->health;
 	a->metrics.lease = a->cfg.lease_enabled ? &a->lease : NULL;
 	a->metrics.httpd = &a->httpd;
 	a->metrics.cert_file = a->cfg.client_cert_file;
@@ -1094,6 +1121,7 @@ static void stop_watches(struct agent *a)
 	tokensync_attach(&a->tokens, NULL);
 	lease_done(&a->lease);
 	events_done(&a->events);
+	health_done(&a->health);
 	httpd_done(&a->httpd);
 	http_client_done(&a->http);
 }
@@ -1355,6 +1383,8 @@ int agent_run(const struct agent_options *o)
 		next = min_u64(next, lease_tick(&a.lease, now));
 		next = min_u64(next, httpd_tick(&a.httpd, now));
 		next = min_u64(next, events_tick(&a.events, now));
+		next = min_u64(next, health_tick(&a.health, now, applied_ok(&a)));
+		take_health_repair(&a);
 		/* The local inputs are re-read with the same period as the remote
 		 * ones (inotify covers result.json; this covers missed events and
 		 * the host keys, which nothing announces). */

@@ -62,6 +62,8 @@ struct kube_node {
 	char *worker_role;          /* label node-role.kubernetes.io/worker ("" when set as usual) */
 	char *zone;                 /* label topology.kubernetes.io/zone */
 	char *reconciliation_delay; /* annotation node-agent.gardener.cloud/reconciliation-delay */
+	int ready;                  /* status.conditions[type=Ready].status: 1 "True", 0 another
+	                               value, -1 no such condition (or not readable) */
 };
 
 enum kube_kind {
