@@ -26,6 +26,7 @@
 #include "desired.h"
 #include "fsx.h"
 #include "gnaconfig.h"
+#include "conditions.h"
 #include "events.h"
 #include "http.h"
 #include "httpd.h"
@@ -72,6 +73,7 @@ struct agent {
 	struct metrics metrics;
 	struct rollout rollout;
 	struct events events;       /* zeroed: off */
+	struct conditions conditions; /* SystemdUnitsReady (conditions.h); zeroed: off */
 	/* The OSC in the desired state last written (what is in force). */
 	char *written_osc;
 	size_t written_osc_len;
@@ -444,6 +446,7 @@ static void read_result(struct agent *a)
 	a->result_valid = true;
 	a->dirty = true;
 	metrics_set_result(&a->metrics, &res);
+	conditions_set_result(&a->conditions, &res.units_ready);
 
 	char seen[96];
 	snprintf(seen, sizeof(seen), "%.64s/%llu/%d", res.checksum, (unsigned long long)res.generation, res.success);
@@ -460,6 +463,7 @@ static void read_result(struct agent *a)
 			    "Operating system config %.12s (generation %llu) has been applied successfully%s",
 			    res.checksum, (unsigned long long)res.generation,
 			    res.changed_units && res.changed_units[0] ? "; units changed" : "");
+		events_units(&a->events, &res);
 		if (strcmp(res.checksum, a->written_checksum) == 0)
 			a->last_error[0] = '\0';
 	} else {
@@ -472,6 +476,7 @@ static void read_result(struct agent *a)
 		set_error(a, "apply of %.12s failed at %s", res.checksum, res.failed_step ? res.failed_step : "?");
 		events_emit(&a->events, true, "OSCApplyFailed", "Applying operating system config %.12s failed at step %s: %s",
 			    res.checksum, res.failed_step ? res.failed_step : "?", res.error ? res.error : "no reason given");
+		events_units(&a->events, &res);
 	}
 }
 
@@ -641,6 +646,7 @@ static void on_node(struct agent *a, enum kube_event_type type, const struct kub
 	a->node_seen = true;
 	lease_set_node(&a->lease, type == KUBE_EVENT_DELETED ? NULL : n->uid);
 	events_set_node(&a->events, type == KUBE_EVENT_DELETED ? NULL : n->uid);
+	conditions_set_node(&a->conditions, type == KUBE_EVENT_DELETED ? NULL : n);
 	if (type == KUBE_EVENT_DELETED) {
 		log_fields(LOG_WARNING, LOG_FIELDS(nf), "Node %s was deleted", a->cfg.node_name);
 		a->node_exists = false;
@@ -726,6 +732,7 @@ static void cb_missing(struct watch *w, void *userdata)
 		a->node_seen = true;
 		a->node_exists = false;
 		lease_set_node(&a->lease, NULL);
+		conditions_set_node(&a->conditions, NULL);
 	} else {
 		set_error(a, "Secret %s not found", w->name);
 	}
@@ -1091,6 +1098,9 @@ static int start_watches(struct agent *a)
 		(void)lease_init(&a->lease, &a->http, a->cfg.node_name); /* logged; runs without */
 	if (a->cfg.events_enabled && !a->opts->once && events_init(&a->events, &a->http, a->cfg.node_name) < 0)
 		log_warning("cannot set up Node Events; running without");
+	if (!a->opts->once && conditions_init(&a->conditions, &a->http, a->cfg.node_name) < 0)
+		log_warning("cannot set up the SystemdUnitsReady condition; running without");
+	conditions_set_result(&a->conditions, a->result_valid ? &a->result.units_ready : NULL);
 	if (!a->opts->once) /* a listener that cannot open is logged and left off */
 		httpd_init(&a->httpd, a->cfg.server_bind_address, a->cfg.server_health_port,
 			   a->cfg.server_metrics_port, metrics_handle, &a->metrics);
@@ -1111,6 +1121,7 @@ static void stop_watches(struct agent *a)
 	tokensync_attach(&a->tokens, NULL);
 	lease_done(&a->lease);
 	events_done(&a->events);
+	conditions_done(&a->conditions);
 	httpd_done(&a->httpd);
 	http_client_done(&a->http);
 }
@@ -1372,6 +1383,7 @@ int agent_run(const struct agent_options *o)
 		next = min_u64(next, lease_tick(&a.lease, now));
 		next = min_u64(next, httpd_tick(&a.httpd, now));
 		next = min_u64(next, events_tick(&a.events, now));
+		next = min_u64(next, conditions_tick(&a.conditions, now));
 		/* The local inputs are re-read with the same period as the remote
 		 * ones (inotify covers result.json; this covers missed events and
 		 * the host keys, which nothing announces). */

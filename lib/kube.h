@@ -62,7 +62,18 @@ struct kube_node {
 	char *worker_role;          /* label node-role.kubernetes.io/worker ("" when set as usual) */
 	char *zone;                 /* label topology.kubernetes.io/zone */
 	char *reconciliation_delay; /* annotation node-agent.gardener.cloud/reconciliation-delay */
+	/* status.conditions[type=SystemdUnitsReady] (agent/conditions.h): all
+	 * four set, or all NULL when the condition is absent or any of its
+	 * fields is not a string of at most KUBE_CONDITION_MESSAGE_MAX bytes
+	 * (other writers' conditions never make the Node unreadable). */
+	char *units_ready_status;
+	char *units_ready_reason;
+	char *units_ready_message;
+	char *units_ready_transition; /* lastTransitionTime, as written */
 };
+
+#define KUBE_CONDITION_SYSTEMD_UNITS_READY "SystemdUnitsReady"
+#define KUBE_CONDITION_MESSAGE_MAX 32768
 
 enum kube_kind {
 	KUBE_KIND_SECRET,
