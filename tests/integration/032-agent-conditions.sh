@@ -148,5 +148,9 @@ admin -X PATCH -H "Content-Type: application/merge-patch+json" \
 check "a condition removed by someone else is written again" wait_field reason AllUnitsHealthy
 check "  ... next to the kubelet's" [ "$(cond Ready | jget "d[0]['reason']")" = KubeletReady ]
 
+agent_stop
+check "the agent exits cleanly (rc $AGENT_RC; no sanitizer report in its log)" \
+	[ "$AGENT_RC" -eq 0 ] && ! grep -q "Sanitizer" "$S/agent.log"
+
 [ "$_fail" -eq 0 ] || dump_logs
 finish

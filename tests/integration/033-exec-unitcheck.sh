@@ -113,5 +113,6 @@ apply "$W/v2.yaml"
 check "a unit stopped by hand: the next run reports it" \
 	[ "$(res 'd["unitsReady"]["status"], d["unitsReady"]["message"]')" = "('False', 'a.service: inactive but should be enabled')" ]
 check "  ... the apply itself still succeeds" [ "$rc" -eq 0 ] && [ "$(res 'd["success"]')" = True ]
+check "no sanitizer report from cloud-config-exec" ! grep -q "Sanitizer" "$W/all.log"
 [ "$_fail" -eq 0 ] || { echo "--- cloud-config-exec"; tail -n 40 "$W/all.log"; }
 finish
