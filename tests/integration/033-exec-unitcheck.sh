@@ -83,7 +83,7 @@ osc() {
 
 osc /bin/false >"$W/v1.yaml"
 apply "$W/v1.yaml"
-check "a unit that fails: the apply fails at step units" [ "$rc" -eq 1 ] && [ "$(res 'd["failedStep"]')" = units ]
+check "a unit that fails: the apply fails at step units" [ "$rc:$(res 'd["failedStep"]')" = 1:units ]
 check "  ... SystemdUnitsReady False, UnhealthyUnits, the unit named" \
 	[ "$(res 'd["unitsReady"]["status"], d["unitsReady"]["reason"], d["unitsReady"]["message"]')" = "('False', 'UnhealthyUnits', 'b.service: failed')" ]
 check "  ... restartedUnits: the units whose restart was done" \
@@ -105,14 +105,14 @@ before=$(stat -c %Y.%i "$ST/result.json")
 sleep 1
 apply "$W/v2.yaml"
 check "a run that finds the same state does not rewrite result.json" \
-	[ "$rc" -eq 0 ] && [ "$(stat -c %Y.%i "$ST/result.json")" = "$before" ]
+	[ "$rc:$(stat -c %Y.%i "$ST/result.json")" = "0:$before" ]
 
 # Stopped by hand: the next run, without any OSC change, reports it.
 ctl stop a.service
 apply "$W/v2.yaml"
 check "a unit stopped by hand: the next run reports it" \
 	[ "$(res 'd["unitsReady"]["status"], d["unitsReady"]["message"]')" = "('False', 'a.service: inactive but should be enabled')" ]
-check "  ... the apply itself still succeeds" [ "$rc" -eq 0 ] && [ "$(res 'd["success"]')" = True ]
-check "no sanitizer report from cloud-config-exec" ! grep -q "Sanitizer" "$W/all.log"
+check "  ... the apply itself still succeeds" [ "$rc:$(res 'd["success"]')" = 0:True ]
+check_not "no sanitizer report from cloud-config-exec" grep -q "Sanitizer" "$W/all.log"
 [ "$_fail" -eq 0 ] || { echo "--- cloud-config-exec"; tail -n 40 "$W/all.log"; }
 finish
