@@ -717,6 +717,11 @@ int apply_status(const struct apply_ctx *c)
 		printf(" %s", *u);
 	printf("\nrestart request: %s\nfinished at: %lld\n", res.restart_id ? res.restart_id : "none",
 	       (long long)res.finished_at);
+	if (res.units_ready.present)
+		printf("SystemdUnitsReady: %s (%s): %s\n", res.units_ready.ready ? "True" : "False", res.units_ready.reason,
+		       res.units_ready.message);
+	else
+		printf("SystemdUnitsReady: not reported\n");
 	int ok = res.success;
 	result_done(&res);
 	return ok ? APPLY_EXIT_OK : APPLY_EXIT_FAILED;

@@ -112,6 +112,8 @@ ctl stop a.service
 apply "$W/v2.yaml"
 check "a unit stopped by hand: the next run reports it" \
 	[ "$(res 'd["unitsReady"]["status"], d["unitsReady"]["message"]')" = "('False', 'a.service: inactive but should be enabled')" ]
+check "  ... shown by cloud-config-exec status" grep -qx "SystemdUnitsReady: False (UnhealthyUnits): a.service: inactive but should be enabled" \
+	<("$CCE" --root "$SDBOX_ROOT" --config "$W/config.json" --log stderr status 2>/dev/null)
 check "  ... the apply itself still succeeds" [ "$rc:$(res 'd["success"]')" = 0:True ]
 check_not "no sanitizer report from cloud-config-exec" grep -q "Sanitizer" "$W/all.log"
 [ "$_fail" -eq 0 ] || { echo "--- cloud-config-exec"; tail -n 40 "$W/all.log"; }
