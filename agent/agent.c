@@ -6,7 +6,6 @@
  * reconcile() turns that into desired.json (written only when it changed)
  * and, once result.json reports success for the checksum we wrote, into one
  * merge patch of the Node. */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -28,6 +27,7 @@
 #include "gnaconfig.h"
 #include "conditions.h"
 #include "events.h"
+#include "health.h"
 #include "http.h"
 #include "httpd.h"
 #include "kube.h"
@@ -74,6 +74,7 @@ struct agent {
 	struct rollout rollout;
 	struct events events;       /* zeroed: off */
 	struct conditions conditions; /* SystemdUnitsReady (conditions.h); zeroed: off */
+	struct health health;       /* zeroed: off */
 	/* The OSC in the desired state last written (what is in force). */
 	char *written_osc;
 	size_t written_osc_len;
@@ -447,6 +448,7 @@ static void read_result(struct agent *a)
 	a->dirty = true;
 	metrics_set_result(&a->metrics, &res);
 	conditions_set_result(&a->conditions, &res.units_ready);
+	health_result(&a->health, res.restart_id);
 
 	char seen[96];
 	snprintf(seen, sizeof(seen), "%.64s/%llu/%d", res.checksum, (unsigned long long)res.generation, res.success);
@@ -553,6 +555,7 @@ static void on_secret(struct agent *a, enum kube_event_type type, const struct k
 	if (r >= 0) {
 		n_files = model.n_files;
 		n_units = model.n_units;
+		health_osc(&a->health, &model);
 		/* The kubernetes-version label follows the pool's version as
 		 * gardener-node-agent's config in the OSC names it; so does
 		 * token sync. */
@@ -654,6 +657,7 @@ static void on_node(struct agent *a, enum kube_event_type type, const struct kub
 	}
 	a->node_exists = true;
 	rollout_set_delay(&a->rollout, n->reconciliation_delay);
+	health_node_ready(&a->health, n->ready, now_ms());
 	if (record_node(a, n) < 0)
 		return;
 	a->dirty = true;
@@ -916,6 +920,25 @@ static int maybe_patch(struct agent *a, uint64_t now)
 
 /* ---- reconcile -------------------------------------------------------------- */
 
+/* A repair the health duty decided becomes the desired state's restart
+ * request, the one the Node annotation fills, once the request in force
+ * (the annotation's or an earlier repair's) has been carried out. */
+static void take_health_repair(struct agent *a)
+{
+	if (!a->osc || (a->restart_units && !(a->result_valid && a->result.restart_id &&
+					      strcmp(a->result.restart_id, a->restart_id) == 0)))
+		return;
+	char id[HEALTH_ID_MAX], bad[64];
+	char **units = NULL;
+	const char *unit = health_take_repair(&a->health, id);
+	if (!unit || node_parse_restart(unit, &units, bad, sizeof(bad)) < 0)
+		return;
+	strv_free(a->restart_units);
+	a->restart_units = units;
+	snprintf(a->restart_id, sizeof(a->restart_id), "%s", id);
+	a->dirty = true;
+}
+
 static void reconcile(struct agent *a, uint64_t now)
 {
 	a->dirty = false;
@@ -1003,15 +1026,12 @@ static void handle_signals(struct agent *a)
 	}
 }
 
-/* Is name ".#desired.json.<16 hex>", the temporary of fsx_write_atomic_at()? */
-static bool is_desired_temporary(const char *name)
+static int remove_desired_temp(int dfd, const char *name, size_t target_len, void *userdata)
 {
-	static const char prefix[] = ".#" DESIRED_FILE ".";
-	if (strncmp(name, prefix, sizeof(prefix) - 1) != 0)
-		return false;
-	const char *h = name + sizeof(prefix) - 1;
-	size_t n = strspn(h, "0123456789abcdef");
-	return n == 16 && h[n] == '\0';
+	(void)userdata;
+	if (target_len != strlen(DESIRED_FILE) || memcmp(name + 2, DESIRED_FILE, target_len) != 0)
+		return 0;
+	return unlinkat(dfd, name, 0) == 0;
 }
 
 /* A write killed between the temporary's creation and the rename leaves
@@ -1020,22 +1040,9 @@ static bool is_desired_temporary(const char *name)
  * cannot fill the disk (tests/integration/062-agent-kill.sh). */
 static void remove_stale_temporaries(struct agent *a)
 {
-	int fd = fcntl(a->state_fd, F_DUPFD_CLOEXEC, 3);
-	if (fd < 0)
-		return;
-	DIR *d = fdopendir(fd);
-	if (!d) {
-		close(fd);
-		return;
-	}
-	unsigned n = 0;
-	struct dirent *de;
-	while ((de = readdir(d)))
-		if (is_desired_temporary(de->d_name) && unlinkat(a->state_fd, de->d_name, 0) == 0)
-			n++;
-	closedir(d);
-	if (n)
-		log_notice("removed %u temporary file(s) left in %s by an interrupted write of %s", n, a->cfg.state_dir,
+	int n = fsx_for_each_temp(a->state_fd, remove_desired_temp, NULL);
+	if (n > 0)
+		log_notice("removed %d temporary file(s) left in %s by an interrupted write of %s", n, a->cfg.state_dir,
 			   DESIRED_FILE);
 }
 
@@ -1104,6 +1111,9 @@ static int start_watches(struct agent *a)
 	if (!a->opts->once) /* a listener that cannot open is logged and left off */
 		httpd_init(&a->httpd, a->cfg.server_bind_address, a->cfg.server_health_port,
 			   a->cfg.server_metrics_port, metrics_handle, &a->metrics);
+	if (!a->opts->once)
+		health_init(&a->health, &a->cfg, &a->http, &a->events);
+	a->metrics.health = &a->health;
 	a->metrics.lease = a->cfg.lease_enabled ? &a->lease : NULL;
 	a->metrics.httpd = &a->httpd;
 	a->metrics.cert_file = a->cfg.client_cert_file;
@@ -1122,6 +1132,7 @@ static void stop_watches(struct agent *a)
 	lease_done(&a->lease);
 	events_done(&a->events);
 	conditions_done(&a->conditions);
+	health_done(&a->health);
 	httpd_done(&a->httpd);
 	http_client_done(&a->http);
 }
@@ -1384,6 +1395,8 @@ int agent_run(const struct agent_options *o)
 		next = min_u64(next, httpd_tick(&a.httpd, now));
 		next = min_u64(next, events_tick(&a.events, now));
 		next = min_u64(next, conditions_tick(&a.conditions, now));
+		next = min_u64(next, health_tick(&a.health, now, applied_ok(&a)));
+		take_health_repair(&a);
 		/* The local inputs are re-read with the same period as the remote
 		 * ones (inotify covers result.json; this covers missed events and
 		 * the host keys, which nothing announces). */

@@ -160,7 +160,7 @@ static size_t on_write(char *data, size_t size, size_t nmemb, void *userdata)
 {
 	struct http_request *r = userdata;
 	size_t n = size * nmemb;
-	size_t max = r->client->cfg->response_max;
+	size_t max = r->max;
 
 	r->got_bytes = true;
 	if (r->status == 0)
@@ -285,6 +285,7 @@ int http_start(struct http_client *c, const char *method, const char *path, cons
 	r->on_line = on_line;
 	r->done = done;
 	r->userdata = userdata;
+	r->max = cfg->response_max;
 	kube_splitter_init(&r->splitter, cfg->response_max);
 	int k = -ENOMEM;
 
@@ -375,6 +376,60 @@ fail:
 	return k;
 }
 
+int http_probe_start(struct http_client *c, const char *url, unsigned timeout_ms, size_t max, http_done_cb done,
+		     void *userdata, struct http_request **ret)
+{
+	if (!config_loopback_url_is_valid(url))
+		return -EINVAL;
+	struct http_request *r = calloc(1, sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	r->client = c;
+	r->method = "GET";
+	r->probe = true;
+	r->max = max;
+	r->done = done;
+	r->userdata = userdata;
+	kube_splitter_init(&r->splitter, max);
+	r->url = strdup(url);
+	r->path = strdup(url);
+	r->easy = curl_easy_init();
+	int k = -ENOMEM;
+	if (!r->url || !r->path || !r->easy)
+		goto fail;
+	CURL *e = r->easy;
+	if (curl_easy_setopt(e, CURLOPT_URL, r->url) != CURLE_OK ||
+	    curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http") != CURLE_OK ||
+	    curl_easy_setopt(e, CURLOPT_REDIR_PROTOCOLS_STR, "http") != CURLE_OK ||
+	    curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L) != CURLE_OK ||
+	    curl_easy_setopt(e, CURLOPT_PROXY, "") != CURLE_OK || curl_easy_setopt(e, CURLOPT_NOPROXY, "*") != CURLE_OK)
+		goto fail;
+	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
+	curl_easy_setopt(e, CURLOPT_USERAGENT, c->user_agent);
+	curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, (long)timeout_ms);
+	curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)timeout_ms);
+	curl_easy_setopt(e, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)max);
+	curl_easy_setopt(e, CURLOPT_FRESH_CONNECT, 1L);
+	curl_easy_setopt(e, CURLOPT_FORBID_REUSE, 1L);
+	curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, NULL);
+	curl_easy_setopt(e, CURLOPT_ERRORBUFFER, r->errbuf);
+	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_write);
+	curl_easy_setopt(e, CURLOPT_WRITEDATA, r);
+	curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
+	curl_easy_setopt(e, CURLOPT_HEADERDATA, r);
+	curl_easy_setopt(e, CURLOPT_PRIVATE, r);
+	r->last_activity_ms = now_ms();
+	if (curl_multi_add_handle(c->multi, e) != CURLM_OK)
+		goto fail;
+	c->n_active++;
+	*ret = r;
+	return 0;
+fail:
+	request_free(r);
+	return k;
+}
+
 void http_cancel(struct http_request *r)
 {
 	if (!r)
@@ -410,7 +465,7 @@ int http_dispatch(struct http_client *c)
 			r->retry_after = ra > 3600 ? 3600 : (long)ra;
 		curl_multi_remove_handle(c->multi, r->easy);
 		c->n_active--;
-		if (c->observe)
+		if (c->observe && !r->probe)
 			c->observe(r, true, c->observe_data);
 		if (r->done)
 			r->done(r, r->userdata);
@@ -421,12 +476,8 @@ int http_dispatch(struct http_client *c)
 
 void http_describe_failure(const struct http_request *r, char *buf, size_t len)
 {
-	if (r->error == -EMSGSIZE) {
-		snprintf(buf, len, "response larger than %zu bytes", r->client->cfg->response_max);
-		return;
-	}
-	if (r->result == CURLE_FILESIZE_EXCEEDED) {
-		snprintf(buf, len, "response larger than %zu bytes", r->client->cfg->response_max);
+	if (r->error == -EMSGSIZE || r->result == CURLE_FILESIZE_EXCEEDED) {
+		snprintf(buf, len, "response larger than %zu bytes", r->max);
 		return;
 	}
 	if (r->error < 0) {

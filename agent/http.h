@@ -54,6 +54,8 @@ struct http_request {
 	const char *method;
 	char *payload;
 	bool watch;
+	bool probe;                 /* http_probe_start(): no credentials, not observed */
+	size_t max;                 /* ceiling of a one-shot body */
 
 	/* Response. */
 	long status;                /* HTTP status, 0 before headers */
@@ -87,6 +89,17 @@ void http_client_done(struct http_client *c);
 int http_start(struct http_client *c, const char *method, const char *path, const char *query,
 	       const char *payload, const char *content_type, bool watch, kube_line_cb on_line,
 	       http_done_cb done, void *userdata, struct http_request **ret);
+
+/* Starts a plain-HTTP GET of url for a health probe (agent/health.h); url
+ * must pass config_loopback_url_is_valid() (-EINVAL otherwise, checked
+ * again here). No credential, no proxy whatever the environment or the
+ * config says, no redirect, http only, a fresh connection that is not kept
+ * (the API server's connections stay in libcurl's small cache), connect and
+ * total deadline timeout_ms, the body capped at max bytes (req->error
+ * -EMSGSIZE beyond). Not counted in n_requests nor shown to the observer:
+ * those are the API server's. Otherwise like http_start(). */
+int http_probe_start(struct http_client *c, const char *url, unsigned timeout_ms, size_t max, http_done_cb done,
+		     void *userdata, struct http_request **ret);
 
 /* Uses the PEM file at path (certificate chain and private key together,
  * replaced atomically by its owner) as the client certificate of every

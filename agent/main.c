@@ -10,6 +10,7 @@
 #include "agent.h"
 #include "config.h"
 #include "fsx.h"
+#include "health.h"
 #include "log.h"
 #include "stock.h"
 
@@ -129,6 +130,7 @@ static int run(void)
 		}
 		if (c.gna_dir)
 			stock_print(&stock, &c, stdout);
+		health_print_config(&c, stdout);
 		stock_done(&stock);
 		config_done(&c);
 		printf("configuration OK\n");

@@ -142,6 +142,34 @@ static void render(const struct metrics *m, struct httpd_body *b)
 			httpd_printf(b, "node_agent_lease_renew_time_seconds %lld\n",
 				     (long long)m->lease->last_renew_wall);
 	}
+	if (m->health && m->health->enabled) {
+		const struct health *h = m->health;
+		HELP(b, "node_agent_health_probes_total", "counter", "Health probes ended, by unit and result.");
+		for (unsigned i = 0; i < HEALTH_PROBES; i++)
+			if (h->probe[i].url)
+				httpd_printf(b,
+					     "node_agent_health_probes_total{unit=\"%s\",result=\"healthy\"} %llu\n"
+					     "node_agent_health_probes_total{unit=\"%s\",result=\"unhealthy\"} %llu\n",
+					     h->probe[i].unit, (unsigned long long)h->probe[i].ok, h->probe[i].unit,
+					     (unsigned long long)h->probe[i].failed);
+		HELP(b, "node_agent_health_unhealthy", "gauge", "1 while the unit's last probes failed.");
+		for (unsigned i = 0; i < HEALTH_PROBES; i++)
+			if (h->probe[i].url)
+				httpd_printf(b, "node_agent_health_unhealthy{unit=\"%s\"} %d\n", h->probe[i].unit,
+					     h->probe[i].failing);
+		HELP(b, "node_agent_health_repairs_total", "counter",
+		     "Restarts requested by the health duty, by unit and state (requested, done).");
+		for (unsigned i = 0; i < HEALTH_PROBES; i++)
+			if (h->probe[i].url)
+				httpd_printf(b,
+					     "node_agent_health_repairs_total{unit=\"%s\",state=\"requested\"} %llu\n"
+					     "node_agent_health_repairs_total{unit=\"%s\",state=\"done\"} %llu\n",
+					     h->probe[i].unit, (unsigned long long)h->probe[i].repairs, h->probe[i].unit,
+					     (unsigned long long)h->probe[i].repairs_done);
+		HELP(b, "node_agent_health_ready_flapping_total", "counter",
+		     "Events for the kubelet's Ready condition toggling too often.");
+		httpd_printf(b, "node_agent_health_ready_flapping_total %llu\n", (unsigned long long)h->flapping_events);
+	}
 	long long exp = cert_expiry(m->cert_file);
 	HELP(b, "node_agent_client_certificate_expiry_seconds", "gauge",
 	     "notAfter of the client certificate, unix seconds.");

@@ -15,6 +15,7 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "health.h"
 #include "http.h"
 #include "httpd.h"
 #include "lease.h"
@@ -31,6 +32,7 @@ struct metrics_requests {
 
 struct metrics {
 	const struct lease *lease;      /* NULL: no Lease duty */
+	const struct health *health;    /* NULL or off: no health duty */
 	const struct httpd *httpd;
 	const char *cert_file;          /* client certificate (NULL: none) */
 	bool ready;

@@ -1,5 +1,4 @@
 /* The files step; see files.h. */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
@@ -273,52 +272,32 @@ int files_apply(int rootfd, const struct osc *new, const struct files_plan *plan
 	return 0;
 }
 
-/* Is name ".#<base>.<16 hex>", fsx's temporary for base? Sets *base_len. */
-static bool temp_name(const char *name, size_t *base_len)
+struct temps_ctx {
+	const char *dir;
+	bool (*ours)(const char *path, void *userdata);
+	void *userdata;
+};
+
+static int remove_file_temp(int dfd, const char *name, size_t target_len, void *userdata)
 {
-	size_t n = strlen(name);
-	if (n < 2 + 1 + 1 + 16 || name[0] != '.' || name[1] != '#' || name[n - 17] != '.')
-		return false;
-	for (size_t i = n - 16; i < n; i++)
-		if (!((name[i] >= '0' && name[i] <= '9') || (name[i] >= 'a' && name[i] <= 'f')))
-			return false;
-	*base_len = n - 2 - 17;
-	return true;
+	const struct temps_ctx *c = userdata;
+	const char *dir = strcmp(c->dir, "/") == 0 ? "" : c->dir;
+	char path[OSC_PATH_MAX + 256];
+	int k = snprintf(path, sizeof(path), "%s/%.*s", dir, (int)target_len, name + 2);
+	if (k < 0 || (size_t)k >= sizeof(path) || !c->ours(path, c->userdata) || unlinkat(dfd, name, 0) < 0)
+		return 0;
+	char ffield[OSC_PATH_MAX + 300];
+	snprintf(ffield, sizeof(ffield), "FILE=%s/%s", dir, name);
+	log_fields(LOG_NOTICE, LOG_FIELDS(ffield), "Removed %s/%s, left behind by an interrupted write of %s", c->dir,
+		   name, path);
+	return 1;
 }
 
 int files_remove_stale_temps(int dfd, const char *dir, bool (*ours)(const char *path, void *userdata),
 			     void *userdata)
 {
-	int fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
-		return negerrno();
-	DIR *d = fdopendir(fd);
-	if (!d) {
-		int r = negerrno();
-		close(fd);
-		return r;
-	}
-	int removed = 0;
-	struct dirent *de;
-	while ((de = readdir(d))) {
-		size_t bl;
-		if (!temp_name(de->d_name, &bl))
-			continue;
-		char path[OSC_PATH_MAX + 256];
-		int k = snprintf(path, sizeof(path), "%s/%.*s", strcmp(dir, "/") == 0 ? "" : dir, (int)bl,
-				 de->d_name + 2);
-		if (k < 0 || (size_t)k >= sizeof(path) || !ours(path, userdata))
-			continue;
-		if (unlinkat(dfd, de->d_name, 0) == 0) {
-			char ffield[OSC_PATH_MAX + 300];
-			snprintf(ffield, sizeof(ffield), "FILE=%s/%s", strcmp(dir, "/") == 0 ? "" : dir, de->d_name);
-			log_fields(LOG_NOTICE, LOG_FIELDS(ffield),
-				   "Removed %s/%s, left behind by an interrupted write of %s", dir, de->d_name, path);
-			removed++;
-		}
-	}
-	closedir(d);
-	return removed;
+	struct temps_ctx c = { .dir = dir, .ours = ours, .userdata = userdata };
+	return fsx_for_each_temp(dfd, remove_file_temp, &c);
 }
 
 static bool strv_has(char *const *v, const char *s)

@@ -1,7 +1,8 @@
 /* Writing into a user's home; see home.h. */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,20 +26,6 @@ static int refuse(const struct account *a, char *why, size_t why_size, int r, co
 	snprintf(why, why_size, "%s: %s", what, strerror(-r));
 	return log_fields_errno(LOG_ERR, r, LOG_FIELDS(ufield), "Refusing to write the SSH keys of %s: %s", a->name,
 				what);
-}
-
-bool home_is_temp_name(const char *name)
-{
-	/* fsx_write_atomic_at's temporary: ".#<name>.<16 lowercase hex>". */
-	static const char prefix[] = ".#" AUTHORIZED_KEYS ".";
-	if (strncmp(name, prefix, sizeof(prefix) - 1) != 0)
-		return false;
-	const char *h = name + sizeof(prefix) - 1;
-	size_t n = 0;
-	for (; h[n]; n++)
-		if (!((h[n] >= '0' && h[n] <= '9') || (h[n] >= 'a' && h[n] <= 'f')))
-			return false;
-	return n == 16;
 }
 
 int home_moved_name(const char *name, time_t now, unsigned attempt, char *buf, size_t size)
@@ -152,40 +139,27 @@ int home_open_ssh(int rootfd, const struct account *a, time_t now, char *why, si
 	return TAKE_FD(sshfd);
 }
 
-int home_remove_temps(int sshfd, const struct account *a)
+/* Only our own leftovers: a temporary of authorized_keys that is a regular
+ * file of the user's (after the fchown) or root's (before it); the name
+ * alone proves nothing, the user can make one. */
+static int remove_home_temp(int sshfd, const char *name, size_t target_len, void *userdata)
 {
-	int fd = openat(sshfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
-		return negerrno();
-	DIR *d = fdopendir(fd);
-	if (!d) {
-		int r = negerrno();
-		close(fd);
-		return r;
-	}
+	const struct account *a = userdata;
+	struct stat st;
+	if (target_len != strlen(AUTHORIZED_KEYS) || memcmp(name + 2, AUTHORIZED_KEYS, target_len) != 0 ||
+	    fstatat(sshfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode) ||
+	    (st.st_uid != a->uid && st.st_uid != 0) || unlinkat(sshfd, name, 0) < 0)
+		return 0;
 	char ufield[64];
 	snprintf(ufield, sizeof(ufield), "USER=%s", a->name);
-	int removed = 0;
-	struct dirent *de;
-	while ((de = readdir(d))) {
-		if (!home_is_temp_name(de->d_name))
-			continue;
-		struct stat st;
-		/* Only our own leftovers: a regular file of the user's (after
-		 * the fchown) or root's (before it); the name alone proves
-		 * nothing, the user can make one. */
-		if (fstatat(sshfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode) ||
-		    (st.st_uid != a->uid && st.st_uid != 0))
-			continue;
-		if (unlinkat(sshfd, de->d_name, 0) == 0) {
-			log_fields(LOG_NOTICE, LOG_FIELDS(ufield),
-				   "Removed ~%s/.ssh/%s, left behind by an interrupted write of authorized_keys", a->name,
-				   de->d_name);
-			removed++;
-		}
-	}
-	closedir(d);
-	return removed;
+	log_fields(LOG_NOTICE, LOG_FIELDS(ufield),
+		   "Removed ~%s/.ssh/%s, left behind by an interrupted write of authorized_keys", a->name, name);
+	return 1;
+}
+
+int home_remove_temps(int sshfd, const struct account *a)
+{
+	return fsx_for_each_temp(sshfd, remove_home_temp, (void *)(uintptr_t)a);
 }
 
 int home_read_keys(int sshfd, const struct account *a, char **ret, size_t *ret_len, const char **ret_ignored,

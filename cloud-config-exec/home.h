@@ -70,10 +70,6 @@ int home_write_keys(int sshfd, const struct account *a, const char *data, size_t
 int home_move_aside(int sshfd, const struct account *a, const char *name, time_t now, char *moved,
 		    size_t moved_size, char *why, size_t why_size);
 
-/* Pure, for tests: true for a name fsx_write_atomic_at gives its temporary
- * of authorized_keys (".#authorized_keys.<16 lowercase hex>"). */
-bool home_is_temp_name(const char *name);
-
 /* Pure, for tests: "<name>.node-agent-moved-<YYYYmmddTHHMMSSZ>" for now,
  * with "-<attempt>" appended when attempt > 0. -ENAMETOOLONG, -EINVAL. */
 int home_moved_name(const char *name, time_t now, unsigned attempt, char *buf, size_t size);

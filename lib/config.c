@@ -34,6 +34,8 @@ enum field_type {
 	FIELD_RATIO,    /* 0.0 .. 1.0 */
 	FIELD_SIZE,     /* bytes, 4 KiB .. 1 GiB */
 	FIELD_PORT,     /* 0 (off) .. 65535 */
+	FIELD_TOGGLES,  /* 1 .. CONFIG_READY_TOGGLES_MAX */
+	FIELD_LOOPBACK, /* "" (off) or an http:// URL to a loopback address */
 };
 
 struct field {
@@ -86,10 +88,19 @@ static const struct field fields[] = {
 	F("server", "bindAddress", FIELD_STRING, server_bind_address),
 	F("server", "healthPort", FIELD_PORT, server_health_port),
 	F("server", "metricsPort", FIELD_PORT, server_metrics_port),
+	F("health", "enabled", FIELD_BOOL, health_enabled),
+	F("health", "kubeletUrl", FIELD_LOOPBACK, health_kubelet_url),
+	F("health", "containerdUrl", FIELD_LOOPBACK, health_containerd_url),
+	F("health", "intervalMs", FIELD_MS, health_interval_ms),
+	F("health", "timeoutMs", FIELD_MS, health_timeout_ms),
+	F("health", "unhealthyMs", FIELD_MS, health_unhealthy_ms),
+	F("health", "repairIntervalMs", FIELD_MS, health_repair_interval_ms),
+	F("health", "readyToggles", FIELD_TOGGLES, health_ready_toggles),
+	F("health", "readyWindowMs", FIELD_MS, health_ready_window_ms),
 };
 
 static const char *const sections[] = { "apiServer", "node", "osc", "ssh", "gardener", "paths", "timeouts", "limits",
-					 "lease", "server", "events" };
+					 "lease", "server", "events", "health" };
 
 #define STRING_MAX 4096u
 #define MS_MAX (24u * 3600u * 1000u)
@@ -129,6 +140,52 @@ bool config_url_is_valid(const char *s)
 	return true;
 }
 
+bool config_loopback_url_is_valid(const char *s)
+{
+	if (strncmp(s, "http://", 7) != 0)
+		return false;
+	const char *host = s + 7, *end;
+	char addr[INET6_ADDRSTRLEN];
+	if (*host == '[') {
+		end = strchr(host, ']');
+		if (!end || (size_t)(end - host - 1) >= sizeof(addr))
+			return false;
+		memcpy(addr, host + 1, (size_t)(end - host - 1));
+		addr[end - host - 1] = '\0';
+		struct in6_addr a6;
+		if (inet_pton(AF_INET6, addr, &a6) != 1 || !IN6_IS_ADDR_LOOPBACK(&a6))
+			return false;
+		end++;
+	} else {
+		end = host + strcspn(host, ":/");
+		if ((size_t)(end - host) >= sizeof(addr))
+			return false;
+		memcpy(addr, host, (size_t)(end - host));
+		addr[end - host] = '\0';
+		struct in_addr a4;
+		/* inet_pton takes dotted quads only ("127.1" and hex are refused). */
+		if (inet_pton(AF_INET, addr, &a4) != 1 || (ntohl(a4.s_addr) >> 24) != 127)
+			return false;
+	}
+	if (*end == ':') {
+		const char *p = ++end;
+		unsigned long port = 0;
+		while (*p >= '0' && *p <= '9' && p - end < 5)
+			port = port * 10 + (unsigned long)(*p++ - '0');
+		if (p == end || port == 0 || port > 65535)
+			return false;
+		end = p;
+	}
+	if (*end != '\0' && *end != '/')
+		return false;
+	for (const char *p = end; *p; p++) {
+		unsigned char c = (unsigned char)*p;
+		if (c <= 0x20 || c >= 0x7f || c == '@' || c == '?' || c == '#' || c == '\\')
+			return false;
+	}
+	return true;
+}
+
 /* The JSON number must be an integer in [lo, hi]. */
 static int get_uint(const cJSON *v, double lo, double hi, double *ret)
 {
@@ -151,7 +208,8 @@ static int set_field(struct config *c, const struct field *f, const cJSON *v, ch
 	switch (f->type) {
 	case FIELD_STRING:
 	case FIELD_PATH:
-	case FIELD_URL: {
+	case FIELD_URL:
+	case FIELD_LOOPBACK: {
 		if (!cJSON_IsString(v) || !v->valuestring)
 			return fail(err, errlen, "%s.%s: expected a string", f->section, f->key);
 		const char *s = v->valuestring;
@@ -164,6 +222,11 @@ static int set_field(struct config *c, const struct field *f, const cJSON *v, ch
 				    f->key, s);
 		if (f->type == FIELD_URL && !config_url_is_valid(s))
 			return fail(err, errlen, "%s.%s: expected an https:// URL: \"%s\"", f->section, f->key, s);
+		if (f->type == FIELD_LOOPBACK && *s && !config_loopback_url_is_valid(s))
+			return fail(err, errlen,
+				    "%s.%s: probes go to loopback only: expected http://127.x.y.z[:port]/path or "
+				    "http://[::1][:port]/path, or \"\" (off): \"%s\"",
+				    f->section, f->key, s);
 		char *dup = strdup(s);
 		if (!dup)
 			return -ENOMEM;
@@ -219,6 +282,15 @@ static int set_field(struct config *c, const struct field *f, const cJSON *v, ch
 		if (r < 0)
 			return fail(err, errlen, "%s.%s: expected an integer from 0 (off) to 65535", f->section,
 				    f->key);
+		*(unsigned *)(base + f->offset) = (unsigned)d;
+		return 0;
+	case FIELD_TOGGLES:
+		r = get_uint(v, 1, CONFIG_READY_TOGGLES_MAX, &d);
+		if (r == -EINVAL)
+			return fail(err, errlen, "%s.%s: expected a number", f->section, f->key);
+		if (r < 0)
+			return fail(err, errlen, "%s.%s: expected an integer from 1 to %u", f->section, f->key,
+				    CONFIG_READY_TOGGLES_MAX);
 		*(unsigned *)(base + f->offset) = (unsigned)d;
 		return 0;
 	}
@@ -285,6 +357,8 @@ static int fill_defaults(struct config *c)
 	    (r = set_str(&c->exec_state_dir, "/var/lib/cloud-config-exec")) < 0 ||
 	    (r = set_str(&c->snapshot_path, "/var/lib/cloud-config-exec/authkeys.snap")) < 0 ||
 	    (r = set_str(&c->server_bind_address, "127.0.0.1")) < 0 ||
+	    /* gardener/gardener pkg/nodeagent/controller/healthcheck/kubelet.go: DefaultKubeletHealthEndpoint */
+	    (r = set_str(&c->health_kubelet_url, "http://127.0.0.1:10248/healthz")) < 0 ||
 	    (r = default_node_name(&c->node_name)) < 0)
 		return r;
 	return 0;
@@ -313,6 +387,18 @@ static void init_unset(struct config *c)
 		.events_enabled = true,
 		.server_health_port = 2751,
 		.server_metrics_port = 2752,
+		/* gardener-node-agent's health check: every 30 s (add.go), a 10 s
+		 * client timeout and a restart after one minute unhealthy
+		 * (kubelet.go, healthcheck.go maxFailureDuration), >= 5 Ready
+		 * toggles in 10 min (kubelet.go maxToggles, toggleTimeSpan) in
+		 * gardener/gardener pkg/nodeagent/controller/healthcheck/. */
+		.health_enabled = true,
+		.health_interval_ms = 30000,
+		.health_timeout_ms = 10000,
+		.health_unhealthy_ms = 60000,
+		.health_repair_interval_ms = 600000,
+		.health_ready_toggles = 5,
+		.health_ready_window_ms = 600000,
 	};
 }
 
@@ -484,7 +570,8 @@ void config_done(struct config *c)
 		return;
 	for (size_t i = 0; i < ELEMENTSOF(fields); i++) {
 		const struct field *f = &fields[i];
-		if (f->type == FIELD_STRING || f->type == FIELD_PATH || f->type == FIELD_URL) {
+		if (f->type == FIELD_STRING || f->type == FIELD_PATH || f->type == FIELD_URL ||
+		    f->type == FIELD_LOOPBACK) {
 			char **slot = (char **)((char *)c + f->offset);
 			free(*slot);
 			*slot = NULL;

@@ -77,7 +77,21 @@ struct config {
 	char *server_bind_address;    /* IPv4, default "127.0.0.1" */
 	unsigned server_health_port;  /* default 2751, 0: off */
 	unsigned server_metrics_port; /* default 2752, 0: off */
+
+	/* health: probes and repair of the kubelet and containerd (node-agent: agent/health.h) */
+	bool health_enabled;          /* default true */
+	char *health_kubelet_url;     /* default "http://127.0.0.1:10248/healthz"; "": no kubelet probe */
+	char *health_containerd_url;  /* default NULL: no containerd probe (see health.h) */
+	unsigned health_interval_ms;  /* default 30000 */
+	unsigned health_timeout_ms;   /* default 10000 */
+	unsigned health_unhealthy_ms; /* default 60000: unhealthy this long -> restart */
+	unsigned health_repair_interval_ms; /* default 600000: at most one restart per unit in this time */
+	unsigned health_ready_toggles; /* default 5 (1 .. HEALTH_TOGGLES_MAX) */
+	unsigned health_ready_window_ms; /* default 600000 */
 };
+
+/* The most Ready toggles health.readyToggles may name. */
+#define CONFIG_READY_TOGGLES_MAX 64
 
 /* Parses len bytes of JSON into *ret (defaults filled). On failure returns
  * -EINVAL and writes "key: reason" to err (errlen bytes). */
@@ -98,5 +112,12 @@ void config_done(struct config *c);
  * gardener-node-agent's configuration). libcurl does the rest of the URL
  * parsing. */
 bool config_url_is_valid(const char *s);
+
+/* True for "http://" followed by a loopback IP literal (127.0.0.0/8 in
+ * dotted quad, or [::1]), an optional ":port" and an optional path without
+ * whitespace, control characters, userinfo, query or fragment: the only
+ * targets of the health probes. Host names are refused (a resolver or
+ * /etc/hosts could point them anywhere). */
+bool config_loopback_url_is_valid(const char *s);
 
 #endif

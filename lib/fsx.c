@@ -1,4 +1,5 @@
 /* Safe file operations; see fsx.h. */
+#include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdint.h>
@@ -152,6 +153,41 @@ int fsx_write_atomic_at(int dirfd, const char *name, const void *data, size_t le
 	}
 	r = fsx_fsync_dir(dirfd);
 	return r < 0 ? r : 1;
+}
+
+size_t fsx_temp_target(const char *name)
+{
+	size_t n = strlen(name);
+	if (n < 2 + 1 + 1 + 16 || name[0] != '.' || name[1] != '#' || name[n - 17] != '.')
+		return 0;
+	if (strspn(name + n - 16, "0123456789abcdef") != 16)
+		return 0;
+	return n - 2 - 17;
+}
+
+int fsx_for_each_temp(int dirfd, int (*fn)(int dirfd, const char *name, size_t target_len, void *userdata),
+		      void *userdata)
+{
+	/* A new open file description: its own offset, dirfd's is not moved. */
+	int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return negerrno();
+	DIR *d = fdopendir(fd);
+	if (!d) {
+		int r = negerrno();
+		close(fd);
+		return r;
+	}
+	int sum = 0;
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		size_t tl = fsx_temp_target(de->d_name);
+		int r = tl ? fn(dirfd, de->d_name, tl, userdata) : 0;
+		if (r > 0)
+			sum += r;
+	}
+	closedir(d);
+	return sum;
 }
 
 int fsx_std_fds(void)

@@ -53,6 +53,20 @@ int fsx_read_at(int dirfd, const char *name, size_t max, char **ret, size_t *ret
 int fsx_write_atomic_at(int dirfd, const char *name, const void *data, size_t len, mode_t mode,
 			uid_t uid, gid_t gid, unsigned flags);
 
+/* Is name the temporary fsx_write_atomic_at() makes for a target,
+ * ".#<target>.<16 lowercase hex>" (target cut at 200 bytes)? Returns the
+ * target's length (it starts at name + 2), 0 when it is not one. */
+size_t fsx_temp_target(const char *name);
+
+/* Calls fn(dirfd, name, target_len, userdata) for each entry of the
+ * directory dirfd whose name is such a temporary: leftovers of a write
+ * killed between creating and renaming it. fn decides whether the file is
+ * its own (the name alone proves nothing in a directory others can write),
+ * removes it and logs. Returns the sum of fn's positive returns, or -errno
+ * when the directory cannot be read. */
+int fsx_for_each_temp(int dirfd, int (*fn)(int dirfd, const char *name, size_t target_len, void *userdata),
+		      void *userdata);
+
 /* Opens the directory at the relative path below dirfd, one component at a
  * time with O_NOFOLLOW. Absolute paths are taken relative to dirfd (dirfd is
  * "the root"); a ".." component of path is refused (-EPERM). With FSX_MKDIR,

@@ -45,35 +45,19 @@ _printf_(3, 4) static int fail(struct ctx *c, int r, const char *fmt, ...)
 	return r;
 }
 
-/* Looks key up in map; a missing key or null yields NULL. A key given twice
- * is an error (Go's decoder would silently take the last one; we refuse to
- * guess). */
 static int map_get(struct ctx *c, const struct ynode *map, const char *where, const char *key,
 		   const struct ynode **ret)
 {
-	const struct ynode *found = NULL;
-	for (size_t i = 0; i + 1 < map->n_items; i += 2) {
-		const struct ynode *k = map->items[i];
-		if (k->type != Y_SCALAR || k->len != strlen(key) || strcmp(k->value, key) != 0)
-			continue;
-		if (found)
-			return fail(c, -EINVAL, "%s%s: duplicate key (line %zu)", where, key, k->line);
-		found = map->items[i + 1];
-	}
-	if (found && found->type == Y_SCALAR && found->kind == YS_NULL)
-		found = NULL;
-	*ret = found;
+	size_t line = 0;
+	if (ytree_map_get(map, key, ret, &line) < 0)
+		return fail(c, -EINVAL, "%s%s: duplicate key (line %zu)", where, key, line);
 	return 0;
 }
 
 static int wrong_type(struct ctx *c, const char *where, const char *key, const struct ynode *n, const char *want)
 {
-	char q[YTREE_QUOTE_MAX * 4 + 8];
-	if (n->type == Y_SCALAR)
-		return fail(c, -EINVAL, "%s%s: expected %s, got %s '%s' (line %zu)", where, key, want,
-			    ytree_kind_name(n), ytree_quote(q, sizeof(q), n->value, n->len), n->line);
-	return fail(c, -EINVAL, "%s%s: expected %s, got %s (line %zu)", where, key, want, ytree_kind_name(n),
-		    n->line);
+	char d[YTREE_DESCRIBE_MAX];
+	return fail(c, -EINVAL, "%s%s: expected %s, got %s", where, key, want, ytree_describe(d, sizeof(d), n));
 }
 
 static int get_map(struct ctx *c, const struct ynode *map, const char *where, const char *key,

@@ -287,9 +287,30 @@ static int node_units_ready(const cJSON *obj, struct kube_node *n)
 	return 0;
 }
 
+/* The Ready condition as the kubelet reports it (gardener/gardener
+ * pkg/nodeagent/controller/healthcheck/kubelet.go isNodeReady). Lenient: the
+ * Node's status is the kubelet's, and a malformed one must not cost the
+ * agent its Node; it reads as "no condition". */
+static int node_ready(const cJSON *obj)
+{
+	const cJSON *conds = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(obj, "status"),
+							      "conditions");
+	const cJSON *c;
+	if (!cJSON_IsArray(conds))
+		return -1;
+	cJSON_ArrayForEach(c, conds)
+	{
+		const cJSON *type = cJSON_GetObjectItemCaseSensitive(c, "type");
+		const cJSON *status = cJSON_GetObjectItemCaseSensitive(c, "status");
+		if (cJSON_IsString(type) && type->valuestring && strcmp(type->valuestring, "Ready") == 0)
+			return cJSON_IsString(status) && status->valuestring && strcmp(status->valuestring, "True") == 0;
+	}
+	return -1;
+}
+
 static int node_from_json(const cJSON *obj, struct kube_node *ret, const char **err)
 {
-	struct kube_node n = {};
+	struct kube_node n = { .ready = node_ready(obj) };
 	const cJSON *meta;
 	int r;
 

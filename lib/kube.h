@@ -70,6 +70,8 @@ struct kube_node {
 	char *units_ready_reason;
 	char *units_ready_message;
 	char *units_ready_transition; /* lastTransitionTime, as written */
+	int ready;                  /* status.conditions[type=Ready].status: 1 "True", 0 another
+	                               value, -1 no such condition (or not readable) */
 };
 
 #define KUBE_CONDITION_SYSTEMD_UNITS_READY "SystemdUnitsReady"

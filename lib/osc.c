@@ -63,36 +63,22 @@ static const char *sep(const char *where)
 	return *where ? "." : "";
 }
 
-/* Looks key up in map (where names the map). A missing key or a null value
- * yields *ret = NULL; a key given twice is an error. */
+/* Looks key up in map (where names the map): ytree_map_get(). */
 static int map_get(struct ctx *c, const struct ynode *map, const char *where, const char *key,
 		   const struct ynode **ret)
 {
-	const struct ynode *found = NULL;
-	for (size_t i = 0; i + 1 < map->n_items; i += 2) {
-		const struct ynode *k = map->items[i];
-		if (k->type != Y_SCALAR || strcmp(k->value, key) != 0 || strlen(key) != k->len)
-			continue;
-		if (found)
-			return fail(c, -EINVAL, "%s%s%s: duplicate key (line %zu)", where, sep(where), key, k->line);
-		found = map->items[i + 1];
-	}
-	if (found && found->type == Y_SCALAR && found->kind == YS_NULL)
-		found = NULL;
-	*ret = found;
+	size_t line = 0;
+	if (ytree_map_get(map, key, ret, &line) < 0)
+		return fail(c, -EINVAL, "%s%s%s: duplicate key (line %zu)", where, sep(where), key, line);
 	return 0;
 }
 
 static int wrong_type(struct ctx *c, const char *where, const char *key, const struct ynode *n,
 		      const char *want)
 {
-	char q[YTREE_QUOTE_MAX * 4 + 8];
-	if (n->type == Y_SCALAR)
-		return fail(c, -EINVAL, "%s%s%s: expected %s, got %s '%s' (line %zu)", *where ? where : "(document)",
-			    key && *where ? "." : "", key ? key : "", want, ytree_kind_name(n),
-			    ytree_quote(q, sizeof(q), n->value, n->len), n->line);
-	return fail(c, -EINVAL, "%s%s%s: expected %s, got %s (line %zu)", *where ? where : "(document)",
-		    key && *where ? "." : "", key ? key : "", want, ytree_kind_name(n), n->line);
+	char d[YTREE_DESCRIBE_MAX];
+	return fail(c, -EINVAL, "%s%s%s: expected %s, got %s", *where ? where : "(document)",
+		    key && *where ? "." : "", key ? key : "", want, ytree_describe(d, sizeof(d), n));
 }
 
 /* A string field; *ret points into the tree (NULL when absent). */

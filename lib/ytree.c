@@ -230,6 +230,38 @@ static void type_scalar(struct ynode *n, const yaml_event_t *ev)
 		n->kind = YS_STR;
 }
 
+int ytree_map_get(const struct ynode *map, const char *key, const struct ynode **ret, size_t *dup_line)
+{
+	const struct ynode *found = NULL;
+	size_t klen = strlen(key);
+	*ret = NULL;
+	for (size_t i = 0; i + 1 < map->n_items; i += 2) {
+		const struct ynode *k = map->items[i];
+		if (k->type != Y_SCALAR || k->len != klen || memcmp(k->value, key, klen) != 0)
+			continue;
+		if (found) {
+			*dup_line = k->line;
+			return -EINVAL;
+		}
+		found = map->items[i + 1];
+	}
+	if (found && found->type == Y_SCALAR && found->kind == YS_NULL)
+		found = NULL;
+	*ret = found;
+	return 0;
+}
+
+const char *ytree_describe(char *buf, size_t size, const struct ynode *n)
+{
+	char q[YTREE_QUOTE_MAX * 4 + 8];
+	if (n->type == Y_SCALAR)
+		snprintf(buf, size, "%s '%s' (line %zu)", ytree_kind_name(n), ytree_quote(q, sizeof(q), n->value, n->len),
+			 n->line);
+	else
+		snprintf(buf, size, "%s (line %zu)", ytree_kind_name(n), n->line);
+	return buf;
+}
+
 const char *ytree_kind_name(const struct ynode *n)
 {
 	if (n->type == Y_SEQ)

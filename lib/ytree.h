@@ -52,6 +52,17 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(struct ynode *, ynode_free)
  * reason to err (errlen bytes; err may be NULL). */
 int ytree_load(const char *data, size_t len, struct ynode **ret, char *err, size_t errlen);
 
+/* Looks key up in the mapping map: *ret is its value, NULL when the key is
+ * missing or its value is null. A key given twice is -EINVAL, with the line
+ * of the second one in *dup_line (Go's decoder would silently take the last
+ * one; we refuse to guess). */
+int ytree_map_get(const struct ynode *map, const char *key, const struct ynode **ret, size_t *dup_line);
+
+/* Describes n for an error message, into buf (YTREE_DESCRIBE_MAX bytes):
+ * "a string 'value' (line 3)", "a mapping (line 7)". Returns buf. */
+#define YTREE_DESCRIBE_MAX (YTREE_QUOTE_MAX * 4 + 64)
+const char *ytree_describe(char *buf, size_t size, const struct ynode *n);
+
 /* "a string", "a mapping", ... for error messages. */
 const char *ytree_kind_name(const struct ynode *n);
 

@@ -16,6 +16,7 @@ if [ -z "${AKC_TEST_IN_NS:-}" ]; then
 fi
 
 source "$TESTS_DIR/lib/common.sh"
+source "$TESTS_DIR/lib/sshd.sh"
 source "$TESTS_DIR/lib/journal.sh"
 
 AKC=$B/authkeys-cmd
@@ -73,33 +74,15 @@ all_entries | write_snapshot 1 || { echo "not ok - mksnapshot"; exit 1; }
 cp -p "$SNAP" "$W/good.snap"
 
 # --- sshd -----------------------------------------------------------------
-ssh-keygen -q -t ed25519 -N '' -f "$W/hostkey"
-cat >"$W/sshd_config" <<EOF
-HostKey $W/hostkey
-PidFile $W/sshd.pid
-ListenAddress 127.0.0.1
-Port $PORT
-UsePAM no
-StrictModes yes
-PasswordAuthentication no
-KbdInteractiveAuthentication no
+sshd_start "$PORT" <<EOF
 AuthorizedKeysFile none
 AuthorizedKeysCommand $D/authkeys-cmd --snapshot $SNAP %u %f %t %k
 AuthorizedKeysCommandUser nobody
 LogLevel DEBUG3
 EOF
-check "sshd -t accepts the configuration" /usr/sbin/sshd -t -f "$W/sshd_config"
-/usr/sbin/sshd -D -f "$W/sshd_config" -E "$W/sshd.log" 2>"$W/sshd.stderr" &
-SSHD=$!
-on_exit "kill $SSHD"
-for _ in $(seq 50); do ss -ltn | grep -q "127.0.0.1:$PORT " && break; sleep 0.1; done
 
 # login USER KEY [COMMAND]: a full ssh connection; prints the command's output
-login() {
-	ssh -F /dev/null -p "$PORT" -i "$W/$2" -o IdentitiesOnly=yes -o BatchMode=yes \
-		-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR \
-		-o KexAlgorithms=curve25519-sha256 -o ConnectTimeout=10 "$1@127.0.0.1" "${3:-true}" 2>/dev/null
-}
+login() { ssh_login "$@"; }
 # akc ARGS...: the helper as sshd runs it (as nobody, stdin /dev/null); stdout only
 akc() { setpriv --reuid=nobody --regid=nogroup --clear-groups "$D/authkeys-cmd" --snapshot "$SNAP" "$@" </dev/null; }
 

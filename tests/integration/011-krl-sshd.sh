@@ -18,6 +18,7 @@ if [ -z "${KRL_TEST_IN_NS:-}" ]; then
 fi
 source "$TESTS_DIR/lib/common.sh"
 source "$TESTS_DIR/lib/exec.sh"
+source "$TESTS_DIR/lib/sshd.sh"
 MKKRL=$B/tools/mkkrl
 [ -x "$MKKRL" ] && [ -x "$CCE" ] || { echo "not ok - build $MKKRL and $CCE first"; exit 1; }
 
@@ -224,43 +225,21 @@ chmod 0600 /run/krl/home/krldave/.ssh/authorized_keys
 cp -p "$KRL" /run/krl/revoked.krl
 cp -p "$ST/authkeys.snap" /run/krl/authkeys.snap
 install -m 0755 "$B/authkeys-cmd" /run/krl/authkeys-cmd
-ssh-keygen -q -t ed25519 -N '' -f "$W/hostkey"
 PORT=2222
-cat >"$W/sshd_config" <<EOF
-HostKey $W/hostkey
-PidFile $W/sshd.pid
-ListenAddress 127.0.0.1
-Port $PORT
-UsePAM no
-StrictModes yes
-PasswordAuthentication no
-KbdInteractiveAuthentication no
+sshd_start "$PORT" <<EOF
 AuthorizedKeysFile .ssh/authorized_keys
 RevokedKeys /run/krl/revoked.krl
 AuthorizedKeysCommand /run/krl/authkeys-cmd --snapshot /run/krl/authkeys.snap %u %f %t %k
 AuthorizedKeysCommandUser nobody
 LogLevel VERBOSE
 EOF
-check "sshd -t accepts RevokedKeys" /usr/sbin/sshd -t -f "$W/sshd_config"
-/usr/sbin/sshd -D -f "$W/sshd_config" -E "$W/sshd.log" 2>"$W/sshd.stderr" &
-SSHD=$!
-on_exit "kill $SSHD"
-for _ in $(seq 100); do ss -ltn | grep -q "127.0.0.1:$PORT " && break; sleep 0.1; done
-login() {
-	ssh -F /dev/null -p "$PORT" -i "$W/$1" -o IdentitiesOnly=yes -o BatchMode=yes \
-		-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR \
-		-o KexAlgorithms=curve25519-sha256 -o ConnectTimeout=10 krldave@127.0.0.1 true 2>/dev/null
-}
+login() { ssh_login krldave "$1"; }
 check "sshd: the current key logs in from the user's own authorized_keys" login g3
 check "sshd: an unrelated key of the user's own logs in" login own
 check_not "sshd: the rotated-out key in the user's own authorized_keys is refused" login g0
 check "sshd logged the refusal as revoked by the KRL" grep -q "revoked by file /run/krl/revoked.krl" "$W/sshd.log"
 # login_cert NAME: uk with the certificate NAME-cert.pub
-login_cert() {
-	ssh -F /dev/null -p "$PORT" -i "$W/uk" -o CertificateFile="$W/$1-cert.pub" -o IdentitiesOnly=yes \
-		-o BatchMode=yes -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR \
-		-o KexAlgorithms=curve25519-sha256 -o ConnectTimeout=10 krldave@127.0.0.1 true 2>/dev/null
-}
+login_cert() { ssh_login krldave uk true -o CertificateFile="$W/$1-cert.pub"; }
 check_not "sshd: the certificate's key alone is no login" login uk
 check "sshd: a certificate signed by the user's CA logs in (through authkeys-cmd)" login_cert c_ok
 check "sshd logged the certificate's key id and serial" \

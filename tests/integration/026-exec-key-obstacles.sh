@@ -23,6 +23,7 @@ if [ -z "${CCE_KO_IN_NS:-}" ]; then
 fi
 source "$TESTS_DIR/lib/common.sh"
 source "$TESTS_DIR/lib/exec.sh"
+source "$TESTS_DIR/lib/sshd.sh"
 
 ip link set lo up
 W=$(scratch)
@@ -57,29 +58,11 @@ python3 "$GEN_OSC" --files 1 --keys "$W/keys2" >"$W/v2.json"
 PREV=$(cut -d' ' -f2 "$K/gardener-previous.pub")
 
 PORT=2222
-ssh-keygen -q -t ed25519 -N '' -f "$W/hostkey"
-cat >"$W/sshd_config" <<EOF
-HostKey $W/hostkey
-PidFile $W/sshd.pid
-ListenAddress 127.0.0.1
-Port $PORT
-UsePAM no
-StrictModes yes
-PasswordAuthentication no
-KbdInteractiveAuthentication no
+sshd_start "$PORT" <<EOF
 LogLevel DEBUG1
 EOF
-check "sshd -t accepts the configuration" /usr/sbin/sshd -t -f "$W/sshd_config"
-/usr/sbin/sshd -D -f "$W/sshd_config" -E "$W/sshd.log" 2>"$W/sshd.stderr" &
-SSHD=$!
-on_exit "kill $SSHD"
-for _ in $(seq 100); do ss -ltn | grep -q "127.0.0.1:$PORT " && break; sleep 0.1; done
 
-login() { # login KEY: a full ssh connection as gardener
-	timeout 30 ssh -F /dev/null -p "$PORT" -i "$W/$1" -o IdentitiesOnly=yes -o BatchMode=yes \
-		-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR \
-		-o KexAlgorithms=curve25519-sha256 -o ConnectTimeout=20 "gardener@127.0.0.1" true 2>/dev/null </dev/null
-}
+login() { ssh_login gardener "$1"; } # login KEY: a full ssh connection as gardener
 # as_user CMD...: as the login user (run /usr/bin/python3: a pyenv shim
 # below /root is not the user's to run)
 as_user() { setpriv --reuid=$UID_G --regid=$UID_G --clear-groups "$@"; }

@@ -53,6 +53,7 @@ agent_config() {
 	    "limits": {"responseMaxBytes": 4194304},
 	    "lease": {"enabled": False},  # on in 044-agent-lease.sh; off here, so request counts stay as they were
 	    "events": {"enabled": False},  # on in 048-agent-rollout.sh, for the same reason
+	    "health": {"enabled": False},  # on in 066-agent-health.sh (a probe of 127.0.0.1:10248 per OSC with kubelet.service)
 	}
 	merge(cfg, json.loads(sys.argv[2]))
 	with open(sys.argv[1], "w") as f:

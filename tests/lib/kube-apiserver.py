@@ -46,7 +46,8 @@ CONTROL (all JSON; times are the server's time.time()):
                   "labels", "annotations", "data": {key: base64}, "delete": bool}
                  -> {"resourceVersion","t","checksum"}
   GET  /secret?namespace=NS&name=NAME          -> the Secret
-  POST /node     {"name", "annotations": {k: v|null}, "labels": {k: v|null}, "delete": bool}
+  POST /node     {"name", "annotations": {k: v|null}, "labels": {k: v|null}, "status": {...} merged in,
+                  "delete": bool}
   GET  /node?name=NAME                         -> the Node
   GET  /leases?namespace=NS                    -> {"items": [Leases]}
   GET  /events?namespace=NS                    -> {"items": [Events]} (POSTed by agents)
@@ -1464,6 +1465,8 @@ class ControlHandler(http.server.BaseHTTPRequestHandler):
                     for f in ("annotations", "labels"):
                         if f in req:
                             patch["metadata"][f] = req[f]
+                    if "status" in req:  # the kubelet's part (e.g. conditions), merged in
+                        patch["status"] = req["status"]
                     new = merge_patch(cur, patch)
                     for f in ("annotations", "labels"):
                         if f in new["metadata"] and not new["metadata"][f]:

@@ -20,22 +20,6 @@
 #include "fsx.h"
 #include "scratch.h"
 
-static void test_temp_name(void **state)
-{
-	(void)state;
-	assert_true(home_is_temp_name(".#authorized_keys.0123456789abcdef"));
-	assert_true(home_is_temp_name(".#authorized_keys.ffffffffffffffff"));
-	assert_false(home_is_temp_name(".#authorized_keys.0123456789ABCDEF"));
-	assert_false(home_is_temp_name(".#authorized_keys.0123456789abcde"));
-	assert_false(home_is_temp_name(".#authorized_keys.0123456789abcdef0"));
-	assert_false(home_is_temp_name(".#authorized_keys.0123456789abcdeg"));
-	assert_false(home_is_temp_name(".#authorized_keys."));
-	assert_false(home_is_temp_name(".#authorized_keys2.0123456789abcdef"));
-	assert_false(home_is_temp_name(".#id_ed25519.0123456789abcdef"));
-	assert_false(home_is_temp_name("authorized_keys"));
-	assert_false(home_is_temp_name(""));
-}
-
 static void test_moved_name(void **state)
 {
 	(void)state;
@@ -154,7 +138,6 @@ static int setup(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_temp_name),
 		cmocka_unit_test(test_moved_name),
 		cmocka_unit_test_setup_teardown(test_directory_moved_aside, setup, scratch_teardown),
 		cmocka_unit_test_setup_teardown(test_huge_moved_aside, setup, scratch_teardown),

@@ -25,6 +25,52 @@ static int setup(void **state)
 	return scratch_setup(state, "fsx");
 }
 
+static void temp_names(void **state)
+{
+	(void)state;
+	assert_int_equal(fsx_temp_target(".#authorized_keys.0123456789abcdef"), strlen("authorized_keys"));
+	assert_int_equal(fsx_temp_target(".#a.ffffffffffffffff"), 1);
+	assert_int_equal(fsx_temp_target(".#a.b.0123456789abcdef"), 3);
+	assert_int_equal(fsx_temp_target(".#authorized_keys.0123456789ABCDEF"), 0);
+	assert_int_equal(fsx_temp_target(".#authorized_keys.0123456789abcde"), 0);
+	assert_int_equal(fsx_temp_target(".#authorized_keys.0123456789abcdeg"), 0);
+	assert_int_equal(fsx_temp_target(".#authorized_keys."), 0);
+	assert_int_equal(fsx_temp_target("..0123456789abcdef"), 0);
+	assert_int_equal(fsx_temp_target(".#.0123456789abcdef"), 0);
+	assert_int_equal(fsx_temp_target("authorized_keys"), 0);
+	assert_int_equal(fsx_temp_target(""), 0);
+}
+
+static int count_temp(int dfd, const char *name, size_t target_len, void *userdata)
+{
+	(void)dfd;
+	const char *want = userdata;
+	if (target_len != strlen(want) || memcmp(name + 2, want, target_len) != 0)
+		return 0;
+	return unlinkat(dfd, name, 0) == 0;
+}
+
+/* fsx_for_each_temp() hands over exactly the names fsx_write_atomic_at()
+ * gives its temporaries, and the callback decides. */
+static void for_each_temp(void **state)
+{
+	struct scratch *s = *state;
+	char x[] = "x", y[] = "y";
+	static const char *const names[] = { ".#x.0123456789abcdef", ".#x.fedcba9876543210", ".#y.0123456789abcdef",
+					     "x", ".#x.0123456789abcdeF", ".#x" };
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		int fd = openat(s->fd, names[i], O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+		assert_true(fd >= 0);
+		close(fd);
+	}
+	assert_int_equal(fsx_for_each_temp(s->fd, count_temp, x), 2);
+	assert_int_equal(faccessat(s->fd, ".#x.0123456789abcdef", F_OK, AT_SYMLINK_NOFOLLOW), -1);
+	assert_int_equal(faccessat(s->fd, ".#y.0123456789abcdef", F_OK, AT_SYMLINK_NOFOLLOW), 0);
+	assert_int_equal(faccessat(s->fd, ".#x.0123456789abcdeF", F_OK, AT_SYMLINK_NOFOLLOW), 0);
+	assert_int_equal(fsx_for_each_temp(s->fd, count_temp, x), 0);
+	assert_int_equal(fsx_for_each_temp(s->fd, count_temp, y), 1);
+}
+
 static void write_then_skip_same(void **state)
 {
 	struct scratch *s = *state;
@@ -345,6 +391,8 @@ static void std_fds(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(temp_names),
+		cmocka_unit_test_setup_teardown(for_each_temp, setup, scratch_teardown),
 		cmocka_unit_test_setup_teardown(write_then_skip_same, setup, scratch_teardown),
 		cmocka_unit_test_setup_teardown(write_replaces_symlink_not_target, setup, scratch_teardown),
 		cmocka_unit_test_setup_teardown(read_limits_and_refusals, setup, scratch_teardown),

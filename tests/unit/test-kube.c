@@ -200,6 +200,37 @@ static void node_good(void **state)
 	kube_node_done(&n);
 }
 
+/* The Ready condition (agent/health.c counts its toggles): absent or
+ * malformed reads as -1, never as an error. */
+static void node_ready(void **state)
+{
+	static const struct {
+		const char *status;
+		int want;
+	} cases[] = {
+		{ "", -1 },
+		{ ",\"status\":{}", -1 },
+		{ ",\"status\":{\"conditions\":{}}", -1 },
+		{ ",\"status\":{\"conditions\":[{\"type\":\"MemoryPressure\",\"status\":\"True\"}]}", -1 },
+		{ ",\"status\":{\"conditions\":[{\"type\":\"MemoryPressure\",\"status\":\"False\"},"
+		  "{\"type\":\"Ready\",\"status\":\"True\"}]}", 1 },
+		{ ",\"status\":{\"conditions\":[{\"type\":\"Ready\",\"status\":\"False\"}]}", 0 },
+		{ ",\"status\":{\"conditions\":[{\"type\":\"Ready\",\"status\":\"Unknown\"}]}", 0 },
+		{ ",\"status\":{\"conditions\":[{\"type\":\"Ready\",\"status\":true}]}", 0 },
+		{ ",\"status\":{\"conditions\":[7,{\"type\":3},{\"type\":\"Ready\",\"status\":\"True\"}]}", 1 },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char body[512];
+		snprintf(body, sizeof(body), "{\"kind\":\"Node\",\"metadata\":{\"name\":\"n\",\"resourceVersion\":\"1\"}%s}",
+			 cases[i].status);
+		struct kube_node n;
+		assert_int_equal(kube_node_parse(body, strlen(body), &n, NULL), 0);
+		if (n.ready != cases[i].want)
+			fail_msg("%s: ready %d, want %d", body, n.ready, cases[i].want);
+		kube_node_done(&n);
+	}
+}
+
 static void node_bad(void **state)
 {
 	static const struct {
@@ -471,6 +502,7 @@ int main(void)
 		cmocka_unit_test(secret_missing_fields),
 		cmocka_unit_test(secret_bad),
 		cmocka_unit_test(node_good),
+		cmocka_unit_test(node_ready),
 		cmocka_unit_test(node_bad),
 		cmocka_unit_test(events_node),
 		cmocka_unit_test(events_secret),
