@@ -25,6 +25,7 @@
 #include "desired.h"
 #include "fsx.h"
 #include "gnaconfig.h"
+#include "conditions.h"
 #include "events.h"
 #include "health.h"
 #include "http.h"
@@ -72,6 +73,7 @@ struct agent {
 	struct metrics metrics;
 	struct rollout rollout;
 	struct events events;       /* zeroed: off */
+	struct conditions conditions; /* SystemdUnitsReady (conditions.h); zeroed: off */
 	struct health health;       /* zeroed: off */
 	/* The OSC in the desired state last written (what is in force). */
 	char *written_osc;
@@ -445,6 +447,7 @@ static void read_result(struct agent *a)
 	a->result_valid = true;
 	a->dirty = true;
 	metrics_set_result(&a->metrics, &res);
+	conditions_set_result(&a->conditions, &res.units_ready);
 	health_result(&a->health, res.restart_id);
 
 	char seen[96];
@@ -462,6 +465,7 @@ static void read_result(struct agent *a)
 			    "Operating system config %.12s (generation %llu) has been applied successfully%s",
 			    res.checksum, (unsigned long long)res.generation,
 			    res.changed_units && res.changed_units[0] ? "; units changed" : "");
+		events_units(&a->events, &res);
 		if (strcmp(res.checksum, a->written_checksum) == 0)
 			a->last_error[0] = '\0';
 	} else {
@@ -474,6 +478,7 @@ static void read_result(struct agent *a)
 		set_error(a, "apply of %.12s failed at %s", res.checksum, res.failed_step ? res.failed_step : "?");
 		events_emit(&a->events, true, "OSCApplyFailed", "Applying operating system config %.12s failed at step %s: %s",
 			    res.checksum, res.failed_step ? res.failed_step : "?", res.error ? res.error : "no reason given");
+		events_units(&a->events, &res);
 	}
 }
 
@@ -644,6 +649,7 @@ static void on_node(struct agent *a, enum kube_event_type type, const struct kub
 	a->node_seen = true;
 	lease_set_node(&a->lease, type == KUBE_EVENT_DELETED ? NULL : n->uid);
 	events_set_node(&a->events, type == KUBE_EVENT_DELETED ? NULL : n->uid);
+	conditions_set_node(&a->conditions, type == KUBE_EVENT_DELETED ? NULL : n);
 	if (type == KUBE_EVENT_DELETED) {
 		log_fields(LOG_WARNING, LOG_FIELDS(nf), "Node %s was deleted", a->cfg.node_name);
 		a->node_exists = false;
@@ -730,6 +736,7 @@ static void cb_missing(struct watch *w, void *userdata)
 		a->node_seen = true;
 		a->node_exists = false;
 		lease_set_node(&a->lease, NULL);
+		conditions_set_node(&a->conditions, NULL);
 	} else {
 		set_error(a, "Secret %s not found", w->name);
 	}
@@ -1098,6 +1105,9 @@ static int start_watches(struct agent *a)
 		(void)lease_init(&a->lease, &a->http, a->cfg.node_name); /* logged; runs without */
 	if (a->cfg.events_enabled && !a->opts->once && events_init(&a->events, &a->http, a->cfg.node_name) < 0)
 		log_warning("cannot set up Node Events; running without");
+	if (!a->opts->once && conditions_init(&a->conditions, &a->http, a->cfg.node_name) < 0)
+		log_warning("cannot set up the SystemdUnitsReady condition; running without");
+	conditions_set_result(&a->conditions, a->result_valid ? &a->result.units_ready : NULL);
 	if (!a->opts->once) /* a listener that cannot open is logged and left off */
 		httpd_init(&a->httpd, a->cfg.server_bind_address, a->cfg.server_health_port,
 			   a->cfg.server_metrics_port, metrics_handle, &a->metrics);
@@ -1121,6 +1131,7 @@ static void stop_watches(struct agent *a)
 	tokensync_attach(&a->tokens, NULL);
 	lease_done(&a->lease);
 	events_done(&a->events);
+	conditions_done(&a->conditions);
 	health_done(&a->health);
 	httpd_done(&a->httpd);
 	http_client_done(&a->http);
@@ -1383,6 +1394,7 @@ int agent_run(const struct agent_options *o)
 		next = min_u64(next, lease_tick(&a.lease, now));
 		next = min_u64(next, httpd_tick(&a.httpd, now));
 		next = min_u64(next, events_tick(&a.events, now));
+		next = min_u64(next, conditions_tick(&a.conditions, now));
 		next = min_u64(next, health_tick(&a.health, now, applied_ok(&a)));
 		take_health_repair(&a);
 		/* The local inputs are re-read with the same period as the remote

@@ -8,6 +8,7 @@
 #include "cleanup.h"
 #include "events.h"
 #include "log.h"
+#include "result.h"
 
 int events_init(struct events *e, struct http_client *http, const char *node_name)
 {
@@ -102,4 +103,33 @@ uint64_t events_tick(struct events *e, uint64_t now)
 		return e->wake_at;
 	}
 	return UINT64_MAX;
+}
+
+static void units_of_verb(struct events *e, char *const *units, const char *reason, const char *verb)
+{
+	size_t n = 0;
+	while (units && units[n])
+		n++;
+	if (n == 0)
+		return;
+	if (n <= EVENTS_UNITS_EACH) {
+		for (size_t i = 0; i < n; i++)
+			events_emit(e, false, reason, "processed %s of unit %s", verb, units[i]);
+		return;
+	}
+	char list[sizeof(e->queue[0].message)] = "";
+	size_t len = 0;
+	for (size_t i = 0; i < n && len < sizeof(list); i++) {
+		int k = snprintf(list + len, sizeof(list) - len, "%s%s", i ? ", " : "", units[i]);
+		if (k < 0)
+			break;
+		len += (size_t)k;
+	}
+	events_emit(e, false, reason, "processed %s of %zu units: %s", verb, n, list);
+}
+
+void events_units(struct events *e, const struct result *res)
+{
+	units_of_verb(e, res->restarted_units, "SystemDUnitRestart", "restart");
+	units_of_verb(e, res->stopped_units, "SystemDUnitStop", "stop");
 }

@@ -46,4 +46,15 @@ void events_emit(struct events *e, bool warning, const char *reason, const char 
 	__attribute__((format(printf, 4, 5)));
 uint64_t events_tick(struct events *e, uint64_t now);
 
+/* The units an apply restarted or stopped (result.json restartedUnits,
+ * stoppedUnits) as Events with gardener-node-agent's reasons and message
+ * (gardener/gardener pkg/nodeagent/dbus/dbus.go runCommand/recordEvent:
+ * reason SystemDUnitRestart / SystemDUnitStop, "processed restart of unit
+ * <u>"). Up to EVENTS_UNITS_EACH units of a verb get one Event each; more
+ * get one Event naming them all (cut to the message size), so the queue
+ * keeps the OSC Event of the same apply. */
+#define EVENTS_UNITS_EACH 3
+struct result;
+void events_units(struct events *e, const struct result *res);
+
 #endif

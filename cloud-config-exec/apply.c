@@ -34,6 +34,7 @@
 #include "log.h"
 #include "osc.h"
 #include "result.h"
+#include "unitcheck.h"
 #include "revoke.h"
 #include "sshkeys.h"
 #include "tokens.h"
@@ -233,6 +234,30 @@ static bool str_equal(const char *a, const char *b)
 	return (!a && !b) || (a && b && strcmp(a, b) == 0);
 }
 
+/* The condition's content; checkedAt alone does not make a new result (a
+ * timer run that finds the same state writes nothing). */
+static bool units_ready_equal(const struct result_units_ready *a, const struct result_units_ready *b)
+{
+	return a->present == b->present &&
+	       (!a->present || (a->ready == b->ready && strcmp(a->reason, b->reason) == 0 &&
+				str_equal(a->message, b->message)));
+}
+
+/* The SystemdUnitsReady condition for osc's units into res (unitcheck.h);
+ * nothing without a bus or an OSC (the check is then not reported). */
+static void check_units(const struct apply_ctx *c, const struct osc *osc, struct result *res)
+{
+	if (!c->bus || !osc || res->units_ready.present)
+		return;
+	(void)unitcheck_run(c->bus, osc, &res->units_ready); /* logged */
+}
+
+static void result_done_units_ready(struct result *res)
+{
+	free(res->units_ready.message);
+	res->units_ready = (struct result_units_ready){};
+}
+
 /* Writes result.json unless an identical outcome is already recorded (a
  * no-op re-apply then writes nothing at all). */
 static int write_result(int statefd, const struct result *res, bool changed_anything)
@@ -245,7 +270,8 @@ static int write_result(int statefd, const struct result *res, bool changed_anyt
 			bool same = prev.success == res->success && strcmp(prev.checksum, res->checksum) == 0 &&
 				    prev.generation == res->generation && str_equal(prev.restart_id, res->restart_id) &&
 				    str_equal(prev.failed_step, res->failed_step) && str_equal(prev.error, res->error) &&
-				    (res->success || strv_equal(prev.changed_units, res->changed_units));
+				    (res->success || strv_equal(prev.changed_units, res->changed_units)) &&
+				    units_ready_equal(&prev.units_ready, &res->units_ready);
 			result_done(&prev);
 			if (same)
 				return 0;
@@ -422,7 +448,7 @@ int apply_osc(const struct apply_ctx *c, const char *osc, size_t len, const stru
 			return fail_result(statefd, &res, "units", "out of memory");
 	if (restart_containerd && files_strv_add(&unit_requests, CONTAINERD_UNIT) < 0)
 		return fail_result(statefd, &res, "units", "out of memory");
-	_cleanup_strv_free_ char **changed_units = NULL;
+	_cleanup_strv_free_ char **changed_units = NULL, **restarted = NULL, **stopped = NULL;
 	if ((st.progress_steps & STATE_STEP_UNITS) && !unit_requests) {
 		log_fields(LOG_INFO, LOG_FIELDS(cfield), "Units of %.12s were already applied before the interruption",
 			   res.checksum);
@@ -455,14 +481,24 @@ int apply_osc(const struct apply_ctx *c, const char *osc, size_t len, const stru
 		if (units_plan_format(uplan, &summary) >= 0)
 			log_fields(LOG_INFO, LOG_FIELDS(cfield), "Units: %s", summary);
 		_cleanup_free_ char *uerr = NULL;
-		r = units_apply(uplan, c->rootfd, c->bus, c->job_timeout_ms, &changed_units, &uerr);
+		r = units_apply_report(uplan, c->rootfd, c->bus, c->job_timeout_ms, &changed_units, &restarted, &stopped,
+				       &uerr);
+		if (restarted && restarted[0])
+			res.restarted_units = restarted;
+		if (stopped && stopped[0])
+			res.stopped_units = stopped;
 		if (r < 0) {
 			keys_anyway(c, new, d, &st, statefd);
 			char buf[1024];
 			snprintf(buf, sizeof(buf), "%s", uerr ? uerr : strerror(-r));
 			res.changed_units = changed_units;
+			/* The units of this OSC are on disk: a unit that failed
+			 * to restart shows in the condition right away. */
+			check_units(c, new, &res);
 			int x = fail_result(statefd, &res, "units", buf);
 			res.changed_units = NULL;
+			res.restarted_units = res.stopped_units = NULL;
+			result_done_units_ready(&res);
 			return x;
 		}
 		/* Applied: what we own is now exactly what this OSC has. */
@@ -520,22 +556,29 @@ int apply_osc(const struct apply_ctx *c, const char *osc, size_t len, const stru
 
 	if (img_r < 0) {
 		res.changed_units = changed_units;
+		check_units(c, new, &res);
 		int x = fail_result(statefd, &res, "images", img_error ? img_error : "an image file was not written");
 		res.changed_units = NULL;
+		result_done_units_ready(&res);
 		return x;
 	}
 	if (cri_r < 0) {
 		res.changed_units = changed_units;
+		check_units(c, new, &res);
 		int x = fail_result(statefd, &res, "containerd",
 				    cri_error ? cri_error : "containerd's configuration was not written (see the journal)");
 		res.changed_units = NULL;
+		result_done_units_ready(&res);
 		return x;
 	}
 	res.success = true;
 	res.changed_units = changed_units;
 	res.finished_at = time(NULL);
+	check_units(c, new, &res);
 	r = write_result(statefd, &res, changed || !same_as_last);
 	res.changed_units = NULL;
+	res.restarted_units = res.stopped_units = NULL;
+	result_done_units_ready(&res);
 	if (r < 0)
 		return APPLY_EXIT_FAILED;
 	log_fields(LOG_INFO, LOG_FIELDS(cfield), "Applied OSC %.12s%s", res.checksum,
@@ -674,6 +717,11 @@ int apply_status(const struct apply_ctx *c)
 		printf(" %s", *u);
 	printf("\nrestart request: %s\nfinished at: %lld\n", res.restart_id ? res.restart_id : "none",
 	       (long long)res.finished_at);
+	if (res.units_ready.present)
+		printf("SystemdUnitsReady: %s (%s): %s\n", res.units_ready.ready ? "True" : "False", res.units_ready.reason,
+		       res.units_ready.message);
+	else
+		printf("SystemdUnitsReady: not reported\n");
 	int ok = res.success;
 	result_done(&res);
 	return ok ? APPLY_EXIT_OK : APPLY_EXIT_FAILED;

@@ -217,6 +217,56 @@ int systemd_unit_state(sd_bus *bus, const char *unit, char **ret_active_state, c
 	return 0;
 }
 
+static int get_string(sd_bus *bus, const char *path, const char *iface, const char *prop, char *buf, size_t size)
+{
+	_cleanup_bus_error_ sd_bus_error e = SD_BUS_ERROR_NULL;
+	_cleanup_free_ char *v = NULL;
+	int r = sd_bus_get_property_string(bus, DEST, path, iface, prop, &e, &v);
+	if (r < 0)
+		return r;
+	snprintf(buf, size, "%s", v);
+	return 0;
+}
+
+int systemd_unit_probe(sd_bus *bus, const char *unit, struct systemd_unit_probe *ret)
+{
+	_cleanup_bus_error_ sd_bus_error e = SD_BUS_ERROR_NULL;
+	_cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL, *trig = NULL;
+	_cleanup_free_ char *path = NULL;
+	struct systemd_unit_probe p = {};
+	const char *o;
+	int r = call(bus, "LoadUnit", &e, &reply, "s", unit);
+	if (r < 0)
+		return r;
+	if ((r = sd_bus_message_read(reply, "o", &o)) < 0)
+		return r;
+	if (!(path = strdup(o)))
+		return -ENOMEM;
+	if ((r = get_string(bus, path, UNIT_IFACE, "ActiveState", p.active_state, sizeof(p.active_state))) < 0 ||
+	    (r = get_string(bus, path, UNIT_IFACE, "SubState", p.sub_state, sizeof(p.sub_state))) < 0)
+		return r;
+	r = sd_bus_get_property_trivial(bus, DEST, path, UNIT_IFACE, "StateChangeTimestamp", &e, 't',
+					&p.state_change_usec);
+	if (r < 0)
+		return r;
+	r = sd_bus_get_property(bus, DEST, path, UNIT_IFACE, "TriggeredBy", &e, &trig, "as");
+	if (r < 0)
+		return r;
+	if ((r = sd_bus_message_enter_container(trig, 'a', "s")) < 0)
+		return r;
+	const char *t;
+	r = sd_bus_message_read(trig, "s", &t);
+	if (r < 0)
+		return r;
+	p.triggered = r > 0;
+	size_t n = strlen(unit);
+	if (n > 8 && strcmp(unit + n - 8, ".service") == 0 &&
+	    (r = get_string(bus, path, DEST ".Service", "Type", p.service_type, sizeof(p.service_type))) < 0)
+		return r;
+	*ret = p;
+	return 0;
+}
+
 const char *systemd_verb_to_string(enum systemd_verb verb)
 {
 	switch (verb) {

@@ -45,6 +45,20 @@ int systemd_reset_failed(struct sd_bus *bus, const char *unit, char **ret_error)
 int systemd_unit_state(struct sd_bus *bus, const char *unit, char **ret_active_state,
 		       char **ret_load_state, uint64_t *ret_active_enter_monotonic);
 
+/* What the SystemdUnitsReady check needs of a unit (unitcheck.h). */
+struct systemd_unit_probe {
+	char active_state[32];      /* "active", "failed", "activating", ... */
+	char sub_state[32];         /* "running", "dead", "auto-restart", ... */
+	uint64_t state_change_usec; /* StateChangeTimestamp, CLOCK_REALTIME us */
+	char service_type[32];      /* Service.Type of a .service, else "" */
+	bool triggered;             /* TriggeredBy is not empty */
+};
+
+/* LoadUnit, then ActiveState, SubState, StateChangeTimestamp, TriggeredBy
+ * and, for a .service, Service.Type. A unit LoadUnit refuses gives its
+ * -errno (the caller's "not loaded"). Fills *ret only on success. */
+int systemd_unit_probe(struct sd_bus *bus, const char *unit, struct systemd_unit_probe *ret);
+
 enum systemd_verb {
 	SYSTEMD_START,
 	SYSTEMD_RESTART,

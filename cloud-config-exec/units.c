@@ -79,6 +79,11 @@ static bool unit_is_superseded(const char *name)
 	return superseded_reason(name) != NULL;
 }
 
+bool units_is_superseded(const char *name)
+{
+	return unit_is_superseded(name);
+}
+
 static const struct osc_unit *find_unit(const struct osc *osc, const char *name)
 {
 	return osc ? osc_find_unit(osc, name) : NULL;
@@ -693,6 +698,8 @@ struct unit_run {
 	bool failed;                /* a file or enable step failed: no job for it */
 	bool drift;                 /* rewritten although the OSC did not change it */
 	bool job_ran;               /* a restart/stop job was issued */
+	bool job_done;              /* ... and ended "done" */
+	enum systemd_verb job_verb; /* ... which one */
 	bool superseded_active;     /* a gardener-user unit (from GNA) is running */
 	bool superseded_enabled;    /* ... or enabled */
 };
@@ -1038,6 +1045,8 @@ static int run_phase(struct apply *a, enum job_phase phase)
 		/* A job was queued (it may have failed or be late); a call that
 		 * systemd refused changed nothing. */
 		a->run[idx[k]].job_ran = j->error == 0 || j->error == -EIO || j->error == -ETIMEDOUT;
+		a->run[idx[k]].job_done = j->error == 0;
+		a->run[idx[k]].job_verb = j->verb;
 		snprintf(field_unit, sizeof(field_unit), "UNIT=%s", e->unit);
 		snprintf(field_result, sizeof(field_result), "JOB_RESULT=%s", j->result ? j->result : "none");
 		if (j->error == 0) {
@@ -1147,8 +1156,40 @@ static void reset_dropped(struct apply *a)
 	}
 }
 
+/* The sorted unique names of the units whose job of this verb ended "done". */
+static int done_units(const struct apply *a, enum systemd_verb verb, char ***ret)
+{
+	_cleanup_strv_free_ char **v = calloc(a->plan->n + 1, sizeof(char *));
+	size_t n = 0;
+
+	if (!v)
+		return -ENOMEM;
+	for (size_t i = 0; i < a->plan->n; i++) {
+		const char *unit = a->plan->items[i].e.unit;
+		bool dup = false;
+		if (!a->run[i].job_done || a->run[i].job_verb != verb)
+			continue;
+		for (size_t k = 0; k < n && !dup; k++)
+			dup = strcmp(v[k], unit) == 0;
+		if (dup)
+			continue;
+		if (!(v[n] = strdup(unit)))
+			return -ENOMEM;
+		n++;
+	}
+	qsort(v, n, sizeof(char *), cmp_str);
+	*ret = TAKE_PTR(v);
+	return 0;
+}
+
 int units_apply(const struct units_plan *plan, int rootfd, sd_bus *bus, unsigned job_timeout_ms,
 		char ***ret_changed_units, char **ret_error)
+{
+	return units_apply_report(plan, rootfd, bus, job_timeout_ms, ret_changed_units, NULL, NULL, ret_error);
+}
+
+int units_apply_report(const struct units_plan *plan, int rootfd, sd_bus *bus, unsigned job_timeout_ms,
+		       char ***ret_changed_units, char ***ret_restarted, char ***ret_stopped, char **ret_error)
 {
 	_cleanup_free_ struct unit_run *run = calloc(plan->n ? plan->n : 1, sizeof(*run));
 	_cleanup_close_ int sysfd = -1;
@@ -1221,6 +1262,16 @@ int units_apply(const struct units_plan *plan, int rootfd, sd_bus *bus, unsigned
 
 	if (ret_changed_units && r != -ENOMEM) {
 		int k = changed_units(&a, ret_changed_units);
+		if (k < 0)
+			r = k;
+	}
+	if (ret_restarted && r != -ENOMEM) {
+		int k = done_units(&a, SYSTEMD_RESTART, ret_restarted);
+		if (k < 0)
+			r = k;
+	}
+	if (ret_stopped && r != -ENOMEM) {
+		int k = done_units(&a, SYSTEMD_STOP, ret_stopped);
 		if (k < 0)
 			r = k;
 	}

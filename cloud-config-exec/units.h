@@ -158,6 +158,18 @@ const char *units_actions_to_string(unsigned actions, char *buf, size_t size);
 int units_apply(const struct units_plan *plan, int rootfd, struct sd_bus *bus, unsigned job_timeout_ms,
 		char ***ret_changed_units, char **ret_error);
 
+/* gardener-user.{service,path}, gardener-node-agent.service and
+ * gardener-node-init.service: units of the OSC that cloud-config-exec never
+ * writes, enables or starts (superseded; see units.c). */
+bool units_is_superseded(const char *name);
+
+/* As units_apply(), and also (each may be NULL; same lifetime rules as
+ * ret_changed_units) the sorted names of the units whose restart, resp.
+ * stop job this apply ran and that ended "done" (restart requests and
+ * superseded units included): what node-agent reports as Node Events. */
+int units_apply_report(const struct units_plan *plan, int rootfd, struct sd_bus *bus, unsigned job_timeout_ms,
+		       char ***ret_changed_units, char ***ret_restarted, char ***ret_stopped, char **ret_error);
+
 void units_plan_free(struct units_plan *plan);
 
 static inline void units_plan_freep(struct units_plan **p)

@@ -253,6 +253,40 @@ int kube_secret_verify(const struct kube_secret *s, char sum[static 65])
 
 /* ---- Node ---------------------------------------------------------------- */
 
+/* Our condition from status.conditions, leniently (see kube.h). */
+static int node_units_ready(const cJSON *obj, struct kube_node *n)
+{
+	const cJSON *status = cJSON_GetObjectItemCaseSensitive(obj, "status");
+	const cJSON *conds = cJSON_IsObject(status) ? cJSON_GetObjectItemCaseSensitive(status, "conditions") : NULL;
+	if (!cJSON_IsArray(conds))
+		return 0;
+	const cJSON *c;
+	cJSON_ArrayForEach(c, conds) {
+		const cJSON *t = cJSON_GetObjectItemCaseSensitive(c, "type");
+		if (!cJSON_IsString(t) || strcmp(t->valuestring, KUBE_CONDITION_SYSTEMD_UNITS_READY) != 0)
+			continue;
+		char *v[4] = {};
+		static const char *const keys[4] = { "status", "reason", "message", "lastTransitionTime" };
+		int r = 0;
+		for (size_t i = 0; r >= 0 && i < 4; i++) {
+			r = dup_string(c, keys[i], KUBE_CONDITION_MESSAGE_MAX, &v[i]);
+			if (r >= 0 && !v[i])
+				r = -EINVAL;
+		}
+		if (r < 0) {
+			for (size_t i = 0; i < 4; i++)
+				free(v[i]);
+			return r == -ENOMEM ? r : 0;
+		}
+		n->units_ready_status = v[0];
+		n->units_ready_reason = v[1];
+		n->units_ready_message = v[2];
+		n->units_ready_transition = v[3];
+		return 0;
+	}
+	return 0;
+}
+
 /* The Ready condition as the kubelet reports it (gardener/gardener
  * pkg/nodeagent/controller/healthcheck/kubelet.go isNodeReady). Lenient: the
  * Node's status is the kubelet's, and a malformed one must not cost the
@@ -321,6 +355,10 @@ static int node_from_json(const cJSON *obj, struct kube_node *ret, const char **
 			return r;
 		}
 	}
+	if ((r = node_units_ready(obj, &n)) < 0) {
+		kube_node_done(&n);
+		return seterr(err, "status.conditions", r);
+	}
 	*ret = n;
 	return 0;
 }
@@ -348,6 +386,10 @@ void kube_node_done(struct kube_node *n)
 	free(n->worker_role);
 	free(n->zone);
 	free(n->reconciliation_delay);
+	free(n->units_ready_status);
+	free(n->units_ready_reason);
+	free(n->units_ready_message);
+	free(n->units_ready_transition);
 	*n = (struct kube_node){};
 }
 

@@ -62,9 +62,20 @@ struct kube_node {
 	char *worker_role;          /* label node-role.kubernetes.io/worker ("" when set as usual) */
 	char *zone;                 /* label topology.kubernetes.io/zone */
 	char *reconciliation_delay; /* annotation node-agent.gardener.cloud/reconciliation-delay */
+	/* status.conditions[type=SystemdUnitsReady] (agent/conditions.h): all
+	 * four set, or all NULL when the condition is absent or any of its
+	 * fields is not a string of at most KUBE_CONDITION_MESSAGE_MAX bytes
+	 * (other writers' conditions never make the Node unreadable). */
+	char *units_ready_status;
+	char *units_ready_reason;
+	char *units_ready_message;
+	char *units_ready_transition; /* lastTransitionTime, as written */
 	int ready;                  /* status.conditions[type=Ready].status: 1 "True", 0 another
 	                               value, -1 no such condition (or not readable) */
 };
+
+#define KUBE_CONDITION_SYSTEMD_UNITS_READY "SystemdUnitsReady"
+#define KUBE_CONDITION_MESSAGE_MAX 32768
 
 enum kube_kind {
 	KUBE_KIND_SECRET,

@@ -27,6 +27,45 @@ static bool step_is_valid(const char *s)
 	return true;
 }
 
+static bool reason_is_valid(const char *s)
+{
+	size_t n = strnlen(s, RESULT_REASON_MAX + 1);
+	if (n == 0 || n > RESULT_REASON_MAX)
+		return false;
+	for (; *s; s++)
+		if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z')))
+			return false;
+	return true;
+}
+
+/* A unit list: at most RESULT_CHANGED_UNITS_MAX distinct valid names. The
+ * messages name the field; key is one of three literals. */
+static int check_units(char *const *units, const char *key, const char **err)
+{
+	static const struct { const char *key, *many, *invalid, *dup; } msgs[] = {
+		{ "changedUnits", "changedUnits: more than RESULT_CHANGED_UNITS_MAX",
+		  "changedUnits: invalid systemd unit name", "changedUnits: duplicate unit name" },
+		{ "restartedUnits", "restartedUnits: more than RESULT_CHANGED_UNITS_MAX",
+		  "restartedUnits: invalid systemd unit name", "restartedUnits: duplicate unit name" },
+		{ "stoppedUnits", "stoppedUnits: more than RESULT_CHANGED_UNITS_MAX",
+		  "stoppedUnits: invalid systemd unit name", "stoppedUnits: duplicate unit name" },
+	};
+	size_t m = 0;
+	while (strcmp(msgs[m].key, key) != 0)
+		m++;
+	size_t n = 0;
+	for (char *const *u = units; u && *u; u++, n++) {
+		if (n >= RESULT_CHANGED_UNITS_MAX)
+			return set_err(err, msgs[m].many, -EMSGSIZE);
+		if (!osc_unit_name_is_valid(*u))
+			return set_err(err, msgs[m].invalid, -EINVAL);
+		for (char *const *v = units; v != u; v++)
+			if (strcmp(*u, *v) == 0)
+				return set_err(err, msgs[m].dup, -EINVAL);
+	}
+	return 0;
+}
+
 /* Checks everything but error (format sanitises it, parse checks it). */
 static int check(const struct result *r, const char **err)
 {
@@ -46,15 +85,19 @@ static int check(const struct result *r, const char **err)
 		return set_err(err, "failedStep: not 1..32 bytes of [a-z0-9-]", -EINVAL);
 	if (r->restart_id && (r->restart_id[0] == '\0' || !jsonx_is_line(r->restart_id, DESIRED_RESTART_ID_MAX)))
 		return set_err(err, "restartId: empty, too long or with control characters", -EINVAL);
-	size_t n = 0;
-	for (char **u = r->changed_units; u && *u; u++, n++) {
-		if (n >= RESULT_CHANGED_UNITS_MAX)
-			return set_err(err, "changedUnits: more than RESULT_CHANGED_UNITS_MAX", -EMSGSIZE);
-		if (!osc_unit_name_is_valid(*u))
-			return set_err(err, "changedUnits: invalid systemd unit name", -EINVAL);
-		for (char **v = r->changed_units; v != u; v++)
-			if (strcmp(*u, *v) == 0)
-				return set_err(err, "changedUnits: duplicate unit name", -EINVAL);
+	int k;
+	if ((k = check_units(r->changed_units, "changedUnits", err)) < 0 ||
+	    (k = check_units(r->restarted_units, "restartedUnits", err)) < 0 ||
+	    (k = check_units(r->stopped_units, "stoppedUnits", err)) < 0)
+		return k;
+	const struct result_units_ready *c = &r->units_ready;
+	if (c->present) {
+		if (!reason_is_valid(c->reason))
+			return set_err(err, "unitsReady.reason: not 1..32 letters", -EINVAL);
+		if (!c->message || !jsonx_is_line(c->message, RESULT_CONDITION_MESSAGE_MAX))
+			return set_err(err, "unitsReady.message: missing, too long or with control characters", -EINVAL);
+		if (c->checked_at < 0 || (uint64_t)c->checked_at > JSONX_UINT_MAX)
+			return set_err(err, "unitsReady.checkedAt: out of range", -EINVAL);
 	}
 	return 0;
 }
@@ -103,6 +146,18 @@ int result_format(const struct result *r, char **ret, size_t *ret_len)
 		return -ENOMEM;
 	if (r->restart_id && !cJSON_AddStringToObject(root, "restartId", r->restart_id))
 		return -ENOMEM;
+	if ((r->restarted_units && !jsonx_add_strv(root, "restartedUnits", r->restarted_units)) ||
+	    (r->stopped_units && !jsonx_add_strv(root, "stoppedUnits", r->stopped_units)))
+		return -ENOMEM;
+	if (r->units_ready.present) {
+		const struct result_units_ready *c = &r->units_ready;
+		cJSON *o = cJSON_AddObjectToObject(root, "unitsReady");
+		if (!o || !cJSON_AddStringToObject(o, "status", c->ready ? "True" : "False") ||
+		    !cJSON_AddStringToObject(o, "reason", c->reason) ||
+		    !cJSON_AddStringToObject(o, "message", c->message) ||
+		    !jsonx_add_uint(o, "checkedAt", (uint64_t)c->checked_at))
+			return -ENOMEM;
+	}
 	if (!jsonx_add_uint(root, "finishedAt", (uint64_t)r->finished_at))
 		return -ENOMEM;
 
@@ -110,7 +165,69 @@ int result_format(const struct result *r, char **ret, size_t *ret_len)
 }
 
 static const char *const keys[] = { "version", "checksum", "generation", "success", "failedStep", "error",
-				    "changedUnits", "restartId", "finishedAt", NULL };
+				    "changedUnits", "restartId", "restartedUnits", "stoppedUnits", "unitsReady",
+				    "finishedAt", NULL };
+static const char *const ready_keys[] = { "status", "reason", "message", "checkedAt", NULL };
+
+static int get_units(const cJSON *root, const char *key, char ***ret, const char **err)
+{
+	/* The messages are per key so that *err stays a static string. */
+	static const struct { const char *key, *array, *string, *many; } msgs[] = {
+		{ "changedUnits", "changedUnits: not an array", "changedUnits: not a string",
+		  "changedUnits: more than RESULT_CHANGED_UNITS_MAX" },
+		{ "restartedUnits", "restartedUnits: not an array", "restartedUnits: not a string",
+		  "restartedUnits: more than RESULT_CHANGED_UNITS_MAX" },
+		{ "stoppedUnits", "stoppedUnits: not an array", "stoppedUnits: not a string",
+		  "stoppedUnits: more than RESULT_CHANGED_UNITS_MAX" },
+	};
+	size_t m = 0;
+	while (strcmp(msgs[m].key, key) != 0)
+		m++;
+	const cJSON *units = cJSON_GetObjectItemCaseSensitive(root, key);
+	if (!units)
+		return 0;
+	if (!cJSON_IsArray(units))
+		return set_err(err, msgs[m].array, -EINVAL);
+	int k = jsonx_get_strv(units, RESULT_CHANGED_UNITS_MAX, ret);
+	if (k == -EMSGSIZE)
+		return set_err(err, msgs[m].many, k);
+	if (k == -EINVAL)
+		return set_err(err, msgs[m].string, k);
+	if (k < 0)
+		return set_err(err, "out of memory", k);
+	return 0;
+}
+
+static int get_units_ready(const cJSON *root, struct result_units_ready *ret, const char **err)
+{
+	const cJSON *o = cJSON_GetObjectItemCaseSensitive(root, "unitsReady");
+	if (!o)
+		return 0;
+	const char *bad;
+	if (!cJSON_IsObject(o) || jsonx_check_keys(o, ready_keys, &bad) < 0)
+		return set_err(err, "unitsReady: not an object with status, reason, message, checkedAt", -EINVAL);
+	const cJSON *st = cJSON_GetObjectItemCaseSensitive(o, "status");
+	const cJSON *re = cJSON_GetObjectItemCaseSensitive(o, "reason");
+	const cJSON *me = cJSON_GetObjectItemCaseSensitive(o, "message");
+	uint64_t t;
+	if (!cJSON_IsString(st) || (strcmp(st->valuestring, "True") != 0 && strcmp(st->valuestring, "False") != 0))
+		return set_err(err, "unitsReady.status: not \"True\" or \"False\"", -EINVAL);
+	if (!cJSON_IsString(re) || !reason_is_valid(re->valuestring))
+		return set_err(err, "unitsReady.reason: not 1..32 letters", -EINVAL);
+	if (!cJSON_IsString(me))
+		return set_err(err, "unitsReady.message: missing or not a string", -EINVAL);
+	if (!jsonx_get_uint(cJSON_GetObjectItemCaseSensitive(o, "checkedAt"), JSONX_UINT_MAX, &t))
+		return set_err(err, "unitsReady.checkedAt: missing or not an unsigned integer below 2^53", -EINVAL);
+	char *m = strdup(me->valuestring);
+	if (!m)
+		return set_err(err, "out of memory", -ENOMEM);
+	ret->present = true;
+	ret->ready = strcmp(st->valuestring, "True") == 0;
+	memcpy(ret->reason, re->valuestring, strlen(re->valuestring) + 1);
+	ret->message = m;
+	ret->checked_at = (time_t)t;
+	return 0;
+}
 
 static int opt_string(const cJSON *root, const char *key, char **ret, const char **err, const char *type_err)
 {
@@ -161,18 +278,11 @@ int result_parse(const char *data, size_t len, struct result *ret, const char **
 	if (r.error && !jsonx_is_line(r.error, RESULT_ERROR_MAX))
 		return set_err(err, "error: longer than RESULT_ERROR_MAX or with control characters", -EINVAL);
 
-	const cJSON *units = cJSON_GetObjectItemCaseSensitive(root, "changedUnits");
-	if (units) {
-		if (!cJSON_IsArray(units))
-			return set_err(err, "changedUnits: not an array", -EINVAL);
-		k = jsonx_get_strv(units, RESULT_CHANGED_UNITS_MAX, &r.changed_units);
-		if (k == -EMSGSIZE)
-			return set_err(err, "changedUnits: more than RESULT_CHANGED_UNITS_MAX", k);
-		if (k == -EINVAL)
-			return set_err(err, "changedUnits: not a string", k);
-		if (k < 0)
-			return set_err(err, "out of memory", k);
-	}
+	if ((k = get_units(root, "changedUnits", &r.changed_units, err)) < 0 ||
+	    (k = get_units(root, "restartedUnits", &r.restarted_units, err)) < 0 ||
+	    (k = get_units(root, "stoppedUnits", &r.stopped_units, err)) < 0 ||
+	    (k = get_units_ready(root, &r.units_ready, err)) < 0)
+		return k;
 
 	if ((k = check(&r, err)) < 0)
 		return k;
@@ -189,5 +299,8 @@ void result_done(struct result *r)
 	free(r->error);
 	free(r->restart_id);
 	strv_free(r->changed_units);
+	strv_free(r->restarted_units);
+	strv_free(r->stopped_units);
+	free(r->units_ready.message);
 	memset(r, 0, sizeof(*r));
 }

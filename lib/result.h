@@ -8,6 +8,10 @@
  *    "success": true|false, "failedStep": "files"|"units"|"keys"|... | absent,
  *    "error": "<one line>" | absent, "changedUnits": ["a.service", ...],
  *    "restartId": "<id of the restart request that was executed>" | absent,
+ *    "restartedUnits": ["a.service", ...] | absent,
+ *    "stoppedUnits": ["b.service", ...] | absent,
+ *    "unitsReady": {"status": "True"|"False", "reason": "<CamelCase>",
+ *                   "message": "<one line>", "checkedAt": <unix seconds>} | absent,
  *    "finishedAt": <unix seconds>}
  *
  * Strict both ways: unknown or duplicate keys and wrong types are errors.
@@ -18,6 +22,15 @@
  * error optional. changedUnits holds 0..RESULT_CHANGED_UNITS_MAX distinct
  * valid unit names; restartId is 1..DESIRED_RESTART_ID_MAX bytes without
  * control characters. generation and finishedAt are at most 2^53 - 1.
+ *
+ * Added compatibly (all optional; a reader that finds them absent treats
+ * the result as before): restartedUnits and stoppedUnits (the units this
+ * apply's systemd jobs restarted or stopped; same rules as changedUnits),
+ * for the agent's Node Events; unitsReady, the SystemdUnitsReady condition
+ * cloud-config-exec computed at the end of the run (reason 1..
+ * RESULT_REASON_MAX of [A-Za-z], message a line of at most
+ * RESULT_CONDITION_MESSAGE_MAX bytes, checkedAt at most 2^53 - 1), which the
+ * agent patches into the Node's status (agent/conditions.h).
  *
  * Pure functions: no I/O, no logging. */
 #ifndef NA_RESULT_H
@@ -33,6 +46,17 @@
 #define RESULT_STEP_MAX 32
 #define RESULT_ERROR_MAX 1024
 #define RESULT_CHANGED_UNITS_MAX 1024
+#define RESULT_REASON_MAX 32
+#define RESULT_CONDITION_MESSAGE_MAX 4096
+
+/* The SystemdUnitsReady condition as the executor computed it. */
+struct result_units_ready {
+	bool present;               /* false: not reported (older executor, no bus) */
+	bool ready;                 /* status "True" */
+	char reason[RESULT_REASON_MAX + 1];
+	char *message;              /* owned; non-NULL when present */
+	time_t checked_at;
+};
 
 struct result {
 	char checksum[65];
@@ -42,6 +66,9 @@ struct result {
 	char *error;                /* NULL on success */
 	char **changed_units;       /* NULL-terminated, may be NULL */
 	char *restart_id;           /* NULL when none */
+	char **restarted_units;     /* NULL-terminated, may be NULL */
+	char **stopped_units;       /* NULL-terminated, may be NULL */
+	struct result_units_ready units_ready;
 	time_t finished_at;
 };
 

@@ -3,7 +3,8 @@
 # REAL kube-apiserver v1.20.2 and etcd 3.4 (tests/lib/realkube.sh), one
 # server for every phase, in a private network namespace. The agent's only
 # credential is a service-account token (TokenRequest) bound to exactly the
-# RBAC it needs: secrets get+watch and nodes get+watch+patch, by name.
+# RBAC it needs: secrets get+watch, nodes get+watch+patch and nodes/status
+# patch, by name.
 # Phases: first apply and annotation; a Secret update; a checksum mismatch
 # refused; a restart request consumed; token rotation (the old token made
 # invalid); the idle request rate (the real server's bookmarks come about
@@ -36,7 +37,7 @@ SA=node-agent
 SAUSER=system:serviceaccount:kube-system:$SA
 SUBJ='{"kind":"ServiceAccount","name":"'$SA'","namespace":"kube-system"}'
 SECRET_RULES='[{"apiGroups":[""],"resources":["secrets"],"verbs":["get","watch"],"resourceNames":["'$KUBE_SECRET'"]}]'
-NODE_RULES='[{"apiGroups":[""],"resources":["nodes"],"verbs":["get","watch","patch"],"resourceNames":["'$KUBE_NODE'"]}]'
+NODE_RULES='[{"apiGroups":[""],"resources":["nodes"],"verbs":["get","watch","patch"],"resourceNames":["'$KUBE_NODE'"]},{"apiGroups":[""],"resources":["nodes/status"],"verbs":["patch"],"resourceNames":["'$KUBE_NODE'"]}]'
 
 hello() { printf 'spec:\n  files:\n  - path: /etc/hello\n    permissions: 420\n    content:\n      inline:\n        data: "real %s"\n' "$1" >"$S/v$1.yaml"; }
 new_token() { # writes a fresh TokenRequest token into $KUBE_DIR/token (atomically)
@@ -87,6 +88,22 @@ ok "first apply: file written, Node annotated (checksum $(sha256 "$S/v1.yaml" | 
 # --- 2. update
 update
 check "Secret update: applied and annotated" applied $v
+
+# --- 2b. the SystemdUnitsReady condition (agent/conditions.c; 032 has the
+# details): the real server takes the agent's strategic merge patch of
+# nodes/<n>/status (RBAC nodes/status patch) and merges it by type.
+rk PATCH "/api/v1/nodes/$KUBE_NODE/status" '{"status":{"conditions":[{"type":"Ready","status":"True","reason":"KubeletReady","message":"stand-in kubelet"}]}}' >/dev/null
+python3 - "$ROOT/var/lib/cloud-config-exec/result.json" <<'EOF'
+import json, os, sys, time
+d = json.load(open(sys.argv[1]))
+d["unitsReady"] = {"status": "False", "reason": "UnhealthyUnits", "message": "kubelet.service: failed", "checkedAt": int(time.time())}
+open(sys.argv[1] + ".tmp", "w").write(json.dumps(d))
+os.rename(sys.argv[1] + ".tmp", sys.argv[1])
+EOF
+conds() { rk GET "/api/v1/nodes/$KUBE_NODE" | jget "sorted((c['type'], c['status'], c.get('reason', '')) for c in d.get('status', {}).get('conditions', []))"; }
+want='[["Ready", "True", "KubeletReady"], ["SystemdUnitsReady", "False", "UnhealthyUnits"]]'
+for ((i = 0; i < 100; i++)); do [ "$(conds)" = "$want" ] && break; sleep 0.1; done
+check "SystemdUnitsReady: the real server accepts the agent's nodes/status patch, next to Ready" [ "$(conds)" = "$want" ]
 
 # --- 3. checksum mismatch
 good=$v

@@ -5,6 +5,8 @@ Nodes with resourceVersions from one global counter, GET, LIST, watch
 (resourceVersion semantics over a bounded history, synthetic ADDED without an
 RV, BOOKMARK events, ERROR 410 "too old resource version" inside a 200 stream,
 timeoutSeconds), JSON merge-patch (RFC 7386) with the content type check (415),
+PATCH of nodes/<name>/status (status.conditions merged by type for a
+strategic merge patch),
 401/403/404 Status bodies as recorded, bearer tokens, bootstrap tokens and
 client certificates (CN -> user, O -> groups).
 
@@ -432,6 +434,7 @@ NA_GROUP = "gardener.cloud:node-agents"
 EVENTS_RE = re.compile(r"^/api/v1/namespaces/(?P<ns>[^/]+)/events$")
 LEASE_RE = re.compile(r"^/apis/coordination\.k8s\.io/v1/namespaces/(?P<ns>[^/]+)/leases(?:/(?P<name>[^/]+))?$")
 PATH_RE = re.compile(r"^/api/v1/(?:namespaces/(?P<ns>[^/]+)/)?(?P<res>secrets|nodes)(?:/(?P<name>[^/]+))?$")
+NODE_STATUS_RE = re.compile(r"^/api/v1/nodes/(?P<name>[^/]+)/status$")
 
 
 class ApiHandler(http.server.BaseHTTPRequestHandler):
@@ -651,6 +654,10 @@ class ApiHandler(http.server.BaseHTTPRequestHandler):
         ml = LEASE_RE.match(url.path)
         if ml:
             self.lease(user, groups, ml.group("ns"), ml.group("name"), body)
+            return
+        mst = NODE_STATUS_RE.match(url.path)
+        if mst:
+            self.node_status(user, groups, mst.group("name"), body)
             return
         m = PATH_RE.match(url.path)
         if not m or (m.group("res") == "secrets") != (m.group("ns") is not None):
@@ -882,6 +889,74 @@ class ApiHandler(http.server.BaseHTTPRequestHandler):
             self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
         else:
             self.wfile.write(data)
+
+    # --- nodes/<name>/status (agent/conditions.c)
+    def node_status(self, user, groups, name, body):
+        """PATCH of a Node's status: strategic merge patch (status.conditions
+        merged by "type", as core/v1 NodeStatus's patchMergeKey) or merge
+        patch (the list replaced); only status changes. Allowed as for a
+        Node PATCH (the Node itself, node admins, admins)."""
+        st = self.st
+        if self.command == "GET":
+            if not self.authorize(user, groups, "get", "nodes", None, name):
+                return
+            obj = st.store.get("Node", None, name)
+            if obj is None:
+                self.send_json(404, status(404, "NotFound", 'nodes "%s" not found' % name, {"name": name, "kind": "nodes"}))
+            else:
+                self.send_json(200, obj)
+            return
+        if self.command != "PATCH":
+            self.send_json(405, status(405, "MethodNotAllowed",
+                                       "the server does not allow this method on the requested resource", {}))
+            return
+        if not self.authorize(user, groups, "patch", "nodes", None, name):
+            return
+        is_node = user.startswith("system:node:") and "system:nodes" in groups
+        privileged = (self.subject_in(user, groups, st.admins) or "system:masters" in groups
+                      or self.subject_in(user, groups, st.node_admins))
+        if is_node and not privileged and user[len("system:node:"):] != name:
+            self.send_json(403, status(403, "Forbidden", 'nodes "%s" is forbidden: node "%s" is not allowed to modify node "%s"'
+                                       % (name, user[len("system:node:"):], name), {"name": name, "kind": "nodes"}))
+            return
+        ctype = (self.headers.get("Content-Type") or "").split(";")[0].strip().lower()
+        if ctype not in ("application/merge-patch+json", "application/strategic-merge-patch+json"):
+            self.send_json(415, status(415, "UnsupportedMediaType", "415: Unsupported Media Type", {}))
+            return
+        try:
+            p = json.loads(body.decode("utf-8"))
+            ps = p.get("status") or {}
+            if not isinstance(ps, dict):
+                raise ValueError("status: not an object")
+            conds = ps.get("conditions")
+            if conds is not None and (not isinstance(conds, list) or
+                                      not all(isinstance(c, dict) and isinstance(c.get("type"), str) for c in conds)):
+                raise ValueError("status.conditions: not a list of objects with a type")
+        except (UnicodeDecodeError, ValueError, AttributeError) as e:
+            self.send_json(400, status(400, "BadRequest", "error decoding patch: %s" % e))
+            return
+        with st.store.cond:
+            cur = st.store.get("Node", None, name)
+            if cur is None:
+                self.send_json(404, status(404, "NotFound", 'nodes "%s" not found' % name, {"name": name, "kind": "nodes"}))
+                return
+            new = copy.deepcopy(cur)
+            rest = {k: v for k, v in ps.items() if k != "conditions"}
+            new["status"] = merge_patch(new.get("status") or {}, rest)
+            if conds is not None:
+                if ctype == "application/strategic-merge-patch+json":
+                    have = list((new["status"].get("conditions") or []))
+                    for c in conds:
+                        i = next((k for k, h in enumerate(have) if h.get("type") == c["type"]), None)
+                        if i is None:
+                            have.append(c)
+                        else:
+                            have[i] = merge_patch(have[i], c)
+                    new["status"]["conditions"] = have
+                else:
+                    new["status"]["conditions"] = conds
+            stored, _ = st.store.put("Node", None, name, new)
+        self.send_json(200, stored)
 
     # --- patch
     def patch(self, user, groups, kind, res, ns, name, body):

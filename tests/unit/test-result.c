@@ -72,6 +72,53 @@ static void round_trip_failure(void **state)
 	result_done(&p);
 }
 
+static void round_trip_units_and_condition(void **state)
+{
+	char a[] = "kubelet.service", b[] = "containerd.service", c[] = "old.timer";
+	char *restarted[] = { a, b, NULL }, *stopped[] = { c, NULL };
+	char msg[] = "kubelet.service: failed; old.timer: active but should be disabled";
+	struct result r = { .checksum = SUM, .generation = 3, .success = true, .restarted_units = restarted,
+			    .stopped_units = stopped, .finished_at = 10,
+			    .units_ready = { .present = true, .ready = false, .reason = "UnhealthyUnits",
+					     .message = msg, .checked_at = 9 } };
+	_cleanup_free_ char *out = NULL;
+	size_t len;
+	assert_int_equal(result_format(&r, &out, &len), 0);
+	struct result p = {};
+	const char *err = NULL;
+	if (result_parse(out, len, &p, &err) < 0)
+		fail_msg("%s", err);
+	assert_string_equal(p.restarted_units[1], "containerd.service");
+	assert_null(p.restarted_units[2]);
+	assert_string_equal(p.stopped_units[0], "old.timer");
+	assert_true(p.units_ready.present);
+	assert_false(p.units_ready.ready);
+	assert_string_equal(p.units_ready.reason, "UnhealthyUnits");
+	assert_string_equal(p.units_ready.message, msg);
+	assert_int_equal(p.units_ready.checked_at, 9);
+	_cleanup_free_ char *again = NULL;
+	assert_int_equal(result_format(&p, &again, NULL), 0);
+	assert_string_equal(again, out);
+	result_done(&p);
+
+	/* Absent in an older executor's document: nothing present. */
+	const char *old = "{\"version\":1,\"checksum\":\"" SUM "\",\"generation\":1,\"success\":true,\"finishedAt\":5}";
+	assert_int_equal(result_parse(old, strlen(old), &p, NULL), 0);
+	assert_false(p.units_ready.present);
+	assert_null(p.restarted_units);
+	assert_null(p.stopped_units);
+	result_done(&p);
+
+	/* format refuses what parse would refuse. */
+	r.units_ready.reason[0] = '\0';
+	char *bad = NULL;
+	assert_int_equal(result_format(&r, &bad, NULL), -EINVAL);
+	snprintf(r.units_ready.reason, sizeof(r.units_ready.reason), "Ok");
+	r.units_ready.message = NULL;
+	assert_int_equal(result_format(&r, &bad, NULL), -EINVAL);
+	assert_null(bad);
+}
+
 static void long_error_is_cut_at_utf8_boundary(void **state)
 {
 	char *msg = malloc(RESULT_ERROR_MAX * 2 + 1);
@@ -170,6 +217,24 @@ static void bad_documents(void **state)
 		  "\"restartId\":\"\",\"finishedAt\":5}", -EINVAL, "restartId" },
 		{ "{\"version\":1,\"checksum\":\"" SUM "\",\"generation\":1,\"success\":true,"
 		  "\"restartId\":7,\"finishedAt\":5}", -EINVAL, "restartId: not a string" },
+#define OK_HEAD "{\"version\":1,\"checksum\":\"" SUM "\",\"generation\":1,\"success\":true,"
+		{ OK_HEAD "\"restartedUnits\":[\"a.service\",\"a.service\"],\"finishedAt\":5}", -EINVAL,
+		  "restartedUnits: duplicate" },
+		{ OK_HEAD "\"stoppedUnits\":{},\"finishedAt\":5}", -EINVAL, "stoppedUnits: not an array" },
+		{ OK_HEAD "\"stoppedUnits\":[\"../x\"],\"finishedAt\":5}", -EINVAL, "stoppedUnits: invalid" },
+		{ OK_HEAD "\"unitsReady\":[],\"finishedAt\":5}", -EINVAL, "unitsReady: not an object" },
+		{ OK_HEAD "\"unitsReady\":{\"status\":\"True\",\"reason\":\"A\",\"message\":\"m\","
+			  "\"checkedAt\":1,\"x\":1},\"finishedAt\":5}", -EINVAL, "unitsReady: not an object" },
+		{ OK_HEAD "\"unitsReady\":{\"status\":\"true\",\"reason\":\"A\",\"message\":\"m\","
+			  "\"checkedAt\":1},\"finishedAt\":5}", -EINVAL, "unitsReady.status" },
+		{ OK_HEAD "\"unitsReady\":{\"status\":\"True\",\"reason\":\"A b\",\"message\":\"m\","
+			  "\"checkedAt\":1},\"finishedAt\":5}", -EINVAL, "unitsReady.reason" },
+		{ OK_HEAD "\"unitsReady\":{\"status\":\"True\",\"reason\":\"A\",\"message\":\"a\\nb\","
+			  "\"checkedAt\":1},\"finishedAt\":5}", -EINVAL, "unitsReady.message" },
+		{ OK_HEAD "\"unitsReady\":{\"status\":\"True\",\"reason\":\"A\",\"message\":\"m\"},"
+			  "\"finishedAt\":5}", -EINVAL, "unitsReady.checkedAt" },
+		{ OK_HEAD "\"unitsReady\":{\"status\":\"True\",\"reason\":\"A\",\"message\":\"\","
+			  "\"checkedAt\":1},\"finishedAt\":5}", 0, NULL },
 	};
 	for (size_t i = 0; i < ELEMENTSOF(table); i++) {
 		struct result p = { .generation = 4242 };
@@ -217,6 +282,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(round_trip_success),
 		cmocka_unit_test(round_trip_failure),
+		cmocka_unit_test(round_trip_units_and_condition),
 		cmocka_unit_test(long_error_is_cut_at_utf8_boundary),
 		cmocka_unit_test(format_refuses_bad_input),
 		cmocka_unit_test(bad_documents),
