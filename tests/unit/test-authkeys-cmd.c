@@ -22,15 +22,15 @@
 #define K(k) .key = (k)
 
 static const struct snapshot_entry entries[] = {
-	{ "alice", "SHA256:a", "ssh-ed25519 " KA " a", 0 },
-	{ "alice", "SHA256:e", "ssh-ed25519 " KE " expired", NOW - 1 },
-	{ "alice", "SHA256:f", "expiry-time=\"20991231000000Z\" ssh-ed25519 " KB " future", NOW + 1 },
-	{ "bob", "SHA256:b", "ssh-ed25519 " KB " b", 0 },
-	{ "carol", "SHA256:c", "ssh-ed25519 " KE " gone", NOW },
-	{ "root", "SHA256:r", "ssh-ed25519 " KR " r", 0 },
-	{ "dave", "SHA256:d", "ssh-ed25519 " KA " plain", 0 },
-	{ "dave", "SHA256:ca", "cert-authority,principals=\"dave\" ssh-ed25519 " KB " ca", 0 },
-	{ "dave", "SHA256:cx", "cert-authority,expiry-time=\"20200101000000Z\" ssh-ed25519 " KE " old-ca", NOW - 5 },
+	{ "alice", "SHA256:a", "ssh-ed25519 " KA " a", 0, "src-a" },
+	{ "alice", "SHA256:e", "ssh-ed25519 " KE " expired", NOW - 1, "src-e" },
+	{ "alice", "SHA256:f", "expiry-time=\"20991231000000Z\" ssh-ed25519 " KB " future", NOW + 1, "src-f" },
+	{ "bob", "SHA256:b", "ssh-ed25519 " KB " b", 0, "src-b" },
+	{ "carol", "SHA256:c", "ssh-ed25519 " KE " gone", NOW, "src-c" },
+	{ "root", "SHA256:r", "ssh-ed25519 " KR " r", 0, "src-r" },
+	{ "dave", "SHA256:d", "ssh-ed25519 " KA " plain", 0, "src-d" },
+	{ "dave", "SHA256:ca", "cert-authority,principals=\"dave\" ssh-ed25519 " KB " ca", 0, "src-ca" },
+	{ "dave", "SHA256:cx", "cert-authority,expiry-time=\"20200101000000Z\" ssh-ed25519 " KE " old-ca", NOW - 5, "src-cx" },
 };
 #define CERT "ssh-ed25519-cert-v01@openssh.com"
 
