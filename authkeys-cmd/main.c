@@ -177,7 +177,7 @@ static void log_key(const struct args *a, const struct akc_answer *ans, const st
 		f_serial[48], f_cerr[48], user[SNAPSHOT_USER_MAX + 1];
 	const char *fields[16];
 	size_t n = 0;
-	for (; base[n] && n < 8; n++)
+	for (; n < 8 && base[n]; n++)
 		fields[n] = base[n];
 	printable(a->req.user, user, sizeof(user));
 	snprintf(f_kfp, sizeof(f_kfp), "KEY_FINGERPRINT=%s", rec->fingerprint);
