@@ -177,6 +177,23 @@ static void certificate_answers(void **state)
 	assert_int_equal(a.cert_error, -EBADMSG);
 	assert_int_equal(a.served, 1);
 	akc_answer_done(&a);
+	/* Hostile %k: not base64, truncated, over the bound: no certificate
+	 * (every valid CA line, as without %k), never a crash. */
+	static char huge[SSHCERT_B64_MAX + 8];
+	memset(huge, 'A', sizeof(huge) - 1);
+	char cut[64];
+	snprintf(cut, sizeof(cut), "%.40s", c_ca);
+	const char *hostile[] = { "", "!!!!", "AAAA", cut, huge };
+	for (size_t i = 0; i < ELEMENTSOF(hostile); i++) {
+		req.key = hostile[i];
+		assert_int_equal(akc_answer(s, &req, &a), 0);
+		assert_true(a.cert_error < 0);
+		assert_int_equal(a.reason, AKC_SERVED);
+		assert_int_equal(a.served, 1);
+		assert_string_equal(a.cert_key_id, "");
+		akc_answer_done(&a);
+	}
+
 	/* The key id is cut for the log. */
 	static char longid[AKC_KEY_ID_MAX + 10];
 	memset(longid, 'i', sizeof(longid));
