@@ -139,6 +139,12 @@ static void format_source(char *buf, size_t size, const struct config *cfg, cons
 			 entry);
 	else
 		snprintf(buf, size, "entry=%s", entry);
+	/* The snapshot refuses control bytes in a source (it goes into a
+	 * journal field as it is): none can come from the validated config and
+	 * OSC paths, but a refused snapshot would fail the whole keys step. */
+	for (char *p = buf; *p; p++)
+		if ((unsigned char)*p < 0x20 || *p == 0x7f)
+			*p = '?';
 }
 
 static const struct osc_file *find_osc_file(const struct osc *osc, const char *path)
