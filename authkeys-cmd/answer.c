@@ -5,6 +5,7 @@
 
 #include "answer.h"
 #include "cleanup.h"
+#include "sshcert.h"
 
 static const char *const reasons[_AKC_REASON_MAX] = {
 	[AKC_SERVED] = "served",
@@ -49,8 +50,10 @@ static bool field_equals(const char *want, const char *have, size_t have_len)
 	return strlen(want) == have_len && memcmp(want, have, have_len) == 0;
 }
 
-/* Concatenates the lines of the records not expired, each with '\n'. */
-static int render(const struct snapshot_record *v, size_t n, int64_t now, struct akc_answer *a)
+/* Concatenates the lines of the records not expired, each with '\n', and
+ * moves those records to the front of v (v[0..a->served): what the log
+ * names). */
+static int render(struct snapshot_record *v, size_t n, int64_t now, struct akc_answer *a)
 {
 	size_t len = 0;
 	for (size_t i = 0; i < n; i++) {
@@ -71,10 +74,54 @@ static int render(const struct snapshot_record *v, size_t n, int64_t now, struct
 		memcpy(out + off, v[i].line, v[i].line_len);
 		off += v[i].line_len;
 		out[off++] = '\n';
-		a->served++;
+		v[a->served++] = v[i];
 	}
 	a->out = out;
 	a->out_len = len;
+	return 0;
+}
+
+/* The key id for the log: printable ASCII kept, other bytes as \xNN, cut
+ * at AKC_KEY_ID_MAX input bytes. */
+static void copy_key_id(const uint8_t *id, size_t len, char *out, size_t size)
+{
+	static const char hex[] = "0123456789abcdef";
+	size_t o = 0;
+	for (size_t i = 0; i < len && i < AKC_KEY_ID_MAX && o + 5 < size; i++) {
+		if (id[i] >= 0x20 && id[i] < 0x7f && id[i] != '\\')
+			out[o++] = (char)id[i];
+		else {
+			out[o++] = '\\';
+			out[o++] = 'x';
+			out[o++] = hex[id[i] >> 4];
+			out[o++] = hex[id[i] & 15];
+		}
+	}
+	if (len > AKC_KEY_ID_MAX && o + 4 <= size) {
+		memcpy(out + o, "...", 3);
+		o += 3;
+	}
+	out[o] = '\0';
+}
+
+/* %k as a certificate of type %t: its serial and key id into a, and the
+ * signature key's base64 into ca_b64 (ca_size bytes). -errno when it is
+ * none (then a->cert_error says why). */
+static int read_cert(const struct akc_request *req, struct akc_answer *a, char *ca_b64, size_t ca_size)
+{
+	uint8_t blob[SSHCERT_BLOB_MAX];
+	size_t klen = req->key ? strnlen(req->key, SSHCERT_B64_MAX + 1) : 0;
+	int n = klen > SSHCERT_B64_MAX ? -EMSGSIZE : sshcert_b64_decode(req->key ? req->key : "", klen, blob, sizeof(blob));
+	struct sshcert_info c;
+	int r = n < 0 ? -EINVAL : sshcert_parse(blob, (size_t)n, &c);
+	if (r == 0 && !field_equals(req->type, c.type, c.type_len))
+		r = -EBADMSG; /* %k is not the certificate %t names */
+	if (r == 0 && sshcert_b64_encode(c.ca_key, c.ca_key_len, ca_b64, ca_size) < 0)
+		r = -EBADMSG;
+	if (r < 0)
+		return a->cert_error = r;
+	a->cert_serial = c.serial;
+	copy_key_id(c.key_id, c.key_id_len, a->cert_key_id, sizeof(a->cert_key_id));
 	return 0;
 }
 
@@ -90,6 +137,9 @@ int akc_answer(const struct snapshot *s, const struct akc_request *req, struct a
 	}
 
 	if (is_cert_type(req->type)) {
+		a.cert = true;
+		char ca_b64[SNAPSHOT_LINE_MAX];
+		bool by_ca = read_cert(req, &a, ca_b64, sizeof(ca_b64)) == 0;
 		_cleanup_free_ struct snapshot_record *v = NULL;
 		r = snapshot_lookup_user(s, req->user, &v, &a.what);
 		if (r == -EBADMSG)
@@ -99,12 +149,13 @@ int akc_answer(const struct snapshot *s, const struct akc_request *req, struct a
 		else {
 			size_t k = 0;
 			for (int i = 0; i < r; i++)
-				if (is_ca_line(&v[i]))
+				if (is_ca_line(&v[i]) && (!by_ca || field_equals(ca_b64, v[i].blob, v[i].blob_len)))
 					v[k++] = v[i];
 			int e = render(v, k, req->now, &a);
 			if (e < 0)
 				return e;
 			a.reason = a.served ? AKC_SERVED : AKC_NO_CA;
+			a.recs = TAKE_PTR(v);
 		}
 		*ret = a;
 		return 0;
@@ -128,8 +179,11 @@ int akc_answer(const struct snapshot *s, const struct akc_request *req, struct a
 			if (r < 0)
 				return r;
 			a.reason = a.served ? AKC_SERVED : AKC_EXPIRED;
+			a.one = rec;
 		}
 		*ret = a;
+		if (ret->served)
+			ret->recs = &ret->one;
 		return 0;
 	}
 
@@ -144,6 +198,7 @@ int akc_answer(const struct snapshot *s, const struct akc_request *req, struct a
 		if (k < 0)
 			return k;
 		a.reason = a.served ? AKC_SERVED : AKC_ALL_EXPIRED;
+		a.recs = TAKE_PTR(v);
 	}
 	*ret = a;
 	return 0;
@@ -154,4 +209,7 @@ void akc_answer_done(struct akc_answer *a)
 	free(a->out);
 	a->out = NULL;
 	a->out_len = 0;
+	if (a->recs != &a->one)
+		free(a->recs);
+	a->recs = NULL;
 }

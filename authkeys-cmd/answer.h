@@ -13,9 +13,11 @@
 
 /* A certificate's %f is the fingerprint of the certificate's own key,
  * never the CA's, and sshd matches a certificate only against
- * cert-authority lines. So when %t is a certificate type, the answer is
- * every valid cert-authority line of the user (whatever %f and %k say);
- * sshd picks the CA that signed it and checks principals and validity. */
+ * cert-authority lines. So when %t is a certificate type, the answer is the
+ * user's valid cert-authority line whose key signed the certificate in %k
+ * (lib/sshcert.h; sshd would accept no other), and when %k does not parse
+ * as a certificate of type %t, every valid cert-authority line of the user
+ * (cert_error says why); sshd checks signature, principals and validity. */
 struct akc_request {
 	const char *user;        /* %u, required */
 	const char *fingerprint; /* %f or NULL: then all of the user's keys */
@@ -36,9 +38,12 @@ enum akc_reason {
 	AKC_KEY_MISMATCH,        /* %k differs from the record */
 	AKC_ROOT_REFUSED,        /* user root without --allow-root */
 	AKC_SNAPSHOT_CORRUPT,    /* a block or record the lookup touched is damaged */
-	AKC_NO_CA,               /* a certificate (%t *-cert-v01@openssh.com): the user has no valid CA line */
+	AKC_NO_CA,               /* a certificate (%t *-cert-v01@openssh.com): the user has no valid CA line
+				  * (that signed it) */
 	_AKC_REASON_MAX,
 };
+
+#define AKC_KEY_ID_MAX 256 /* bytes of a certificate's key id kept for the log */
 
 struct akc_answer {
 	char *out;      /* malloc'ed; whole lines, each ending in '\n'; NULL when nothing */
@@ -47,6 +52,15 @@ struct akc_answer {
 	unsigned expired;
 	enum akc_reason reason;
 	const char *what; /* for AKC_SNAPSHOT_CORRUPT: the check that failed */
+	/* The records served (recs[0..served), pointing into the snapshot), for
+	 * the log: each one's fingerprint and source. */
+	struct snapshot_record *recs;
+	struct snapshot_record one; /* recs for a single-key answer */
+	/* A certificate request (%t a certificate type): */
+	bool cert;
+	int cert_error;               /* 0, or why %k is no certificate (-EBADMSG, -EOPNOTSUPP, -EINVAL) */
+	uint64_t cert_serial;
+	char cert_key_id[AKC_KEY_ID_MAX * 4 + 4]; /* printable: other bytes as \xNN, "..." when cut */
 };
 
 /* Decides the answer to req from s. Returns 0 and fills *ret (release with

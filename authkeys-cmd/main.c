@@ -159,6 +159,52 @@ static void printable(const char *s, char *buf, size_t size)
 	buf[i] = '\0';
 }
 
+/* At most this many per-key lines for an answer of several keys (sshd
+ * asks with %f: one key; the user-only form may serve many). */
+#define LOG_KEYS_MAX 32
+
+/* One line per key served: which key (KEY_FINGERPRINT=: for a certificate
+ * the CA's), where it came from (KEY_SOURCE=: the OSC checksum, the
+ * Secret, the key-document entry or Gardener's current/previous key, as
+ * cloud-config-exec put it in the snapshot) and, for a certificate, its key
+ * id and serial: sshd's "Accepted publickey for U ... SHA256:..." (which
+ * names the certificate's key and, for a certificate, "ID ... (serial N)
+ * CA ... SHA256:<CA>") leads here and on to the source. */
+static void log_key(const struct args *a, const struct akc_answer *ans, const struct snapshot_record *rec,
+		    const char *const *base)
+{
+	char f_kfp[SNAPSHOT_FINGERPRINT_MAX + 24], f_src[SNAPSHOT_SOURCE_MAX + 16], f_id[sizeof(ans->cert_key_id) + 16],
+		f_serial[48], f_cerr[48], user[SNAPSHOT_USER_MAX + 1];
+	const char *fields[16];
+	size_t n = 0;
+	for (; n < 8 && base[n]; n++)
+		fields[n] = base[n];
+	printable(a->req.user, user, sizeof(user));
+	snprintf(f_kfp, sizeof(f_kfp), "KEY_FINGERPRINT=%s", rec->fingerprint);
+	snprintf(f_src, sizeof(f_src), "KEY_SOURCE=%s", rec->source_len ? rec->source : "unknown");
+	fields[n++] = f_kfp;
+	fields[n++] = f_src;
+	if (ans->cert && ans->cert_error == 0) {
+		snprintf(f_id, sizeof(f_id), "CERT_KEY_ID=%s", ans->cert_key_id);
+		snprintf(f_serial, sizeof(f_serial), "CERT_SERIAL=%llu", (unsigned long long)ans->cert_serial);
+		fields[n++] = f_id;
+		fields[n++] = f_serial;
+	} else if (ans->cert) {
+		snprintf(f_cerr, sizeof(f_cerr), "CERT_ERROR=%s", strerror(-ans->cert_error));
+		fields[n++] = f_cerr;
+	}
+	fields[n] = NULL;
+	if (ans->cert && ans->cert_error == 0)
+		log_fields(LOG_INFO, fields,
+			   "served certificate authority %s for user \"%s\" from %s: certificate id \"%s\" serial %llu",
+			   rec->fingerprint, user, rec->source_len ? rec->source : "an unknown source", ans->cert_key_id,
+			   (unsigned long long)ans->cert_serial);
+	else
+		log_fields(LOG_INFO, fields, "served %s %s for user \"%s\" from %s",
+			   ans->cert ? "certificate authority" : "key", rec->fingerprint, user,
+			   rec->source_len ? rec->source : "an unknown source");
+}
+
 static void log_decision(const struct args *a, const struct akc_answer *ans, uint64_t generation)
 {
 	char user[SNAPSHOT_USER_MAX + 1], fp[SNAPSHOT_FINGERPRINT_MAX + 1] = "";
@@ -181,7 +227,18 @@ static void log_decision(const struct args *a, const struct akc_answer *ans, uin
 
 	switch (ans->reason) {
 	case AKC_SERVED:
+		/* One key (what sshd asks for): its own line is the decision. */
+		if (ans->served == 1 && ans->recs) {
+			log_key(a, ans, &ans->recs[0], fields);
+			break;
+		}
 		log_fields(LOG_INFO, fields, "served %u key(s) for user \"%s\"%s%s", ans->served, user, fpsep, fp);
+		const char *const kf[] = { f_user, f_reason, f_gen, NULL };
+		for (unsigned i = 0; ans->recs && i < ans->served && i < LOG_KEYS_MAX; i++)
+			log_key(a, ans, &ans->recs[i], kf);
+		if (ans->served > LOG_KEYS_MAX)
+			log_fields(LOG_INFO, fields, "... and %u more key(s) for user \"%s\" not listed",
+				   ans->served - LOG_KEYS_MAX, user);
 		break;
 	case AKC_SNAPSHOT_CORRUPT: {
 		const char *const cf[] = { f_user, f_served, f_reason, f_gen, f_what, NULL };

@@ -325,7 +325,8 @@ static void keys_anyway(const struct apply_ctx *c, const struct osc *new, const 
 			int statefd)
 {
 	struct sshkeys_input in = { .osc = new, .key_document = d ? d->key_document : NULL,
-				    .ssh_access = d ? d->ssh_access : true, .now = time(NULL) };
+				    .ssh_access = d ? d->ssh_access : true, .now = time(NULL),
+				    .osc_checksum = d ? d->checksum : NULL };
 	bool changed = false;
 	log_notice("Applying the SSH keys despite the failed step");
 	(void)revoke_keys_step(c->rootfd, c->root, c->cfg, &in, st, statefd, &changed, NULL, 0);
@@ -527,7 +528,8 @@ int apply_osc(const struct apply_ctx *c, const char *osc, size_t len, const stru
 
 	/* 3. Keys and the snapshot. */
 	struct sshkeys_input in = { .osc = new, .key_document = d ? d->key_document : NULL,
-				    .ssh_access = d ? d->ssh_access : true, .now = time(NULL) };
+				    .ssh_access = d ? d->ssh_access : true, .now = time(NULL),
+				    .osc_checksum = res.checksum };
 	bool keys_changed = false;
 	char kerr[SSHKEYS_ERROR_MAX] = "";
 	r = revoke_keys_step(c->rootfd, c->root, c->cfg, &in, &st, statefd, &keys_changed, kerr, sizeof(kerr));
@@ -635,7 +637,8 @@ int apply_keys_only(const struct apply_ctx *c)
 	struct desired d = { 0 };
 	bool have_d = load_desired(c, &d, true) >= 0;
 	struct sshkeys_input in = { .osc = old, .key_document = have_d ? d.key_document : NULL,
-				    .ssh_access = have_d ? d.ssh_access : true, .now = time(NULL) };
+				    .ssh_access = have_d ? d.ssh_access : true, .now = time(NULL),
+				    .osc_checksum = old && checksum[0] ? checksum : NULL };
 	bool changed = false;
 	char kerr[SSHKEYS_ERROR_MAX] = "";
 	r = revoke_keys_step(c->rootfd, c->root, c->cfg, &in, &st, statefd, &changed, kerr, sizeof(kerr));

@@ -229,10 +229,81 @@ static const struct osc_file *find_file(const struct osc *osc, const char *path)
 	return NULL;
 }
 
+/* Revoked certificate serials per CA (what the KRL's certificate sections
+ * hold): at most KRL_CAS_MAX CAs, KRL_SERIALS_MAX serials in all. */
+struct casets {
+	struct krl_ca_serials *v;
+	char (*fps)[KEYS_FINGERPRINT_MAX]; /* the CA's fingerprint, for the log ("" if unknown) */
+	size_t n, total;
+};
+
+static void casets_done(struct casets *c)
+{
+	for (size_t i = 0; i < c->n; i++) {
+		free(c->v[i].ca_key);
+		free(c->v[i].serials);
+	}
+	free(c->v);
+	free(c->fps);
+	*c = (struct casets){ 0 };
+}
+
+/* Adds serial of the CA blob[0..len). 1 added, 0 already there, -E2BIG
+ * over a bound (nothing added), -EINVAL for a CA key over KRL_CA_KEY_MAX or
+ * serial 0, -ENOMEM. */
+static int casets_add(struct casets *c, const uint8_t *blob, size_t len, const char *fp, uint64_t serial)
+{
+	if (len == 0 || len > KRL_CA_KEY_MAX || serial == 0)
+		return -EINVAL;
+	size_t i = 0;
+	while (i < c->n && krl_ca_key_cmp(c->v[i].ca_key, c->v[i].ca_key_len, blob, len) != 0)
+		i++;
+	if (i < c->n)
+		for (size_t j = 0; j < c->v[i].n; j++)
+			if (c->v[i].serials[j] == serial)
+				return 0;
+	if (c->total >= KRL_SERIALS_MAX || (i == c->n && c->n >= KRL_CAS_MAX))
+		return -E2BIG;
+	if (i == c->n) {
+		struct krl_ca_serials *nv = realloc(c->v, (c->n + 1) * sizeof(*nv));
+		if (!nv)
+			return -ENOMEM;
+		c->v = nv;
+		char(*nf)[KEYS_FINGERPRINT_MAX] = realloc(c->fps, (c->n + 1) * sizeof(*nf));
+		if (!nf)
+			return -ENOMEM;
+		c->fps = nf;
+		uint8_t *k = malloc(len);
+		if (!k)
+			return -ENOMEM;
+		memcpy(k, blob, len);
+		c->v[c->n] = (struct krl_ca_serials){ .ca_key = k, .ca_key_len = len };
+		snprintf(c->fps[c->n], KEYS_FINGERPRINT_MAX, "%s", fp ? fp : "");
+		c->n++;
+	}
+	uint64_t *ns = realloc(c->v[i].serials, (c->v[i].n + 1) * sizeof(*ns));
+	if (!ns)
+		return -ENOMEM;
+	c->v[i].serials = ns;
+	ns[c->v[i].n++] = serial;
+	c->total++;
+	return 1;
+}
+
+/* One certificate serial a key document revokes. */
+struct serial_rev {
+	uint8_t *ca;
+	size_t ca_len;
+	char fp[KEYS_FINGERPRINT_MAX];
+	uint64_t serial;
+};
+
 struct said {
 	struct hset regrant;  /* may lift a revocation: Gardener's current key, valid document grants */
 	struct hset revoked;  /* "revoked": true */
 	struct hset expired;  /* document grants whose until passed */
+	struct serial_rev *serials; /* "revokedSerials" of CA entries */
+	size_t n_serials;
 };
 
 static void said_done(struct said *s)
@@ -240,6 +311,32 @@ static void said_done(struct said *s)
 	hset_done(&s->regrant);
 	hset_done(&s->revoked);
 	hset_done(&s->expired);
+	for (size_t i = 0; i < s->n_serials; i++)
+		free(s->serials[i].ca);
+	free(s->serials);
+	s->serials = NULL;
+	s->n_serials = 0;
+}
+
+static int said_add_serials(struct said *s, const struct keydoc_entry *e)
+{
+	if (e->n_revoked_serials == 0)
+		return 0;
+	struct serial_rev *nv = realloc(s->serials, (s->n_serials + e->n_revoked_serials) * sizeof(*nv));
+	if (!nv)
+		return -ENOMEM;
+	s->serials = nv;
+	for (size_t i = 0; i < e->n_revoked_serials; i++) {
+		struct serial_rev *x = &s->serials[s->n_serials];
+		*x = (struct serial_rev){ .ca = malloc(e->key.blob_len), .ca_len = e->key.blob_len,
+					  .serial = e->revoked_serials[i] };
+		if (!x->ca)
+			return -ENOMEM;
+		memcpy(x->ca, e->key.blob, e->key.blob_len);
+		snprintf(x->fp, sizeof(x->fp), "%s", e->key.fingerprint);
+		s->n_serials++;
+	}
+	return 0;
 }
 
 /* A document that does not parse was refused (and logged) by the keys
@@ -254,6 +351,8 @@ static int read_document(const char *data, size_t len, const struct config *cfg,
 	for (size_t i = 0; i < doc.n && r >= 0; i++) {
 		const struct keydoc_entry *e = &doc.entries[i];
 		time_t until = e->key.options.expiry;
+		if ((r = said_add_serials(s, e)) < 0)
+			break;
 		if (e->revoked)
 			r = hset_add_fp(&s->revoked, e->key.fingerprint);
 		else if (until && until <= now)
@@ -330,6 +429,8 @@ static int update(const struct config *cfg, const struct sshkeys_input *in, cons
 	_cleanup_(recs_done) struct recs recs = { 0 };
 	_cleanup_(hset_done) struct hset now_all = { 0 }, now_valid = { 0 };
 	_cleanup_(said_done) struct said said = { 0 };
+	_cleanup_(casets_done) struct casets cas = { 0 };
+	bool cas_changed = false;
 	struct krl old = { 0 };
 	bool have_old = false;
 	_cleanup_free_ char *text = NULL;
@@ -388,6 +489,39 @@ static int update(const struct config *cfg, const struct sshkeys_input *in, cons
 			goto oom;
 	recs_normalise(&recs);
 
+	/* Certificate serials: the previous KRL's, then the documents' new
+	 * ones; never lifted (a CA re-granted does not un-revoke a serial). */
+	for (size_t i = 0; i < old.n_cas; i++)
+		for (size_t j = 0; j < old.cas[i].n; j++)
+			if ((r = casets_add(&cas, old.cas[i].ca_key, old.cas[i].ca_key_len, NULL, old.cas[i].serials[j])) ==
+			    -ENOMEM)
+				goto oom;
+	bool full_logged = false;
+	for (size_t i = 0; i < said.n_serials; i++) {
+		const struct serial_rev *x = &said.serials[i];
+		r = casets_add(&cas, x->ca, x->ca_len, x->fp, x->serial);
+		if (r == -ENOMEM)
+			goto oom;
+		char ffield[96], sfield[48];
+		snprintf(ffield, sizeof(ffield), "CA_FINGERPRINT=%s", x->fp);
+		snprintf(sfield, sizeof(sfield), "CERT_SERIAL=%llu", (unsigned long long)x->serial);
+		if (r > 0) {
+			cas_changed = true;
+			log_fields(LOG_INFO, LOG_FIELDS(ffield, sfield, "REVOKE_REASON=explicit"),
+				   "Certificate serial %llu of CA %s revoked (explicit)", (unsigned long long)x->serial,
+				   x->fp);
+		} else if (r == -E2BIG && !full_logged) {
+			full_logged = true;
+			log_fields(LOG_ERR, LOG_FIELDS(ffield, sfield),
+				   "Certificate serial %llu of CA %s NOT revoked: the KRL holds its maximum of %d serials "
+				   "(%d CAs); the earlier revocations are kept", (unsigned long long)x->serial, x->fp,
+				   KRL_SERIALS_MAX, KRL_CAS_MAX);
+		} else if (r == -EINVAL)
+			log_fields(LOG_ERR, LOG_FIELDS(ffield, sfield),
+				   "Certificate serial %llu of CA %s NOT revoked: the CA key is larger than %d bytes",
+				   (unsigned long long)x->serial, x->fp, KRL_CA_KEY_MAX);
+	}
+
 	/* Lifted: re-granted by the control plane as current and valid. */
 	size_t k = 0;
 	for (size_t i = 0; i < recs.n; i++) {
@@ -415,7 +549,7 @@ static int update(const struct config *cfg, const struct sshkeys_input *in, cons
 
 	/* The KRL: rewritten only when its set changed (or it is missing or
 	 * damaged), with a version one higher. */
-	bool same = have_old && old.n == recs.n;
+	bool same = have_old && old.n == recs.n && !cas_changed;
 	for (size_t i = 0; same && i < recs.n; i++)
 		same = memcmp(&old.hashes[i], &recs.v[i].h, KRL_HASH_LEN) == 0;
 	if (!same) {
@@ -429,8 +563,8 @@ static int update(const struct config *cfg, const struct sshkeys_input *in, cons
 			hv[i] = recs.v[i].h;
 		_cleanup_free_ void *out = NULL;
 		size_t out_len = 0;
-		r = krl_write(hv, recs.n, have_old ? old.version + 1 : 1, (uint64_t)(now > 0 ? now : 0),
-			      "node-agent cloud-config-exec", &out, &out_len);
+		r = krl_write_full(hv, recs.n, cas.v, cas.n, have_old ? old.version + 1 : 1, (uint64_t)(now > 0 ? now : 0),
+				   "node-agent cloud-config-exec", &out, &out_len);
 		if (r < 0)
 			goto oom;
 		r = fsx_write_atomic_at(statefd, REVOKE_KRL_FILE, out, out_len, 0644, 0, 0, 0);
@@ -439,8 +573,10 @@ static int update(const struct config *cfg, const struct sshkeys_input *in, cons
 			return log_fields_errno(LOG_ERR, r, LOG_FIELDS(kfield), "Failed to write %s/%s",
 						cfg->exec_state_dir, REVOKE_KRL_FILE);
 		}
-		log_fields(LOG_INFO, LOG_FIELDS(kfield), "%s/%s written: %zu revoked key(s), version %" PRIu64,
-			   cfg->exec_state_dir, REVOKE_KRL_FILE, recs.n, have_old ? old.version + 1 : (uint64_t)1);
+		log_fields(LOG_INFO, LOG_FIELDS(kfield),
+			   "%s/%s written: %zu revoked key(s), %zu revoked certificate serial(s), version %" PRIu64,
+			   cfg->exec_state_dir, REVOKE_KRL_FILE, recs.n, cas.total,
+			   have_old ? old.version + 1 : (uint64_t)1);
 		*ret_changed = true;
 	}
 	krl_done(&old);
@@ -624,6 +760,17 @@ void revoke_print_status(const struct config *cfg, const struct osc *osc, const 
 		const struct rec *rc = recs_find(&recs, &k.hashes[i]);
 		fmt_time(rc ? (time_t)rc->since : 0, t);
 		printf("  %s %s since %s\n", fp, rc ? reason_names[rc->reason] : "unknown", t);
+	}
+	size_t ns = 0;
+	for (size_t i = 0; i < k.n_cas; i++)
+		ns += k.cas[i].n;
+	printf("revoked certificate serials: %zu\n", ns);
+	for (size_t i = 0; i < k.n_cas; i++) {
+		char fp[KEYS_FINGERPRINT_MAX];
+		if (keys_fingerprint(k.cas[i].ca_key, k.cas[i].ca_key_len, fp) < 0)
+			snprintf(fp, sizeof(fp), "?");
+		for (size_t j = 0; j < k.cas[i].n; j++)
+			printf("  CA %s serial %llu\n", fp, (unsigned long long)k.cas[i].serials[j]);
 	}
 	krl_done(&k);
 }

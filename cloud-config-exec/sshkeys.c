@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "account.h"
 #include "cleanup.h"
@@ -23,6 +24,7 @@
 struct want {
 	char *user;
 	struct state_key *keys;
+	char **sources;        /* parallel to keys: where each key comes from (snapshot.h source) */
 	size_t n;
 };
 
@@ -37,8 +39,11 @@ static void wants_done(struct wants *w)
 		for (size_t j = 0; j < w->v[i].n; j++) {
 			free(w->v[i].keys[j].fingerprint);
 			free(w->v[i].keys[j].line);
+			if (w->v[i].sources)
+				free(w->v[i].sources[j]);
 		}
 		free(w->v[i].keys);
+		free(w->v[i].sources);
 		free(w->v[i].user);
 	}
 	free(w->v);
@@ -64,9 +69,10 @@ static struct want *wants_get(struct wants *w, const char *user, bool create)
 	return x;
 }
 
-/* Adds key (rendered with expiry) for user; a fingerprint given twice keeps
- * the later expiry (0 = none wins). */
-static int wants_add(struct wants *w, const char *user, struct keys_key *key, time_t expiry)
+/* Adds key (rendered with expiry) for user, from source (copied); a
+ * fingerprint given twice keeps the later expiry (0 = none wins) and the
+ * source of the entry that gave it. */
+static int wants_add(struct wants *w, const char *user, struct keys_key *key, time_t expiry, const char *source)
 {
 	struct want *x = wants_get(w, user, true);
 	if (!x)
@@ -79,6 +85,11 @@ static int wants_add(struct wants *w, const char *user, struct keys_key *key, ti
 			key->options.expiry = expiry;
 			x->keys[i].line = keys_render_line(key);
 			x->keys[i].expiry = expiry;
+			char *src = strdup(source);
+			if (!src)
+				return -ENOMEM;
+			free(x->sources[i]);
+			x->sources[i] = src;
 			return x->keys[i].line ? 0 : -ENOMEM;
 		}
 	if (x->n >= SSHKEYS_PER_USER_MAX)
@@ -87,16 +98,53 @@ static int wants_add(struct wants *w, const char *user, struct keys_key *key, ti
 	if (!nk)
 		return -ENOMEM;
 	x->keys = nk;
+	char **ns = realloc(x->sources, (x->n + 1) * sizeof(*ns));
+	if (!ns)
+		return -ENOMEM;
+	x->sources = ns;
 	key->options.expiry = expiry;
 	nk[x->n] = (struct state_key){ .fingerprint = strdup(key->fingerprint), .line = keys_render_line(key),
 				       .expiry = expiry };
-	if (!nk[x->n].fingerprint || !nk[x->n].line) {
+	ns[x->n] = strdup(source);
+	if (!nk[x->n].fingerprint || !nk[x->n].line || !ns[x->n]) {
 		free(nk[x->n].fingerprint);
 		free(nk[x->n].line);
+		free(ns[x->n]);
 		return -ENOMEM;
 	}
 	x->n++;
 	return 0;
+}
+
+/* The source of want's key fp, or NULL. */
+static const char *want_source(const struct want *x, const char *fp)
+{
+	for (size_t i = 0; x && x->sources && i < x->n; i++)
+		if (strcmp(x->keys[i].fingerprint, fp) == 0)
+			return x->sources[i];
+	return NULL;
+}
+
+/* Where a key comes from, as the snapshot stores it and authkeys-cmd logs
+ * it (KEY_SOURCE=): "osc=<sha256 of the OSC: the Secret's checksum/data-
+ * script> secret=<namespace>/<name> entry=<what>" for a key carried by the
+ * OSC, "entry=node-annotation[i]" for the Node annotation's document. The
+ * Secret is the configured one (config.h secretNamespace/secretName). */
+static void format_source(char *buf, size_t size, const struct config *cfg, const struct sshkeys_input *in,
+			  const char *entry, bool from_osc)
+{
+	if (from_osc)
+		snprintf(buf, size, "osc=%s secret=%s/%s entry=%s", in->osc_checksum ? in->osc_checksum : "-",
+			 cfg->secret_namespace ? cfg->secret_namespace : "-", cfg->secret_name ? cfg->secret_name : "-",
+			 entry);
+	else
+		snprintf(buf, size, "entry=%s", entry);
+	/* The snapshot refuses control bytes in a source (it goes into a
+	 * journal field as it is): none can come from the validated config and
+	 * OSC paths, but a refused snapshot would fail the whole keys step. */
+	for (char *p = buf; *p; p++)
+		if ((unsigned char)*p < 0x20 || *p == 0x7f)
+			*p = '?';
 }
 
 static const struct osc_file *find_osc_file(const struct osc *osc, const char *path)
@@ -119,11 +167,21 @@ static int refuse_image_source(const struct osc_file *f, char *why, size_t why_s
 				f->path, f->image);
 }
 
+enum doc_kind { DOC_GARDENER, DOC_OSC, DOC_ANNOTATION };
+
 /* Adds every entry of a parsed document; a user whose name keydoc accepted
  * but who is root without ssh.allowRoot is skipped (logged). */
-static int add_doc(struct wants *w, struct keydoc *doc, const struct config *cfg, const char *what)
+static int add_doc(struct wants *w, struct keydoc *doc, const struct config *cfg, const struct sshkeys_input *in,
+		   const char *what, enum doc_kind kind)
 {
 	for (size_t i = 0; i < doc->n; i++) {
+		char entry[SNAPSHOT_SOURCE_MAX / 2], src[SNAPSHOT_SOURCE_MAX + 1];
+		if (kind == DOC_GARDENER)
+			snprintf(entry, sizeof(entry), "gardener-user-authorized-keys %s",
+				 i == 0 ? "current" : i == 1 ? "previous" : "older");
+		else
+			snprintf(entry, sizeof(entry), "%.200s[%zu]", kind == DOC_ANNOTATION ? "node-annotation" : what, i);
+		format_source(src, sizeof(src), cfg, in, entry, kind != DOC_ANNOTATION);
 		const char *user = doc->entries[i].user;
 		if (doc->entries[i].revoked)
 			continue; /* an explicit revocation, for revoke.c */
@@ -131,7 +189,7 @@ static int add_doc(struct wants *w, struct keydoc *doc, const struct config *cfg
 			log_warning("%s: entry %zu: user name '%s' not served, skipped", what, i, user);
 			continue;
 		}
-		int r = wants_add(w, user, &doc->entries[i].key, doc->entries[i].key.options.expiry);
+		int r = wants_add(w, user, &doc->entries[i].key, doc->entries[i].key.options.expiry, src);
 		if (r == -E2BIG) {
 			log_warning("%s: more than %u keys for %s, the rest skipped", what, SSHKEYS_PER_USER_MAX, user);
 			continue;
@@ -139,14 +197,13 @@ static int add_doc(struct wants *w, struct keydoc *doc, const struct config *cfg
 		if (r < 0)
 			return r;
 	}
-	(void)cfg;
 	return 0;
 }
 
 /* Gardener's file: the current key, then the previous one, for the login
  * user. A malformed file is refused whole (-EINVAL, logged). */
-static int collect_gardener_file(const struct osc_file *f, const struct config *cfg, struct wants *w, char *why,
-				 size_t why_size)
+static int collect_gardener_file(const struct osc_file *f, const struct config *cfg, const struct sshkeys_input *in,
+				 struct wants *w, char *why, size_t why_size)
 {
 	struct keys_parse_params params = { .rsa_min_bits = cfg->rsa_min_bits };
 	struct keydoc doc = { 0 };
@@ -160,7 +217,7 @@ static int collect_gardener_file(const struct osc_file *f, const struct config *
 		return log_fields_errno(LOG_ERR, r, LOG_FIELDS(ffield), "%s rejected: %s", SSHKEYS_GARDENER_FILE,
 					err[0] ? err : "invalid");
 	}
-	r = add_doc(w, &doc, cfg, SSHKEYS_GARDENER_FILE);
+	r = add_doc(w, &doc, cfg, in, SSHKEYS_GARDENER_FILE, DOC_GARDENER);
 	keydoc_done(&doc);
 	return r;
 }
@@ -168,7 +225,8 @@ static int collect_gardener_file(const struct osc_file *f, const struct config *
 /* The expiring-key document (keydoc.h). A malformed document is refused
  * whole (-EINVAL, logged). */
 static int collect_document(const char *what, const char *data, size_t len, const struct config *cfg,
-			    struct wants *w, char *why, size_t why_size)
+			    const struct sshkeys_input *in, enum doc_kind kind, struct wants *w, char *why,
+			    size_t why_size)
 {
 	struct keys_parse_params params = { .rsa_min_bits = cfg->rsa_min_bits };
 	struct keydoc doc = { 0 };
@@ -178,7 +236,7 @@ static int collect_document(const char *what, const char *data, size_t len, cons
 		snprintf(why, why_size, "key document %s rejected: %s", what, err[0] ? err : "invalid");
 		return log_error_errno(r, "Key document %s rejected: %s", what, err[0] ? err : "invalid");
 	}
-	r = add_doc(w, &doc, cfg, what);
+	r = add_doc(w, &doc, cfg, in, what, kind);
 	keydoc_done(&doc);
 	return r;
 }
@@ -316,17 +374,43 @@ static int apply_login_user(int rootfd, const struct config *cfg, const struct a
 	return r;
 }
 
-static int append_entries(struct snapshot_entry **v, size_t *n, const char *user, const struct state_key *keys,
-			  size_t nk)
+static int append_entry(struct snapshot_entry **v, size_t *n, const char *user, const struct state_key *key,
+			const char *source)
 {
-	struct snapshot_entry *nv = realloc(*v, (*n + nk + 1) * sizeof(*nv));
+	struct snapshot_entry *nv = realloc(*v, (*n + 2) * sizeof(*nv));
 	if (!nv)
 		return -ENOMEM;
 	*v = nv;
-	for (size_t i = 0; i < nk; i++)
-		nv[(*n)++] = (struct snapshot_entry){ .user = user, .fingerprint = keys[i].fingerprint,
-						       .line = keys[i].line, .expiry = keys[i].expiry };
+	nv[(*n)++] = (struct snapshot_entry){ .user = user, .fingerprint = key->fingerprint, .line = key->line,
+					       .expiry = key->expiry, .source = source };
 	return 0;
+}
+
+/* The snapshot written before, for the sources of keys no source names
+ * now (the last good keys kept when a source was refused, keys the shrink
+ * guard keeps): they keep the attribution they had. NULL when there is
+ * none or it does not verify (then those keys have no source). */
+static struct snapshot *open_prev_snapshot(int rootfd, const struct config *cfg)
+{
+	const char *name;
+	_cleanup_close_ int dfd = fsx_open_parent_at(rootfd, cfg->snapshot_path, 0, 0, &name);
+	if (dfd < 0)
+		return NULL;
+	_cleanup_close_ int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
+	struct snapshot *s = NULL;
+	const char *what = NULL;
+	if (fd < 0 || snapshot_open_fd(fd, geteuid(), &s, &what) < 0) {
+		if (fd >= 0)
+			log_debug("The previous key snapshot %s is not usable (%s): kept keys lose their source",
+				  cfg->snapshot_path, what ? what : "?");
+		return NULL;
+	}
+	return s;
+}
+
+static void snapshot_freep(struct snapshot **s)
+{
+	snapshot_free(*s);
 }
 
 static int write_snapshot(int rootfd, const struct config *cfg, const struct snapshot_entry *e, size_t n,
@@ -335,14 +419,15 @@ static int write_snapshot(int rootfd, const struct config *cfg, const struct sna
 	/* Digest of the entries: an unchanged set rebuilds byte-identical. */
 	size_t total = 1;
 	for (size_t i = 0; i < n; i++)
-		total += strlen(e[i].user) + strlen(e[i].fingerprint) + strlen(e[i].line) + 24;
+		total += strlen(e[i].user) + strlen(e[i].fingerprint) + strlen(e[i].line) +
+			 (e[i].source ? strlen(e[i].source) : 0) + 25;
 	_cleanup_free_ char *buf = malloc(total);
 	if (!buf)
 		return -ENOMEM;
 	size_t off = 0;
 	for (size_t i = 0; i < n; i++) {
-		int k = snprintf(buf + off, total - off, "%s\n%s\n%s\n%lld\n", e[i].user, e[i].fingerprint, e[i].line,
-				 (long long)e[i].expiry);
+		int k = snprintf(buf + off, total - off, "%s\n%s\n%s\n%lld\n%s\n", e[i].user, e[i].fingerprint,
+				 e[i].line, (long long)e[i].expiry, e[i].source ? e[i].source : "");
 		if (k < 0 || (size_t)k >= total - off)
 			return -EINVAL;
 		off += (size_t)k;
@@ -442,7 +527,7 @@ int sshkeys_apply(int rootfd, const char *root, const struct config *cfg, const 
 		if (!wants_get(&w, cfg->login_user, true))
 			return log_error_errno(-ENOMEM, "Out of memory");
 		r = gf->source == OSC_SOURCE_IMAGE ? refuse_image_source(gf, why, sizeof(why))
-						   : collect_gardener_file(gf, cfg, &w, why, sizeof(why));
+						   : collect_gardener_file(gf, cfg, in, &w, why, sizeof(why));
 		if (r == -ENOMEM)
 			return log_error_errno(r, "Out of memory");
 		source_failed = source_failed || r < 0;
@@ -454,8 +539,8 @@ int sshkeys_apply(int rootfd, const char *root, const struct config *cfg, const 
 			return log_error_errno(-ENOMEM, "Out of memory");
 		r = df->source == OSC_SOURCE_IMAGE
 			    ? refuse_image_source(df, why, sizeof(why))
-			    : collect_document(df->path, (const char *)df->content, df->content_len, cfg, &w, why,
-					       sizeof(why));
+			    : collect_document(df->path, (const char *)df->content, df->content_len, cfg, in, DOC_OSC, &w,
+					       why, sizeof(why));
 		if (r == -ENOMEM)
 			return log_error_errno(r, "Out of memory");
 		source_failed = source_failed || r < 0;
@@ -464,8 +549,8 @@ int sshkeys_apply(int rootfd, const char *root, const struct config *cfg, const 
 		have_source = true;
 		if (!wants_get(&w, cfg->login_user, true))
 			return log_error_errno(-ENOMEM, "Out of memory");
-		r = collect_document("from the Node annotation", in->key_document, strlen(in->key_document), cfg,
-				     &w, why, sizeof(why));
+		r = collect_document("from the Node annotation", in->key_document, strlen(in->key_document), cfg, in,
+				     DOC_ANNOTATION, &w, why, sizeof(why));
 		if (r == -ENOMEM)
 			return log_error_errno(r, "Out of memory");
 		source_failed = source_failed || r < 0;
@@ -628,15 +713,24 @@ int sshkeys_apply(int rootfd, const char *root, const struct config *cfg, const 
 			return log_error_errno(r, "Out of memory");
 	}
 
-	/* The snapshot: every user's keys in force, expired ones left out. */
+	/* The snapshot: every user's keys in force, expired ones left out,
+	 * each with its source: the entry naming it now, else the one the
+	 * previous snapshot had. */
+	_cleanup_(snapshot_freep) struct snapshot *prev_snap = open_prev_snapshot(rootfd, cfg);
 	for (size_t i = 0; i < st->n_users; i++) {
 		const struct state_user *u = &st->users[i];
 		if (strcmp(u->user, "root") == 0 && !cfg->allow_root)
 			continue;
+		const struct want *uw = wants_get(&w, u->user, false);
 		for (size_t j = 0; j < u->n_keys; j++) {
 			if (u->keys[j].expiry && u->keys[j].expiry <= in->now)
 				continue;
-			if ((r = append_entries(&entries, &n_entries, u->user, &u->keys[j], 1)) < 0)
+			const char *src = want_source(uw, u->keys[j].fingerprint);
+			struct snapshot_record rec;
+			if (!src && prev_snap &&
+			    snapshot_lookup_fingerprint(prev_snap, u->user, u->keys[j].fingerprint, &rec, NULL) == 1)
+				src = rec.source;
+			if ((r = append_entry(&entries, &n_entries, u->user, &u->keys[j], src)) < 0)
 				return log_error_errno(r, "Out of memory");
 		}
 	}

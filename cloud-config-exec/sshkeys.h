@@ -28,6 +28,7 @@ struct sshkeys_input {
 	const struct osc *osc;      /* may be NULL: no OSC-carried sources */
 	const char *key_document;   /* from the desired state; NULL when none */
 	bool ssh_access;            /* false: SSH disabled explicitly, shrinking allowed */
+	const char *osc_checksum;   /* hex SHA-256 of the OSC (the Secret's checksum), for the keys' sources; may be NULL */
 	time_t now;
 };
 

@@ -89,6 +89,7 @@ void keydoc_done(struct keydoc *doc)
 		return;
 	for (size_t i = 0; i < doc->n; i++) {
 		free(doc->entries[i].user);
+		free(doc->entries[i].revoked_serials);
 		keys_key_done(&doc->entries[i].key);
 	}
 	free(doc->entries);
@@ -132,9 +133,54 @@ static bool has_nul(const char *s, size_t len)
 	return false;
 }
 
-enum { F_USER, F_TYPE, F_PUBLICKEY, F_COMMENT, F_UNTIL, F_REVOKED, F_CA, F_PRINCIPALS, _F_MAX };
+enum { F_USER, F_TYPE, F_PUBLICKEY, F_COMMENT, F_UNTIL, F_REVOKED, F_CA, F_PRINCIPALS, F_SERIALS, _F_MAX };
 static const char *const field_names[_F_MAX] = { "user",    "type",          "publicKey", "comment",
-						 "until",   "revoked",       "certAuthority", "principals" };
+						 "until",   "revoked",       "certAuthority", "principals",
+						 "revokedSerials" };
+
+/* "revokedSerials": a non-empty array of certificate serials, each a JSON
+ * integer 1..2^53-1 or a string of decimal digits 1..2^64-1 (serials are
+ * uint64; a JSON number is exact only up to 2^53). */
+static int parse_serials(const cJSON *a, size_t idx, uint64_t **ret, size_t *ret_n, char *err, size_t errlen)
+{
+	if (!cJSON_IsArray(a) || !a->child)
+		return errf(err, errlen, -EINVAL, "[%zu].revokedSerials: not a non-empty array", idx);
+	size_t n = 0;
+	for (const cJSON *c = a->child; c; c = c->next)
+		if (++n > KEYDOC_SERIALS_MAX)
+			return errf(err, errlen, -EMSGSIZE, "[%zu].revokedSerials: more than %d", idx, KEYDOC_SERIALS_MAX);
+	uint64_t *v = calloc(n, sizeof(*v));
+	if (!v)
+		return errf(err, errlen, -ENOMEM, "out of memory");
+	n = 0;
+	for (const cJSON *c = a->child; c; c = c->next, n++) {
+		bool ok = false;
+		if (cJSON_IsNumber(c)) {
+			double d = c->valuedouble;
+			ok = d >= 1 && d <= 9007199254740991.0 && (double)(uint64_t)d == d;
+			if (ok)
+				v[n] = (uint64_t)d;
+		} else if (cJSON_IsString(c)) {
+			const char *t = c->valuestring;
+			size_t l = strlen(t);
+			ok = l > 0 && l <= 20 && strspn(t, "0123456789") == l && t[0] != '0';
+			if (ok) {
+				char *end;
+				errno = 0;
+				unsigned long long x = strtoull(t, &end, 10);
+				ok = errno == 0 && *end == '\0';
+				v[n] = x;
+			}
+		}
+		if (!ok) {
+			free(v);
+			return errf(err, errlen, -EINVAL, "[%zu].revokedSerials[%zu]: not a serial 1..2^64-1", idx, n);
+		}
+	}
+	*ret = v;
+	*ret_n = n;
+	return 0;
+}
 
 /* "principals": a non-empty array of names, joined into sshd's list. */
 static int parse_principals(const cJSON *a, size_t idx, char **ret, char *err, size_t errlen)
@@ -189,7 +235,8 @@ static int parse_entry(const cJSON *item, size_t idx, const struct keys_parse_pa
 		}
 	}
 	for (size_t j = 0; j < _F_MAX; j++) {
-		bool optional = j == F_COMMENT || j == F_UNTIL || j == F_REVOKED || j == F_CA || j == F_PRINCIPALS;
+		bool optional = j == F_COMMENT || j == F_UNTIL || j == F_REVOKED || j == F_CA || j == F_PRINCIPALS ||
+				j == F_SERIALS;
 		if (!f[j] || (optional && cJSON_IsNull(f[j]))) {
 			f[j] = NULL;
 			if (!optional)
@@ -199,7 +246,7 @@ static int parse_entry(const cJSON *item, size_t idx, const struct keys_parse_pa
 		if (j == F_REVOKED || j == F_CA) {
 			if (!cJSON_IsBool(f[j]))
 				return errf(err, errlen, -EINVAL, "[%zu].%s: not a boolean", idx, field_names[j]);
-		} else if (j != F_UNTIL && j != F_PRINCIPALS && !cJSON_IsString(f[j]))
+		} else if (j != F_UNTIL && j != F_PRINCIPALS && j != F_SERIALS && !cJSON_IsString(f[j]))
 			return errf(err, errlen, -EINVAL, "[%zu].%s: not a string", idx, field_names[j]);
 	}
 	bool revoked = f[F_REVOKED] && cJSON_IsTrue(f[F_REVOKED]);
@@ -208,6 +255,8 @@ static int parse_entry(const cJSON *item, size_t idx, const struct keys_parse_pa
 		return errf(err, errlen, -EINVAL, "[%zu].until: not allowed on a revoked entry", idx);
 	if (f[F_PRINCIPALS] && !ca)
 		return errf(err, errlen, -EINVAL, "[%zu].principals: only with \"certAuthority\": true", idx);
+	if (f[F_SERIALS] && !ca)
+		return errf(err, errlen, -EINVAL, "[%zu].revokedSerials: only with \"certAuthority\": true", idx);
 
 	const char *user = f[F_USER]->valuestring;
 	if (!keydoc_user_valid(user))
@@ -309,13 +358,22 @@ static int parse_entry(const cJSON *item, size_t idx, const struct keys_parse_pa
 		return errf(err, errlen, rendered ? -EMSGSIZE : -ENOMEM, "[%zu].publicKey: rendered line too long", idx);
 	}
 
+	uint64_t *serials = NULL;
+	size_t n_serials = 0;
+	if (f[F_SERIALS] && (r = parse_serials(f[F_SERIALS], idx, &serials, &n_serials, err, errlen)) < 0) {
+		keys_key_done(&key);
+		return r;
+	}
 	ret->user = strdup(user);
 	if (!ret->user) {
+		free(serials);
 		keys_key_done(&key);
 		return errf(err, errlen, -ENOMEM, "out of memory");
 	}
 	ret->key = key;
 	ret->revoked = revoked;
+	ret->revoked_serials = serials;
+	ret->n_revoked_serials = n_serials;
 	return 0;
 }
 

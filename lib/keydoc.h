@@ -29,6 +29,14 @@
  *           names [A-Za-z0-9._@+-]+: the certificate principals accepted
  *           (principals="a,b"); without it sshd wants the user's name
  *           among the certificate's principals.
+ *    revokedSerials: optional (only with certAuthority) non-empty array
+ *           of at most KEYDOC_SERIALS_MAX certificate serials, each an
+ *           integer 1..2^53-1 or a string of decimal digits 1..2^64-1:
+ *           certificates this CA signed with these serials are revoked
+ *           (the KRL's certificate section for the CA, revoke.h), the CA
+ *           itself stays trusted. Serial 0 cannot be revoked (OpenSSH
+ *           ignores it: a CA that should revoke must number its
+ *           certificates).
  *    Unknown fields are ignored; a known field of the wrong JSON type, a
  *    field given twice, a missing user/type/publicKey are errors. Two
  *    entries with the same user and key fingerprint are an error.
@@ -48,6 +56,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <time.h>
 
 #include "keys.h"
@@ -55,6 +64,7 @@
 #define KEYDOC_SIZE_MAX ((size_t)1 << 20)
 #define KEYDOC_ENTRIES_MAX 1024
 #define KEYDOC_USER_MAX 32
+#define KEYDOC_SERIALS_MAX 256 /* revokedSerials per entry */
 /* Enough for "[1023].publicKey: <reason> \"<token>\"". */
 #define KEYDOC_ERR_MAX 160
 
@@ -62,6 +72,8 @@ struct keydoc_entry {
 	char *user;
 	struct keys_key key; /* key.options.expiry = until (0: none); no other options */
 	bool revoked;        /* "revoked": true: an explicit revocation, not a grant */
+	uint64_t *revoked_serials; /* "revokedSerials" of a CA entry, in document order; NULL if none */
+	size_t n_revoked_serials;
 };
 
 struct keydoc {

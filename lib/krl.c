@@ -12,7 +12,9 @@
 /* PROTOCOL.krl: KRL_MAGIC 0x5353484b524c0a00 ("SSHKRL\n\0"), format 1. */
 static const uint8_t krl_magic[8] = { 'S', 'S', 'H', 'K', 'R', 'L', '\n', 0 };
 #define KRL_FORMAT_VERSION 1
+#define KRL_SECTION_CERTIFICATES 1
 #define KRL_SECTION_FINGERPRINT_SHA256 5
+#define KRL_SECTION_CERT_SERIAL_LIST 0x20
 
 static int hash_cmp(const void *a, const void *b)
 {
@@ -60,8 +62,108 @@ static uint8_t *put_u64(uint8_t *p, uint64_t v)
 	return p;
 }
 
+int krl_ca_key_cmp(const uint8_t *a, size_t alen, const uint8_t *b, size_t blen)
+{
+	if (alen != blen)
+		return alen < blen ? -1 : 1;
+	return memcmp(a, b, alen);
+}
+
+static int ca_ptr_cmp(const void *a, const void *b)
+{
+	const struct krl_ca_serials *x = *(const struct krl_ca_serials *const *)a;
+	const struct krl_ca_serials *y = *(const struct krl_ca_serials *const *)b;
+	return krl_ca_key_cmp(x->ca_key, x->ca_key_len, y->ca_key, y->ca_key_len);
+}
+
+static int u64_cmp(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+int krl_contains_serial(const struct krl *k, const uint8_t *ca, size_t len, uint64_t serial)
+{
+	for (size_t i = 0; k && i < k->n_cas; i++)
+		if (krl_ca_key_cmp(k->cas[i].ca_key, k->cas[i].ca_key_len, ca, len) == 0)
+			return bsearch(&serial, k->cas[i].serials, k->cas[i].n, sizeof(uint64_t), u64_cmp) != NULL;
+	return 0;
+}
+
+/* The CAs with serials, sorted, each with a sorted unique copy of its
+ * serials (freed by free_cas()). */
+struct wcas {
+	const struct krl_ca_serials **v;
+	uint64_t **serials;
+	size_t *n;
+	size_t count;
+};
+
+static void wcas_done(struct wcas *w)
+{
+	for (size_t i = 0; w->serials && i < w->count; i++)
+		free(w->serials[i]);
+	free(w->serials);
+	free(w->n);
+	free(w->v);
+}
+
+static int prepare_cas(const struct krl_ca_serials *cas, size_t n_cas, struct wcas *w, size_t *ret_bytes)
+{
+	size_t k = 0, total = 0, bytes = 0;
+	w->v = calloc(n_cas + 1, sizeof(*w->v));
+	w->serials = calloc(n_cas + 1, sizeof(*w->serials));
+	w->n = calloc(n_cas + 1, sizeof(*w->n));
+	if (!w->v || !w->serials || !w->n)
+		return -ENOMEM;
+	for (size_t i = 0; i < n_cas; i++) {
+		if (!cas[i].ca_key || cas[i].ca_key_len == 0 || cas[i].ca_key_len > KRL_CA_KEY_MAX ||
+		    (cas[i].n > 0 && !cas[i].serials))
+			return -EINVAL;
+		if (cas[i].n > 0)
+			w->v[k++] = &cas[i];
+	}
+	if (k > KRL_CAS_MAX)
+		return -E2BIG;
+	qsort(w->v, k, sizeof(*w->v), ca_ptr_cmp);
+	w->count = k;
+	for (size_t i = 0; i < k; i++) {
+		if (i > 0 && ca_ptr_cmp(&w->v[i - 1], &w->v[i]) == 0)
+			return -EINVAL;
+		size_t n = w->v[i]->n;
+		if (n > KRL_SERIALS_MAX * (size_t)4)
+			return -E2BIG;
+		uint64_t *v = malloc(n * sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		w->serials[i] = v;
+		memcpy(v, w->v[i]->serials, n * sizeof(*v));
+		qsort(v, n, sizeof(*v), u64_cmp);
+		size_t m = 0;
+		for (size_t j = 0; j < n; j++) {
+			if (v[j] == 0)
+				return -EINVAL;
+			if (m == 0 || v[m - 1] != v[j])
+				v[m++] = v[j];
+		}
+		w->n[i] = m;
+		total += m;
+		if (total > KRL_SERIALS_MAX)
+			return -E2BIG;
+		bytes += 1 + 4 + 4 + w->v[i]->ca_key_len + 4 + 1 + 4 + 8 * m;
+	}
+	*ret_bytes = bytes;
+	return 0;
+}
+
 int krl_write(const struct krl_hash *hashes, size_t n, uint64_t version, uint64_t generated, const char *comment,
 	      void **ret, size_t *ret_len)
+{
+	return krl_write_full(hashes, n, NULL, 0, version, generated, comment, ret, ret_len);
+}
+
+int krl_write_full(const struct krl_hash *hashes, size_t n, const struct krl_ca_serials *cas, size_t n_cas,
+		   uint64_t version, uint64_t generated, const char *comment, void **ret, size_t *ret_len)
 {
 	const char *c = comment ? comment : "";
 	size_t clen = strnlen(c, KRL_COMMENT_MAX + 1);
@@ -79,9 +181,16 @@ int krl_write(const struct krl_hash *hashes, size_t n, uint64_t version, uint64_
 	}
 	if (n > KRL_ENTRIES_MAX)
 		return -E2BIG;
+	if (n_cas > 0 && !cas)
+		return -EINVAL;
+	_cleanup_(wcas_done) struct wcas w = { 0 };
+	size_t ca_bytes = 0;
+	int r = prepare_cas(cas, n_cas, &w, &ca_bytes);
+	if (r < 0)
+		return r;
 
 	size_t section = n * (4 + KRL_HASH_LEN);
-	size_t total = sizeof(krl_magic) + 4 + 8 + 8 + 8 + 4 + 4 + clen + (n ? 1 + 4 + section : 0);
+	size_t total = sizeof(krl_magic) + 4 + 8 + 8 + 8 + 4 + 4 + clen + ca_bytes + (n ? 1 + 4 + section : 0);
 	uint8_t *buf = malloc(total);
 	if (!buf)
 		return -ENOMEM;
@@ -96,6 +205,20 @@ int krl_write(const struct krl_hash *hashes, size_t n, uint64_t version, uint64_
 	p = put_u32(p, (uint32_t)clen);
 	memcpy(p, c, clen);
 	p += clen;
+	/* PROTOCOL.krl: the certificate sections first (as ssh-keygen writes them). */
+	for (size_t i = 0; i < w.count; i++) {
+		const struct krl_ca_serials *ca = w.v[i];
+		*p++ = KRL_SECTION_CERTIFICATES;
+		p = put_u32(p, (uint32_t)(4 + ca->ca_key_len + 4 + 1 + 4 + 8 * w.n[i]));
+		p = put_u32(p, (uint32_t)ca->ca_key_len);
+		memcpy(p, ca->ca_key, ca->ca_key_len);
+		p += ca->ca_key_len;
+		p = put_u32(p, 0); /* reserved */
+		*p++ = KRL_SECTION_CERT_SERIAL_LIST;
+		p = put_u32(p, (uint32_t)(8 * w.n[i]));
+		for (size_t j = 0; j < w.n[i]; j++)
+			p = put_u64(p, w.serials[i][j]);
+	}
 	if (n) {
 		*p++ = KRL_SECTION_FINGERPRINT_SHA256;
 		p = put_u32(p, (uint32_t)section);
@@ -153,7 +276,56 @@ void krl_done(struct krl *k)
 	if (!k)
 		return;
 	free(k->hashes);
+	for (size_t i = 0; i < k->n_cas; i++) {
+		free(k->cas[i].ca_key);
+		free(k->cas[i].serials);
+	}
+	free(k->cas);
 	*k = (struct krl){ 0 };
+}
+
+/* One CERTIFICATES section's body: CA key, empty reserved, one serial list,
+ * strictly increasing, non-zero. Appends to k (CAs strictly increasing).
+ * -EBADMSG, -E2BIG, -ENOMEM. */
+static int read_cert_section(struct rd *sec, struct krl *k, size_t *total)
+{
+	const uint8_t *ca, *s;
+	size_t ca_len, slen;
+	if (!get_string(sec, &ca, &ca_len) || ca_len == 0 || ca_len > KRL_CA_KEY_MAX || !get_string(sec, &s, &slen) ||
+	    slen != 0 || sec->left < 1 || sec->p[0] != KRL_SECTION_CERT_SERIAL_LIST)
+		return -EBADMSG;
+	sec->p++;
+	sec->left--;
+	if (!get_string(sec, &s, &slen) || slen == 0 || slen % 8 || sec->left != 0)
+		return -EBADMSG;
+	if (k->n_cas > 0 && krl_ca_key_cmp(k->cas[k->n_cas - 1].ca_key, k->cas[k->n_cas - 1].ca_key_len, ca, ca_len) >= 0)
+		return -EBADMSG;
+	if (k->n_cas >= KRL_CAS_MAX || *total + slen / 8 > KRL_SERIALS_MAX)
+		return -E2BIG;
+	struct krl_ca_serials *nv = realloc(k->cas, (k->n_cas + 1) * sizeof(*nv));
+	if (!nv)
+		return -ENOMEM;
+	k->cas = nv;
+	struct krl_ca_serials *x = &k->cas[k->n_cas];
+	*x = (struct krl_ca_serials){ .ca_key = malloc(ca_len), .ca_key_len = ca_len,
+				      .serials = malloc(slen / 8 * sizeof(uint64_t)) };
+	if (!x->ca_key || !x->serials) {
+		free(x->ca_key);
+		free(x->serials);
+		return -ENOMEM;
+	}
+	memcpy(x->ca_key, ca, ca_len);
+	k->n_cas++;
+	struct rd list = { .p = s, .left = slen };
+	while (list.left > 0) {
+		uint64_t v;
+		(void)get_u64(&list, &v);
+		if (v == 0 || (x->n > 0 && x->serials[x->n - 1] >= v))
+			return -EBADMSG;
+		x->serials[x->n++] = v;
+	}
+	*total += x->n;
+	return 0;
 }
 
 int krl_read(const void *data, size_t len, struct krl *ret)
@@ -175,10 +347,24 @@ int krl_read(const void *data, size_t len, struct krl *ret)
 	memcpy(k.comment, s, slen);
 	k.comment[slen] = '\0';
 
-	/* At most one section: type 5, then a string of strings of 32 bytes
-	 * in strictly increasing order (PROTOCOL.krl allows more sections;
-	 * the writer never makes them). */
-	size_t cap = 0;
+	/* The certificate sections, then at most one section of type 5: a
+	 * string of strings of 32 bytes in strictly increasing order
+	 * (PROTOCOL.krl allows more sections; the writer never makes them). */
+	size_t cap = 0, total = 0;
+	while (r.left > 0 && *r.p == KRL_SECTION_CERTIFICATES) {
+		r.p++;
+		r.left--;
+		struct rd sec;
+		if (!get_string(&r, &sec.p, &sec.left))
+			goto bad;
+		int e = read_cert_section(&sec, &k, &total);
+		if (e == -EBADMSG)
+			goto bad;
+		if (e < 0) {
+			krl_done(&k);
+			return e;
+		}
+	}
 	if (r.left > 0) {
 		uint8_t type = *r.p;
 		r.p++;

@@ -194,13 +194,19 @@ static int find_key_fields(const char *line, size_t len, size_t *ret_type_off, s
 
 struct prep {
 	size_t idx; /* into entries */
-	size_t user_len, fp_len, line_len;
+	size_t user_len, fp_len, line_len, src_len;
 	size_t type_off, type_len, blob_off, blob_len;
 	size_t rec_len;
 	uint64_t uhash;
 };
 
-static int prep_entry(const struct snapshot_entry *e, size_t idx, struct prep *p)
+/* The record's length: version 2 adds the source and its NUL. */
+static size_t record_len(uint32_t version, size_t ulen, size_t flen, size_t llen, size_t slen)
+{
+	return align8(RECORD_HDR + ulen + 1 + flen + 1 + llen + 1 + (version >= 2 ? slen + 1 : 0));
+}
+
+static int prep_entry(uint32_t version, const struct snapshot_entry *e, size_t idx, struct prep *p)
 {
 	if (!e->user || !e->fingerprint || !e->line || e->expiry < 0)
 		return -EINVAL;
@@ -211,6 +217,10 @@ static int prep_entry(const struct snapshot_entry *e, size_t idx, struct prep *p
 	if (p->user_len == 0 || p->user_len > SNAPSHOT_USER_MAX || p->fp_len == 0 ||
 	    p->fp_len > SNAPSHOT_FINGERPRINT_MAX || p->line_len == 0 || p->line_len > SNAPSHOT_LINE_MAX)
 		return -EINVAL;
+	const char *src = version >= 2 && e->source ? e->source : "";
+	p->src_len = strnlen(src, SNAPSHOT_SOURCE_MAX + 1);
+	if (p->src_len > SNAPSHOT_SOURCE_MAX || has_ctl(src, p->src_len))
+		return -EINVAL;
 	if (has_ctl(e->user, p->user_len) || has_ctl(e->fingerprint, p->fp_len) ||
 	    memchr(e->line, '\n', p->line_len) || memchr(e->line, '\r', p->line_len))
 		return -EINVAL;
@@ -219,7 +229,7 @@ static int prep_entry(const struct snapshot_entry *e, size_t idx, struct prep *p
 		return -EINVAL;
 	if (find_key_fields(e->line, p->line_len, &p->type_off, &p->type_len, &p->blob_off, &p->blob_len) < 0)
 		return -EINVAL;
-	p->rec_len = align8(RECORD_HDR + p->user_len + 1 + p->fp_len + 1 + p->line_len + 1);
+	p->rec_len = record_len(version, p->user_len, p->fp_len, p->line_len, p->src_len);
 	p->uhash = user_hash(e->user, p->user_len);
 	return 0;
 }
@@ -254,13 +264,16 @@ static void put_record(uint8_t *rec, const struct snapshot_entry *e, const struc
 	wr16(rec + 32, (uint16_t)p->type_len);
 	wr16(rec + 34, (uint16_t)p->blob_off);
 	wr16(rec + 36, (uint16_t)p->blob_len);
-	wr16(rec + 38, 0);
+	wr16(rec + 38, (uint16_t)p->src_len); /* version 1: 0, reserved */
 	uint8_t *s = rec + RECORD_HDR;
 	memcpy(s, e->user, p->user_len);
 	s += p->user_len + 1;
 	memcpy(s, e->fingerprint, p->fp_len);
 	s += p->fp_len + 1;
 	memcpy(s, e->line, p->line_len);
+	s += p->line_len + 1;
+	if (p->src_len)
+		memcpy(s, e->source, p->src_len);
 	wr64(rec, XXH3_64bits(rec + 8, p->rec_len - 8));
 }
 
@@ -277,9 +290,11 @@ static void put_table(uint8_t *buf, size_t hdr_off, size_t slots_off, size_t dir
 	wr64(buf + hdr_off + T_DIR_CSUM, XXH3_64bits(buf + dir_off, 8 * (size_t)blocks));
 }
 
-int snapshot_build(const struct snapshot_entry *entries, size_t n, uint64_t generation, int64_t created_at,
-		   void **ret, size_t *ret_size, size_t *reterr_index)
+int snapshot_build_version(uint32_t version, const struct snapshot_entry *entries, size_t n, uint64_t generation,
+			   int64_t created_at, void **ret, size_t *ret_size, size_t *reterr_index)
 {
+	if (version < SNAPSHOT_VERSION_MIN || version > SNAPSHOT_VERSION)
+		return -EINVAL;
 	if (n > SNAPSHOT_RECORDS_MAX)
 		return -E2BIG;
 
@@ -288,7 +303,7 @@ int snapshot_build(const struct snapshot_entry *entries, size_t n, uint64_t gene
 		return -ENOMEM;
 	size_t records_len = 0;
 	for (size_t i = 0; i < n; i++) {
-		if (prep_entry(&entries[i], i, &prep[i]) < 0) {
+		if (prep_entry(version, &entries[i], i, &prep[i]) < 0) {
 			if (reterr_index)
 				*reterr_index = i;
 			return -EINVAL;
@@ -369,7 +384,7 @@ int snapshot_build(const struct snapshot_entry *entries, size_t n, uint64_t gene
 	put_table(buf, H_FP_TABLE, fp_off, fp_dir, fp_slots, FP_SLOT);
 
 	memcpy(buf + H_MAGIC, MAGIC, 8);
-	wr32(buf + H_VERSION, SNAPSHOT_VERSION);
+	wr32(buf + H_VERSION, version);
 	wr32(buf + H_HEADER_SIZE, HEADER_SIZE);
 	wr64(buf + H_FILE_SIZE, size);
 	wr64(buf + H_GENERATION, generation);
@@ -383,6 +398,13 @@ int snapshot_build(const struct snapshot_entry *entries, size_t n, uint64_t gene
 	*ret = TAKE_PTR(buf);
 	*ret_size = size;
 	return 0;
+}
+
+int snapshot_build(const struct snapshot_entry *entries, size_t n, uint64_t generation, int64_t created_at,
+		   void **ret, size_t *ret_size, size_t *reterr_index)
+{
+	return snapshot_build_version(SNAPSHOT_VERSION, entries, n, generation, created_at, ret, ret_size,
+				      reterr_index);
 }
 
 int snapshot_write_at(int dirfd, const char *name, const struct snapshot_entry *entries, size_t n,
@@ -454,7 +476,8 @@ int snapshot_parse(const void *data, size_t size, struct snapshot **ret, const c
 		FAIL("magic");
 	if (!csum_ok(XXH3_64bits(d, HEADER_CSUM_OFF), rd64(d + HEADER_CSUM_OFF)))
 		FAIL("header checksum");
-	if (rd32(d + H_VERSION) != SNAPSHOT_VERSION) {
+	uint32_t version = rd32(d + H_VERSION);
+	if (version < SNAPSHOT_VERSION_MIN || version > SNAPSHOT_VERSION) {
 		if (reterr_what)
 			*reterr_what = "version";
 		return -EPROTONOSUPPORT;
@@ -468,7 +491,7 @@ int snapshot_parse(const void *data, size_t size, struct snapshot **ret, const c
 		.data = d,
 		.size = size,
 		.info = {
-			.version = SNAPSHOT_VERSION,
+			.version = version,
 			.generation = rd64(d + H_GENERATION),
 			.created_at = (int64_t)rd64(d + H_CREATED),
 			.n_records = rd32(d + H_N_RECORDS),
@@ -575,15 +598,18 @@ static int read_record(const struct snapshot *s, uint64_t off, struct snapshot_r
 
 	size_t ulen = rd16(r + 24), flen = rd16(r + 26), llen = rd16(r + 28);
 	size_t toff = rd16(r + 30), tlen = rd16(r + 32), boff = rd16(r + 34), blen = rd16(r + 36);
+	size_t slen = rd16(r + 38); /* version 1: reserved, 0 */
+	uint32_t version = s->info.version;
 	int64_t expiry = (int64_t)rd64(r + 16);
-	if (rd32(r + 12) != 0 || rd16(r + 38) != 0 || expiry < 0)
+	if (rd32(r + 12) != 0 || (version < 2 && slen != 0) || expiry < 0)
 		FAIL("record flags");
 	if (ulen == 0 || ulen > SNAPSHOT_USER_MAX || flen == 0 || flen > SNAPSHOT_FINGERPRINT_MAX || llen == 0 ||
-	    llen > SNAPSHOT_LINE_MAX || align8(RECORD_HDR + ulen + 1 + flen + 1 + llen + 1) != len)
+	    llen > SNAPSHOT_LINE_MAX || slen > SNAPSHOT_SOURCE_MAX || record_len(version, ulen, flen, llen, slen) != len)
 		FAIL("record string lengths");
 	const char *u = (const char *)r + RECORD_HDR, *f = u + ulen + 1, *l = f + flen + 1;
+	const char *src = version >= 2 ? l + llen + 1 : "";
 	if (u[ulen] || f[flen] || l[llen] || has_ctl(u, ulen) || has_ctl(f, flen) || memchr(l, '\0', llen) ||
-	    memchr(l, '\n', llen) || memchr(l, '\r', llen))
+	    memchr(l, '\n', llen) || memchr(l, '\r', llen) || src[slen] || has_ctl(src, slen))
 		FAIL("record strings");
 	if (tlen == 0 || blen == 0 || toff + tlen > llen || boff + blen > llen)
 		FAIL("record key fields");
@@ -598,6 +624,8 @@ static int read_record(const struct snapshot *s, uint64_t off, struct snapshot_r
 		.blob = l + boff,
 		.blob_len = blen,
 		.expiry = expiry,
+		.source = src,
+		.source_len = slen,
 	};
 	*ret_len = len;
 	return 0;

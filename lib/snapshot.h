@@ -14,11 +14,11 @@
  *                       the XXH3 of its block directory, and last the XXH3
  *                       of the header itself.
  *   records             one per key: XXH3 of the rest of the record, its
- *                       length, expiry, and the strings user, fingerprint and
- *                       line (NUL-terminated), plus where the key type and
- *                       the base64 blob sit inside the line. Records of one
- *                       user are contiguous, in the order the writer got
- *                       them.
+ *                       length, expiry, and the strings user, fingerprint,
+ *                       line and (version 2) source (NUL-terminated), plus
+ *                       where the key type and the base64 blob sit inside
+ *                       the line. Records of one user are contiguous, in the
+ *                       order the writer got them.
  *   user table          open addressing (linear probing) over XXH3(user):
  *                       {hash, offset of the user's first record, count,
  *                       bytes}. Load factor <= 1/2.
@@ -46,7 +46,15 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#define SNAPSHOT_VERSION 1
+/* Version 2 adds each record's source (where the key came from, for the
+ * log line authkeys-cmd writes per served key) in the record header's last
+ * reserved field and a string after the line; nothing else changed. The
+ * writer writes version 2; the reader reads 1 and 2 (a version 1 record has
+ * the empty source), so an authkeys-cmd upgraded before cloud-config-exec
+ * rewrote the snapshot still serves it. An older authkeys-cmd refuses a
+ * version 2 file (-EPROTONOSUPPORT): both come in one package. */
+#define SNAPSHOT_VERSION 2
+#define SNAPSHOT_VERSION_MIN 1
 #define SNAPSHOT_DEFAULT_PATH "/var/lib/cloud-config-exec/authkeys.snap"
 /* Ceilings; the writer refuses more, the reader refuses files that claim more. */
 #define SNAPSHOT_RECORDS_MAX 1000000u
@@ -54,6 +62,7 @@
 #define SNAPSHOT_USER_MAX 256        /* bytes, like LOGIN_NAME_MAX */
 #define SNAPSHOT_FINGERPRINT_MAX 128 /* "SHA256:" + 43 today */
 #define SNAPSHOT_LINE_MAX 8192       /* bytes, like KEYS_LINE_MAX */
+#define SNAPSHOT_SOURCE_MAX 512      /* bytes, printable */
 
 /* One key as the writer gets it: ready to print. line is one complete
  * authorized_keys line without newline ("[options] type base64 [comment]");
@@ -64,6 +73,7 @@ struct snapshot_entry {
 	const char *fingerprint;
 	const char *line;
 	int64_t expiry;
+	const char *source; /* NULL or "": none; else printable, at most SNAPSHOT_SOURCE_MAX bytes */
 };
 
 /* One key as a lookup returns it. All pointers point into the snapshot's
@@ -80,6 +90,8 @@ struct snapshot_record {
 	const char *blob;
 	size_t blob_len;
 	int64_t expiry;
+	const char *source; /* "" in a version 1 file or when the writer had none */
+	size_t source_len;
 };
 
 struct snapshot_info {
@@ -97,7 +109,8 @@ struct snapshot;
 
 /* Builds a snapshot of entries[0..n) in memory. Entries are grouped by user
  * (stable: a user's keys keep their order). Refuses (-EINVAL) an empty or
- * over-long user, fingerprint or line, control bytes in user or fingerprint,
+ * over-long user, fingerprint, line or source, control bytes in user,
+ * fingerprint or source,
  * CR/LF in a line, a line whose key type and blob cannot be found, a
  * negative expiry; -EEXIST for a (user, fingerprint) pair given twice;
  * -E2BIG for more than SNAPSHOT_RECORDS_MAX entries or SNAPSHOT_SIZE_MAX
@@ -106,6 +119,11 @@ struct snapshot;
  * and *ret_size are set. n == 0 gives a valid, empty snapshot. */
 int snapshot_build(const struct snapshot_entry *entries, size_t n, uint64_t generation, int64_t created_at,
 		   void **ret, size_t *ret_size, size_t *reterr_index);
+
+/* The same in format version (SNAPSHOT_VERSION_MIN..SNAPSHOT_VERSION; 1
+ * drops the sources): for the compatibility tests and mksnapshot only. */
+int snapshot_build_version(uint32_t version, const struct snapshot_entry *entries, size_t n, uint64_t generation,
+			   int64_t created_at, void **ret, size_t *ret_size, size_t *reterr_index);
 
 /* Builds as above and atomically replaces dirfd/name (temporary file, fsync,
  * rename, fsync of the directory; fsx_write_atomic_at) with mode 0644 owned
@@ -119,8 +137,8 @@ int snapshot_write_at(int dirfd, const char *name, const struct snapshot_entry *
 /* Validates data[0..size) as a snapshot: magic, version, header checksum,
  * file size, section bounds, both table directories. The buffer is not
  * copied and must outlive the returned object. Errors: -EBADMSG (bad magic,
- * checksum, bounds: a corrupt or torn file), -EPROTONOSUPPORT (other
- * version), -ENOMEM. reterr_what, when non-NULL, is set to a static string
+ * checksum, bounds: a corrupt or torn file), -EPROTONOSUPPORT (a version
+ * outside SNAPSHOT_VERSION_MIN..SNAPSHOT_VERSION), -ENOMEM. reterr_what, when non-NULL, is set to a static string
  * naming the failed check on error. Pure: this is what the fuzzer drives. */
 int snapshot_parse(const void *data, size_t size, struct snapshot **ret, const char **reterr_what);
 

@@ -5,12 +5,44 @@
  * must all be found again. Arbitrary bytes as a list of hashes must also
  * survive writer -> reader. Anything else aborts. */
 #include <stdint.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "krl.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+/* Arbitrary bytes as CA keys and serials: written, they read back. */
+static void cert_round_trip(const uint8_t *data, size_t size)
+{
+	if (size < 10)
+		return;
+	struct krl_ca_serials cas[2] = {
+		{ .ca_key = (uint8_t *)(uintptr_t)data, .ca_key_len = 1 + data[0] % 8 },
+		{ .ca_key = (uint8_t *)(uintptr_t)data + 1, .ca_key_len = 1 + data[1] % 8 },
+	};
+	uint64_t serials[64];
+	size_t n = (size - 2) / 8 < 64 ? (size - 2) / 8 : 64;
+	memcpy(serials, data + 2, n * 8);
+	cas[0].serials = serials;
+	cas[0].n = n / 2;
+	cas[1].serials = serials + n / 2;
+	cas[1].n = n - n / 2;
+	void *buf = NULL;
+	size_t len = 0;
+	if (krl_write_full(NULL, 0, cas, 2, 1, 2, "", &buf, &len) != 0)
+		return;
+	struct krl k = { 0 };
+	if (krl_read(buf, len, &k) != 0)
+		abort();
+	for (size_t i = 0; i < 2; i++)
+		for (size_t j = 0; j < cas[i].n; j++)
+			if (!krl_contains_serial(&k, cas[i].ca_key, cas[i].ca_key_len, cas[i].serials[j]))
+				abort();
+	krl_done(&k);
+	free(buf);
+}
 
 static void writer_round_trip(const uint8_t *data, size_t size)
 {
@@ -47,7 +79,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				abort();
 		void *buf = NULL;
 		size_t len = 0;
-		if (krl_write(k.hashes, k.n, k.version, k.generated, k.comment, &buf, &len) != 0)
+		for (size_t i = 0; i < k.n_cas; i++) {
+			if (k.cas[i].n == 0 || (i > 0 && krl_ca_key_cmp(k.cas[i - 1].ca_key, k.cas[i - 1].ca_key_len,
+									 k.cas[i].ca_key, k.cas[i].ca_key_len) >= 0))
+				abort();
+			for (size_t j = 0; j < k.cas[i].n; j++)
+				if (k.cas[i].serials[j] == 0 ||
+				    !krl_contains_serial(&k, k.cas[i].ca_key, k.cas[i].ca_key_len, k.cas[i].serials[j]))
+					abort();
+		}
+		if (krl_write_full(k.hashes, k.n, k.cas, k.n_cas, k.version, k.generated, k.comment, &buf, &len) != 0)
 			abort();
 		if (len != size || memcmp(buf, data, size) != 0)
 			abort();
@@ -57,7 +98,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		free(buf);
 		krl_done(&k);
 	}
-	if (size <= 4096)
+	if (size <= 4096) {
 		writer_round_trip(data, size);
+		cert_round_trip(data, size);
+	}
 	return 0;
 }

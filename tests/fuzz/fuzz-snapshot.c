@@ -2,7 +2,7 @@
  * parsed as a snapshot and, if accepted, looked up by user and by
  * fingerprint. Never a crash, an out-of-bounds read or a leak; every record
  * returned must be what authkeys-cmd may print (one line, key fields inside
- * it). Fuzz builds accept any checksum (NA_FUZZING) so that mutations reach
+ * it, its source one printable string). Fuzz builds accept any checksum (NA_FUZZING) so that mutations reach
  * the bounds checks behind them. Seeds: tests/fuzz/corpus/snapshot/. */
 #include <stdint.h>
 #include <stdlib.h>
@@ -22,6 +22,12 @@ static void check(const struct snapshot_record *r, const char *user, const char 
 	if (r->type < r->line || r->type + r->type_len > r->line + r->line_len || r->blob < r->line ||
 	    r->blob + r->blob_len > r->line + r->line_len || r->expiry < 0)
 		abort();
+	/* The source goes into a journal field as it is: bounded, one line. */
+	if (!r->source || strlen(r->source) != r->source_len || r->source_len > SNAPSHOT_SOURCE_MAX)
+		abort();
+	for (size_t i = 0; i < r->source_len; i++)
+		if ((unsigned char)r->source[i] < 0x20 || r->source[i] == 0x7f)
+			abort();
 }
 
 static void query(const struct snapshot *s, const char *user, const char *fp)

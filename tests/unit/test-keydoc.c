@@ -220,6 +220,25 @@ static void cert_authorities(void **state)
 		  "[0].principals[1]: not a principal name" },
 		{ "[" ENTRY(",\"certAuthority\":true,\"principals\":[\"a b\"]") "]",
 		  "[0].principals: a name with characters other than [A-Za-z0-9._@+-]" },
+		{ "[" ENTRY(",\"revokedSerials\":[3]") "]", "[0].revokedSerials: only with \"certAuthority\": true" },
+		{ "[" ENTRY(",\"certAuthority\":true,\"revokedSerials\":[]") "]",
+		  "[0].revokedSerials: not a non-empty array" },
+		{ "[" ENTRY(",\"certAuthority\":true,\"revokedSerials\":3") "]",
+		  "[0].revokedSerials: not a non-empty array" },
+		{ "[" ENTRY(",\"certAuthority\":true,\"revokedSerials\":[1,0]") "]",
+		  "[0].revokedSerials[1]: not a serial 1..2^64-1" },
+		{ "[" ENTRY(",\"certAuthority\":true,\"revokedSerials\":[1.5]") "]",
+		  "[0].revokedSerials[0]: not a serial 1..2^64-1" },
+		{ "[" ENTRY(",\"certAuthority\":true,\"revokedSerials\":[9007199254740992]") "]",
+		  "[0].revokedSerials[0]: not a serial 1..2^64-1" },
+		{ "[" ENTRY(",\"certAuthority\":true,\"revokedSerials\":[\"18446744073709551616\"]") "]",
+		  "[0].revokedSerials[0]: not a serial 1..2^64-1" },
+		{ "[" ENTRY(",\"certAuthority\":true,\"revokedSerials\":[\"012\"]") "]",
+		  "[0].revokedSerials[0]: not a serial 1..2^64-1" },
+		{ "[" ENTRY(",\"certAuthority\":true,\"revokedSerials\":[\"-1\"]") "]",
+		  "[0].revokedSerials[0]: not a serial 1..2^64-1" },
+		{ "[" ENTRY(",\"certAuthority\":true,\"revokedSerials\":[true]") "]",
+		  "[0].revokedSerials[0]: not a serial 1..2^64-1" },
 	};
 	for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
 		struct keydoc x = { .n = 4242 };
@@ -229,6 +248,16 @@ static void cert_authorities(void **state)
 			fail_msg("case %zu: got %d \"%s\", want \"%s\"", i, r, err, bad[i].err);
 		assert_int_equal(x.n, 4242);
 	}
+
+	const char *sdoc = "[" ENTRY(",\"certAuthority\":true,\"revokedSerials\":[7,9007199254740991,"
+				     "\"18446744073709551615\",7]") "]";
+	assert_int_equal(keydoc_parse_json(sdoc, strlen(sdoc), NULL, &d, err, sizeof(err)), 0);
+	assert_int_equal(d.entries[0].n_revoked_serials, 4);
+	assert_int_equal(d.entries[0].revoked_serials[0], 7);
+	assert_int_equal(d.entries[0].revoked_serials[1], 9007199254740991ull);
+	assert_int_equal(d.entries[0].revoked_serials[2], UINT64_MAX);
+	assert_false(d.entries[0].revoked);
+	keydoc_done(&d);
 
 	const char *lines = "cert-authority,principals=\"alice\" ssh-ed25519 " ED_B64 " ca\n";
 	assert_int_equal(keydoc_parse_lines(lines, strlen(lines), "gardener", NULL, &d, err, sizeof(err)), 0);

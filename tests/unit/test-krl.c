@@ -176,6 +176,85 @@ static void fingerprints(void **state)
 	assert_int_equal(krl_hash_from_fingerprint(NULL, &h), -EINVAL);
 }
 
+/* Certificate serials: PROTOCOL.krl's CERTIFICATES section with one
+ * SERIAL_LIST, byte for byte; sorted, deduplicated, CAs ordered; the
+ * reader's strictness and the bounds. */
+static void cert_serials(void **state)
+{
+	uint8_t ca_a[] = { 'A', 'A' }, ca_b[] = { 'B' };
+	uint64_t sa[] = { 9, 3, 9 }, sb[] = { 0x0102030405060708 };
+	struct krl_ca_serials cas[] = { { ca_a, 2, sa, 3 }, { ca_b, 1, sb, 1 }, { ca_b + 0, 1, NULL, 0 } };
+	struct krl_hash h = hash_of(7);
+	_cleanup_free_ uint8_t *buf = NULL;
+	size_t len;
+	/* The same CA twice with serials is refused; a CA without serials is
+	 * left out. */
+	struct krl_ca_serials twice[] = { { ca_b, 1, sa, 1 }, { ca_b, 1, sb, 1 } };
+	void *tmp = NULL;
+	assert_int_equal(krl_write_full(&h, 1, twice, 2, 1, 2, "", &tmp, &len), -EINVAL);
+	assert_int_equal(krl_write_full(&h, 1, cas, 3, 1, 2, "", &tmp, &len), 0);
+	free(tmp);
+	assert_int_equal(krl_write_full(&h, 1, cas, 2, 1, 2, "", (void **)&buf, &len), 0);
+	static const uint8_t want[] = {
+		1, 0, 0, 0, 22,                      /* CERTIFICATES, length: B (shorter) first */
+		0, 0, 0, 1, 'B', 0, 0, 0, 0,          /* CA key, reserved */
+		0x20, 0, 0, 0, 8, 1, 2, 3, 4, 5, 6, 7, 8,
+		1, 0, 0, 0, 31,
+		0, 0, 0, 2, 'A', 'A', 0, 0, 0, 0,
+		0x20, 0, 0, 0, 16, 0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 0, 0, 0, 0, 0, 9,
+		5, 0, 0, 0, 36, 0, 0, 0, 32,         /* then the hashes */
+	};
+	size_t hdr = 8 + 4 + 8 + 8 + 8 + 4 + 4;
+	assert_int_equal(len, hdr + sizeof(want) + 32);
+	assert_memory_equal(buf + hdr, want, sizeof(want));
+	struct krl k = { 0 };
+	assert_int_equal(krl_read(buf, len, &k), 0);
+	assert_int_equal(k.n, 1);
+	assert_int_equal(k.n_cas, 2);
+	assert_true(krl_contains_serial(&k, ca_a, 2, 3));
+	assert_true(krl_contains_serial(&k, ca_a, 2, 9));
+	assert_false(krl_contains_serial(&k, ca_a, 2, 4));
+	assert_true(krl_contains_serial(&k, ca_b, 1, 0x0102030405060708));
+	assert_false(krl_contains_serial(&k, ca_b, 1, 3));
+	krl_done(&k);
+
+	/* Reader: serials out of order, a zero serial, CAs out of order. */
+	uint8_t *ser = buf + hdr + 27 + 20; /* A's first serial (3) */
+	ser[7] = 10;
+	assert_int_equal(krl_read(buf, len, &k), -EBADMSG);
+	ser[7] = 0;
+	assert_int_equal(krl_read(buf, len, &k), -EBADMSG);
+	ser[7] = 3;
+	assert_int_equal(krl_read(buf, len, &k), 0);
+	krl_done(&k);
+	buf[hdr + 9] = 'C'; /* B -> C: no longer below... still shorter, so in order */
+	assert_int_equal(krl_read(buf, len, &k), 0);
+	krl_done(&k);
+	buf[hdr + 14] = 0x21; /* a RANGE subsection: not what the writer makes */
+	assert_int_equal(krl_read(buf, len, &k), -EBADMSG);
+
+	/* Writer: serial 0 and empty CA keys refused; the bounds. */
+	uint64_t zero[] = { 5, 0 };
+	struct krl_ca_serials bad[] = { { ca_a, 2, zero, 2 } };
+	void *out = NULL;
+	assert_int_equal(krl_write_full(NULL, 0, bad, 1, 1, 1, "", &out, &len), -EINVAL);
+	bad[0] = (struct krl_ca_serials){ ca_a, 0, sa, 1 };
+	assert_int_equal(krl_write_full(NULL, 0, bad, 1, 1, 1, "", &out, &len), -EINVAL);
+	_cleanup_free_ uint64_t *many = calloc(KRL_SERIALS_MAX + 1, sizeof(*many));
+	assert_non_null(many);
+	for (size_t i = 0; i <= KRL_SERIALS_MAX; i++)
+		many[i] = i + 1;
+	bad[0] = (struct krl_ca_serials){ ca_a, 2, many, KRL_SERIALS_MAX + 1 };
+	assert_int_equal(krl_write_full(NULL, 0, bad, 1, 1, 1, "", &out, &len), -E2BIG);
+	bad[0].n = KRL_SERIALS_MAX;
+	assert_int_equal(krl_write_full(NULL, 0, bad, 1, 1, 1, "", &out, &len), 0);
+	assert_true(len <= KRL_SIZE_MAX);
+	assert_int_equal(krl_read(out, len, &k), 0);
+	assert_int_equal(k.cas[0].n, KRL_SERIALS_MAX);
+	krl_done(&k);
+	free(out);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -184,6 +263,7 @@ int main(void)
 		cmocka_unit_test(reader_strict),
 		cmocka_unit_test(bounds),
 		cmocka_unit_test(fingerprints),
+		cmocka_unit_test(cert_serials),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

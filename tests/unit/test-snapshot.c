@@ -27,11 +27,11 @@
 #define K4 "AAAAB3NzaC1yc2EAAAADAQABAAABAQ444444444444444444444444444444444444444"
 
 static const struct snapshot_entry small[] = {
-	{ "alice", "SHA256:aaaa1", "ssh-ed25519 " K1 " alice@laptop", 0 },
-	{ "bob", "SHA256:bbbb1", "expiry-time=\"20300101000000Z\" ssh-ed25519 " K2 " bob", 1893456000 },
-	{ "alice", "SHA256:aaaa2", "restrict,from=\"10.0.0.0/8\" ssh-rsa " K4, 0 },
-	{ "carol", "SHA256:cccc1", "command=\"echo a b\",no-pty ssh-ed25519 " K3 " c", 0 },
-	{ "alice", "SHA256:aaaa3", "ssh-ed25519 " K3, 5 },
+	{ "alice", "SHA256:aaaa1", "ssh-ed25519 " K1 " alice@laptop", 0, "src 0" },
+	{ "bob", "SHA256:bbbb1", "expiry-time=\"20300101000000Z\" ssh-ed25519 " K2 " bob", 1893456000, "src 1893456000" },
+	{ "alice", "SHA256:aaaa2", "restrict,from=\"10.0.0.0/8\" ssh-rsa " K4, 0, "src 0" },
+	{ "carol", "SHA256:cccc1", "command=\"echo a b\",no-pty ssh-ed25519 " K3 " c", 0, "src 0" },
+	{ "alice", "SHA256:aaaa3", "ssh-ed25519 " K3, 5, "src 5" },
 };
 
 static void build(const struct snapshot_entry *e, size_t n, void **buf, size_t *size)
@@ -48,6 +48,8 @@ static void expect_record(const struct snapshot_record *r, const struct snapshot
 	assert_string_equal(r->line, e->line);
 	assert_int_equal(r->line_len, strlen(e->line));
 	assert_int_equal(r->expiry, e->expiry);
+	assert_string_equal(r->source, e->source ? e->source : "");
+	assert_int_equal(r->source_len, strlen(r->source));
 }
 
 static void round_trip_small(void **state)
@@ -135,7 +137,7 @@ static void many_users_many_keys(void **state)
 			assert_true(asprintf(&strs[3 * n], "user%u", u) > 0);
 			assert_true(asprintf(&strs[3 * n + 1], "SHA256:fp-%u-%u", u, k) > 0);
 			assert_true(asprintf(&strs[3 * n + 2], "ssh-ed25519 AAAA%uB%u user%u-key%u", u, k, u, k) > 0);
-			e[n] = (struct snapshot_entry){ strs[3 * n], strs[3 * n + 1], strs[3 * n + 2], k };
+			e[n] = (struct snapshot_entry){ strs[3 * n], strs[3 * n + 1], strs[3 * n + 2], k, NULL };
 		}
 	}
 	_cleanup_free_ void *buf = NULL;
@@ -180,21 +182,21 @@ static void writer_rejects_bad_entries(void **state)
 		struct snapshot_entry e;
 		int err;
 	} cases[] = {
-		{ { "", "SHA256:x", "ssh-ed25519 " K1, 0 }, -EINVAL },
-		{ { "a\nb", "SHA256:x", "ssh-ed25519 " K1, 0 }, -EINVAL },
-		{ { "a", "", "ssh-ed25519 " K1, 0 }, -EINVAL },
-		{ { "a", "SHA256:\tx", "ssh-ed25519 " K1, 0 }, -EINVAL },
-		{ { "a", "SHA256:x", "", 0 }, -EINVAL },
-		{ { "a", "SHA256:x", "ssh-ed25519 " K1 "\nssh-ed25519 " K2, 0 }, -EINVAL },
-		{ { "a", "SHA256:x", "ssh-ed25519 " K1 " c\r", 0 }, -EINVAL },
-		{ { "a", "SHA256:x", "ssh-ed25519", 0 }, -EINVAL },                  /* no blob */
-		{ { "a", "SHA256:x", "ssh-ed25519 AA*A", 0 }, -EINVAL },             /* not base64 */
-		{ { "a", "SHA256:x", "restrict " K1, 0 }, -EINVAL },                 /* no type */
-		{ { "a", "SHA256:x", "command=\"x ssh-ed25519 " K1, 0 }, -EINVAL },  /* open quote */
-		{ { "a", "SHA256:x", "# ssh-ed25519 " K1, 0 }, -EINVAL },
-		{ { "a", "SHA256:x", "ssh-ed25519 " K1, -1 }, -EINVAL },
-		{ { "a", "SHA256:x", longline, 0 }, -EINVAL },
-		{ { NULL, "SHA256:x", "ssh-ed25519 " K1, 0 }, -EINVAL },
+		{ { "", "SHA256:x", "ssh-ed25519 " K1, 0, NULL }, -EINVAL },
+		{ { "a\nb", "SHA256:x", "ssh-ed25519 " K1, 0, NULL }, -EINVAL },
+		{ { "a", "", "ssh-ed25519 " K1, 0, NULL }, -EINVAL },
+		{ { "a", "SHA256:\tx", "ssh-ed25519 " K1, 0, NULL }, -EINVAL },
+		{ { "a", "SHA256:x", "", 0, NULL }, -EINVAL },
+		{ { "a", "SHA256:x", "ssh-ed25519 " K1 "\nssh-ed25519 " K2, 0, NULL }, -EINVAL },
+		{ { "a", "SHA256:x", "ssh-ed25519 " K1 " c\r", 0, NULL }, -EINVAL },
+		{ { "a", "SHA256:x", "ssh-ed25519", 0, NULL }, -EINVAL },                  /* no blob */
+		{ { "a", "SHA256:x", "ssh-ed25519 AA*A", 0, NULL }, -EINVAL },             /* not base64 */
+		{ { "a", "SHA256:x", "restrict " K1, 0, NULL }, -EINVAL },                 /* no type */
+		{ { "a", "SHA256:x", "command=\"x ssh-ed25519 " K1, 0, NULL }, -EINVAL },  /* open quote */
+		{ { "a", "SHA256:x", "# ssh-ed25519 " K1, 0, NULL }, -EINVAL },
+		{ { "a", "SHA256:x", "ssh-ed25519 " K1, -1, NULL }, -EINVAL },
+		{ { "a", "SHA256:x", longline, 0, NULL }, -EINVAL },
+		{ { NULL, "SHA256:x", "ssh-ed25519 " K1, 0, NULL }, -EINVAL },
 	};
 	for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
 		struct snapshot_entry e[2] = { small[0], cases[i].e };
@@ -205,13 +207,13 @@ static void writer_rejects_bad_entries(void **state)
 		assert_null(buf);
 	}
 	/* The same (user, fingerprint) twice is refused, wherever it is. */
-	struct snapshot_entry dup[] = { small[0], small[1], { "alice", "SHA256:aaaa1", "ssh-ed25519 " K2, 0 } };
+	struct snapshot_entry dup[] = { small[0], small[1], { "alice", "SHA256:aaaa1", "ssh-ed25519 " K2, 0, NULL } };
 	void *buf = NULL;
 	size_t size, bad = SIZE_MAX;
 	assert_int_equal(snapshot_build(dup, 3, 1, 1, &buf, &size, &bad), -EEXIST);
 	assert_int_equal(bad, 2);
 	/* The same fingerprint for two users is fine. */
-	struct snapshot_entry shared[] = { small[0], { "bob", "SHA256:aaaa1", "ssh-ed25519 " K1, 0 } };
+	struct snapshot_entry shared[] = { small[0], { "bob", "SHA256:aaaa1", "ssh-ed25519 " K1, 0, NULL } };
 	assert_int_equal(snapshot_build(shared, 2, 1, 1, &buf, &size, NULL), 0);
 	free(buf);
 }
@@ -306,18 +308,86 @@ static void other_version_is_refused(void **state)
 	_cleanup_free_ uint8_t *buf = NULL;
 	size_t size;
 	build(small, ELEMENTSOF(small), (void **)&buf, &size);
-	/* A well-formed header (valid checksum) of version 2. */
-	buf[8] = 2;
-	uint64_t csum = XXH3_64bits(buf, 152);
-	memcpy(buf + 152, &csum, 8);
+	/* A well-formed header (valid checksum) of the next version, and of 0. */
 	struct snapshot *s = NULL;
 	const char *what = NULL;
-	assert_int_equal(snapshot_parse(buf, size, &s, &what), -EPROTONOSUPPORT);
-	assert_string_equal(what, "version");
+	for (uint8_t v = 0; v <= SNAPSHOT_VERSION + 1; v += SNAPSHOT_VERSION + 1) {
+		buf[8] = v;
+		uint64_t csum = XXH3_64bits(buf, 152);
+		memcpy(buf + 152, &csum, 8);
+		assert_int_equal(snapshot_parse(buf, size, &s, &what), -EPROTONOSUPPORT);
+		assert_string_equal(what, "version");
+	}
 	/* And a wrong magic. */
 	buf[0] = 'X';
 	assert_int_equal(snapshot_parse(buf, size, &s, &what), -EBADMSG);
 	assert_string_equal(what, "magic");
+}
+
+/* A version 1 file (before sources) still reads: every record with the
+ * empty source. A version 2 record layout under a version 1 header does not
+ * (its source length sits where version 1 has a zero field), nor the other
+ * way round. */
+static void version_1_still_reads(void **state)
+{
+	_cleanup_free_ uint8_t *buf = NULL;
+	size_t size, bad = SIZE_MAX;
+	assert_int_equal(snapshot_build_version(1, small, ELEMENTSOF(small), 7, 1, (void **)&buf, &size, &bad), 0);
+	struct snapshot *s = NULL;
+	assert_int_equal(snapshot_parse(buf, size, &s, NULL), 0);
+	struct snapshot_info info;
+	snapshot_get_info(s, &info);
+	assert_int_equal(info.version, 1);
+	for (size_t i = 0; i < ELEMENTSOF(small); i++) {
+		struct snapshot_record r;
+		assert_int_equal(snapshot_lookup_fingerprint(s, small[i].user, small[i].fingerprint, &r, NULL), 1);
+		assert_string_equal(r.line, small[i].line);
+		assert_string_equal(r.source, "");
+		assert_int_equal(r.source_len, 0);
+	}
+	snapshot_free(s);
+	assert_int_equal(snapshot_build_version(3, small, 1, 7, 1, (void **)&buf, &size, &bad), -EINVAL);
+
+	/* Headers swapped: each file's records fail their length check. */
+	_cleanup_free_ uint8_t *b2 = NULL;
+	size_t size2;
+	build(small, ELEMENTSOF(small), (void **)&b2, &size2);
+	b2[8] = 1;
+	uint64_t csum = XXH3_64bits(b2, 152);
+	memcpy(b2 + 152, &csum, 8);
+	assert_int_equal(snapshot_parse(b2, size2, &s, NULL), 0);
+	struct snapshot_record r;
+	const char *what = NULL;
+	assert_int_equal(snapshot_lookup_fingerprint(s, "alice", "SHA256:aaaa1", &r, &what), -EBADMSG);
+	snapshot_free(s);
+}
+
+static void writer_checks_sources(void **state)
+{
+	static char longsrc[SNAPSHOT_SOURCE_MAX + 2];
+	memset(longsrc, 's', sizeof(longsrc) - 1);
+	const char *bad[] = { "a\nb", "tab\there", "del\x7f", longsrc };
+	for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+		struct snapshot_entry e[2] = { small[0], small[1] };
+		e[1].source = bad[i];
+		void *buf = NULL;
+		size_t size = 0, b = SIZE_MAX;
+		assert_int_equal(snapshot_build(e, 2, 1, 1, &buf, &size, &b), -EINVAL);
+		assert_int_equal(b, 1);
+	}
+	/* Exactly the maximum is fine, and comes back whole. */
+	longsrc[SNAPSHOT_SOURCE_MAX] = '\0';
+	struct snapshot_entry e = small[0];
+	e.source = longsrc;
+	_cleanup_free_ void *buf = NULL;
+	size_t size;
+	build(&e, 1, &buf, &size);
+	struct snapshot *s = NULL;
+	assert_int_equal(snapshot_parse(buf, size, &s, NULL), 0);
+	struct snapshot_record r;
+	assert_int_equal(snapshot_lookup_fingerprint(s, e.user, e.fingerprint, &r, NULL), 1);
+	expect_record(&r, &e);
+	snapshot_free(s);
 }
 
 static int setup(void **state)
@@ -378,6 +448,8 @@ int main(void)
 		cmocka_unit_test(every_flipped_byte_is_caught),
 		cmocka_unit_test(truncated_or_extended_is_rejected),
 		cmocka_unit_test(other_version_is_refused),
+		cmocka_unit_test(version_1_still_reads),
+		cmocka_unit_test(writer_checks_sources),
 		cmocka_unit_test_setup_teardown(open_fd_checks_owner_and_mode, setup, scratch_teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
