@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "answer.h"
+#include "b64.h"
 #include "cleanup.h"
 #include "sshcert.h"
 
@@ -111,12 +112,12 @@ static int read_cert(const struct akc_request *req, struct akc_answer *a, char *
 {
 	uint8_t blob[SSHCERT_BLOB_MAX];
 	size_t klen = req->key ? strnlen(req->key, SSHCERT_B64_MAX + 1) : 0;
-	int n = klen > SSHCERT_B64_MAX ? -EMSGSIZE : sshcert_b64_decode(req->key ? req->key : "", klen, blob, sizeof(blob));
+	int n = klen > SSHCERT_B64_MAX ? -EMSGSIZE : b64_decode_into(req->key ? req->key : "", klen, blob, sizeof(blob));
 	struct sshcert_info c;
 	int r = n < 0 ? -EINVAL : sshcert_parse(blob, (size_t)n, &c);
 	if (r == 0 && !field_equals(req->type, c.type, c.type_len))
 		r = -EBADMSG; /* %k is not the certificate %t names */
-	if (r == 0 && sshcert_b64_encode(c.ca_key, c.ca_key_len, ca_b64, ca_size) < 0)
+	if (r == 0 && b64_encode_into(c.ca_key, c.ca_key_len, ca_b64, ca_size) < 0)
 		r = -EBADMSG;
 	if (r < 0)
 		return a->cert_error = r;

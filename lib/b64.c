@@ -1,6 +1,6 @@
-/* Strict base64; see b64.h. */
+/* Strict base64; see b64.h. RFC 4648 section 4, written out here (no
+ * OpenSSL) so that the statically linked authkeys-cmd can use it too. */
 #include <errno.h>
-#include <openssl/evp.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,9 +8,69 @@
 #include "b64.h"
 #include "cleanup.h"
 
-static bool is_b64_char(unsigned char c)
+static const char alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+static int value(char c)
 {
-	return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '+' || c == '/';
+	if (c >= 'A' && c <= 'Z')
+		return c - 'A';
+	if (c >= 'a' && c <= 'z')
+		return c - 'a' + 26;
+	if (c >= '0' && c <= '9')
+		return c - '0' + 52;
+	if (c == '+')
+		return 62;
+	if (c == '/')
+		return 63;
+	return -1;
+}
+
+/* Decodes n characters of canonical base64 into out (NULL: only checks
+ * and counts). Returns the decoded length or -EINVAL. */
+static long decode(const char *in, size_t n, uint8_t *out)
+{
+	size_t o = 0;
+	for (size_t i = 0; i < n; i += 4) {
+		bool last = i + 4 == n;
+		int v[4];
+		size_t pad = 0;
+		for (int j = 0; j < 4; j++) {
+			char c = in[i + (size_t)j];
+			if (c == '=' && last && j >= 2) {
+				v[j] = 0;
+				pad++;
+				continue;
+			}
+			if (pad) /* "=" only at the very end */
+				return -EINVAL;
+			if ((v[j] = value(c)) < 0)
+				return -EINVAL;
+		}
+		uint32_t w = (uint32_t)v[0] << 18 | (uint32_t)v[1] << 12 | (uint32_t)v[2] << 6 | (uint32_t)v[3];
+		/* Canonical: the bits a padded group drops must be zero, so each
+		 * byte string has exactly one encoding (a re-encode round-trips). */
+		if ((pad == 1 && (w & 0xff)) || (pad == 2 && (w & 0xffff)))
+			return -EINVAL;
+		uint8_t b[3] = { (uint8_t)(w >> 16), (uint8_t)(w >> 8), (uint8_t)w };
+		if (out)
+			memcpy(out + o, b, 3 - pad);
+		o += 3 - pad;
+	}
+	return (long)o;
+}
+
+int b64_decode_into(const char *in, size_t len, uint8_t *out, size_t out_max)
+{
+	if (len % 4 || len > INT32_MAX)
+		return -EINVAL;
+	/* Checked before the size, so that what is not base64 at all is
+	 * -EINVAL whatever the ceiling (fuzz-b64 found the other order). */
+	long k = decode(in, len, NULL);
+	if (k < 0)
+		return (int)k;
+	if ((size_t)k > out_max)
+		return -EMSGSIZE;
+	return (int)decode(in, len, out);
 }
 
 int b64_decode(const char *in, size_t len, size_t max, unsigned flags, unsigned char **ret, size_t *ret_len)
@@ -26,46 +86,40 @@ int b64_decode(const char *in, size_t len, size_t max, unsigned flags, unsigned 
 			continue;
 		clean[n++] = (char)c;
 	}
-	if (n % 4 != 0)
+	if (n % 4 != 0 || n > INT32_MAX)
 		return -EINVAL;
-
-	size_t pad = 0;
-	if (n > 0 && clean[n - 1] == '=')
-		pad = (n > 1 && clean[n - 2] == '=') ? 2 : 1;
-	for (size_t i = 0; i < n - pad; i++)
-		if (!is_b64_char((unsigned char)clean[i]))
-			return -EINVAL;
-
-	/* Canonical form: the bits that padding discards must be zero, so each
-	 * byte string has exactly one encoding (a re-encode must round-trip).
-	 * Checked before the size, so that what is not base64 at all is
-	 * -EINVAL whatever the ceiling (fuzz-b64 found the other order). */
-	if (pad > 0) {
-		unsigned char last = (unsigned char)clean[n - pad - 1];
-		static const char alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-		unsigned v = (unsigned)(strchr(alphabet, last) - alphabet);
-		if ((pad == 1 && (v & 0x3)) || (pad == 2 && (v & 0xf)))
-			return -EINVAL;
-	}
-
-	size_t out_len = n / 4 * 3 - pad;
-	if (out_len > max)
+	long k = decode(clean, n, NULL);
+	if (k < 0)
+		return (int)k;
+	if ((size_t)k > max)
 		return -EMSGSIZE;
-	if (n > (size_t)INT32_MAX)
-		return -EMSGSIZE;
-
-	unsigned char *out = malloc(n / 4 * 3 + 1);
+	unsigned char *out = malloc((size_t)k + 1);
 	if (!out)
 		return -ENOMEM;
-	int k = n ? EVP_DecodeBlock(out, (const unsigned char *)clean, (int)n) : 0;
-	if (k < 0 || (size_t)k != n / 4 * 3) {
-		free(out);
-		return -EINVAL;
-	}
-	out[out_len] = '\0';
+	(void)decode(clean, n, out);
+	out[k] = '\0';
 	*ret = out;
-	*ret_len = out_len;
+	*ret_len = (size_t)k;
 	return 0;
+}
+
+int b64_encode_into(const void *data, size_t len, char *out, size_t out_max)
+{
+	const uint8_t *d = data;
+	size_t need = (len + 2) / 3 * 4;
+	if (need + 1 > out_max || need > INT32_MAX)
+		return -EMSGSIZE;
+	size_t o = 0;
+	for (size_t i = 0; i < len; i += 3) {
+		size_t k = len - i < 3 ? len - i : 3;
+		uint32_t w = (uint32_t)d[i] << 16 | (k > 1 ? (uint32_t)d[i + 1] << 8 : 0) | (k > 2 ? d[i + 2] : 0);
+		out[o++] = alphabet[(w >> 18) & 63];
+		out[o++] = alphabet[(w >> 12) & 63];
+		out[o++] = k > 1 ? alphabet[(w >> 6) & 63] : '=';
+		out[o++] = k > 2 ? alphabet[w & 63] : '=';
+	}
+	out[o] = '\0';
+	return (int)o;
 }
 
 char *b64_encode(const void *data, size_t len, bool unpadded)
@@ -76,7 +130,7 @@ char *b64_encode(const void *data, size_t len, bool unpadded)
 	char *out = malloc(cap);
 	if (!out)
 		return NULL;
-	int k = EVP_EncodeBlock((unsigned char *)out, data, (int)len);
+	int k = b64_encode_into(data, len, out, cap);
 	if (k < 0) {
 		free(out);
 		return NULL;

@@ -1,82 +1,11 @@
-/* OpenSSH certificate fields for the log; see sshcert.h. Base64 after RFC
- * 4648 section 4, the certificate layout after PROTOCOL.certkeys. */
+/* OpenSSH certificate fields for the log; see sshcert.h. The certificate
+ * layout after PROTOCOL.certkeys. */
 #include <errno.h>
 #include <stdbool.h>
 #include <string.h>
 
 #include "cleanup.h"
 #include "sshcert.h"
-
-static const char b64_alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
-static int b64_value(char c)
-{
-	if (c >= 'A' && c <= 'Z')
-		return c - 'A';
-	if (c >= 'a' && c <= 'z')
-		return c - 'a' + 26;
-	if (c >= '0' && c <= '9')
-		return c - '0' + 52;
-	if (c == '+')
-		return 62;
-	if (c == '/')
-		return 63;
-	return -1;
-}
-
-int sshcert_b64_decode(const char *in, size_t len, uint8_t *out, size_t out_max)
-{
-	if (len % 4)
-		return -EINVAL;
-	size_t n = 0;
-	for (size_t i = 0; i < len; i += 4) {
-		bool last = i + 4 == len;
-		int v[4];
-		size_t pad = 0;
-		for (int j = 0; j < 4; j++) {
-			char c = in[i + (size_t)j];
-			if (c == '=' && last && j >= 2) {
-				v[j] = 0;
-				pad++;
-				continue;
-			}
-			if (pad) /* "=" only at the very end */
-				return -EINVAL;
-			v[j] = b64_value(c);
-			if (v[j] < 0)
-				return -EINVAL;
-		}
-		uint32_t w = (uint32_t)v[0] << 18 | (uint32_t)v[1] << 12 | (uint32_t)v[2] << 6 | (uint32_t)v[3];
-		/* Canonical: the bits a padded group drops must be zero. */
-		if ((pad == 1 && (w & 0xff)) || (pad == 2 && (w & 0xffff)))
-			return -EINVAL;
-		size_t k = 3 - pad;
-		if (n + k > out_max)
-			return -EMSGSIZE;
-		uint8_t b[3] = { (uint8_t)(w >> 16), (uint8_t)(w >> 8), (uint8_t)w };
-		memcpy(out + n, b, k);
-		n += k;
-	}
-	return (int)n;
-}
-
-int sshcert_b64_encode(const uint8_t *data, size_t len, char *out, size_t out_max)
-{
-	size_t need = (len + 2) / 3 * 4;
-	if (need + 1 > out_max || need > INT32_MAX)
-		return -EMSGSIZE;
-	size_t o = 0;
-	for (size_t i = 0; i < len; i += 3) {
-		size_t k = len - i < 3 ? len - i : 3;
-		uint32_t w = (uint32_t)data[i] << 16 | (k > 1 ? (uint32_t)data[i + 1] << 8 : 0) | (k > 2 ? data[i + 2] : 0);
-		out[o++] = b64_alphabet[(w >> 18) & 63];
-		out[o++] = b64_alphabet[(w >> 12) & 63];
-		out[o++] = k > 1 ? b64_alphabet[(w >> 6) & 63] : '=';
-		out[o++] = k > 2 ? b64_alphabet[w & 63] : '=';
-	}
-	out[o] = '\0';
-	return (int)o;
-}
 
 /* A bounded big-endian reader over the blob. */
 struct rd {

@@ -43,15 +43,6 @@ struct sshcert_info {
 	size_t ca_key_len;
 };
 
-/* Strict standard base64 (padded, no whitespace) of len characters into
- * out (out_max bytes). Returns the decoded length, -EINVAL for anything
- * else, -EMSGSIZE when it does not fit. */
-int sshcert_b64_decode(const char *in, size_t len, uint8_t *out, size_t out_max);
-
-/* Padded base64 of data into out (out_max bytes, NUL-terminated). Returns
- * the length without the NUL, -EMSGSIZE when it does not fit. */
-int sshcert_b64_encode(const uint8_t *data, size_t len, char *out, size_t out_max);
-
 /* Parses the certificate blob[0..len). 0 and *ret (pointing into blob) on
  * success; -EBADMSG for a truncated, over-long or malformed blob (a
  * non-certificate type, an empty signature key, a signature key that is

@@ -10,6 +10,7 @@
 #include "../../authkeys-cmd/answer.h"
 #include "cleanup.h"
 #include "snapshot.h"
+#include "b64.h"
 #include "sshcert.h"
 
 #define KA "AAAAC3NzaC1lZDI1NTE5AAAAIAc+aaaa"
@@ -108,7 +109,7 @@ static void make_cert(const char *type, const char *ca, uint64_t serial, const c
 {
 	uint8_t b[4096], cab[512];
 	size_t n = 0;
-	int calen = sshcert_b64_decode(ca, strlen(ca), cab, sizeof(cab));
+	int calen = b64_decode_into(ca, strlen(ca), cab, sizeof(cab));
 	assert_true(calen > 0);
 #define PUT32(v) do { uint32_t x_ = (v); b[n++] = x_ >> 24; b[n++] = x_ >> 16; b[n++] = x_ >> 8; b[n++] = x_; } while (0)
 #define PUTS(p, l) do { PUT32((uint32_t)(l)); memcpy(b + n, (p), (l)); n += (l); } while (0)
@@ -128,7 +129,7 @@ static void make_cert(const char *type, const char *ca, uint64_t serial, const c
 	PUTS("signature", 9);
 #undef PUTS
 #undef PUT32
-	assert_true(sshcert_b64_encode(b, n, out, out_size) > 0);
+	assert_true(b64_encode_into(b, n, out, out_size) > 0);
 }
 
 /* With a certificate in %k: only the CA line that signed it is served, and

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "cleanup.h"
+#include "b64.h"
 #include "sshcert.h"
 
 /* Field 2 (the base64) of the one-line file tests/fixtures/certs/name. */
@@ -49,10 +50,10 @@ static void real_certificates(void **state)
 		uint8_t blob[SSHCERT_BLOB_MAX];
 		read_b64(cases[i].cert, b64, sizeof(b64));
 		read_b64(cases[i].ca, ca, sizeof(ca));
-		int n = sshcert_b64_decode(b64, strlen(b64), blob, sizeof(blob));
+		int n = b64_decode_into(b64, strlen(b64), blob, sizeof(blob));
 		assert_true(n > 0);
 		/* The encoder gives the same text back. */
-		assert_int_equal(sshcert_b64_encode(blob, (size_t)n, enc, sizeof(enc)), (int)strlen(b64));
+		assert_int_equal(b64_encode_into(blob, (size_t)n, enc, sizeof(enc)), (int)strlen(b64));
 		assert_string_equal(enc, b64);
 
 		struct sshcert_info c;
@@ -63,7 +64,7 @@ static void real_certificates(void **state)
 		assert_int_equal(c.cert_type, 1);
 		assert_int_equal(c.key_id_len, strlen(cases[i].key_id));
 		assert_memory_equal(c.key_id, cases[i].key_id, c.key_id_len);
-		assert_true(sshcert_b64_encode(c.ca_key, c.ca_key_len, enc, sizeof(enc)) > 0);
+		assert_true(b64_encode_into(c.ca_key, c.ca_key_len, enc, sizeof(enc)) > 0);
 		assert_string_equal(enc, ca);
 
 		/* Every truncation is refused, and one byte more too. */
@@ -76,7 +77,7 @@ static void real_certificates(void **state)
 	char ca[8192];
 	uint8_t blob[1024];
 	read_b64("ca.pub", ca, sizeof(ca));
-	int n = sshcert_b64_decode(ca, strlen(ca), blob, sizeof(blob));
+	int n = b64_decode_into(ca, strlen(ca), blob, sizeof(blob));
 	struct sshcert_info c;
 	assert_int_equal(sshcert_parse(blob, (size_t)n, &c), -EBADMSG);
 }
@@ -116,11 +117,11 @@ static void strict_base64(void **state)
 		{ "QUJDQUJDQUJDQUJDQUJDQUJD", -EMSGSIZE }, /* 18 bytes > 16 */
 	};
 	for (size_t i = 0; i < ELEMENTSOF(cases); i++)
-		assert_int_equal(sshcert_b64_decode(cases[i].in, strlen(cases[i].in), out, sizeof(out)), cases[i].ret);
+		assert_int_equal(b64_decode_into(cases[i].in, strlen(cases[i].in), out, sizeof(out)), cases[i].ret);
 	char enc[8];
-	assert_int_equal(sshcert_b64_encode((const uint8_t *)"AB", 2, enc, sizeof(enc)), 4);
+	assert_int_equal(b64_encode_into((const uint8_t *)"AB", 2, enc, sizeof(enc)), 4);
 	assert_string_equal(enc, "QUI=");
-	assert_int_equal(sshcert_b64_encode((const uint8_t *)"ABCDEF", 6, enc, sizeof(enc)), -EMSGSIZE);
+	assert_int_equal(b64_encode_into((const uint8_t *)"ABCDEF", 6, enc, sizeof(enc)), -EMSGSIZE);
 }
 
 int main(void)
