@@ -163,15 +163,36 @@ int agent_load_config(const char *path, bool check_files, struct config *ret, st
 {
 	struct config c;
 	struct stock stock = {};
+	const char *creds = secure_getenv("CREDENTIALS_DIRECTORY");
+	char label[PATH_MAX + 64];
 	int r = config_load(path, &c, err, errlen);
+	if (r == -ENOENT && stock_present(GNA_DIR_DEFAULT, creds)) {
+		/* No node-agent.conf on a Gardener node: the stock user data is
+		 * the configuration (what gardener-node-agent reads), the rest
+		 * takes its defaults. */
+		static const char dflt[] = "{\"gardener\": {\"nodeAgentDir\": \"" GNA_DIR_DEFAULT "\"}}";
+		char why[256];
+		r = config_parse(dflt, sizeof(dflt) - 1, &c, why, sizeof(why));
+		if (r < 0) {
+			snprintf(err, errlen, "%s: defaults: %s", path, why);
+			return r;
+		}
+		stock.defaulted = true;
+		/* Errors from here on name where the settings came from. */
+		snprintf(label, sizeof(label), "%s (absent; stock user data in %s)", path, GNA_DIR_DEFAULT);
+		path = label;
+	}
 	if (r < 0)
 		return r;
 	/* Stock user data fills what the file leaves unset (stock.c). */
 	if (c.gna_dir) {
+		bool defaulted = stock.defaulted;
 		char why[768];
-		r = stock_load(c.gna_dir, secure_getenv("CREDENTIALS_DIRECTORY"), &stock, why, sizeof(why));
-		if (r == 0)
+		r = stock_load(c.gna_dir, creds, &stock, why, sizeof(why));
+		if (r == 0) {
+			stock.defaulted = defaulted;
 			r = stock_merge(&stock, &c);
+		}
 		if (r < 0) {
 			snprintf(err, errlen, "%s: gardener.nodeAgentDir: %s", path, r == -ENOMEM ? "out of memory" : why);
 			goto fail;

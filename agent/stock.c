@@ -98,7 +98,7 @@ static void closedirp(DIR **d)
 
 /* The newest config-<version>.yaml (or config.yaml) below dfd, as a name
  * relative to the stock directory; NULL when there is none. */
-static int find_config(const struct stock *s, int dfd, char **ret)
+static int find_config(bool creds, int dfd, char **ret)
 {
 	int fd = dup(dfd);
 	if (fd < 0)
@@ -109,7 +109,7 @@ static int find_config(const struct stock *s, int dfd, char **ret)
 		close(fd);
 		return r;
 	}
-	const char *prefix = s->creds_dir ? STOCK_CREDENTIAL_ID "_" : "";
+	const char *prefix = creds ? STOCK_CREDENTIAL_ID "_" : "";
 	size_t plen = strlen(prefix);
 	char *names[NAMES_MAX];
 	size_t n = 0;
@@ -158,7 +158,7 @@ int stock_load(const char *dir, const char *creds_dir, struct stock *ret, char *
 		goto out;
 	}
 
-	r = find_config(&s, dfd, &cfg_rel);
+	r = find_config(s.creds_dir != NULL, dfd, &cfg_rel);
 	if (r < 0) {
 		r = fail_path(err, errlen, base, strerror(-r));
 		goto out;
@@ -221,6 +221,13 @@ out:
 	return r;
 }
 
+bool stock_present(const char *dir, const char *creds_dir)
+{
+	_cleanup_close_ int dfd = open(creds_dir ? creds_dir : dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	_cleanup_free_ char *rel = NULL;
+	return dfd >= 0 && find_config(creds_dir != NULL, dfd, &rel) == 0 && rel;
+}
+
 static int set_from(char **slot, const char *value, const char **from, const char *origin)
 {
 	if (*slot || !value)
@@ -273,24 +280,25 @@ int stock_merge(struct stock *s, struct config *c)
 	return 0;
 }
 
-static void row(FILE *f, const char *key, const char *value, const char *from)
+static void row(FILE *f, bool defaulted, const char *key, const char *value, const char *from)
 {
 	fprintf(f, "  %-28s %-48s %s\n", key, value ? value : "(unset)",
-		!value ? "" : from ? from : "node-agent.conf");
+		!value ? "" : from ? from : defaulted ? "default" : "node-agent.conf");
 }
 
 void stock_print(const struct stock *s, const struct config *c, FILE *f)
 {
-	fprintf(f, "gardener-node-agent stock data: %s%s%s\n", s->dir, s->creds_dir ? " via credentials in " : "",
-		s->creds_dir ? s->creds_dir : "");
+	fprintf(f, "gardener-node-agent stock data: %s%s%s%s\n", s->dir, s->creds_dir ? " via credentials in " : "",
+		s->creds_dir ? s->creds_dir : "",
+		s->defaulted ? " (no node-agent.conf: gardener.nodeAgentDir by default)" : "");
 	fprintf(f, "  %-28s %s\n", "configuration", s->have_config ? s->config_path : "(none found)");
-	row(f, "apiServer.server", c->server, s->from_server);
-	row(f, "apiServer.caFile", c->ca_file, s->from_ca);
-	row(f, "apiServer.bootstrapTokenFile", c->bootstrap_token_file, s->from_bootstrap);
-	row(f, "osc.secretName", c->secret_name, s->from_secret);
-	row(f, "node.kubernetesVersion", c->kubernetes_version, s->from_version);
-	row(f, "node.machineName", c->machine_name, s->from_machine);
-	row(f, "node.zone", c->zone, s->from_zone);
+	row(f, s->defaulted, "apiServer.server", c->server, s->from_server);
+	row(f, s->defaulted, "apiServer.caFile", c->ca_file, s->from_ca);
+	row(f, s->defaulted, "apiServer.bootstrapTokenFile", c->bootstrap_token_file, s->from_bootstrap);
+	row(f, s->defaulted, "osc.secretName", c->secret_name, s->from_secret);
+	row(f, s->defaulted, "node.kubernetesVersion", c->kubernetes_version, s->from_version);
+	row(f, s->defaulted, "node.machineName", c->machine_name, s->from_machine);
+	row(f, s->defaulted, "node.zone", c->zone, s->from_zone);
 	for (size_t i = 0; i < s->gna.n_token_syncs; i++)
 		fprintf(f, "  token sync %-17zu Secret kube-system/%s -> %s (from the OSC's copy)\n", i,
 			s->gna.token_syncs[i].secret_name, s->gna.token_syncs[i].path);

@@ -1,7 +1,10 @@
 /* Stock user data: what Gardener's user data leaves for gardener-node-agent
  * in /var/lib/gardener-node-agent, read as node-agent's input.
  *
- * When node-agent.conf names that directory (gardener.nodeAgentDir), the
+ * When node-agent.conf names that directory (gardener.nodeAgentDir), or
+ * when there is no node-agent.conf and the directory holds a
+ * config-<version>.yaml (agent_load_config(): an image needs no config of
+ * its own on a Gardener node), the
  * cluster CA, the bootstrap token, the machine name and the newest
  * config-<version>.yaml there fill the settings node-agent.conf leaves
  * unset: an explicit value always wins. The files are root's (0600/0640);
@@ -35,6 +38,7 @@ struct stock {
 
 	/* Where each merged setting came from (static strings or paths owned
 	 * above); NULL: node-agent.conf set it (or nobody did). */
+	bool defaulted;        /* no node-agent.conf: gardener.nodeAgentDir by default */
 	const char *from_server, *from_ca, *from_secret, *from_version, *from_bootstrap, *from_machine, *from_zone;
 };
 
@@ -43,6 +47,11 @@ struct stock {
  * does not parse, or a bad machine name, is an error written to err
  * ("<path>: <reason>"). Logs nothing. */
 int stock_load(const char *dir, const char *creds_dir, struct stock *ret, char *err, size_t errlen);
+
+/* True when dir (or creds_dir, see above) holds a config-<version>.yaml or
+ * config.yaml: this is a Gardener node, and node-agent needs no
+ * node-agent.conf of its own. Logs nothing. */
+bool stock_present(const char *dir, const char *creds_dir);
 
 /* Fills what c leaves unset from s and records the origins in s:
  * apiServer.server, apiServer.caFile (the config's caFile, mapped to the

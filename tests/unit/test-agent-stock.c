@@ -14,6 +14,7 @@
 
 #include "config.h"
 #include "scratch.h"
+#include "../../agent/agent.h"
 #include "../../agent/stock.h"
 
 static const char cfg_yaml[] = "apiVersion: nodeagent.config.gardener.cloud/v1alpha1\n"
@@ -135,6 +136,69 @@ static void refusals(void **state)
 	free(none);
 }
 
+/* No node-agent.conf on a Gardener node: the stock data configures the
+ * agent alone; without it a missing file stays an error. */
+static void without_config_file(void **state)
+{
+	struct scratch *s = *state;
+	char *missing = sub(s, "no-such-config.json");
+	struct config c;
+	struct stock st;
+	char err[1024];
+	assert_int_equal(setenv("CREDENTIALS_DIRECTORY", s->path, 1), 0);
+	put(s, "gardener-node-agent", "none"); /* the SetCredential= fallback alone: not a Gardener node */
+	assert_int_equal(agent_load_config(missing, false, &c, &st, err, sizeof(err)), -ENOENT);
+	assert_non_null(strstr(err, "no-such-config.json: No such file or directory"));
+
+	put(s, "gardener-node-agent_config-v1.149.3.yaml", cfg_yaml);
+	put(s, "gardener-node-agent_cluster-ca.crt", "CA");
+	put(s, "gardener-node-agent_machine-name", "machine-7\n");
+	assert_int_equal(agent_load_config(missing, false, &c, &st, err, sizeof(err)), 0);
+	assert_true(st.defaulted);
+	assert_string_equal(c.gna_dir, "/var/lib/gardener-node-agent");
+	assert_string_equal(c.server, "https://api.example.com");
+	assert_string_equal(c.secret_name, "gardener-node-agent-worker-1-abc");
+	assert_string_equal(c.machine_name, "machine-7");
+	assert_string_equal(c.secret_namespace, "kube-system"); /* a default */
+	char *out = NULL;
+	size_t out_len = 0;
+	FILE *f = open_memstream(&out, &out_len);
+	assert_non_null(f);
+	stock_print(&st, &c, f);
+	assert_int_equal(fclose(f), 0);
+	assert_non_null(strstr(out, "(no node-agent.conf: gardener.nodeAgentDir by default)"));
+	assert_non_null(strstr(out, "https://api.example.com"));
+	assert_non_null(strstr(out, "config-v1.149.3.yaml\n"));
+	free(out);
+	stock_done(&st);
+	config_done(&c);
+
+	/* A malformed stock config is that file's error, named. */
+	put(s, "gardener-node-agent_config-v1.150.0.yaml", "apiVersion: nodeagent.config.gardener.cloud/v1alpha1\n"
+							  "kind: NodeAgentConfiguration\napiServer:\n  server: [1]\n");
+	assert_int_equal(agent_load_config(missing, false, &c, &st, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "(absent; stock user data in /var/lib/gardener-node-agent): gardener.nodeAgentDir: "));
+	assert_non_null(strstr(err, "config-v1.150.0.yaml: apiServer.server"));
+
+	/* An existing file is the configuration: stock data only if it names it. */
+	char *file = sub(s, "config.json");
+	FILE *cf = fopen(file, "w");
+	assert_non_null(cf);
+	fputs("{\"apiServer\": {\"server\": \"https://explicit.example.com\", \"caFile\": \"/etc/ca.crt\", "
+	      "\"tokenFile\": \"/etc/token\"}, \"osc\": {\"secretName\": \"s1\"}}",
+	      cf);
+	assert_int_equal(fclose(cf), 0);
+	assert_int_equal(agent_load_config(file, false, &c, &st, err, sizeof(err)), 0);
+	assert_null(c.gna_dir);
+	assert_false(st.defaulted);
+	assert_string_equal(c.server, "https://explicit.example.com");
+	stock_done(&st);
+	config_done(&c);
+	unsetenv("CREDENTIALS_DIRECTORY");
+	free(file);
+	free(missing);
+}
+
 static int setup(void **state)
 {
 	return scratch_setup(state, "stock");
@@ -146,6 +210,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(from_directory, setup, scratch_teardown),
 		cmocka_unit_test_setup_teardown(from_credentials, setup, scratch_teardown),
 		cmocka_unit_test_setup_teardown(refusals, setup, scratch_teardown),
+		cmocka_unit_test_setup_teardown(without_config_file, setup, scratch_teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
