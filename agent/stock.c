@@ -228,6 +228,21 @@ bool stock_present(const char *dir, const char *creds_dir)
 	return dfd >= 0 && find_config(creds_dir != NULL, dfd, &rel) == 0 && rel;
 }
 
+static bool streq(const char *x, const char *y)
+{
+	return x && y && strcmp(x, y) == 0;
+}
+
+static int replace(char **slot, const char *v)
+{
+	char *n = strdup(v);
+	if (!n)
+		return -ENOMEM;
+	free(*slot);
+	*slot = n;
+	return 0;
+}
+
 static int set_from(char **slot, const char *value, const char **from, const char *origin)
 {
 	if (*slot || !value)
@@ -278,6 +293,82 @@ int stock_merge(struct stock *s, struct config *c)
 			return r;
 	}
 	return 0;
+}
+
+static void say(char *what, size_t len, const char *key, const char *from, const char *to)
+{
+	size_t used = strlen(what);
+	if (used < len)
+		snprintf(what + used, len - used, "%s%s \"%s\" -> \"%s\"", used ? ", " : "", key, from ? from : "",
+			 to);
+}
+
+/* True when the file at path holds exactly data. */
+static bool file_holds(const char *path, const unsigned char *data, size_t len)
+{
+	_cleanup_close_ int fd = path ? open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK) : -EBADF;
+	_cleanup_free_ char *have = NULL;
+	size_t have_len = 0;
+	return fd >= 0 && fsx_read_fd(fd, GNACONFIG_CA_MAX, &have, &have_len) == 0 && have_len == len &&
+	       memcmp(have, data, len) == 0;
+}
+
+static const char osc_origin[] = "the OSC's gardener-node-agent configuration";
+
+int stock_follow(struct stock *s, struct config *c, const struct gnaconfig *g, int state_fd, const char *state_path,
+		 char *what, size_t what_len)
+{
+	int flags = 0, r;
+	what[0] = '\0';
+	/* The CA first: the only step that can fail for another reason than
+	 * memory, before anything else changed. */
+	if (s->from_ca && g->ca_bundle && !file_holds(c->ca_file, g->ca_bundle, g->ca_bundle_len)) {
+		size_t n = strlen(state_path) + 1 + sizeof(STOCK_OSC_CA_FILE);
+		_cleanup_free_ char *path = malloc(n);
+		if (!path)
+			return -ENOMEM;
+		snprintf(path, n, "%s/%s", state_path, STOCK_OSC_CA_FILE);
+		r = fsx_write_atomic_at(state_fd, STOCK_OSC_CA_FILE, g->ca_bundle, g->ca_bundle_len, 0600, FSX_UID_KEEP,
+					FSX_GID_KEEP, 0);
+		if (r < 0) {
+			snprintf(what, what_len, "cannot write %s: %s", path, strerror(-r));
+			return r;
+		}
+		say(what, what_len, "apiServer.caFile", c->ca_file, path);
+		free(c->ca_file);
+		c->ca_file = TAKE_PTR(path);
+		s->from_ca = osc_origin;
+		flags |= STOCK_NEW_CONNECTION;
+	} else if (s->from_ca && !g->ca_bundle && g->ca_file) {
+		const char *rel = below(g->ca_file, s->dir);
+		if (!rel)
+			rel = below(g->ca_file, GNA_DIR_DEFAULT);
+		_cleanup_free_ char *ca = rel ? source_path(s, rel) : strdup(g->ca_file);
+		if (!ca)
+			return -ENOMEM;
+		if (!streq(c->ca_file, ca)) {
+			say(what, what_len, "apiServer.caFile", c->ca_file, ca);
+			free(c->ca_file);
+			c->ca_file = TAKE_PTR(ca);
+			s->from_ca = osc_origin;
+			flags |= STOCK_NEW_CONNECTION;
+		}
+	}
+	if (s->from_server && g->server && !streq(c->server, g->server)) {
+		say(what, what_len, "apiServer.server", c->server, g->server);
+		if ((r = replace(&c->server, g->server)) < 0)
+			return r;
+		s->from_server = osc_origin;
+		flags |= STOCK_NEW_CONNECTION;
+	}
+	if (s->from_secret && g->secret_name && !streq(c->secret_name, g->secret_name)) {
+		say(what, what_len, "osc.secretName", c->secret_name, g->secret_name);
+		if ((r = replace(&c->secret_name, g->secret_name)) < 0)
+			return r;
+		s->from_secret = osc_origin;
+		flags |= STOCK_NEW_SECRET;
+	}
+	return flags;
 }
 
 static void row(FILE *f, bool defaulted, const char *key, const char *value, const char *from)

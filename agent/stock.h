@@ -61,6 +61,28 @@ bool stock_present(const char *dir, const char *creds_dir);
  * Returns 0 or -ENOMEM. */
 int stock_merge(struct stock *s, struct config *c);
 
+/* stock_follow() results: what the caller must act on. */
+#define STOCK_NEW_CONNECTION 1 /* apiServer.server or the CA: set the client up again */
+#define STOCK_NEW_SECRET 2     /* osc.secretName: follow the other Secret */
+
+/* The CA bundle a newer configuration brings is written here, in the
+ * agent's state directory (the stock copy under $CREDENTIALS_DIRECTORY is
+ * the one from the service's start). */
+#define STOCK_OSC_CA_FILE "gna-cluster-ca.crt"
+
+/* gardener-node-agent's configuration as a newer OSC brings it (g, parsed
+ * from the OSC's newest config-<version>.yaml): the settings that stock
+ * data provided take its values, those node-agent.conf sets stay:
+ * apiServer.server, the CA (apiServer.caBundle is written to
+ * state_fd/STOCK_OSC_CA_FILE, state_path naming that directory for
+ * libcurl; a caFile in the stock directory maps to its copy as at load),
+ * osc.secretName. A setting g does not give stays. Returns the
+ * STOCK_NEW_* flags (0: nothing changed) and describes the changes in what
+ * ("apiServer.server \"a\" -> \"b\", ..."), or -errno (-ENOMEM, the CA
+ * write's error; what then names it). Logs nothing. */
+int stock_follow(struct stock *s, struct config *c, const struct gnaconfig *g, int state_fd, const char *state_path,
+		 char *what, size_t what_len);
+
 /* --check-config: each setting stock data can provide, its value and where
  * it came from. */
 void stock_print(const struct stock *s, const struct config *c, FILE *f);

@@ -10,7 +10,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "config.h"
 #include "scratch.h"
@@ -199,6 +201,92 @@ static void without_config_file(void **state)
 	free(missing);
 }
 
+static void parse_gna(const char *yaml, struct gnaconfig *g)
+{
+	char why[GNACONFIG_ERROR_MAX];
+	assert_int_equal(gnaconfig_parse(yaml, strlen(yaml), g, why, sizeof(why)), 0);
+}
+
+/* A newer config-<version>.yaml through the OSC: what stock data provided
+ * follows it, explicit settings stay, a second time changes nothing. */
+static void follow_osc(void **state)
+{
+	struct scratch *s = *state;
+	assert_int_equal(mkdirat(s->fd, "gna", 0700), 0);
+	assert_int_equal(mkdirat(s->fd, "state", 0700), 0);
+	put(s, "gna/config-v1.149.3.yaml", cfg_yaml);
+	put(s, "gna/cluster-ca.crt", "CA1\n");
+	char *dir = sub(s, "gna"), *state_path = sub(s, "state");
+	int state_fd = openat(s->fd, "state", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	assert_true(state_fd >= 0);
+
+	struct config c;
+	assert_int_equal(config_defaults(&c), 0);
+	struct stock st;
+	char err[512], what[1024];
+	assert_int_equal(stock_load(dir, NULL, &st, err, sizeof(err)), 0);
+	assert_int_equal(stock_merge(&st, &c), 0);
+
+	/* The same settings (the caFile maps to the stock copy): nothing. */
+	struct gnaconfig g = {};
+	parse_gna(cfg_yaml, &g);
+	assert_int_equal(stock_follow(&st, &c, &g, state_fd, state_path, what, sizeof(what)), 0);
+	assert_string_equal(what, "");
+	gnaconfig_done(&g);
+
+	/* New server, Secret and CA bundle ("CA2\n" is Q0EyCg==). */
+	parse_gna("apiVersion: nodeagent.config.gardener.cloud/v1alpha1\nkind: NodeAgentConfiguration\n"
+		  "apiServer:\n  server: https://api2.example.com\n  caBundle: Q0EyCg==\n"
+		  "controllers:\n  operatingSystemConfig:\n    secretName: gardener-node-agent-worker-1-def\n",
+		  &g);
+	assert_int_equal(stock_follow(&st, &c, &g, state_fd, state_path, what, sizeof(what)),
+			 STOCK_NEW_CONNECTION | STOCK_NEW_SECRET);
+	assert_non_null(strstr(what, "apiServer.server \"https://api.example.com\" -> \"https://api2.example.com\""));
+	assert_non_null(strstr(what, "osc.secretName \"gardener-node-agent-worker-1-abc\" -> "
+				     "\"gardener-node-agent-worker-1-def\""));
+	assert_string_equal(c.server, "https://api2.example.com");
+	assert_string_equal(c.secret_name, "gardener-node-agent-worker-1-def");
+	char *ca = sub(s, "state/" STOCK_OSC_CA_FILE);
+	assert_string_equal(c.ca_file, ca);
+	char buf[16] = "";
+	FILE *f = fopen(ca, "r");
+	assert_non_null(f);
+	assert_non_null(fgets(buf, sizeof(buf), f));
+	fclose(f);
+	assert_string_equal(buf, "CA2\n");
+	/* Once followed, the same configuration again changes nothing. */
+	assert_int_equal(stock_follow(&st, &c, &g, state_fd, state_path, what, sizeof(what)), 0);
+	gnaconfig_done(&g);
+
+	/* An explicit server stays whatever the OSC says. */
+	free(c.server);
+	c.server = strdup("https://explicit.example.com");
+	st.from_server = NULL;
+	parse_gna("apiVersion: nodeagent.config.gardener.cloud/v1alpha1\nkind: NodeAgentConfiguration\n"
+		  "apiServer:\n  server: https://api3.example.com\n",
+		  &g);
+	assert_int_equal(stock_follow(&st, &c, &g, state_fd, state_path, what, sizeof(what)), 0);
+	assert_string_equal(c.server, "https://explicit.example.com");
+	gnaconfig_done(&g);
+
+	/* The CA cannot be written: an error naming the file, nothing changed. */
+	parse_gna("apiVersion: nodeagent.config.gardener.cloud/v1alpha1\nkind: NodeAgentConfiguration\n"
+		  "apiServer:\n  caBundle: Q0EzCg==\n"
+		  "controllers:\n  operatingSystemConfig:\n    secretName: other\n",
+		  &g);
+	assert_true(stock_follow(&st, &c, &g, -EBADF, "/nonexistent", what, sizeof(what)) < 0);
+	assert_non_null(strstr(what, "cannot write /nonexistent/" STOCK_OSC_CA_FILE));
+	assert_string_equal(c.secret_name, "gardener-node-agent-worker-1-def");
+	gnaconfig_done(&g);
+
+	close(state_fd);
+	free(ca);
+	free(dir);
+	free(state_path);
+	stock_done(&st);
+	config_done(&c);
+}
+
 static int setup(void **state)
 {
 	return scratch_setup(state, "stock");
@@ -211,6 +299,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(from_credentials, setup, scratch_teardown),
 		cmocka_unit_test_setup_teardown(refusals, setup, scratch_teardown),
 		cmocka_unit_test_setup_teardown(without_config_file, setup, scratch_teardown),
+		cmocka_unit_test_setup_teardown(follow_osc, setup, scratch_teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
