@@ -145,6 +145,7 @@ bad "never approved" never "not issued within 4 s"
 bad "certificate for another CN" wrong-cn "issued certificate refused: subject CN is"
 bad "certificate for another key" wrong-key "issued certificate refused: the certificate is not for our key"
 bad "expired certificate" expired "issued certificate refused: expired"
+bad "the node's clock an hour behind the signer's" future "issued certificate refused: not valid before .* (3[56][0-9][0-9] s from now; clock off?)"
 bad "certificate from another CA" other-ca "issued certificate refused: does not chain to the cluster CA"
 bad "unknown Machine (Gardener's approver)" gardener 'machine "machine-9" does not exist' machine-9
 kctl POST /node '{"name": "node-m1"}' >/dev/null

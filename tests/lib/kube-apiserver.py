@@ -97,8 +97,9 @@ certificate requester only for its own CN. Approved CSRs are signed at once
 with the --pki CA by `openssl ca` (clientAuth; lifetime expirationSeconds,
 or the /csr-mode lifetime). Modes for tests: "gardener" (default), "never"
 (stays pending), "deny", "fail", "wrong-cn", "wrong-key", "expired",
-"other-ca" (issued, but for another CN / another key / already expired /
-signed by other-ca).
+"other-ca", "future" (issued, but for another CN / another key / already
+expired / signed by other-ca / valid only from an hour on: the node's clock
+an hour behind the signer's).
   POST /config   {"bookmarkInterval": S}
 """
 
@@ -1257,7 +1258,8 @@ def sign_csr(st, pem, mode, lifetime):
     with tempfile.TemporaryDirectory() as d:
         fmt = lambda t: time.strftime("%Y%m%d%H%M%SZ", time.gmtime(t))
         now = time.time()
-        start, end = (now - 7200, now - 3600) if mode == "expired" else (now - 5, now + lifetime)
+        start, end = (now - 7200, now - 3600) if mode == "expired" else \
+            (now + 3600, now + 3600 + lifetime) if mode == "future" else (now - 5, now + lifetime)
         subj = None
         if mode == "wrong-cn":
             subj = "/O=%s/CN=%sanother-machine" % (NA_GROUP, NA_PREFIX)
