@@ -40,6 +40,7 @@
 #include "result.h"
 #include "rollout.h"
 #include "filter.h"
+#include "nodefind.h"
 #include "stock.h"
 #include "tokensync.h"
 #include "watch.h"
@@ -66,6 +67,7 @@ struct agent {
 	struct watch node;
 	struct creds creds;         /* client certificate through the CSR API */
 	struct tokensync tokens;    /* token sync (tokensync.c) */
+	struct nodefind nodefind;   /* the Node by the hostname label (nodefind.c) */
 	bool new_credentials;       /* creds installed a certificate: re-read now */
 	struct lease lease;         /* zeroed: off */
 	struct httpd httpd;
@@ -1177,6 +1179,18 @@ static int start_watches(struct agent *a)
 			       a);
 	if (r < 0)
 		return log_error_errno(r, "cannot set up the watches");
+	if (!a->opts->once) {
+		/* The label holds the hostname as the kubelet reports it:
+		 * lowercased (gardener-node-agent's too). */
+		char host[256] = "";
+		if (gethostname(host, sizeof(host) - 1) < 0)
+			host[0] = '\0';
+		for (char *p = host; *p; p++)
+			if (*p >= 'A' && *p <= 'Z')
+				*p = (char)(*p - 'A' + 'a');
+		if (nodefind_init(&a->nodefind, &a->http, host, a->cfg.node_name) < 0)
+			return log_error_errno(-ENOMEM, "cannot set up the Node search");
+	}
 	if (a->cfg.lease_enabled && !a->opts->once)
 		(void)lease_init(&a->lease, &a->http, a->cfg.node_name); /* logged; runs without */
 	if (a->cfg.events_enabled && !a->opts->once && events_init(&a->events, &a->http, a->cfg.node_name) < 0)
@@ -1197,6 +1211,7 @@ static void stop_watches(struct agent *a)
 	a->patch_req = NULL;
 	watch_done(&a->secret);
 	watch_done(&a->node);
+	nodefind_done(&a->nodefind);
 	creds_done(&a->creds);
 	tokensync_attach(&a->tokens, NULL);
 	lease_done(&a->lease);
@@ -1480,6 +1495,19 @@ int agent_run(const struct agent_options *o)
 		}
 		uint64_t next = min_u64(watch_tick(&a.secret, now), watch_tick(&a.node, now));
 		next = min_u64(next, creds_tick(&a.creds, now));
+		next = min_u64(next, nodefind_tick(&a.nodefind, now, a.node_seen && !a.node_exists));
+		if (a.nodefind.found) {
+			/* The Node the kubelet registered under another name
+			 * than ours: it is the one to watch, annotate and
+			 * hold the Lease for. */
+			log_notice("Node %s does not exist; Node %s has label %s=%s: following it", a.cfg.node_name,
+				   a.nodefind.found, KUBE_LABEL_HOSTNAME, a.nodefind.hostname);
+			free(a.cfg.node_name);
+			a.cfg.node_name = TAKE_PTR(a.nodefind.found);
+			a.node_seen = false;
+			a.reconnect = true;
+			next = now;
+		}
 		next = min_u64(next, tokensync_tick(&a.tokens, now));
 		if (a.tokens.changed) {
 			a.tokens.changed = false;

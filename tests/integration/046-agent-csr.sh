@@ -341,6 +341,48 @@ check "... logged once" test "$(grep -c 'osc.secretName ".*" -> "osc-next"' "$LO
 check "... the same agent process (no restart)" kill -0 "$APID"
 stop
 
+# --- 5b. the Node found by the kubernetes.io/hostname label ----------------------
+# The kubelet registered the Node under another name than node.name (a cloud
+# hostname override); its kubernetes.io/hostname label is this host's name,
+# lowercased. As gardener-node-agent, the agent lists Nodes with that label
+# selector (never all Nodes) while the Node by name is missing, follows the
+# one it finds, and annotates it.
+host=$(hostname | tr 'A-Z' 'a-z')
+if [[ ! $host =~ ^[a-z0-9]([a-z0-9._-]{0,61}[a-z0-9])?$ ]]; then
+	echo "# skipped: the hostname \"$host\" is no label value"
+else
+	printf '{"gardener": {"nodeAgentDir": "%s"}, "node": {"name": "node-by-name"}, "timeouts": {"connectMs": 1000, "requestMs": 3000}}\n' "$G" >"$S/agent.json"
+	kctl POST /node "{\"name\": \"node-by-label\", \"labels\": {\"kubernetes.io/hostname\": \"$host\"}}" >/dev/null
+	kctl POST /node '{"name": "node-other-host", "labels": {"kubernetes.io/hostname": "another-host"}}' >/dev/null
+	kube_secret "$S/v1.yaml" >/dev/null # no newer gardener-node-agent config to follow here
+	t_list=$(date +%s)
+	start bylabel
+	check "Node node-by-name missing: Node node-by-label found by label kubernetes.io/hostname=$host (logged)" \
+		logged "Node node-by-name does not exist; Node node-by-label has label kubernetes.io/hostname=$host: following it"
+	if wait_for 20 sh -c 'grep -q "nodeRegistered\"[[:space:]]*:[[:space:]]*true" "$1"' sh "$DES"; then
+		applied
+		check "... and annotated once the executor reports success" \
+			wait_for 20 sh -c 'test -n "$(python3 "$1" ctl GET "/node?name=node-by-label" | python3 -c "import json,sys; print(json.load(sys.stdin)[\"metadata\"].get(\"annotations\", {}).get(\"checksum/cloud-config-data\", \"\"))")"' \
+			sh "$TESTS_DIR/lib/kube-apiserver.py"
+	else
+		fail "the desired state says the Node (found by label) is registered"
+	fi
+	grep -q "checksum/cloud-config-data" <<<"$(kctl GET /node?name=node-by-label)" || dump "agent log" cat "$LOG"
+	check "... the other host's Node untouched" test -z "$(kube_annotation checksum/cloud-config-data node-other-host)"
+	lists=$(kctl GET "/log?since=$t_list" | python3 -c '
+import json, sys
+for e in json.load(sys.stdin)["requests"]:
+    p = e.get("path", "")
+    if e.get("method") == "GET" and p.startswith("/api/v1/nodes?") and "watch=1" not in p:
+        print(p)' | sort -u)
+	check "... Nodes only listed with the label selector ($(echo $lists | cut -c1-120))" \
+		sh -c 'test -n "$1" && ! echo "$1" | grep -v "labelSelector=kubernetes.io%2Fhostname%3D"' sh "$lists"
+	check "... logged once" test "$(grep -c 'has label kubernetes.io/hostname' "$LOG")" = 1
+	stop
+	kctl POST /node '{"name": "node-by-label", "delete": true}' >/dev/null
+	kctl POST /node '{"name": "node-other-host", "delete": true}' >/dev/null
+fi
+
 # --- 6. a node migrating from gardener-node-agent keeps its identity -----------
 # Its credentials/kubeconfig (certificate and key embedded) is adopted: no
 # bootstrap token, no CSR.

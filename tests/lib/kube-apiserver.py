@@ -686,6 +686,17 @@ class ApiHandler(http.server.BaseHTTPRequestHandler):
                 self.watch(kind, res, ns, sel_name, q)
                 return
             items, rv = st.store.list(kind, ns, sel_name)
+            ls = q.get("labelSelector")
+            if ls:
+                # One equality (key=value or key==value), as
+                # gardener-node-agent's list by kubernetes.io/hostname.
+                mm = re.match(r"^([A-Za-z0-9./_-]+)==?([A-Za-z0-9._-]*)$", ls)
+                if not mm:
+                    self.send_json(400, status(400, "BadRequest",
+                                               'unable to parse requested label selector "%s"' % ls))
+                    return
+                items = [o for o in items
+                         if (o.get("metadata", {}).get("labels") or {}).get(mm.group(1)) == mm.group(2)]
             self.send_json(200, {"kind": kind + "List", "apiVersion": "v1",
                                  "metadata": {"resourceVersion": str(rv)}, "items": items})
             return
