@@ -1492,6 +1492,7 @@ int agent_run(const struct agent_options *o)
 			a.new_credentials = false;
 			watch_resync(&a.secret);
 			watch_resync(&a.node);
+			nodefind_resync(&a.nodefind);
 		}
 		uint64_t next = min_u64(watch_tick(&a.secret, now), watch_tick(&a.node, now));
 		next = min_u64(next, creds_tick(&a.creds, now));

@@ -49,6 +49,7 @@ static void on_done(struct http_request *req, void *userdata)
 							 KUBE_LABEL_HOSTNAME, f->hostname, &name, &why)
 				   : -EIO;
 	if (r == 0 || r == -ENOENT) {
+		f->denied = false;
 		f->failures = 0;
 		f->warned = false;
 		f->next_at = now + NODEFIND_PERIOD_MS;
@@ -61,11 +62,16 @@ static void on_done(struct http_request *req, void *userdata)
 		return;
 	}
 	if (req->status == 403) {
-		char desc[512];
-		http_describe_failure(req, desc, sizeof(desc));
-		log_warning("cannot list Nodes by label %s=%s: %s; waiting for Node %s by name only",
-			    KUBE_LABEL_HOSTNAME, f->hostname, desc, f->current);
+		/* Logged once; tried again after BACKOFF_MAX_MS or as soon
+		 * as the credentials change (nodefind_resync()). */
+		if (!f->denied) {
+			char desc[512];
+			http_describe_failure(req, desc, sizeof(desc));
+			log_warning("cannot list Nodes by label %s=%s: %s; waiting for Node %s by name",
+				    KUBE_LABEL_HOSTNAME, f->hostname, desc, f->current);
+		}
 		f->denied = true;
+		f->next_at = now + BACKOFF_MAX_MS;
 		return;
 	}
 	uint64_t d = NODEFIND_PERIOD_MS;
@@ -90,9 +96,14 @@ static void on_done(struct http_request *req, void *userdata)
 			    f->hostname, why ? why : strerror(-r));
 }
 
+void nodefind_resync(struct nodefind *f)
+{
+	f->next_at = 0;
+}
+
 uint64_t nodefind_tick(struct nodefind *f, uint64_t now, bool missing)
 {
-	if (!f->http || !f->hostname || f->denied || f->found || !missing)
+	if (!f->http || !f->hostname || f->found || !missing)
 		return UINT64_MAX;
 	if (f->req)
 		return UINT64_MAX;

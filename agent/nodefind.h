@@ -15,8 +15,8 @@
  * pkg/resourcemanager/webhook/nodeagentauthorizer/authorizer.go,
  * authorizeNode), and get/patch only of the own Node. So the agent lists
  * with the label selector (never all Nodes) while the Node by name is
- * missing, every NODEFIND_PERIOD_MS; a 403 is logged once and the search
- * stops (the watch by name goes on). The owner calls nodefind_tick() from
+ * missing, every NODEFIND_PERIOD_MS; a 403 is logged once and tried again
+ * after 5 min or with new credentials (the watch by name goes on). The owner calls nodefind_tick() from
  * its loop with whether the Node by name is missing, and takes
  * nodefind.found when it is set. */
 #ifndef NA_AGENT_NODEFIND_H
@@ -36,7 +36,7 @@ struct nodefind {
 	struct http_request *req;
 	uint64_t next_at;
 	unsigned failures;
-	bool denied;                /* 403: logged, stopped */
+	bool denied;                /* the last list got 403 (logged once) */
 	bool warned;                /* the last failure was logged */
 	char *found;                /* a Node by the label, not named current: the owner takes it */
 };
@@ -46,6 +46,9 @@ struct nodefind {
  * turns the search off (logged). Returns 0 or -ENOMEM. */
 int nodefind_init(struct nodefind *f, struct http_client *http, const char *hostname, const char *current);
 void nodefind_done(struct nodefind *f);
+
+/* New credentials: the next tick lists at once (a 403 may be over). */
+void nodefind_resync(struct nodefind *f);
 
 /* Lists when missing (the Node by name does not exist) and due; returns the
  * next deadline (UINT64_MAX: none). */
