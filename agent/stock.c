@@ -7,6 +7,7 @@
  * node-agent has none and takes the newest (gna_config_pick). */
 #include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -323,11 +324,12 @@ int stock_follow(struct stock *s, struct config *c, const struct gnaconfig *g, i
 	/* The CA first: the only step that can fail for another reason than
 	 * memory, before anything else changed. */
 	if (s->from_ca && g->ca_bundle && !file_holds(c->ca_file, g->ca_bundle, g->ca_bundle_len)) {
-		size_t n = strlen(state_path) + 1 + sizeof(STOCK_OSC_CA_FILE);
-		_cleanup_free_ char *path = malloc(n);
-		if (!path)
-			return -ENOMEM;
-		snprintf(path, n, "%s/%s", state_path, STOCK_OSC_CA_FILE);
+		char path[PATH_MAX];
+		int n = snprintf(path, sizeof(path), "%s/%s", state_path, STOCK_OSC_CA_FILE);
+		if (n < 0 || (size_t)n >= sizeof(path)) {
+			snprintf(what, what_len, "%s: path too long", state_path);
+			return -ENAMETOOLONG;
+		}
 		r = fsx_write_atomic_at(state_fd, STOCK_OSC_CA_FILE, g->ca_bundle, g->ca_bundle_len, 0600, FSX_UID_KEEP,
 					FSX_GID_KEEP, 0);
 		if (r < 0) {
@@ -335,8 +337,8 @@ int stock_follow(struct stock *s, struct config *c, const struct gnaconfig *g, i
 			return r;
 		}
 		say(what, what_len, "apiServer.caFile", c->ca_file, path);
-		free(c->ca_file);
-		c->ca_file = TAKE_PTR(path);
+		if ((r = replace(&c->ca_file, path)) < 0)
+			return r;
 		s->from_ca = osc_origin;
 		flags |= STOCK_NEW_CONNECTION;
 	} else if (s->from_ca && !g->ca_bundle && g->ca_file) {
