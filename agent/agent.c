@@ -41,6 +41,7 @@
 #include "result.h"
 #include "rollout.h"
 #include "filter.h"
+#include "nodefind.h"
 #include "stock.h"
 #include "tokensync.h"
 #include "watch.h"
@@ -67,6 +68,7 @@ struct agent {
 	struct watch node;
 	struct creds creds;         /* client certificate through the CSR API */
 	struct tokensync tokens;    /* token sync (tokensync.c) */
+	struct nodefind nodefind;   /* the Node by the hostname label (nodefind.c) */
 	bool new_credentials;       /* creds installed a certificate: re-read now */
 	struct lease lease;         /* zeroed: off */
 	struct httpd httpd;
@@ -84,6 +86,17 @@ struct agent {
 	size_t osc_len;
 	char checksum[65];
 	char *osc_k8s_version;      /* from gardener-node-agent's config in that OSC, or NULL */
+	/* Stock user data and where each setting came from (stock.h); the
+	 * gardener-node-agent configuration of the last OSC handed over, to
+	 * follow once it is applied (gna_next), and the one followed last
+	 * (gna_followed, applied again after a SIGHUP reload). */
+	struct stock stock;
+	struct gnaconfig gna_next;
+	bool gna_next_set;
+	char gna_next_checksum[65];
+	struct gnaconfig gna_followed;
+	bool gna_followed_set;
+	bool reconnect;             /* server or CA changed: set the client up again */
 	/* The last Secret refused (its annotation and the SHA-256 of its data),
 	 * so it is logged once; a corrected one under the same annotation is
 	 * looked at again. */
@@ -166,15 +179,36 @@ int agent_load_config(const char *path, bool check_files, struct config *ret, st
 {
 	struct config c;
 	struct stock stock = {};
+	const char *creds = secure_getenv("CREDENTIALS_DIRECTORY");
+	char label[PATH_MAX + 64];
 	int r = config_load(path, &c, err, errlen);
+	if (r == -ENOENT && stock_present(GNA_DIR_DEFAULT, creds)) {
+		/* No node-agent.conf on a Gardener node: the stock user data is
+		 * the configuration (what gardener-node-agent reads), the rest
+		 * takes its defaults. */
+		static const char dflt[] = "{\"gardener\": {\"nodeAgentDir\": \"" GNA_DIR_DEFAULT "\"}}";
+		char why[256];
+		r = config_parse(dflt, sizeof(dflt) - 1, &c, why, sizeof(why));
+		if (r < 0) {
+			snprintf(err, errlen, "%s: defaults: %s", path, why);
+			return r;
+		}
+		stock.defaulted = true;
+		/* Errors from here on name where the settings came from. */
+		snprintf(label, sizeof(label), "%s (absent; stock user data in %s)", path, GNA_DIR_DEFAULT);
+		path = label;
+	}
 	if (r < 0)
 		return r;
 	/* Stock user data fills what the file leaves unset (stock.c). */
 	if (c.gna_dir) {
+		bool defaulted = stock.defaulted;
 		char why[768];
-		r = stock_load(c.gna_dir, secure_getenv("CREDENTIALS_DIRECTORY"), &stock, why, sizeof(why));
-		if (r == 0)
+		r = stock_load(c.gna_dir, creds, &stock, why, sizeof(why));
+		if (r == 0) {
+			stock.defaulted = defaulted;
 			r = stock_merge(&stock, &c);
+		}
 		if (r < 0) {
 			snprintf(err, errlen, "%s: gardener.nodeAgentDir: %s", path, r == -ENOMEM ? "out of memory" : why);
 			goto fail;
@@ -420,6 +454,48 @@ static void load_previous_desired(struct agent *a)
 	desired_done(&d);
 }
 
+/* ---- gardener-node-agent's configuration from the OSC ------------------- */
+
+/* Applies g to the settings stock data provides (stock_follow()); logs
+ * what changed once, or why nothing did. */
+static void apply_gna_config(struct agent *a, const struct gnaconfig *g, const char *checksum)
+{
+	char what[1024], state_path[PATH_MAX];
+	snprintf(state_path, sizeof(state_path), "%s%s",
+		 a->opts->root && strcmp(a->opts->root, "/") != 0 ? a->opts->root : "", a->cfg.state_dir);
+	int r = stock_follow(&a->stock, &a->cfg, g, a->state_fd, state_path, what, sizeof(what));
+	if (r < 0) {
+		log_error("gardener-node-agent's configuration in the OSC %.12s not followed: %s; keeping the last "
+			  "good settings",
+			  checksum, r == -ENOMEM ? "out of memory" : what);
+		return;
+	}
+	if (r == 0)
+		return;
+	log_notice("gardener-node-agent's configuration in the OSC %.12s: now %s", checksum, what);
+	if (r & STOCK_NEW_CONNECTION)
+		a->reconnect = true; /* the watches start again with the new Secret name too */
+	else if (r & STOCK_NEW_SECRET) {
+		free(a->switch_secret);
+		a->switch_secret = strdup(a->cfg.secret_name);
+	}
+}
+
+/* The OSC checksum was applied: its gardener-node-agent configuration, when
+ * it brought one, is followed now (as gardener-node-agent restarts itself
+ * once its new config file is on disk). */
+static void follow_gna_config(struct agent *a, const char *checksum)
+{
+	if (!a->gna_next_set || strcmp(a->gna_next_checksum, checksum) != 0)
+		return;
+	a->gna_next_set = false;
+	apply_gna_config(a, &a->gna_next, checksum);
+	gnaconfig_done(&a->gna_followed);
+	a->gna_followed = a->gna_next;
+	a->gna_followed_set = true;
+	a->gna_next = (struct gnaconfig){};
+}
+
 /* ---- result ---------------------------------------------------------------- */
 
 static void read_result(struct agent *a)
@@ -466,8 +542,10 @@ static void read_result(struct agent *a)
 			    res.checksum, (unsigned long long)res.generation,
 			    res.changed_units && res.changed_units[0] ? "; units changed" : "");
 		events_units(&a->events, &res);
-		if (strcmp(res.checksum, a->written_checksum) == 0)
+		if (strcmp(res.checksum, a->written_checksum) == 0) {
 			a->last_error[0] = '\0';
+			follow_gna_config(a, res.checksum);
+		}
 	} else {
 		char step[96];
 		snprintf(step, sizeof(step), "FAILED_STEP=%s", res.failed_step ? res.failed_step : "?");
@@ -552,6 +630,7 @@ static void on_secret(struct agent *a, enum kube_event_type type, const struct k
 	r = osc_parse((const char *)s->osc, s->osc_len, a->cfg.state_dir, &model, &oerr);
 	_cleanup_free_ char *osc_k8s = NULL;
 	_cleanup_(gnaconfig_done) struct gnaconfig g = {};
+	int gna = -ENOENT;
 	if (r >= 0) {
 		n_files = model.n_files;
 		n_units = model.n_units;
@@ -560,13 +639,14 @@ static void on_secret(struct agent *a, enum kube_event_type type, const struct k
 		 * gardener-node-agent's config in the OSC names it; so does
 		 * token sync. */
 		char gerr[GNACONFIG_ERROR_MAX];
-		int k = gnaconfig_from_osc(&model, &g, gerr, sizeof(gerr));
-		if (k == 0) {
-			osc_k8s = g.kubernetes_version;
-			g.kubernetes_version = NULL;
-		} else if (k != -ENOENT)
-			log_warning("Secret %s: gardener-node-agent's configuration in the OSC is not usable: %s",
-				    a->secret.name, gerr);
+		gna = gnaconfig_from_osc(&model, &g, gerr, sizeof(gerr));
+		if (gna == 0)
+			osc_k8s = g.kubernetes_version ? strdup(g.kubernetes_version) : NULL;
+		else if (gna != -ENOENT)
+			log_fields(LOG_ERR, LOG_FIELDS(sf, cs),
+				   "Secret %s: gardener-node-agent's configuration in the OSC is malformed: %s; keeping "
+				   "the last good settings from it",
+				   a->secret.name, gerr);
 		osc_done(&model);
 	}
 	/* What the executor is handed must pass its checks too (libyaml reads
@@ -604,10 +684,22 @@ static void on_secret(struct agent *a, enum kube_event_type type, const struct k
 	a->osc = copy;
 	a->osc_len = s->osc_len;
 	snprintf(a->checksum, sizeof(a->checksum), "%s", s->checksum);
-	free(a->osc_k8s_version);
-	a->osc_k8s_version = TAKE_PTR(osc_k8s);
-	if (tokensync_set(&a->tokens, g.token_syncs, g.n_token_syncs, g.token_sync_period_ms) < 0)
-		log_error_errno(-ENOMEM, "cannot follow the token Secrets");
+	/* A malformed gardener-node-agent configuration changes none of the
+	 * settings it provides; the OSC itself is applied. */
+	if (gna == 0 || gna == -ENOENT) {
+		free(a->osc_k8s_version);
+		a->osc_k8s_version = TAKE_PTR(osc_k8s);
+		if (tokensync_set(&a->tokens, g.token_syncs, g.n_token_syncs, g.token_sync_period_ms) < 0)
+			log_error_errno(-ENOMEM, "cannot follow the token Secrets");
+	}
+	if (gna == 0) {
+		/* Server, CA and Secret name follow once this OSC is applied. */
+		gnaconfig_done(&a->gna_next);
+		a->gna_next = g;
+		g = (struct gnaconfig){};
+		a->gna_next_set = true;
+		snprintf(a->gna_next_checksum, sizeof(a->gna_next_checksum), "%s", s->checksum);
+	}
 	a->rejected_checksum[0] = '\0';
 	a->rejected_data[0] = '\0';
 	a->dirty = true;
@@ -1101,6 +1193,18 @@ static int start_watches(struct agent *a)
 			       a);
 	if (r < 0)
 		return log_error_errno(r, "cannot set up the watches");
+	if (!a->opts->once) {
+		/* The label holds the hostname as the kubelet reports it:
+		 * lowercased (gardener-node-agent's too). */
+		char host[256] = "";
+		if (gethostname(host, sizeof(host) - 1) < 0)
+			host[0] = '\0';
+		for (char *p = host; *p; p++)
+			if (*p >= 'A' && *p <= 'Z')
+				*p = (char)(*p - 'A' + 'a');
+		if (nodefind_init(&a->nodefind, &a->http, host, a->cfg.node_name) < 0)
+			return log_error_errno(-ENOMEM, "cannot set up the Node search");
+	}
 	if (a->cfg.lease_enabled && !a->opts->once)
 		(void)lease_init(&a->lease, &a->http, a->cfg.node_name); /* logged; runs without */
 	if (a->cfg.events_enabled && !a->opts->once && events_init(&a->events, &a->http, a->cfg.node_name) < 0)
@@ -1127,6 +1231,7 @@ static void stop_watches(struct agent *a)
 	a->patch_req = NULL;
 	watch_done(&a->secret);
 	watch_done(&a->node);
+	nodefind_done(&a->nodefind);
 	creds_done(&a->creds);
 	tokensync_attach(&a->tokens, NULL);
 	lease_done(&a->lease);
@@ -1140,9 +1245,10 @@ static void stop_watches(struct agent *a)
 static void reload_config(struct agent *a)
 {
 	struct config c;
+	struct stock st;
 	char err[1024];
 	a->reload = false;
-	if (agent_load_config(a->opts->config_path, false, &c, NULL, err, sizeof(err)) < 0) {
+	if (agent_load_config(a->opts->config_path, false, &c, &st, err, sizeof(err)) < 0) {
 		log_error("configuration not reloaded, keeping the old one: %s", err);
 		return;
 	}
@@ -1155,7 +1261,18 @@ static void reload_config(struct agent *a)
 	a->state_fd = -1;
 	config_done(&a->cfg);
 	a->cfg = c;
-	if (open_state(a) < 0 || start_watches(a) < 0) {
+	stock_done(&a->stock);
+	a->stock = st;
+	if (open_state(a) < 0) {
+		a->quit = true;
+		return;
+	}
+	/* The stock copy is from the service's start: what the OSC brought
+	 * since still holds. */
+	if (a->gna_followed_set)
+		apply_gna_config(a, &a->gna_followed, a->checksum);
+	a->reconnect = false;
+	if (start_watches(a) < 0) {
 		a->quit = true;
 		return;
 	}
@@ -1187,6 +1304,9 @@ static void agent_free(struct agent *a)
 	notify_close(&a->notify);
 	free(a->osc);
 	free(a->osc_k8s_version);
+	stock_done(&a->stock);
+	gnaconfig_done(&a->gna_next);
+	gnaconfig_done(&a->gna_followed);
 	tokensync_done(&a->tokens);
 	free(a->node_rv);
 	free(a->node_applied_checksum);
@@ -1296,7 +1416,7 @@ int agent_run(const struct agent_options *o)
 	for (size_t i = 0; i < HTTPD_CONNS; i++)
 		a.httpd.conn[i].fd = -1;
 
-	if (agent_load_config(o->config_path, false, &a.cfg, NULL, err, sizeof(err)) < 0) {
+	if (agent_load_config(o->config_path, false, &a.cfg, &a.stock, err, sizeof(err)) < 0) {
 		log_error("%s", err);
 		return AGENT_EXIT_CONFIG;
 	}
@@ -1365,6 +1485,17 @@ int agent_run(const struct agent_options *o)
 		uint64_t now = now_ms();
 		if (a.reload)
 			reload_config(&a);
+		if (a.reconnect) {
+			a.reconnect = false;
+			log_info("connecting again: API server %s, CA %s, Secret %s", a.cfg.server, a.cfg.ca_file,
+				 a.cfg.secret_name);
+			stop_watches(&a);
+			if (start_watches(&a) < 0) {
+				ret = 1;
+				break;
+			}
+			a.dirty = true;
+		}
 
 		if (a.switch_secret) {
 			/* --once applies what the label names or nothing. */
@@ -1383,9 +1514,23 @@ int agent_run(const struct agent_options *o)
 			a.new_credentials = false;
 			watch_resync(&a.secret);
 			watch_resync(&a.node);
+			nodefind_resync(&a.nodefind);
 		}
 		uint64_t next = min_u64(watch_tick(&a.secret, now), watch_tick(&a.node, now));
 		next = min_u64(next, creds_tick(&a.creds, now));
+		next = min_u64(next, nodefind_tick(&a.nodefind, now, a.node_seen && !a.node_exists));
+		if (a.nodefind.found) {
+			/* The Node the kubelet registered under another name
+			 * than ours: it is the one to watch, annotate and
+			 * hold the Lease for. */
+			log_notice("Node %s does not exist; Node %s has label %s=%s: following it", a.cfg.node_name,
+				   a.nodefind.found, KUBE_LABEL_HOSTNAME, a.nodefind.hostname);
+			free(a.cfg.node_name);
+			a.cfg.node_name = TAKE_PTR(a.nodefind.found);
+			a.node_seen = false;
+			a.reconnect = true;
+			next = now;
+		}
 		next = min_u64(next, tokensync_tick(&a.tokens, now));
 		if (a.tokens.changed) {
 			a.tokens.changed = false;

@@ -7,6 +7,7 @@
  * node-agent has none and takes the newest (gna_config_pick). */
 #include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -98,7 +99,7 @@ static void closedirp(DIR **d)
 
 /* The newest config-<version>.yaml (or config.yaml) below dfd, as a name
  * relative to the stock directory; NULL when there is none. */
-static int find_config(const struct stock *s, int dfd, char **ret)
+static int find_config(bool creds, int dfd, char **ret)
 {
 	int fd = dup(dfd);
 	if (fd < 0)
@@ -109,7 +110,7 @@ static int find_config(const struct stock *s, int dfd, char **ret)
 		close(fd);
 		return r;
 	}
-	const char *prefix = s->creds_dir ? STOCK_CREDENTIAL_ID "_" : "";
+	const char *prefix = creds ? STOCK_CREDENTIAL_ID "_" : "";
 	size_t plen = strlen(prefix);
 	char *names[NAMES_MAX];
 	size_t n = 0;
@@ -158,7 +159,7 @@ int stock_load(const char *dir, const char *creds_dir, struct stock *ret, char *
 		goto out;
 	}
 
-	r = find_config(&s, dfd, &cfg_rel);
+	r = find_config(s.creds_dir != NULL, dfd, &cfg_rel);
 	if (r < 0) {
 		r = fail_path(err, errlen, base, strerror(-r));
 		goto out;
@@ -221,6 +222,28 @@ out:
 	return r;
 }
 
+bool stock_present(const char *dir, const char *creds_dir)
+{
+	_cleanup_close_ int dfd = open(creds_dir ? creds_dir : dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	_cleanup_free_ char *rel = NULL;
+	return dfd >= 0 && find_config(creds_dir != NULL, dfd, &rel) == 0 && rel;
+}
+
+static bool streq(const char *x, const char *y)
+{
+	return x && y && strcmp(x, y) == 0;
+}
+
+static int replace(char **slot, const char *v)
+{
+	char *n = strdup(v);
+	if (!n)
+		return -ENOMEM;
+	free(*slot);
+	*slot = n;
+	return 0;
+}
+
 static int set_from(char **slot, const char *value, const char **from, const char *origin)
 {
 	if (*slot || !value)
@@ -273,24 +296,102 @@ int stock_merge(struct stock *s, struct config *c)
 	return 0;
 }
 
-static void row(FILE *f, const char *key, const char *value, const char *from)
+static void say(char *what, size_t len, const char *key, const char *from, const char *to)
+{
+	size_t used = strlen(what);
+	if (used < len)
+		snprintf(what + used, len - used, "%s%s \"%s\" -> \"%s\"", used ? ", " : "", key, from ? from : "",
+			 to);
+}
+
+/* True when the file at path holds exactly data. */
+static bool file_holds(const char *path, const unsigned char *data, size_t len)
+{
+	_cleanup_close_ int fd = path ? open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK) : -EBADF;
+	_cleanup_free_ char *have = NULL;
+	size_t have_len = 0;
+	return fd >= 0 && fsx_read_fd(fd, GNACONFIG_CA_MAX, &have, &have_len) == 0 && have_len == len &&
+	       memcmp(have, data, len) == 0;
+}
+
+static const char osc_origin[] = "the OSC's gardener-node-agent configuration";
+
+int stock_follow(struct stock *s, struct config *c, const struct gnaconfig *g, int state_fd, const char *state_path,
+		 char *what, size_t what_len)
+{
+	int flags = 0, r;
+	what[0] = '\0';
+	/* The CA first: the only step that can fail for another reason than
+	 * memory, before anything else changed. */
+	if (s->from_ca && g->ca_bundle && !file_holds(c->ca_file, g->ca_bundle, g->ca_bundle_len)) {
+		char path[PATH_MAX];
+		int n = snprintf(path, sizeof(path), "%s/%s", state_path, STOCK_OSC_CA_FILE);
+		if (n < 0 || (size_t)n >= sizeof(path)) {
+			snprintf(what, what_len, "%s: path too long", state_path);
+			return -ENAMETOOLONG;
+		}
+		r = fsx_write_atomic_at(state_fd, STOCK_OSC_CA_FILE, g->ca_bundle, g->ca_bundle_len, 0600, FSX_UID_KEEP,
+					FSX_GID_KEEP, 0);
+		if (r < 0) {
+			snprintf(what, what_len, "cannot write %s: %s", path, strerror(-r));
+			return r;
+		}
+		say(what, what_len, "apiServer.caFile", c->ca_file, path);
+		if ((r = replace(&c->ca_file, path)) < 0)
+			return r;
+		s->from_ca = osc_origin;
+		flags |= STOCK_NEW_CONNECTION;
+	} else if (s->from_ca && !g->ca_bundle && g->ca_file) {
+		const char *rel = below(g->ca_file, s->dir);
+		if (!rel)
+			rel = below(g->ca_file, GNA_DIR_DEFAULT);
+		_cleanup_free_ char *ca = rel ? source_path(s, rel) : strdup(g->ca_file);
+		if (!ca)
+			return -ENOMEM;
+		if (!streq(c->ca_file, ca)) {
+			say(what, what_len, "apiServer.caFile", c->ca_file, ca);
+			free(c->ca_file);
+			c->ca_file = TAKE_PTR(ca);
+			s->from_ca = osc_origin;
+			flags |= STOCK_NEW_CONNECTION;
+		}
+	}
+	if (s->from_server && g->server && !streq(c->server, g->server)) {
+		say(what, what_len, "apiServer.server", c->server, g->server);
+		if ((r = replace(&c->server, g->server)) < 0)
+			return r;
+		s->from_server = osc_origin;
+		flags |= STOCK_NEW_CONNECTION;
+	}
+	if (s->from_secret && g->secret_name && !streq(c->secret_name, g->secret_name)) {
+		say(what, what_len, "osc.secretName", c->secret_name, g->secret_name);
+		if ((r = replace(&c->secret_name, g->secret_name)) < 0)
+			return r;
+		s->from_secret = osc_origin;
+		flags |= STOCK_NEW_SECRET;
+	}
+	return flags;
+}
+
+static void row(FILE *f, bool defaulted, const char *key, const char *value, const char *from)
 {
 	fprintf(f, "  %-28s %-48s %s\n", key, value ? value : "(unset)",
-		!value ? "" : from ? from : "node-agent.conf");
+		!value ? "" : from ? from : defaulted ? "default" : "node-agent.conf");
 }
 
 void stock_print(const struct stock *s, const struct config *c, FILE *f)
 {
-	fprintf(f, "gardener-node-agent stock data: %s%s%s\n", s->dir, s->creds_dir ? " via credentials in " : "",
-		s->creds_dir ? s->creds_dir : "");
+	fprintf(f, "gardener-node-agent stock data: %s%s%s%s\n", s->dir, s->creds_dir ? " via credentials in " : "",
+		s->creds_dir ? s->creds_dir : "",
+		s->defaulted ? " (no node-agent.conf: gardener.nodeAgentDir by default)" : "");
 	fprintf(f, "  %-28s %s\n", "configuration", s->have_config ? s->config_path : "(none found)");
-	row(f, "apiServer.server", c->server, s->from_server);
-	row(f, "apiServer.caFile", c->ca_file, s->from_ca);
-	row(f, "apiServer.bootstrapTokenFile", c->bootstrap_token_file, s->from_bootstrap);
-	row(f, "osc.secretName", c->secret_name, s->from_secret);
-	row(f, "node.kubernetesVersion", c->kubernetes_version, s->from_version);
-	row(f, "node.machineName", c->machine_name, s->from_machine);
-	row(f, "node.zone", c->zone, s->from_zone);
+	row(f, s->defaulted, "apiServer.server", c->server, s->from_server);
+	row(f, s->defaulted, "apiServer.caFile", c->ca_file, s->from_ca);
+	row(f, s->defaulted, "apiServer.bootstrapTokenFile", c->bootstrap_token_file, s->from_bootstrap);
+	row(f, s->defaulted, "osc.secretName", c->secret_name, s->from_secret);
+	row(f, s->defaulted, "node.kubernetesVersion", c->kubernetes_version, s->from_version);
+	row(f, s->defaulted, "node.machineName", c->machine_name, s->from_machine);
+	row(f, s->defaulted, "node.zone", c->zone, s->from_zone);
 	for (size_t i = 0; i < s->gna.n_token_syncs; i++)
 		fprintf(f, "  token sync %-17zu Secret kube-system/%s -> %s (from the OSC's copy)\n", i,
 			s->gna.token_syncs[i].secret_name, s->gna.token_syncs[i].path);

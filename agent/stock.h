@@ -1,7 +1,10 @@
 /* Stock user data: what Gardener's user data leaves for gardener-node-agent
  * in /var/lib/gardener-node-agent, read as node-agent's input.
  *
- * When node-agent.conf names that directory (gardener.nodeAgentDir), the
+ * When node-agent.conf names that directory (gardener.nodeAgentDir), or
+ * when there is no node-agent.conf and the directory holds a
+ * config-<version>.yaml (agent_load_config(): an image needs no config of
+ * its own on a Gardener node), the
  * cluster CA, the bootstrap token, the machine name and the newest
  * config-<version>.yaml there fill the settings node-agent.conf leaves
  * unset: an explicit value always wins. The files are root's (0600/0640);
@@ -35,6 +38,7 @@ struct stock {
 
 	/* Where each merged setting came from (static strings or paths owned
 	 * above); NULL: node-agent.conf set it (or nobody did). */
+	bool defaulted;        /* no node-agent.conf: gardener.nodeAgentDir by default */
 	const char *from_server, *from_ca, *from_secret, *from_version, *from_bootstrap, *from_machine, *from_zone;
 };
 
@@ -44,6 +48,11 @@ struct stock {
  * ("<path>: <reason>"). Logs nothing. */
 int stock_load(const char *dir, const char *creds_dir, struct stock *ret, char *err, size_t errlen);
 
+/* True when dir (or creds_dir, see above) holds a config-<version>.yaml or
+ * config.yaml: this is a Gardener node, and node-agent needs no
+ * node-agent.conf of its own. Logs nothing. */
+bool stock_present(const char *dir, const char *creds_dir);
+
 /* Fills what c leaves unset from s and records the origins in s:
  * apiServer.server, apiServer.caFile (the config's caFile, mapped to the
  * credential when it lies in the directory, else cluster-ca.crt),
@@ -51,6 +60,28 @@ int stock_load(const char *dir, const char *creds_dir, struct stock *ret, char *
  * apiServer.bootstrapTokenFile.
  * Returns 0 or -ENOMEM. */
 int stock_merge(struct stock *s, struct config *c);
+
+/* stock_follow() results: what the caller must act on. */
+#define STOCK_NEW_CONNECTION 1 /* apiServer.server or the CA: set the client up again */
+#define STOCK_NEW_SECRET 2     /* osc.secretName: follow the other Secret */
+
+/* The CA bundle a newer configuration brings is written here, in the
+ * agent's state directory (the stock copy under $CREDENTIALS_DIRECTORY is
+ * the one from the service's start). */
+#define STOCK_OSC_CA_FILE "gna-cluster-ca.crt"
+
+/* gardener-node-agent's configuration as a newer OSC brings it (g, parsed
+ * from the OSC's newest config-<version>.yaml): the settings that stock
+ * data provided take its values, those node-agent.conf sets stay:
+ * apiServer.server, the CA (apiServer.caBundle is written to
+ * state_fd/STOCK_OSC_CA_FILE, state_path naming that directory for
+ * libcurl; a caFile in the stock directory maps to its copy as at load),
+ * osc.secretName. A setting g does not give stays. Returns the
+ * STOCK_NEW_* flags (0: nothing changed) and describes the changes in what
+ * ("apiServer.server \"a\" -> \"b\", ..."), or -errno (-ENOMEM, the CA
+ * write's error; what then names it). Logs nothing. */
+int stock_follow(struct stock *s, struct config *c, const struct gnaconfig *g, int state_fd, const char *state_path,
+		 char *what, size_t what_len);
 
 /* --check-config: each setting stock data can provide, its value and where
  * it came from. */

@@ -629,3 +629,46 @@ int kube_secret_data(const char *data, size_t len, const char *key, size_t max, 
 		return seterr(err, r == -EMSGSIZE ? "data: value too large" : "data: value not base64", r);
 	return 0;
 }
+
+/* ---- NodeList ---------------------------------------------------------------- */
+
+int kube_node_list_find(const char *data, size_t len, const char *key, const char *value, char **ret,
+			const char **err)
+{
+	_cleanup_(cJSON_Deletep) cJSON *j = NULL;
+	int r = parse_object(data, len, &j);
+	if (r < 0)
+		return seterr(err, "not a JSON object", r);
+	if (check_kind(j, "NodeList") < 0)
+		return seterr(err, "kind", -EINVAL);
+	const cJSON *items = cJSON_GetObjectItemCaseSensitive(j, "items");
+	if (items && !cJSON_IsNull(items) && !cJSON_IsArray(items))
+		return seterr(err, "items", -EINVAL);
+	_cleanup_free_ char *found = NULL;
+	size_t n = 0;
+	const cJSON *it;
+	cJSON_ArrayForEach(it, items)
+	{
+		const cJSON *meta;
+		_cleanup_free_ char *v = NULL, *name = NULL;
+		if (!cJSON_IsObject(it) || get_object(it, "metadata", &meta) < 0)
+			return seterr(err, "items[].metadata", -EINVAL);
+		if ((r = map_value(meta, "labels", key, &v)) < 0)
+			return seterr(err, "items[].metadata.labels", r);
+		/* The server filtered by the selector; an item without the
+		 * label (a server ignoring the selector) is not ours. */
+		if (!v || strcmp(v, value) != 0)
+			continue;
+		if (!meta || (r = dup_string(meta, "name", KUBE_NAME_MAX, &name)) < 0 || !name ||
+		    !kube_name_is_valid(name))
+			return seterr(err, "items[].metadata.name", r < 0 ? r : -EINVAL);
+		if (n++ == 0)
+			found = TAKE_PTR(name);
+	}
+	if (n == 0)
+		return -ENOENT;
+	if (n > 1)
+		return -ENOTUNIQ;
+	*ret = TAKE_PTR(found);
+	return 0;
+}

@@ -167,6 +167,19 @@ void kube_splitter_done(struct kube_splitter *s);
  * names. Such names need no escaping in a URL path or field selector. */
 bool kube_name_is_valid(const char *name);
 
+/* The label gardener-node-agent finds its Node by before it knows the name
+ * (gardener/gardener pkg/nodeagent FetchNodeByHostName, corev1.LabelHostname). */
+#define KUBE_LABEL_HOSTNAME "kubernetes.io/hostname"
+
+/* A NodeList (the answer to a list with labelSelector key=value): the name
+ * of the one item whose label key is value. Returns 0 and *ret (new string),
+ * -ENOENT when no item has it, -ENOTUNIQ when more than one does (as
+ * gardener-node-agent: "found more than one node"), -EINVAL/-EMSGSIZE for
+ * anything that is not a NodeList or an item without a valid name (err
+ * names the field). Pure. */
+int kube_node_list_find(const char *data, size_t len, const char *key, const char *value, char **ret,
+			const char **err);
+
 /* One entry of a metadata map in a merge patch: value NULL removes the key. */
 struct kube_patch_entry {
 	const char *key;

@@ -3,7 +3,7 @@
  * to the splitter once whole and once at pseudo-random chunk boundaries, the
  * two must yield the same lines and hold back the same unfinished tail, and
  * every line goes through the event parser. The whole input also goes
- * through the Secret, Node and Status parsers, and a Node's Secret-name
+ * through the Secret, Node, NodeList and Status parsers, and a Node's Secret-name
  * label through the name check the agent applies to it. Never a crash, a
  * leak, or a disagreement. */
 #include <stddef.h>
@@ -91,6 +91,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		(void)kube_secret_verify(&sec, sum);
 		kube_secret_done(&sec);
 	}
+	char *found = NULL;
+	int rl = kube_node_list_find(s, n, KUBE_LABEL_HOSTNAME, "node-1", &found, NULL);
+	if ((rl == 0) != (found != NULL) || (found && !kube_name_is_valid(found)))
+		abort();
+	free(found);
 	struct kube_node node;
 	if (kube_node_parse(s, n, &node, NULL) == 0) {
 		/* The agent follows this label only when it is a valid name. */

@@ -145,6 +145,7 @@ bad "never approved" never "not issued within 4 s"
 bad "certificate for another CN" wrong-cn "issued certificate refused: subject CN is"
 bad "certificate for another key" wrong-key "issued certificate refused: the certificate is not for our key"
 bad "expired certificate" expired "issued certificate refused: expired"
+bad "the node's clock an hour behind the signer's" future "issued certificate refused: not valid before .* (3[56][0-9][0-9] s from now; clock off?)"
 bad "certificate from another CA" other-ca "issued certificate refused: does not chain to the cluster CA"
 bad "unknown Machine (Gardener's approver)" gardener 'machine "machine-9" does not exist' machine-9
 kctl POST /node '{"name": "node-m1"}' >/dev/null
@@ -285,7 +286,102 @@ check "token sync: the token Secret's token is handed over for its path" \
 check "... a token Secret without \"token\": one clear line" \
 	logged 'token sync: Secret kube-system/no-token for /var/lib/x/token: no key "token"'
 check "... logged once" test "$(grep -c 'Secret kube-system/no-token' "$LOG")" = 1
+
+# A newer gardener-node-agent config through the OSC, without a restart.
+# osc_with VERSION YAML: v1's OSC plus config-VERSION.yaml holding YAML.
+osc_with() {
+	cat "$S/v1.yaml"
+	printf '  - path: /var/lib/gardener-node-agent/config-%s.yaml\n    permissions: 384\n    content:\n      inline:\n' "$1"
+	printf '        encoding: b64\n        data: %s\n' "$(printf 'apiVersion: nodeagent.config.gardener.cloud/v1alpha1\nkind: NodeAgentConfiguration\n%s' "$2" | base64 -w0)"
+}
+applied() { # reports the desired state's checksum as applied by the executor
+	python3 - "$DES" "$ROOT/var/lib/cloud-config-exec/result.json" <<-'PY'
+	import json, os, sys, time
+	d = json.load(open(sys.argv[1]))
+	r = {"version": 1, "checksum": d["checksum"], "generation": d["generation"], "success": True,
+	     "changedUnits": [], "finishedAt": int(time.time())}
+	open(sys.argv[2] + ".tmp", "w").write(json.dumps(r))
+	os.rename(sys.argv[2] + ".tmp", sys.argv[2])
+	PY
+}
+des_sum() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["checksum"])' "$DES" 2>/dev/null; }
+tokens3='[{"path": "/var/lib/otelcol/auth-token", "token": "otel-token-1"}]'
+# A malformed newest config (a wrong type): one clear line, the OSC itself is
+# applied, token sync and the version label keep the last good settings.
+osc_with v1.149.5 $'apiServer:\n  server: [5]\ncontrollers:\n  operatingSystemConfig:\n    kubernetesVersion: 1.34.0\n' >"$S/v4.yaml"
+old_sum=$(des_sum)
+kube_secret "$S/v4.yaml" >/dev/null
+check "a malformed gardener-node-agent config in the OSC: one clear line" \
+	logged "gardener-node-agent's configuration in the OSC is malformed: apiServer.server: expected a string"
+check "... the OSC is still handed over" wait_for 20 sh -c 'test "$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))[\"checksum\"])" "$1")" != "$2"' sh "$DES" "$old_sum"
+applied
+check "... token sync keeps the last good settings" tokens_are "$tokens3"
+check "... and the kubernetes-version label stays 1.33.3" label_is 1.33.3
+check "... logged once" test "$(grep -c "configuration in the OSC is malformed" "$LOG")" = 1
+# A newer one naming another OSC Secret: followed once that OSC is applied.
+printf 'spec:\n  files:\n  - path: /etc/hello\n    content:\n      inline:\n        data: "from-osc-next"\n' >"$S/next.yaml"
+KUBE_SECRET=osc-next kube_secret "$S/next.yaml" >/dev/null
+# It also names the API server as localhost, with a CA bundle of the
+# cluster CA and another one: the client is set up again.
+cat "$KUBE_PKI/ca.crt" "$KUBE_PKI/other-ca.crt" >"$S/bundle.pem"
+bundle=$(base64 -w0 <"$S/bundle.pem")
+osc_with v1.150.0 $'apiServer:\n  server: '"${KUBE_API/127.0.0.1/localhost}"$'\n  caBundle: '"$bundle"$'\ncontrollers:\n  operatingSystemConfig:\n    secretName: osc-next\n    kubernetesVersion: 1.33.3\n  token:\n    syncConfigs:\n    - secretName: shoot-access-otelcol\n      path: /var/lib/otelcol/auth-token\n' >"$S/v5.yaml"
+old_sum=$(des_sum)
+kube_secret "$S/v5.yaml" >/dev/null
+check "a newer gardener-node-agent config through the OSC is handed over" wait_for 20 sh -c 'test "$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))[\"checksum\"])" "$1")" != "$2"' sh "$DES" "$old_sum"
+check "... not followed before it is applied" sh -c '! grep -q "configuration in the OSC .*: now" "$1"' sh "$LOG"
+applied
+check "... once applied, its secretName is followed without a restart (logged)" \
+	logged "osc.secretName \"$KUBE_SECRET\" -> \"osc-next\""
+check "... and the server and CA bundle (written to the state directory)" \
+	sh -c 'grep -q "now apiServer.caFile .* -> \"$1\", apiServer.server \"$2\" -> \"$3\", osc.secretName" "$4" && cmp -s "$1" "$5"' \
+	sh "$ROOT/var/lib/node-agent/gna-cluster-ca.crt" "$KUBE_API" "${KUBE_API/127.0.0.1/localhost}" "$LOG" "$S/bundle.pem"
+check "... the other Secret's OSC is handed over (through the new connection)" wait_for 20 grep -q from-osc-next "$DES"
+check "... logged once" test "$(grep -c 'osc.secretName ".*" -> "osc-next"' "$LOG")" = 1
+check "... the same agent process (no restart)" kill -0 "$APID"
 stop
+
+# --- 5b. the Node found by the kubernetes.io/hostname label ----------------------
+# The kubelet registered the Node under another name than node.name (a cloud
+# hostname override); its kubernetes.io/hostname label is this host's name,
+# lowercased. As gardener-node-agent, the agent lists Nodes with that label
+# selector (never all Nodes) while the Node by name is missing, follows the
+# one it finds, and annotates it.
+host=$(hostname | tr 'A-Z' 'a-z')
+if [[ ! $host =~ ^[a-z0-9]([a-z0-9._-]{0,61}[a-z0-9])?$ ]]; then
+	echo "# skipped: the hostname \"$host\" is no label value"
+else
+	printf '{"gardener": {"nodeAgentDir": "%s"}, "node": {"name": "node-by-name"}, "timeouts": {"connectMs": 1000, "requestMs": 3000}}\n' "$G" >"$S/agent.json"
+	kctl POST /node "{\"name\": \"node-by-label\", \"labels\": {\"kubernetes.io/hostname\": \"$host\"}}" >/dev/null
+	kctl POST /node '{"name": "node-other-host", "labels": {"kubernetes.io/hostname": "another-host"}}' >/dev/null
+	kube_secret "$S/v1.yaml" >/dev/null # no newer gardener-node-agent config to follow here
+	t_list=$(date +%s)
+	start bylabel
+	check "Node node-by-name missing: Node node-by-label found by label kubernetes.io/hostname=$host (logged)" \
+		logged "Node node-by-name does not exist; Node node-by-label has label kubernetes.io/hostname=$host: following it"
+	if wait_for 20 sh -c 'grep -q "nodeRegistered\"[[:space:]]*:[[:space:]]*true" "$1"' sh "$DES"; then
+		applied
+		check "... and annotated once the executor reports success" \
+			wait_for 20 sh -c 'test -n "$(python3 "$1" ctl GET "/node?name=node-by-label" | python3 -c "import json,sys; print(json.load(sys.stdin)[\"metadata\"].get(\"annotations\", {}).get(\"checksum/cloud-config-data\", \"\"))")"' \
+			sh "$TESTS_DIR/lib/kube-apiserver.py"
+	else
+		fail "the desired state says the Node (found by label) is registered"
+	fi
+	grep -q "checksum/cloud-config-data" <<<"$(kctl GET /node?name=node-by-label)" || dump "agent log" cat "$LOG"
+	check "... the other host's Node untouched" test -z "$(kube_annotation checksum/cloud-config-data node-other-host)"
+	lists=$(kctl GET "/log?since=$t_list" | python3 -c '
+import json, sys
+for e in json.load(sys.stdin)["requests"]:
+    p = e.get("path", "")
+    if e.get("method") == "GET" and p.startswith("/api/v1/nodes?") and "watch=1" not in p:
+        print(p)' | sort -u)
+	check "... Nodes only listed with the label selector ($(echo $lists | cut -c1-120))" \
+		sh -c 'test -n "$1" && ! echo "$1" | grep -v "labelSelector=kubernetes.io%2Fhostname%3D"' sh "$lists"
+	check "... logged once" test "$(grep -c 'has label kubernetes.io/hostname' "$LOG")" = 1
+	stop
+	kctl POST /node '{"name": "node-by-label", "delete": true}' >/dev/null
+	kctl POST /node '{"name": "node-other-host", "delete": true}' >/dev/null
+fi
 
 # --- 6. a node migrating from gardener-node-agent keeps its identity -----------
 # Its credentials/kubeconfig (certificate and key embedded) is adopted: no

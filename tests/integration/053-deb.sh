@@ -56,6 +56,12 @@ mkdir -p "$W/ctl"
 dpkg-deb -e "$DEB" "$W/ctl"
 check "conffiles: the sshd drop-in and the config example" \
 	test "$(sort "$W/ctl/conffiles" | tr '\n' ' ')" = "/etc/node-agent/config.json.example /etc/ssh/sshd_config.d/50-node-agent.conf "
+# On a Gardener node the stock user data is the whole configuration (055
+# boots it): the package ships no config.json, and its unit does not wait
+# for one.
+unit=$(find "$W/mi" -path '*/systemd/system/node-agent.service' | head -1)
+check "no /etc/node-agent/config.json shipped; node-agent.service (${unit#"$W/mi"}) needs none" \
+	sh -c "test -n '$unit' && ! grep -q '^Condition.*config' '$unit' && ! grep -qx /etc/node-agent/config.json '$W/got'"
 for s in preinst postinst prerm postrm; do
 	[ -e "$W/ctl/$s" ] && check "$s parses (sh -n)" sh -n "$W/ctl/$s"
 done

@@ -15,7 +15,8 @@
 #    authorized_keys moved away), refuses an unknown key, and still accepts a
 #    local break-glass key from another user's authorized_keys;
 #  - node-agent, configured by gardener-node-agent's stock user data only
-#    (root's files handed over by LoadCredential=) and started by the stock
+#    (root's files handed over by LoadCredential=; no /etc/node-agent/config.json
+#    at all, the Node named as the box's hostname) and started by the stock
 #    gardener-node-init.service through the package's drop-in (its init.sh,
 #    which would download gardener-node-agent, never runs), gets its client
 #    certificate through a CSR with the bootstrap token, the executor removes
@@ -54,7 +55,6 @@ if [ "${1:-}" = --setup ]; then
 	# node-agent is started after boot, once its token is readable by it.
 	systemctl --root="$R" disable node-agent.service >/dev/null 2>&1
 	systemctl --root="$R" enable ssh.service >/dev/null 2>&1
-	install -m 0644 "$S/config.json" "$R/etc/node-agent/config.json"
 	install -m 0644 "$S/pki/ca.crt" "$R/etc/node-agent/ca.crt"
 	install -m 0640 "$S/token" "$R/etc/node-agent/token"
 	# gardener-node-agent's stock user data, root's as Gardener writes it
@@ -157,19 +157,12 @@ echo "# packages: $DEB_NAME, $OLD_NAME ($(($(date +%s) - t0)) s)"
 # The API server's PKI and token exist before boot (they go into the tree).
 "$TESTS_DIR/lib/mkcerts.sh" "$S/pki" "$KUBE_NODE" >/dev/null 2>&1 || { fail "mkcerts"; finish; exit 1; }
 printf '%s' "$KUBE_TOKEN" >"$S/token"
-python3 - "$S/config.json" "$KUBE_NODE" "$KUBE_SECRET" <<'PY'
-import json, sys
-# Only stock user data: server, CA, Secret, machine name and bootstrap token
-# come from /var/lib/gardener-node-agent; the client certificate from a CSR.
-json.dump({"node": {"name": sys.argv[2]},
-           "gardener": {"nodeAgentDir": "/var/lib/gardener-node-agent"},
-           "osc": {"followSecretNameLabel": False},
-           "ssh": {"loginUser": "gardener", "sudoers": ""},
-           "timeouts": {"connectMs": 2000, "requestMs": 5000, "applyMs": 20000}},
-          open(sys.argv[1], "w"), indent=1)
-PY
-# The stock config names the version the Node label must get: node.kubernetesVersion
-# is not in config.json, so only this root-only file can provide it.
+# No node-agent config file: only stock user data. Server, CA, Secret,
+# machine name and bootstrap token come from /var/lib/gardener-node-agent
+# (the package's default when /etc/node-agent/config.json is absent); the
+# client certificate from a CSR; the Node's name is the hostname.
+# The stock config names the version the Node label must get: only this
+# root-only file can provide it.
 cat >"$S/gna-config.yaml" <<GNA
 apiVersion: nodeagent.config.gardener.cloud/v1alpha1
 kind: NodeAgentConfiguration
@@ -343,6 +336,8 @@ else
 	sed -i 's|dropped in by hand|written by node-agent|' "$S/osc2.json"
 	sum2=$(sha256sum "$S/osc2.json" | cut -d' ' -f1)
 	sa=system:serviceaccount:kube-system:node-agent
+	# The node-agent default node name: the box's hostname.
+	KUBE_NODE=$(nsenter -t "$SDBOX_LEADER" -u -- hostname | tr 'A-Z' 'a-z')
 	nsenter -t "$SDBOX_LEADER" -n -- python3 "$TESTS_DIR/lib/kube-apiserver.py" serve \
 		--pki "$S/pki" --listen 127.0.0.1:6443 --control "$KUBE_CONTROL" \
 		--token "$KUBE_TOKEN=$sa" --token admin-token=admin --admin admin \
@@ -412,6 +407,9 @@ else
 		test "$(try /etc)" = denied
 	check "... while its state directory is (control: $(try /var/lib/node-agent))" \
 		test "$(try /var/lib/node-agent)" = allowed
+	check "no /etc/node-agent/config.json: --check-config names the stock data as the configuration" \
+		sh -c "test ! -e '$BOX/etc/node-agent/config.json' &&
+			'$SDBOX' sh /usr/sbin/node-agent --check-config | grep -q 'gardener.nodeAgentDir by default'"
 	check "the agent stayed up (no restart)" test "$(ctl show -p NRestarts --value node-agent.service)" = 0
 	check "gardener-node-agent never downloaded or started: init.sh never ran, no binary, no unit" \
 		test ! -e "$BOX/var/lib/gardener-node-agent/init-sh-ran" -a ! -e "$BOX/opt/bin/gardener-node-agent" -a \
@@ -554,8 +552,8 @@ check "purge: /var/lib/node-agent and /var/lib/cloud-config-exec removed" \
 check "purge: the sshd drop-in and the config example removed, sshd still active" \
 	sh -c "test ! -e '$BOX/etc/ssh/sshd_config.d/50-node-agent.conf' -a ! -e '$BOX/etc/node-agent/config.json.example' &&
 		test \"\$('$SDBOX' ctl is-active ssh.service)\" = active"
-check "purge: the admin's files in /etc/node-agent stay (config.json, token)" \
-	test -e "$BOX/etc/node-agent/config.json" -a -e "$BOX/etc/node-agent/token"
+check "purge: the admin's files in /etc/node-agent stay (token)" \
+	test -e "$BOX/etc/node-agent/token"
 check "purge: everyone's authorized_keys stay (gardener's from the OSC, breakglass's)" \
 	test -s "$BOX/home/gardener/.ssh/authorized_keys" -a -s "$BOX/home/breakglass/.ssh/authorized_keys"
 check "purge: the system users stay (Debian practice; a reinstall keeps their ids)" \

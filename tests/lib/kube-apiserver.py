@@ -100,8 +100,9 @@ certificate requester only for its own CN. Approved CSRs are signed at once
 with the --pki CA by `openssl ca` (clientAuth; lifetime expirationSeconds,
 or the /csr-mode lifetime). Modes for tests: "gardener" (default), "never"
 (stays pending), "deny", "fail", "wrong-cn", "wrong-key", "expired",
-"other-ca" (issued, but for another CN / another key / already expired /
-signed by other-ca).
+"other-ca", "future" (issued, but for another CN / another key / already
+expired / signed by other-ca / valid only from an hour on: the node's clock
+an hour behind the signer's).
   POST /config   {"bookmarkInterval": S}
 """
 
@@ -693,6 +694,17 @@ class ApiHandler(http.server.BaseHTTPRequestHandler):
                 self.watch(kind, res, ns, sel_name, q)
                 return
             items, rv = st.store.list(kind, ns, sel_name)
+            ls = q.get("labelSelector")
+            if ls:
+                # One equality (key=value or key==value), as
+                # gardener-node-agent's list by kubernetes.io/hostname.
+                mm = re.match(r"^([A-Za-z0-9./_-]+)==?([A-Za-z0-9._-]*)$", ls)
+                if not mm:
+                    self.send_json(400, status(400, "BadRequest",
+                                               'unable to parse requested label selector "%s"' % ls))
+                    return
+                items = [o for o in items
+                         if (o.get("metadata", {}).get("labels") or {}).get(mm.group(1)) == mm.group(2)]
             self.send_json(200, {"kind": kind + "List", "apiVersion": "v1",
                                  "metadata": {"resourceVersion": str(rv)}, "items": items})
             return
@@ -1333,7 +1345,8 @@ def sign_csr(st, pem, mode, lifetime):
     with tempfile.TemporaryDirectory() as d:
         fmt = lambda t: time.strftime("%Y%m%d%H%M%SZ", time.gmtime(t))
         now = time.time()
-        start, end = (now - 7200, now - 3600) if mode == "expired" else (now - 5, now + lifetime)
+        start, end = (now - 7200, now - 3600) if mode == "expired" else \
+            (now + 3600, now + 3600 + lifetime) if mode == "future" else (now - 5, now + lifetime)
         subj = None
         if mode == "wrong-cn":
             subj = "/O=%s/CN=%sanother-machine" % (NA_GROUP, NA_PREFIX)

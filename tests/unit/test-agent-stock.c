@@ -10,10 +10,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "config.h"
 #include "scratch.h"
+#include "../../agent/agent.h"
 #include "../../agent/stock.h"
 
 static const char cfg_yaml[] = "apiVersion: nodeagent.config.gardener.cloud/v1alpha1\n"
@@ -135,6 +138,155 @@ static void refusals(void **state)
 	free(none);
 }
 
+/* No node-agent.conf on a Gardener node: the stock data configures the
+ * agent alone; without it a missing file stays an error. */
+static void without_config_file(void **state)
+{
+	struct scratch *s = *state;
+	char *missing = sub(s, "no-such-config.json");
+	struct config c;
+	struct stock st;
+	char err[1024];
+	assert_int_equal(setenv("CREDENTIALS_DIRECTORY", s->path, 1), 0);
+	put(s, "gardener-node-agent", "none"); /* the SetCredential= fallback alone: not a Gardener node */
+	assert_int_equal(agent_load_config(missing, false, &c, &st, err, sizeof(err)), -ENOENT);
+	assert_non_null(strstr(err, "no-such-config.json: No such file or directory"));
+
+	put(s, "gardener-node-agent_config-v1.149.3.yaml", cfg_yaml);
+	put(s, "gardener-node-agent_cluster-ca.crt", "CA");
+	put(s, "gardener-node-agent_machine-name", "machine-7\n");
+	assert_int_equal(agent_load_config(missing, false, &c, &st, err, sizeof(err)), 0);
+	assert_true(st.defaulted);
+	assert_string_equal(c.gna_dir, "/var/lib/gardener-node-agent");
+	assert_string_equal(c.server, "https://api.example.com");
+	assert_string_equal(c.secret_name, "gardener-node-agent-worker-1-abc");
+	assert_string_equal(c.machine_name, "machine-7");
+	assert_string_equal(c.secret_namespace, "kube-system"); /* a default */
+	char *out = NULL;
+	size_t out_len = 0;
+	FILE *f = open_memstream(&out, &out_len);
+	assert_non_null(f);
+	stock_print(&st, &c, f);
+	assert_int_equal(fclose(f), 0);
+	assert_non_null(strstr(out, "(no node-agent.conf: gardener.nodeAgentDir by default)"));
+	assert_non_null(strstr(out, "https://api.example.com"));
+	assert_non_null(strstr(out, "config-v1.149.3.yaml\n"));
+	free(out);
+	stock_done(&st);
+	config_done(&c);
+
+	/* A malformed stock config is that file's error, named. */
+	put(s, "gardener-node-agent_config-v1.150.0.yaml", "apiVersion: nodeagent.config.gardener.cloud/v1alpha1\n"
+							  "kind: NodeAgentConfiguration\napiServer:\n  server: [1]\n");
+	assert_int_equal(agent_load_config(missing, false, &c, &st, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "(absent; stock user data in /var/lib/gardener-node-agent): gardener.nodeAgentDir: "));
+	assert_non_null(strstr(err, "config-v1.150.0.yaml: apiServer.server"));
+
+	/* An existing file is the configuration: stock data only if it names it. */
+	char *file = sub(s, "config.json");
+	FILE *cf = fopen(file, "w");
+	assert_non_null(cf);
+	fputs("{\"apiServer\": {\"server\": \"https://explicit.example.com\", \"caFile\": \"/etc/ca.crt\", "
+	      "\"tokenFile\": \"/etc/token\"}, \"osc\": {\"secretName\": \"s1\"}}",
+	      cf);
+	assert_int_equal(fclose(cf), 0);
+	assert_int_equal(agent_load_config(file, false, &c, &st, err, sizeof(err)), 0);
+	assert_null(c.gna_dir);
+	assert_false(st.defaulted);
+	assert_string_equal(c.server, "https://explicit.example.com");
+	stock_done(&st);
+	config_done(&c);
+	unsetenv("CREDENTIALS_DIRECTORY");
+	free(file);
+	free(missing);
+}
+
+static void parse_gna(const char *yaml, struct gnaconfig *g)
+{
+	char why[GNACONFIG_ERROR_MAX];
+	assert_int_equal(gnaconfig_parse(yaml, strlen(yaml), g, why, sizeof(why)), 0);
+}
+
+/* A newer config-<version>.yaml through the OSC: what stock data provided
+ * follows it, explicit settings stay, a second time changes nothing. */
+static void follow_osc(void **state)
+{
+	struct scratch *s = *state;
+	assert_int_equal(mkdirat(s->fd, "gna", 0700), 0);
+	assert_int_equal(mkdirat(s->fd, "state", 0700), 0);
+	put(s, "gna/config-v1.149.3.yaml", cfg_yaml);
+	put(s, "gna/cluster-ca.crt", "CA1\n");
+	char *dir = sub(s, "gna"), *state_path = sub(s, "state");
+	int state_fd = openat(s->fd, "state", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	assert_true(state_fd >= 0);
+
+	struct config c;
+	assert_int_equal(config_defaults(&c), 0);
+	struct stock st;
+	char err[512], what[1024];
+	assert_int_equal(stock_load(dir, NULL, &st, err, sizeof(err)), 0);
+	assert_int_equal(stock_merge(&st, &c), 0);
+
+	/* The same settings (the caFile maps to the stock copy): nothing. */
+	struct gnaconfig g = {};
+	parse_gna(cfg_yaml, &g);
+	assert_int_equal(stock_follow(&st, &c, &g, state_fd, state_path, what, sizeof(what)), 0);
+	assert_string_equal(what, "");
+	gnaconfig_done(&g);
+
+	/* New server, Secret and CA bundle ("CA2\n" is Q0EyCg==). */
+	parse_gna("apiVersion: nodeagent.config.gardener.cloud/v1alpha1\nkind: NodeAgentConfiguration\n"
+		  "apiServer:\n  server: https://api2.example.com\n  caBundle: Q0EyCg==\n"
+		  "controllers:\n  operatingSystemConfig:\n    secretName: gardener-node-agent-worker-1-def\n",
+		  &g);
+	assert_int_equal(stock_follow(&st, &c, &g, state_fd, state_path, what, sizeof(what)),
+			 STOCK_NEW_CONNECTION | STOCK_NEW_SECRET);
+	assert_non_null(strstr(what, "apiServer.server \"https://api.example.com\" -> \"https://api2.example.com\""));
+	assert_non_null(strstr(what, "osc.secretName \"gardener-node-agent-worker-1-abc\" -> "
+				     "\"gardener-node-agent-worker-1-def\""));
+	assert_string_equal(c.server, "https://api2.example.com");
+	assert_string_equal(c.secret_name, "gardener-node-agent-worker-1-def");
+	char *ca = sub(s, "state/" STOCK_OSC_CA_FILE);
+	assert_string_equal(c.ca_file, ca);
+	char buf[16] = "";
+	FILE *f = fopen(ca, "r");
+	assert_non_null(f);
+	assert_non_null(fgets(buf, sizeof(buf), f));
+	fclose(f);
+	assert_string_equal(buf, "CA2\n");
+	/* Once followed, the same configuration again changes nothing. */
+	assert_int_equal(stock_follow(&st, &c, &g, state_fd, state_path, what, sizeof(what)), 0);
+	gnaconfig_done(&g);
+
+	/* An explicit server stays whatever the OSC says. */
+	free(c.server);
+	c.server = strdup("https://explicit.example.com");
+	st.from_server = NULL;
+	parse_gna("apiVersion: nodeagent.config.gardener.cloud/v1alpha1\nkind: NodeAgentConfiguration\n"
+		  "apiServer:\n  server: https://api3.example.com\n",
+		  &g);
+	assert_int_equal(stock_follow(&st, &c, &g, state_fd, state_path, what, sizeof(what)), 0);
+	assert_string_equal(c.server, "https://explicit.example.com");
+	gnaconfig_done(&g);
+
+	/* The CA cannot be written: an error naming the file, nothing changed. */
+	parse_gna("apiVersion: nodeagent.config.gardener.cloud/v1alpha1\nkind: NodeAgentConfiguration\n"
+		  "apiServer:\n  caBundle: Q0EzCg==\n"
+		  "controllers:\n  operatingSystemConfig:\n    secretName: other\n",
+		  &g);
+	assert_true(stock_follow(&st, &c, &g, -EBADF, "/nonexistent", what, sizeof(what)) < 0);
+	assert_non_null(strstr(what, "cannot write /nonexistent/" STOCK_OSC_CA_FILE));
+	assert_string_equal(c.secret_name, "gardener-node-agent-worker-1-def");
+	gnaconfig_done(&g);
+
+	close(state_fd);
+	free(ca);
+	free(dir);
+	free(state_path);
+	stock_done(&st);
+	config_done(&c);
+}
+
 static int setup(void **state)
 {
 	return scratch_setup(state, "stock");
@@ -146,6 +298,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(from_directory, setup, scratch_teardown),
 		cmocka_unit_test_setup_teardown(from_credentials, setup, scratch_teardown),
 		cmocka_unit_test_setup_teardown(refusals, setup, scratch_teardown),
+		cmocka_unit_test_setup_teardown(without_config_file, setup, scratch_teardown),
+		cmocka_unit_test_setup_teardown(follow_osc, setup, scratch_teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

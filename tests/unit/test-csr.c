@@ -214,8 +214,35 @@ static void cert_checks(void **state)
 		free(pem);
 		X509_free(x);
 	}
+	/* The clock one hour off: a certificate issued just now (valid for 30
+	 * days) seen by a node whose clock is an hour behind, and one that
+	 * ends within the hour seen by a node an hour ahead. One clear reason
+	 * each, naming the clock where it can be the cause. */
+	X509 *fresh = make_cert(k, CSR_ORG, cn, cak, ca, -60, 30L * 86400, false);
+	X509 *ending = make_cert(k, CSR_ORG, cn, cak, ca, -86400, 1800, false);
+	_cleanup_free_ char *fresh_pem = pem_of(fresh), *ending_pem = pem_of(ending);
 	char err[CSR_ERROR_MAX];
-	struct csr_cert_info info;
+	struct csr_cert_info info = { .not_before = 1 };
+	assert_int_equal(csr_cert_check(fresh_pem, strlen(fresh_pem), k, "m-1", ca_pem, strlen(ca_pem), now - 3600,
+					&info, err, sizeof(err)),
+			 -EINVAL);
+	assert_non_null(strstr(err, "not valid before"));
+	assert_non_null(strstr(err, "clock off?"));
+	assert_int_equal(info.not_before, 1); /* untouched on failure */
+	assert_int_equal(csr_cert_check(ending_pem, strlen(ending_pem), k, "m-1", ca_pem, strlen(ca_pem), now + 3600,
+					&info, err, sizeof(err)),
+			 -EINVAL);
+	assert_non_null(strstr(err, "expired at"));
+	assert_non_null(strstr(err, "clock off?"));
+	/* The same certificates with the clock right are fine. */
+	assert_int_equal(csr_cert_check(fresh_pem, strlen(fresh_pem), k, "m-1", ca_pem, strlen(ca_pem), now, &info,
+					err, sizeof(err)),
+			 0);
+	assert_int_equal(csr_cert_check(ending_pem, strlen(ending_pem), k, "m-1", ca_pem, strlen(ca_pem), now, &info,
+					err, sizeof(err)),
+			 0);
+	X509_free(fresh);
+	X509_free(ending);
 	assert_int_equal(csr_cert_check("x", 1, k, "m-1", ca_pem, strlen(ca_pem), now, &info, err, sizeof(err)), -EINVAL);
 	assert_string_equal(err, "no PEM certificate");
 	X509_free(ca);

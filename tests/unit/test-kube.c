@@ -493,6 +493,45 @@ static void patches(void **state)
 			       "{\"worker.gardener.cloud/restart-systemd-services\":null}}}");
 }
 
+/* The Node found by the kubernetes.io/hostname label, as gardener-node-agent
+ * does before it knows its name. */
+static void node_list(void **state)
+{
+	(void)state;
+	const char *err = NULL;
+	char *name = NULL;
+#define ITEM(n, h) "{\"metadata\": {\"name\": \"" n "\", \"labels\": {\"kubernetes.io/hostname\": \"" h "\"}}}"
+	static const char one[] = "{\"kind\": \"NodeList\", \"items\": [" ITEM("ip-10-0-1-5.eu-west-1.compute.internal", "ip-10-0-1-5") "]}";
+	assert_int_equal(kube_node_list_find(one, strlen(one), KUBE_LABEL_HOSTNAME, "ip-10-0-1-5", &name, &err), 0);
+	assert_string_equal(name, "ip-10-0-1-5.eu-west-1.compute.internal");
+	free(name);
+	name = NULL;
+	/* A server that ignored the selector: only the item with the label counts. */
+	static const char mixed[] = "{\"kind\": \"NodeList\", \"items\": [" ITEM("a", "other") ", {\"metadata\": {\"name\": \"b\"}}, " ITEM("c", "me") "]}";
+	assert_int_equal(kube_node_list_find(mixed, strlen(mixed), KUBE_LABEL_HOSTNAME, "me", &name, &err), 0);
+	assert_string_equal(name, "c");
+	free(name);
+	name = NULL;
+	static const char none[] = "{\"kind\": \"NodeList\", \"metadata\": {}, \"items\": []}";
+	assert_int_equal(kube_node_list_find(none, strlen(none), KUBE_LABEL_HOSTNAME, "me", &name, &err), -ENOENT);
+	static const char null_items[] = "{\"kind\": \"NodeList\", \"items\": null}";
+	assert_int_equal(kube_node_list_find(null_items, strlen(null_items), KUBE_LABEL_HOSTNAME, "me", &name, &err), -ENOENT);
+	static const char two[] = "{\"kind\": \"NodeList\", \"items\": [" ITEM("a", "me") ", " ITEM("b", "me") "]}";
+	assert_int_equal(kube_node_list_find(two, strlen(two), KUBE_LABEL_HOSTNAME, "me", &name, &err), -ENOTUNIQ);
+	assert_null(name);
+	static const char bad_name[] = "{\"kind\": \"NodeList\", \"items\": [" ITEM("Bad_Name", "me") "]}";
+	assert_int_equal(kube_node_list_find(bad_name, strlen(bad_name), KUBE_LABEL_HOSTNAME, "me", &name, &err), -EINVAL);
+	assert_string_equal(err, "items[].metadata.name");
+	static const char kind[] = "{\"kind\": \"SecretList\", \"items\": []}";
+	assert_int_equal(kube_node_list_find(kind, strlen(kind), KUBE_LABEL_HOSTNAME, "me", &name, &err), -EINVAL);
+	static const char items[] = "{\"kind\": \"NodeList\", \"items\": {}}";
+	assert_int_equal(kube_node_list_find(items, strlen(items), KUBE_LABEL_HOSTNAME, "me", &name, &err), -EINVAL);
+	static const char labels[] = "{\"items\": [{\"metadata\": {\"name\": \"a\", \"labels\": []}}]}";
+	assert_int_equal(kube_node_list_find(labels, strlen(labels), KUBE_LABEL_HOSTNAME, "me", &name, &err), -EINVAL);
+	assert_null(name);
+#undef ITEM
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -513,6 +552,7 @@ int main(void)
 		cmocka_unit_test(splitter_cb_error),
 		cmocka_unit_test(names),
 		cmocka_unit_test(patches),
+		cmocka_unit_test(node_list),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
