@@ -565,6 +565,20 @@ int images_apply(const struct images_ctx *ic, int rootfd, int statefd, const str
 		if (!first)
 			first = r;
 	}
+	/* Records of paths that are no longer image files go: a path dropped
+	 * and added again later is copied out again, never trusted from an
+	 * old record. */
+	for (cJSON *rec = record->child, *next; rec; rec = next) {
+		next = rec->next;
+		bool keep = false;
+		for (size_t i = 0; !keep && i < new->n_files; i++)
+			keep = new->files[i].source == OSC_SOURCE_IMAGE && rec->string &&
+			       strcmp(new->files[i].path, rec->string) == 0;
+		if (!keep) {
+			cJSON_Delete(cJSON_DetachItemViaPointer(record, rec));
+			dirty = true;
+		}
+	}
 	if (dirty) {
 		_cleanup_free_ char *out = NULL;
 		size_t len = 0;
