@@ -123,6 +123,11 @@ int images_pull_unit_name(const char *ref, char *buf, size_t size)
 	size_t rl = strlen(ref), n = 0, pl = strlen(IMAGES_PULL_UNIT_PREFIX);
 	if (!ref_is_safe(ref, rl))
 		return -EINVAL;
+	/* Only the bytes of the reference grammar (distribution/reference:
+	 * names, tags, digests): systemd expands "$VAR" in ExecStart= after
+	 * %I is substituted, so "$" (and anything else) must not get there. */
+	if (strspn(ref, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-/:@") != rl)
+		return -EINVAL;
 	if (size <= pl)
 		return -ENAMETOOLONG;
 	memcpy(buf, IMAGES_PULL_UNIT_PREFIX, pl);
@@ -162,7 +167,8 @@ static int pull_unit(const struct images_ctx *ic, const char *ref, char *why, si
 	char unit[IMAGES_UNIT_NAME_MAX + 1];
 	int r = images_pull_unit_name(ref, unit, sizeof(unit));
 	if (r < 0) {
-		snprintf(why, why_size, "%s", r == -ENAMETOOLONG ? "reference too long for a unit name" : "refusing the reference");
+		snprintf(why, why_size, "%s", r == -ENAMETOOLONG ? "reference too long for a unit name"
+						     : "reference with a byte outside [A-Za-z0-9._/:@-]");
 		return r;
 	}
 	struct systemd_job job = { .unit = unit, .verb = SYSTEMD_START };

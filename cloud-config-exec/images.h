@@ -51,7 +51,9 @@ struct images_ctx {
 /* The pull unit's name for ref: IMAGES_PULL_UNIT_PREFIX, ref escaped as
  * systemd's unit_name_escape() does (and %I undoes: "/" -> "-", bytes other
  * than [A-Za-z0-9:_.] and a leading "." -> "\xNN"), ".service". Pure.
- * Returns 0, -EINVAL for an unsafe reference, -ENAMETOOLONG when the name
+ * Returns 0, -EINVAL for an unsafe reference or one with a byte outside
+ * [A-Za-z0-9._/:@-] (systemd would expand "$VAR" in the unit's ExecStart=
+ * after %I), -ENAMETOOLONG when the name
  * would exceed IMAGES_UNIT_NAME_MAX or size. */
 int images_pull_unit_name(const char *ref, char *buf, size_t size);
 

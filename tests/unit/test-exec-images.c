@@ -38,6 +38,11 @@ static void refusals(void **state)
 	assert_int_equal(images_pull_unit_name("a\\b", u, sizeof(u)), -EINVAL);
 	assert_int_equal(images_pull_unit_name("a\"b", u, sizeof(u)), -EINVAL);
 	assert_int_equal(images_pull_unit_name("a\nb", u, sizeof(u)), -EINVAL);
+	/* outside the reference grammar: "$X" would be expanded by systemd in ExecStart= */
+	assert_int_equal(images_pull_unit_name("registry/x:${HOME}", u, sizeof(u)), -EINVAL);
+	assert_int_equal(images_pull_unit_name("registry/x:$HOME", u, sizeof(u)), -EINVAL);
+	assert_int_equal(images_pull_unit_name("registry/x:%i", u, sizeof(u)), -EINVAL);
+	assert_int_equal(images_pull_unit_name("registry/x;y", u, sizeof(u)), -EINVAL);
 	/* 255 bytes at most: prefix (23) + 224 + ".service" (8) fits, one more does not */
 	char ref[300];
 	memset(ref, 'a', 224);
