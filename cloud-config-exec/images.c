@@ -186,6 +186,11 @@ static int pull_unit(const struct images_ctx *ic, const char *ref, char *why, si
 			 job.message ? job.message : strerror(-(job.error ? job.error : r)));
 	r = job.error ? job.error : (r < 0 ? r : -EIO);
 	systemd_job_done(&job);
+	/* Not left "failed": one instance per reference would pile up in
+	 * systemctl --failed (and node monitoring); the journal keeps ctr's
+	 * reason, result.json names the unit, the next run retries. */
+	_cleanup_free_ char *rf_error = NULL;
+	(void)systemd_reset_failed(ic->bus, unit, &rf_error);
 	return r;
 }
 

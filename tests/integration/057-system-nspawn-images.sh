@@ -215,6 +215,8 @@ RES=$BOX/var/lib/cloud-config-exec/result.json
 check "registry down, tag v3: the step images fails" grep -q '"failedStep":[[:space:]]*"images"' "$RES"
 check "... naming the image and the pull unit's failed job" \
 	grep -q 'registry.example:5000/kubelet:v3 for /opt/bin/kubelet: pull failed: cloud-config-exec-pull@registry.example:5000-kubelet:v3.service: job failed' "$RES"
+check "... the failed pull unit is reset, not left in systemctl --failed" \
+	sh -c "! '$SDBOX' ctl --failed --no-legend | grep -q cloud-config-exec-pull@"
 check "... the v2 binary kept, the unit not restarted" \
 	sh -c "cmp -s '$BOX/opt/bin/kubelet' '$S/kubelet-v2' && test \"\$('$SDBOX' ctl show -p MainPID --value na-kubelet.service)\" = '$pid2'"
 ctl start na-registry.service
