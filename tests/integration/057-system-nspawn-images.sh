@@ -16,7 +16,7 @@
 # tag replaces the binary and restarts the unit; the registry stopped: the
 # step "images" fails through the pull unit's failed job, the old binary and
 # unit stay; the image file dropped from the OSC is removed.
-# Run: ONLY=057 make check-integration (root; ~30 s with 055's cached rootfs).
+# Run: ONLY=057 make check-integration (root; 10-20 s with 055's cached rootfs).
 source "$TESTS_DIR/lib/common.sh"
 
 SDBOX=$TESTS_DIR/lib/sdbox.sh
