@@ -434,7 +434,7 @@ int apply_osc(const struct apply_ctx *c, const char *osc, size_t len, const stru
 	/* 1e. Image files (images.h): a failed pull keeps the old file and
 	 * fails the step "images" at the end, after units and keys. */
 	struct images_ctx ic = { .address = c->containerd_address ? c->containerd_address : IMAGES_ADDRESS_DEFAULT,
-				 .puller_fd = c->puller_fd };
+				 .puller_fd = c->puller_fd, .bus = c->bus };
 	_cleanup_free_ char *img_error = NULL;
 	int img_r = images_apply(&ic, c->rootfd, statefd, new, &changed_files, &img_error);
 

@@ -131,6 +131,13 @@ int containerd_apply(int rootfd, const char *containerd_bin, const struct osc *o
 
 	bool written = false;
 	_cleanup_free_ char *config = NULL;
+	char why[512] = "";
+	if (new->cri.n_plugins && (r = cri_plugins_check(&new->cri, &t, NULL, why, sizeof(why))) < 0) {
+		/* Nothing written: a config.toml containerd would refuse must
+		 * not replace one it reads. */
+		log_error("criConfig.containerd.%s", why);
+		return errorf(ret_error, r, "criConfig.containerd.%s", why);
+	}
 	if ((r = cri_render_config(&new->cri, &t, &config)) < 0)
 		return errorf(ret_error, r, "cannot render %s: %s", CRI_CONFIG_FILE, strerror(-r));
 	/* Gardener's ensureContainerdConfigDirectories(). */
@@ -170,10 +177,5 @@ int containerd_apply(int rootfd, const char *containerd_bin, const struct osc *o
 	if (written)
 		log_debug("hosts.toml changed: containerd reads it at each pull, no restart");
 	*ret_restart = config_written || differs;
-	if (new->cri.n_plugins > 0) {
-		log_error("criConfig.containerd.plugins: %zu entries not applied: not supported", new->cri.n_plugins);
-		return errorf(ret_error, -EOPNOTSUPP, "criConfig.containerd.plugins: %zu entries not applied (not supported)",
-			      new->cri.n_plugins);
-	}
 	return 0;
 }

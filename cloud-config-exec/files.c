@@ -10,6 +10,7 @@
 
 #include "cleanup.h"
 #include "files.h"
+#include "images.h"
 #include "fsx.h"
 #include "log.h"
 
@@ -173,22 +174,14 @@ int files_apply(int rootfd, const struct osc *new, const struct files_plan *plan
 		return log_error_errno(-ENOMEM, "Out of memory");
 
 	/* Ownership first: a file we are about to create is recorded as ours
-	 * (and persisted) before it exists, so no crash can leak it. An image
-	 * file is never written by us, so never ours: one we wrote while it
-	 * was inline content is left to the OS image from now on. */
+	 * (and persisted) before it exists, so no crash can leak it. Image
+	 * files too: the images step writes them after this, so one that does
+	 * not exist yet is ours and goes when the OSC drops it; one the OS
+	 * image provided (present before us) is not ours and stays. */
 	for (size_t i = 0; i < new->n_files; i++) {
 		const char *path = new->files[i].path;
-		if (new->files[i].source == OSC_SOURCE_IMAGE) {
-			if (state_owns(st, path)) {
-				char ffield[OSC_PATH_MAX + 8];
-				snprintf(ffield, sizeof(ffield), "FILE=%s", path);
-				log_fields(LOG_NOTICE, LOG_FIELDS(ffield),
-					   "File %s now comes from an image: no longer ours, left in place", path);
-				state_disown(st, path);
-				own_changed = true;
-			}
-			continue;
-		}
+		if (new->files[i].source == OSC_SOURCE_IMAGE && images_file_superseded(path))
+			continue; /* never written (images.c) */
 		if (state_owns(st, path))
 			continue;
 		r = path_exists(rootfd, path);
@@ -378,7 +371,7 @@ int files_check(int rootfd, const struct osc *new, const struct files_plan *plan
 	for (size_t i = 0; i < new->n_files; i++) {
 		const struct osc_file *f = &new->files[i];
 		if (f->source == OSC_SOURCE_IMAGE) {
-			printf("image   %s: from image '%s' (path '%s'), not materialised; the OS image must provide it\n",
+			printf("image   %s: from image '%s' (path '%s'), copied out by the images step when it differs\n",
 			       f->path, f->image, f->path_in_image);
 			continue;
 		}

@@ -5,9 +5,12 @@
  * files_apply() does the I/O below the root fd, records ownership in the
  * executor state before it creates anything and logs one line per file.
  *
- * Image files (content.imageRef, OSC_SOURCE_IMAGE) are not written, owned
- * or removed here: the images step (images.h) copies them out of their
- * image. Their bytes are unknown here, so they count as changed (restarting
+ * Image files (content.imageRef, OSC_SOURCE_IMAGE) are not written here:
+ * the images step (images.h) copies them out of their image after this
+ * step. Ownership is the same as for inline files: one that does not exist
+ * yet is recorded as owned before the images step creates it, so it is
+ * removed once the OSC drops it; one the OS image provided is never
+ * removed. Their bytes are unknown here, so they count as changed (restarting
  * the units whose filePaths name them) only when their reference changes:
  * image, filePathInImage or permissions, or a switch to or from inline;
  * the images step drops a path it could not write from that list. */
@@ -43,9 +46,9 @@ void files_plan_done(struct files_plan *p);
  * made it (FSX_FOLLOW_ROOT_SYMLINKS: /lib -> usr/lib); any other is refused,
  * and the file itself is replaced, never followed. files_check walks the
  * same way. Files that do not exist yet are recorded as owned in *st and st
- * is saved to statefd before the first one is created. Image files are not
- * touched: each gets one notice line, and one still recorded as owned
- * (written while it was inline) is disowned. On success *ret_written
+ * is saved to statefd before the first one is created; image files that
+ * do not exist yet too (the images step writes them), but they are not
+ * written here: each gets one notice line. On success *ret_written
  * (NULL-terminated, caller frees) lists the paths actually written. Logs each decision and each error; returns the
  * first error after trying every file. */
 int files_apply(int rootfd, const struct osc *new, const struct files_plan *plan, struct state *st,

@@ -23,6 +23,7 @@
 #include "jsonx.h"
 #include "log.h"
 #include "ociimage.h"
+#include "systemd.h"
 
 #define REPLY_MAX 512
 
@@ -116,8 +117,87 @@ int images_puller_start(const char *address, const char *hosts_dir, int *ret_fd)
 	return 0;
 }
 
+int images_pull_unit_name(const char *ref, char *buf, size_t size)
+{
+	static const char hex[] = "0123456789abcdef";
+	size_t rl = strlen(ref), n = 0, pl = strlen(IMAGES_PULL_UNIT_PREFIX);
+	if (!ref_is_safe(ref, rl))
+		return -EINVAL;
+	/* Only the bytes of the reference grammar (distribution/reference:
+	 * names, tags, digests): systemd expands "$VAR" in ExecStart= after
+	 * %I is substituted, so "$" (and anything else) must not get there. */
+	if (strspn(ref, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-/:@") != rl)
+		return -EINVAL;
+	if (size <= pl)
+		return -ENAMETOOLONG;
+	memcpy(buf, IMAGES_PULL_UNIT_PREFIX, pl);
+	n = pl;
+	for (size_t i = 0; i < rl; i++) {
+		unsigned char ch = (unsigned char)ref[i];
+		char esc[4];
+		size_t el = 1;
+		if (ch == '/')
+			esc[0] = '-';
+		else if ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == ':' ||
+			 ch == '_' || (ch == '.' && i > 0))
+			esc[0] = (char)ch;
+		else {
+			esc[0] = '\\';
+			esc[1] = 'x';
+			esc[2] = hex[ch >> 4];
+			esc[3] = hex[ch & 15];
+			el = 4;
+		}
+		if (n + el >= size)
+			return -ENAMETOOLONG;
+		memcpy(buf + n, esc, el);
+		n += el;
+	}
+	static const char suffix[] = ".service";
+	if (n + sizeof(suffix) > size || n + sizeof(suffix) - 1 > IMAGES_UNIT_NAME_MAX)
+		return -ENAMETOOLONG;
+	memcpy(buf + n, suffix, sizeof(suffix));
+	return 0;
+}
+
+/* Through cloud-config-exec-pull@.service: a StartUnit job waited for a
+ * little longer than the unit's own TimeoutStartSec. */
+static int pull_unit(const struct images_ctx *ic, const char *ref, char *why, size_t why_size)
+{
+	char unit[IMAGES_UNIT_NAME_MAX + 1];
+	int r = images_pull_unit_name(ref, unit, sizeof(unit));
+	if (r < 0) {
+		snprintf(why, why_size, "%s", r == -ENAMETOOLONG ? "reference too long for a unit name"
+						     : "reference with a byte outside [A-Za-z0-9._/:@-]");
+		return r;
+	}
+	struct systemd_job job = { .unit = unit, .verb = SYSTEMD_START };
+	r = systemd_run_jobs(ic->bus, &job, 1, IMAGES_PULL_TIMEOUT_MS + 60000);
+	if (r >= 0 && job.error == 0) {
+		systemd_job_done(&job);
+		return 0;
+	}
+	if (job.error == -ENOENT)
+		snprintf(why, why_size, "pull failed: %s is not installed", unit);
+	else if (job.result)
+		snprintf(why, why_size, "pull failed: %s: job %.16s (see its journal)", unit, job.result);
+	else
+		snprintf(why, why_size, "pull failed: %s: %.200s", unit,
+			 job.message ? job.message : strerror(-(job.error ? job.error : r)));
+	r = job.error ? job.error : (r < 0 ? r : -EIO);
+	systemd_job_done(&job);
+	/* Not left "failed": one instance per reference would pile up in
+	 * systemctl --failed (and node monitoring); the journal keeps ctr's
+	 * reason, result.json names the unit, the next run retries. */
+	_cleanup_free_ char *rf_error = NULL;
+	(void)systemd_reset_failed(ic->bus, unit, &rf_error);
+	return r;
+}
+
 static int pull(const struct images_ctx *ic, const char *ref, char *why, size_t why_size)
 {
+	if (ic->bus)
+		return pull_unit(ic, ref, why, why_size);
 	if (ic->puller_fd < 0) {
 		snprintf(why, why_size, "not in containerd and nothing may pull it here");
 		return -ENOENT;
@@ -454,7 +534,7 @@ static void strv_remove(char **v, const char *s)
  * /opt/bin/gardener-node-agent: gardener/gardener pkg/component/extensions/
  * operatingsystemconfig/original/components/nodeagent/) is superseded with
  * its unit (units.c): never pulled or written. */
-static bool superseded_file(const char *path)
+bool images_file_superseded(const char *path)
 {
 	return strcmp(path, "/opt/bin/gardener-node-agent") == 0;
 }
@@ -471,7 +551,7 @@ int images_apply(const struct images_ctx *ic, int rootfd, int statefd, const str
 		const struct osc_file *f = &new->files[i];
 		if (f->source != OSC_SOURCE_IMAGE)
 			continue;
-		if (superseded_file(f->path)) {
+		if (images_file_superseded(f->path)) {
 			log_info("Image file %s (%s) not written: gardener-node-agent's binary, superseded with its unit "
 				 "by node-agent", f->path, f->image);
 			continue;
@@ -495,6 +575,20 @@ int images_apply(const struct images_ctx *ic, int rootfd, int statefd, const str
 		}
 		if (!first)
 			first = r;
+	}
+	/* Records of paths that are no longer image files go: a path dropped
+	 * and added again later is copied out again, never trusted from an
+	 * old record. */
+	for (cJSON *rec = record->child, *next; rec; rec = next) {
+		next = rec->next;
+		bool keep = false;
+		for (size_t i = 0; !keep && i < new->n_files; i++)
+			keep = new->files[i].source == OSC_SOURCE_IMAGE && rec->string &&
+			       strcmp(new->files[i].path, rec->string) == 0;
+		if (!keep) {
+			cJSON_Delete(cJSON_DetachItemViaPointer(record, rec));
+			dirty = true;
+		}
 	}
 	if (dirty) {
 		_cleanup_free_ char *out = NULL;

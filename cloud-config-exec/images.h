@@ -4,11 +4,15 @@
  * or $CONTAINERD_NAMESPACE there, hosts dir /etc/containerd/certs.d),
  * without mounting anything and without network in the executor:
  *
- *  - the pull runs in the puller, a process forked before the executor
- *    confines itself (images_puller_start()); it only accepts an image
- *    reference over a socketpair and runs `ctr images pull --hosts-dir` with
- *    a deadline. containerd 1.6's ctr fetches in its own process, which the
- *    executor's filter would kill (AF_INET);
+ *  - the pull never runs in the executor: containerd 1.6's ctr fetches in
+ *    its own process, which the executor's filter (AF_UNIX only) and its
+ *    unit (PrivateNetwork=yes) forbid. Under systemd it runs in
+ *    cloud-config-exec-pull@<escaped reference>.service (units/), started
+ *    over the system bus and waited for (images_pull_unit_name()); without
+ *    systemd (--no-systemd, tests, runs by hand) in the puller, a process
+ *    forked before the executor confines itself (images_puller_start()),
+ *    which only accepts an image reference over a socketpair. Both run
+ *    `ctr images pull --hosts-dir` with a deadline;
  *  - the executor (confined, AF_UNIX only) reads the image with `ctr images
  *    ls` and `ctr content get`: every blob is checked against its SHA-256
  *    digest, every layer after gunzip against the config's diff_ids, then
@@ -33,11 +37,28 @@
 #define IMAGES_PULL_TIMEOUT_MS (300u * 1000) /* containerd's image_pull_progress_timeout */
 #define IMAGES_CTR_TIMEOUT_MS (60u * 1000)
 #define IMAGES_BLOB_MAX (1024u << 20)        /* bytes of one layer, compressed or not */
+#define IMAGES_PULL_UNIT_PREFIX "cloud-config-exec-pull@"
+#define IMAGES_UNIT_NAME_MAX 255              /* systemd's UNIT_NAME_MAX - 1 */
+
+struct sd_bus;
 
 struct images_ctx {
 	const char *address;        /* containerd's socket */
-	int puller_fd;              /* -1: no puller (nothing is pulled) */
+	int puller_fd;              /* -1: no puller */
+	struct sd_bus *bus;         /* non-NULL: pull through the pull unit, not the puller */
 };
+
+/* The pull unit's name for ref: IMAGES_PULL_UNIT_PREFIX, ref escaped as
+ * systemd's unit_name_escape() does (and %I undoes: "/" -> "-", bytes other
+ * than [A-Za-z0-9:_.] and a leading "." -> "\xNN"), ".service". Pure.
+ * Returns 0, -EINVAL for an unsafe reference or one with a byte outside
+ * [A-Za-z0-9._/:@-] (systemd would expand "$VAR" in the unit's ExecStart=
+ * after %I), -ENAMETOOLONG when the name
+ * would exceed IMAGES_UNIT_NAME_MAX or size. */
+int images_pull_unit_name(const char *ref, char *buf, size_t size);
+
+/* True for an image file the images step never writes (superseded). */
+bool images_file_superseded(const char *path);
 
 /* Forks the puller (before confine_install()): hosts_dir is the certs.d
  * directory to pass to ctr. Returns 0 and the executor's end of the

@@ -220,10 +220,11 @@ static int run(void)
 	if (arg_file && apply_read_input(arg_file, &input, &input_len) < 0)
 		return APPLY_EXIT_USAGE;
 
-	/* The puller keeps the network the executor gives up (images.h). */
+	/* Without systemd, the puller keeps the network the executor gives
+	 * up; with it, cloud-config-exec-pull@.service pulls (images.h). */
 	_cleanup_close_ int puller_fd = -1;
 	const char *address = arg_containerd_address ? arg_containerd_address : IMAGES_ADDRESS_DEFAULT;
-	if (strcmp(arg_verb, "apply") == 0 || strcmp(arg_verb, "apply-desired") == 0) {
+	if (!bus && (strcmp(arg_verb, "apply") == 0 || strcmp(arg_verb, "apply-desired") == 0)) {
 		_cleanup_free_ char *hosts_dir = NULL;
 		if (asprintf(&hosts_dir, "%s%s", scratch ? arg_root : "", CRI_CERTS_DIR) < 0)
 			return APPLY_EXIT_FAILED;

@@ -1,5 +1,7 @@
 /* containerd configuration renderers; see criconfig.h. */
 #include <errno.h>
+#include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,12 +59,254 @@ int cri_target_from_version(const char *out, size_t len, struct cri_target *ret)
 	return 0;
 }
 
+/* ---- criConfig.containerd.plugins -------------------------------------------
+ * gardener-node-agent sets each plugin's values into the parsed config tree
+ * (containerd_config.go, ensureContainerdConfiguration: op add unmarshals
+ * the JSON values over the table at plugins.<path>, op remove deletes the
+ * subtree; from config version 3 the prefix in pluginPathReplacements is
+ * moved). node-agent renders its config from the model and has no TOML
+ * tree to merge into, so a plugin becomes tables of its own, appended, and
+ * what TOML (and so containerd) would refuse is refused here: a table
+ * defined twice, a key that is both a value and a table. A remove drops
+ * earlier plugins under its path; what is not rendered at all is
+ * containerd's default anyway. */
+
+#define NODE_DEPTH (OSC_PLUGIN_PATH_MAX + OSC_TVAL_DEPTH_MAX + 4)
+
+struct tnode {
+	const char *comp[NODE_DEPTH];
+	size_t n;
+	bool table;
+	int owner;                  /* -1: node-agent's own keys; else the plugin's index */
+};
+
+struct tnodes {
+	struct tnode *v;
+	size_t n, cap;
+};
+
+static int tnodes_add(struct tnodes *ns, const char *const *comp, size_t n, bool table, int owner)
+{
+	if (n > NODE_DEPTH)
+		return -E2BIG;
+	if (ns->n == ns->cap) {
+		size_t cap = ns->cap ? ns->cap * 2 : 32;
+		struct tnode *v = realloc(ns->v, cap * sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		ns->v = v;
+		ns->cap = cap;
+	}
+	struct tnode *x = &ns->v[ns->n++];
+	memcpy(x->comp, comp, n * sizeof(*comp));
+	x->n = n;
+	x->table = table;
+	x->owner = owner;
+	return 0;
+}
+
+static bool path_prefix(const char *const *a, size_t na, const char *const *b, size_t nb)
+{
+	if (na > nb)
+		return false;
+	for (size_t i = 0; i < na; i++)
+		if (strcmp(a[i], b[i]) != 0)
+			return false;
+	return true;
+}
+
+/* plugins.<path>, with containerd_config.go's pluginPathReplacements for
+ * config version >= 3. Returns the number of components. */
+static size_t plugin_path(const struct osc_plugin *pl, const struct cri_target *t, const char *comp[NODE_DEPTH])
+{
+	static const char *const from[] = { "io.containerd.grpc.v1.cri", "containerd", "runtimes" };
+	size_t n = 0;
+	comp[n++] = "plugins";
+	size_t skip = 0;
+	if (t->config_version >= 3 && pl->n_path >= 3 && path_prefix(from, 3, (const char *const *)pl->path, pl->n_path)) {
+		comp[n++] = "io.containerd.cri.v1.runtime";
+		skip = 1;
+	}
+	for (size_t i = skip; i < pl->n_path; i++)
+		comp[n++] = pl->path[i];
+	return n;
+}
+
+static int tval_nodes(struct tnodes *ns, const char *comp[NODE_DEPTH], size_t n, const struct osc_tval *v, int owner)
+{
+	int r = tnodes_add(ns, comp, n, true, owner);
+	for (size_t i = 0; r >= 0 && i < v->n_items; i++) {
+		if (n >= NODE_DEPTH)
+			return -E2BIG;
+		comp[n] = v->items[i].key;
+		r = v->items[i].type == OSC_TV_TABLE ? tval_nodes(ns, comp, n + 1, &v->items[i], owner)
+						      : tnodes_add(ns, comp, n + 1, false, owner);
+	}
+	return r;
+}
+
+/* node-agent's own keys for t (as rendered below). */
+static int own_nodes(const struct osc_cri *cri, const struct cri_target *t, struct tnodes *ns)
+{
+	bool v2 = t->config_version == 2;
+	const char *images = v2 ? "io.containerd.grpc.v1.cri" : "io.containerd.cri.v1.images";
+	const char *runtime = v2 ? "io.containerd.grpc.v1.cri" : "io.containerd.cri.v1.runtime";
+	const char *const version[] = { "version" }, *const imports[] = { "imports" };
+	const char *const sb2[] = { "plugins", images, "sandbox_image" };
+	const char *const sb3[] = { "plugins", images, "pinned_images", "sandbox" };
+	const char *const reg[] = { "plugins", images, "registry", "config_path" };
+	const char *const cni[] = { "plugins", runtime, "cni", t->cni_bin_dirs ? "bin_dirs" : "bin_dir" };
+	const char *const runc[] = { "plugins", runtime, "containerd", "runtimes", "runc", "runtime_type" };
+	const char *const opts[] = { "plugins", runtime, "containerd", "runtimes", "runc", "options", "SystemdCgroup" };
+	int r = 0;
+	if ((r = tnodes_add(ns, version, 1, false, -1)) < 0 || (r = tnodes_add(ns, imports, 1, false, -1)) < 0)
+		return r;
+	if (cri->sandbox_image && ((r = tnodes_add(ns, v2 ? sb2 : sb3, v2 ? 2 : 3, true, -1)) < 0 ||
+				   (r = tnodes_add(ns, v2 ? sb2 : sb3, v2 ? 3 : 4, false, -1)) < 0))
+		return r;
+	if ((r = tnodes_add(ns, reg, 3, true, -1)) < 0 || (r = tnodes_add(ns, reg, 4, false, -1)) < 0 ||
+	    (r = tnodes_add(ns, cni, 3, true, -1)) < 0 || (r = tnodes_add(ns, cni, 4, false, -1)) < 0)
+		return r;
+	if (cri->cgroup_driver != OSC_CGROUP_UNSET &&
+	    ((r = tnodes_add(ns, runc, 5, true, -1)) < 0 || (r = tnodes_add(ns, runc, 6, false, -1)) < 0 ||
+	     (r = tnodes_add(ns, opts, 6, true, -1)) < 0 || (r = tnodes_add(ns, opts, 7, false, -1)) < 0))
+		return r;
+	return 0;
+}
+
+static void join(char *buf, size_t size, const char *const *comp, size_t n)
+{
+	size_t k = 0;
+	buf[0] = '\0';
+	for (size_t i = 0; i < n && k < size; i++) {
+		int w = snprintf(buf + k, size - k, "%s%s", i ? "." : "", comp[i]);
+		if (w < 0)
+			return;
+		k += (size_t)w;
+	}
+}
+
+int cri_plugins_check(const struct osc_cri *cri, const struct cri_target *t, bool *ret_active, char *why,
+		      size_t why_size)
+{
+	_cleanup_free_ struct tnode *keep = NULL;
+	struct tnodes ns = { 0 };
+	int r = own_nodes(cri, t, &ns);
+	for (size_t i = 0; r >= 0 && i < cri->n_plugins; i++) {
+		const struct osc_plugin *pl = &cri->plugins[i];
+		const char *comp[NODE_DEPTH];
+		size_t n = plugin_path(pl, t, comp);
+		if (ret_active)
+			ret_active[i] = !pl->remove;
+		if (!pl->remove) {
+			r = tval_nodes(&ns, comp, n, &pl->values, (int)i);
+			continue;
+		}
+		/* remove: earlier plugins under the path go; ours may not */
+		size_t j = 0;
+		for (size_t k = 0; k < ns.n; k++) {
+			struct tnode *x = &ns.v[k];
+			if (path_prefix(comp, n, x->comp, x->n)) {
+				if (x->owner < 0) {
+					char p[256];
+					join(p, sizeof(p), comp, n);
+					snprintf(why, why_size, "plugins[%zu]: removing %s would remove what node-agent "
+						 "renders itself (not supported)", i, p);
+					free(ns.v);
+					return -EINVAL;
+				}
+				if (ret_active)
+					ret_active[x->owner] = false;
+				continue;
+			}
+			if (x->owner >= 0 && x->table && x->n < n && path_prefix(x->comp, x->n, comp, n)) {
+				char p[256];
+				join(p, sizeof(p), comp, n);
+				snprintf(why, why_size, "plugins[%zu]: removing %s inside plugins[%d]'s values is not "
+					 "supported", i, p, x->owner);
+				free(ns.v);
+				return -EINVAL;
+			}
+			ns.v[j++] = *x;
+		}
+		ns.n = j;
+	}
+	keep = ns.v;
+	if (r < 0) {
+		snprintf(why, why_size, "%s", r == -E2BIG ? "plugins: nested too deep" : "out of memory");
+		return r;
+	}
+	for (size_t a = 0; a < ns.n; a++)
+		for (size_t b = 0; b < ns.n; b++) {
+			const struct tnode *x = &ns.v[a], *y = &ns.v[b];
+			if (a == b || (x->owner < 0 && y->owner < 0))
+				continue;
+			bool same = x->n == y->n && path_prefix(x->comp, x->n, y->comp, y->n);
+			bool under_value = !x->table && x->n < y->n && path_prefix(x->comp, x->n, y->comp, y->n);
+			if ((same && a < b) || under_value) {
+				char p[256];
+				join(p, sizeof(p), y->comp, y->n);
+				int who = x->owner >= 0 && y->owner >= 0 ? (x->owner > y->owner ? x->owner : y->owner)
+									  : (x->owner >= 0 ? x->owner : y->owner);
+				snprintf(why, why_size, "plugins[%d]: %s is set %s (TOML allows a table or key once; "
+					 "merging into it is not supported)", who, p,
+					 x->owner < 0 || y->owner < 0 ? "by node-agent itself too" : "by another plugin too");
+				return -EINVAL;
+			}
+		}
+	return 0;
+}
+
+static void render_scalar(FILE *f, const struct osc_tval *v)
+{
+	if (v->type == OSC_TV_STR)
+		fprintf(f, "\"%s\"", v->str);
+	else if (v->type == OSC_TV_INT)
+		fprintf(f, "%" PRId64, v->i);
+	else
+		fputs(v->b ? "true" : "false", f);
+}
+
+static void render_table(FILE *f, const char *comp[NODE_DEPTH], size_t n, const struct osc_tval *v)
+{
+	fputs("\n[plugins", f);
+	for (size_t i = 1; i < n; i++)
+		fprintf(f, ".\"%s\"", comp[i]);
+	fputs("]\n", f);
+	for (size_t i = 0; i < v->n_items; i++) {
+		const struct osc_tval *e = &v->items[i];
+		if (e->type == OSC_TV_TABLE)
+			continue;
+		fprintf(f, "  \"%s\" = ", e->key);
+		if (e->type == OSC_TV_ARRAY) {
+			fputc('[', f);
+			for (size_t j = 0; j < e->n_items; j++) {
+				if (j)
+					fputs(", ", f);
+				render_scalar(f, &e->items[j]);
+			}
+			fputc(']', f);
+		} else
+			render_scalar(f, e);
+		fputc('\n', f);
+	}
+	for (size_t i = 0; i < v->n_items && n < NODE_DEPTH; i++)
+		if (v->items[i].type == OSC_TV_TABLE) {
+			comp[n] = v->items[i].key;
+			render_table(f, comp, n + 1, &v->items[i]);
+		}
+}
+
 /* The strings were validated by osc_parse() (no quote, no backslash, printable
  * ASCII); TOML basic strings need no escape then. */
 int cri_render_config(const struct osc_cri *cri, const struct cri_target *t, char **ret)
 {
 	if (!cri || !cri->present || !t || t->config_version < 2 || t->config_version > 4)
 		return -EINVAL;
+	_cleanup_free_ bool *active = cri->n_plugins ? calloc(cri->n_plugins, sizeof(bool)) : NULL;
+	char why[8];
+	if (cri->n_plugins && (!active || cri_plugins_check(cri, t, active, why, sizeof(why)) < 0))
+		return active ? -EINVAL : -ENOMEM;
 	bool v2 = t->config_version == 2;
 	/* Key paths: containerdConfigPaths in containerd_config.go. */
 	const char *images = v2 ? "io.containerd.grpc.v1.cri" : "io.containerd.cri.v1.images";
@@ -94,6 +338,12 @@ int cri_render_config(const struct osc_cri *cri, const struct cri_target *t, cha
 		fprintf(f, "\n[plugins.\"%s\".containerd.runtimes.runc.options]\n  SystemdCgroup = %s\n", runtime,
 			cri->cgroup_driver == OSC_CGROUP_SYSTEMD ? "true" : "false");
 	}
+	for (size_t i = 0; i < cri->n_plugins; i++)
+		if (active[i]) {
+			const char *comp[NODE_DEPTH];
+			size_t n = plugin_path(&cri->plugins[i], t, comp);
+			render_table(f, comp, n, &cri->plugins[i].values);
+		}
 	if (fclose(f) != 0)
 		return -ENOMEM;
 	*ret = TAKE_PTR(buf);

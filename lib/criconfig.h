@@ -40,10 +40,24 @@ int cri_target_from_version(const char *out, size_t len, struct cri_target *ret)
 /* containerd's config.toml for cri (cri->present) and target t: version,
  * imports of CRI_IMPORTS_DIR/\*.toml, registry config_path CRI_CERTS_DIR, the
  * sandbox image (when given), the CNI bin dir(s), the runc runtime with
- * SystemdCgroup (when cgroupDriver is given). criConfig.containerd.plugins
- * are not rendered (the caller reports them). Returns 0 and a NUL-terminated
- * string in *ret (free()), -EINVAL (no criConfig, unknown version), -ENOMEM. */
+ * SystemdCgroup (when cgroupDriver is given), then one table (and its
+ * nested tables) per criConfig.containerd.plugins entry not removed by a
+ * later one (see cri_plugins_check()). Returns 0 and a NUL-terminated
+ * string in *ret (free()), -EINVAL (no criConfig, unknown version, plugins
+ * cri_plugins_check() refuses), -ENOMEM. */
 int cri_render_config(const struct osc_cri *cri, const struct cri_target *t, char **ret);
+
+/* Checks criConfig.containerd.plugins for t (pure): each add becomes the
+ * table plugins.<path> (version >= 3: Gardener's path replacement for
+ * io.containerd.grpc.v1.cri.containerd.runtimes) with its values, nested
+ * mappings as nested tables; a remove drops earlier plugins at or below its
+ * path. Refused (-EINVAL, the reason in why): a table or key set twice (by
+ * node-agent's own keys or another plugin: no merging), a value that is also
+ * a table, a remove of something node-agent renders itself or of a part of
+ * an earlier plugin's values. ret_active (may be NULL; n_plugins entries)
+ * tells which plugins are rendered. */
+int cri_plugins_check(const struct osc_cri *cri, const struct cri_target *t, bool *ret_active, char *why,
+		      size_t why_size);
 
 /* CRI_CERTS_DIR/<upstream>/hosts.toml for one registry: server, then one
  * [host."URL"] table per host with capabilities (pull, resolve when none

@@ -822,8 +822,25 @@ static int check_header(struct ctx *c, const struct ynode *root)
  * rendered by pkg/nodeagent/controller/operatingsystemconfig/containerd.go
  * and containerd_config.go, which lib/criconfig.c follows. */
 
+static void tval_free(struct osc_tval *v)
+{
+	for (size_t i = 0; i < v->n_items; i++)
+		tval_free(&v->items[i]);
+	free(v->items);
+	free(v->key);
+	free(v->str);
+	memset(v, 0, sizeof(*v));
+}
+
 static void cri_free(struct osc_cri *cri)
 {
+	for (size_t i = 0; i < cri->n_plugins; i++) {
+		for (size_t j = 0; j < cri->plugins[i].n_path; j++)
+			free(cri->plugins[i].path[j]);
+		free(cri->plugins[i].path);
+		tval_free(&cri->plugins[i].values);
+	}
+	free(cri->plugins);
 	for (size_t i = 0; i < cri->n_registries; i++) {
 		struct osc_registry *g = &cri->registries[i];
 		for (size_t j = 0; j < g->n_hosts; j++) {
@@ -969,28 +986,109 @@ static int cmp_registry(const void *a, const void *b)
 	return strcmp(((const struct osc_registry *)a)->upstream, ((const struct osc_registry *)b)->upstream);
 }
 
-static int parse_plugins(struct ctx *c, const struct ynode *plugins, const char *where)
+/* One value of plugins[].values (see struct osc_tval); where names it. */
+static int parse_tval(struct ctx *c, const struct ynode *n, const char *where, unsigned depth, bool in_array,
+		      struct osc_tval *ret)
+{
+	char w[192], q[YTREE_QUOTE_MAX * 4 + 8];
+	int r;
+	if (n->type == Y_SCALAR && n->kind == YS_STR) {
+		ret->type = OSC_TV_STR;
+		return toml_str(c, n, "", where, OSC_URL_MAX, true, &ret->str);
+	}
+	if (n->type == Y_SCALAR && n->kind == YS_INT) {
+		ret->type = OSC_TV_INT;
+		ret->i = n->int_value;
+		return 0;
+	}
+	if (n->type == Y_SCALAR && n->kind == YS_BOOL) {
+		ret->type = OSC_TV_BOOL;
+		ret->b = n->bool_value;
+		return 0;
+	}
+	if (n->type == Y_SCALAR)
+		return fail(c, -EINVAL, "%s: '%s': only strings, integers, booleans, mappings and lists (line %zu)", where,
+			    ytree_quote(q, sizeof(q), n->value, n->len), n->line);
+	if (in_array)
+		return fail(c, -EINVAL, "%s: a list of lists or mappings is not supported (line %zu)", where, n->line);
+	size_t count = n->type == Y_MAP ? n->n_items / 2 : n->n_items;
+	if (count > OSC_TVAL_ITEMS_MAX)
+		return fail(c, -EMSGSIZE, "%s: more than %u entries (line %zu)", where, OSC_TVAL_ITEMS_MAX, n->line);
+	if (n->type == Y_MAP && depth >= OSC_TVAL_DEPTH_MAX)
+		return fail(c, -EMSGSIZE, "%s: nested deeper than %u (line %zu)", where, OSC_TVAL_DEPTH_MAX, n->line);
+	ret->type = n->type == Y_MAP ? OSC_TV_TABLE : OSC_TV_ARRAY;
+	if (count && !(ret->items = calloc(count, sizeof(*ret->items))))
+		return fail(c, -ENOMEM, "out of memory");
+	for (size_t i = 0; i < count; i++) {
+		const struct ynode *v = n->type == Y_MAP ? n->items[2 * i + 1] : n->items[i];
+		struct osc_tval *t = &ret->items[i];
+		ret->n_items++;
+		if (n->type == Y_MAP) {
+			/* A key is text: YAML 1.1 reads a plain `n` or `on` as a
+			 * boolean, `1` as an integer; the key is their bytes. */
+			struct ynode kk = *n->items[2 * i];
+			const struct ynode *k = &kk;
+			if (kk.type == Y_SCALAR && (kk.kind == YS_BOOL || kk.kind == YS_INT || kk.kind == YS_FLOAT))
+				kk.kind = YS_STR;
+			if ((r = toml_str(c, k, where, "(key)", 253, false, &t->key)) < 0)
+				return r;
+			for (size_t j = 0; j < i; j++)
+				if (strcmp(ret->items[j].key, t->key) == 0)
+					return fail(c, -EINVAL, "%s: key '%s' given twice (line %zu)", where, t->key,
+						    k->line);
+			snprintf(w, sizeof(w), "%s.%s", where, t->key);
+		} else
+			snprintf(w, sizeof(w), "%s[%zu]", where, i);
+		if ((r = parse_tval(c, v, w, depth + 1, n->type == Y_SEQ, t)) < 0)
+			return r;
+		if (n->type == Y_SEQ && i > 0 && t->type != ret->items[0].type)
+			return fail(c, -EINVAL, "%s: list items of different types (line %zu)", w, v->line);
+	}
+	return 0;
+}
+
+static int parse_plugins(struct ctx *c, const struct ynode *plugins, const char *where, struct osc_cri *cri)
 {
 	char w[96], q[YTREE_QUOTE_MAX * 4 + 8];
 	int r;
+	if (plugins->n_items > OSC_PLUGINS_MAX)
+		return fail(c, -EMSGSIZE, "%s: more than %u entries", where, OSC_PLUGINS_MAX);
+	if (plugins->n_items && !(cri->plugins = calloc(plugins->n_items, sizeof(*cri->plugins))))
+		return fail(c, -ENOMEM, "out of memory");
 	for (size_t i = 0; i < plugins->n_items; i++) {
-		const struct ynode *p = plugins->items[i], *path, *op;
+		const struct ynode *p = plugins->items[i], *path, *op, *values;
+		struct osc_plugin *pl = &cri->plugins[i];
+		cri->n_plugins++;
+		pl->values.type = OSC_TV_TABLE;
 		snprintf(w, sizeof(w), "%s[%zu]", where, i);
 		if (p->type != Y_MAP)
 			return wrong_type(c, w, NULL, p, "a mapping");
-		if ((r = get_node(c, p, w, "path", Y_SEQ, &path)) < 0 || (r = get_str(c, p, w, "op", false, &op)) < 0)
+		if ((r = get_node(c, p, w, "path", Y_SEQ, &path)) < 0 || (r = get_str(c, p, w, "op", false, &op)) < 0 ||
+		    (r = get_node(c, p, w, "values", Y_MAP, &values)) < 0)
 			return r;
 		if (!path || path->n_items == 0)
 			return fail(c, -EINVAL, "%s.path: missing or empty", w);
+		if (path->n_items > OSC_PLUGIN_PATH_MAX)
+			return fail(c, -EMSGSIZE, "%s.path: more than %u components", w, OSC_PLUGIN_PATH_MAX);
+		if (!(pl->path = calloc(path->n_items, sizeof(*pl->path))))
+			return fail(c, -ENOMEM, "out of memory");
 		for (size_t j = 0; j < path->n_items; j++) {
-			const struct ynode *s = path->items[j];
-			if (s->type != Y_SCALAR || s->kind != YS_STR || s->len == 0)
-				return fail(c, -EINVAL, "%s.path[%zu]: expected a non-empty string (line %zu)", w, j,
-					    s->line);
+			char pw[128];
+			snprintf(pw, sizeof(pw), "%s.path[%zu]", w, j);
+			pl->n_path++;
+			if ((r = toml_str(c, path->items[j], "", pw, 253, false, &pl->path[j])) < 0)
+				return r;
 		}
 		if (op && strcmp(op->value, "add") != 0 && strcmp(op->value, "remove") != 0)
 			return fail(c, -EINVAL, "%s.op: '%s' is not add or remove (line %zu)", w,
 				    ytree_quote(q, sizeof(q), op->value, op->len), op->line);
+		pl->remove = op && strcmp(op->value, "remove") == 0;
+		if (values && !pl->remove) {
+			char vw[128];
+			snprintf(vw, sizeof(vw), "%s.values", w);
+			if ((r = parse_tval(c, values, vw, 0, false, &pl->values)) < 0)
+				return r;
+		}
 	}
 	return 0;
 }
@@ -1034,9 +1132,8 @@ static int parse_cri(struct ctx *c, const struct ynode *n, struct osc_cri *ret)
 		free(cri.sandbox_image);
 		cri.sandbox_image = NULL;
 	}
-	if (plugins && (r = parse_plugins(c, plugins, "spec.criConfig.containerd.plugins")) < 0)
+	if (plugins && (r = parse_plugins(c, plugins, "spec.criConfig.containerd.plugins", &cri)) < 0)
 		goto fail;
-	cri.n_plugins = plugins ? plugins->n_items : 0;
 	size_t nr = regs ? regs->n_items : 0;
 	if (nr > OSC_REGISTRIES_MAX) {
 		r = fail(c, -EMSGSIZE, "%s.registries: more than %u entries", cwhere, OSC_REGISTRIES_MAX);

@@ -12,6 +12,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 /* Ceilings on what the network may hand us. */
@@ -113,6 +114,35 @@ struct osc_registry {
 	size_t n_hosts;
 };
 
+/* A value of criConfig.containerd.plugins[].values (arbitrary JSON in
+ * Gardener's API), kept only as far as it maps onto TOML without escapes:
+ * strings and keys printable ASCII without space, quote or backslash;
+ * integers; booleans; tables (mappings); arrays of scalars of one type.
+ * Floats, nulls and arrays of tables are refused. */
+#define OSC_PLUGINS_MAX 16
+#define OSC_PLUGIN_PATH_MAX 16      /* components of plugins[].path */
+#define OSC_TVAL_ITEMS_MAX 64       /* entries of one table or array */
+#define OSC_TVAL_DEPTH_MAX 6        /* nested tables below plugins[].values */
+
+enum osc_tval_type { OSC_TV_STR, OSC_TV_INT, OSC_TV_BOOL, OSC_TV_TABLE, OSC_TV_ARRAY };
+
+struct osc_tval {
+	enum osc_tval_type type;
+	char *key;                  /* a table's entry: its key; NULL in an array */
+	char *str;                  /* OSC_TV_STR */
+	int64_t i;                  /* OSC_TV_INT */
+	bool b;                     /* OSC_TV_BOOL */
+	struct osc_tval *items;     /* OSC_TV_TABLE: entries (keys unique); OSC_TV_ARRAY: scalars */
+	size_t n_items;
+};
+
+struct osc_plugin {
+	char **path;                /* below "plugins"; n_path >= 1 TOML-safe strings */
+	size_t n_path;
+	bool remove;                /* op: remove (default add) */
+	struct osc_tval values;     /* OSC_TV_TABLE; no entries when not given */
+};
+
 struct osc_cri {
 	bool present;               /* criConfig given (name: containerd) */
 	enum osc_cgroup_driver cgroup_driver;
@@ -120,8 +150,8 @@ struct osc_cri {
 	char *sandbox_image;        /* NULL when containerd not given or "" */
 	struct osc_registry *registries; /* sorted by upstream, unique */
 	size_t n_registries;
-	size_t n_plugins;           /* criConfig.containerd.plugins[]: validated (path
-	                             * non-empty strings, op add|remove) but not kept */
+	struct osc_plugin *plugins; /* criConfig.containerd.plugins[], in order */
+	size_t n_plugins;
 };
 
 struct osc {
@@ -196,7 +226,8 @@ int osc_parse(const char *data, size_t len, const char *forbidden_prefix, struct
  *    imageRef.image, "" allowed), containerd.registries[] (upstream,
  *    server, hosts[].{url, capabilities pull|resolve|push, caCerts,
  *    overridePath}, readinessProbe: accepted, not kept), containerd.plugins[]
- *    (path: non-empty list of non-empty strings, op add|remove; counted).
+ *    (path: 1..OSC_PLUGIN_PATH_MAX non-empty strings, op add|remove,
+ *    values: a mapping, see struct osc_tval; at most OSC_PLUGINS_MAX).
  *    Strings that end up in containerd's TOML are printable ASCII without
  *    '"' or '\'. */
 int osc_parse_for_node(const char *data, size_t len, const char *forbidden_prefix,

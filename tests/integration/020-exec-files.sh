@@ -199,7 +199,8 @@ check "an absent image file is not created" test ! -e "$IR/opt/bin/kubelet"
 check "a present image file is not written over (inode, mode, size, mtime)" \
 	test "$gna_before" = "$(stat -c '%i %a %s %y' "$IR/opt/bin/gardener-node-agent")"
 check "no temporary left next to the image files" test -z "$(ls -A "$IR/opt/bin" | grep -v '^gardener-node-agent$')"
-check "image files are not recorded as ours" bash -c "! grep -q /opt/bin/ '$IR/var/lib/cloud-config-exec/state.json'"
+check "the absent image file is recorded as ours (the images step creates it), the OS image's is not" \
+	bash -c "grep -q /opt/bin/kubelet '$IR/var/lib/cloud-config-exec/state.json' && ! grep -q /opt/bin/gardener-node-agent '$IR/var/lib/cloud-config-exec/state.json'"
 check "each image file is reported once at notice level" test "$(grep -c "comes from image" "$I/i1.log")" -eq 2
 check "  ... naming path, image and path in image" grep -q "File '/opt/bin/kubelet' comes from image 'hyperkube:v1.31.1' (path '/kubelet'): copied out of the image through containerd" "$I/i1.log"
 out=$("$CCE" --root "$IR" --config "$I/config.json" --no-systemd --log stderr check "$I/i2.yaml" 2>/dev/null)
@@ -214,7 +215,7 @@ check "  ... still without creating the file" test ! -e "$IR/opt/bin/kubelet"
 printf 'spec:\n  files:\n  - {path: /etc/na-img/inline.conf, content: {inline: {data: inline}}}\n' >"$I/i3.yaml"
 cce "$IR" "${NOCTD[@]}" apply "$I/i3.yaml" 2>"$I/i3.log"
 check "dropping the image files applies (exit 0)" test $? -eq 0
-check "a dropped image file is not removed" test "$gna_before" = "$(stat -c '%i %a %s %y' "$IR/opt/bin/gardener-node-agent")"
+check "a dropped image file the OS image provided is not removed" test "$gna_before" = "$(stat -c '%i %a %s %y' "$IR/opt/bin/gardener-node-agent")"
 printf 'spec:\n  files:\n  - {path: /etc/x, content: {secretRef: {name: s, dataKey: k}}}\n' >"$I/secret.yaml"
 cce "$IR" apply "$I/secret.yaml" 2>"$I/secret.log"
 check "secretRef still rejects the OSC (exit 1)" test $? -eq 1

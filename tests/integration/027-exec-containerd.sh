@@ -8,8 +8,10 @@
 # the sandbox image, config_path and the CNI dir; a re-apply writes nothing
 # and restarts nothing; a changed registry rewrites hosts.toml only and
 # restarts nothing; a changed cgroupDriver rewrites the file and restarts
-# containerd; a dropped registry loses its hosts.toml; plugins fail
-# the step "containerd" without holding back the other files.
+# containerd; a dropped registry loses its hosts.toml; plugins (gVisor,
+# Kata) become tables containerd reads, a later remove drops one, and one
+# that would set what node-agent renders itself fails the step "containerd"
+# (config.toml untouched) without holding back the other files.
 source "$TESTS_DIR/lib/common.sh"
 source "$TESTS_DIR/lib/exec.sh"
 source "$TESTS_DIR/lib/kube.sh"
@@ -52,7 +54,15 @@ osc "$W/v1.yaml" systemd "      - upstream: docker.io
 osc "$W/v2.yaml" cgroupfs "" ""
 osc "$W/v3.yaml" cgroupfs "" "      plugins:
       - path: [io.containerd.grpc.v1.cri, containerd, runtimes, runsc]
-        values: {runtime_type: io.containerd.runsc.v1}"
+        values: {runtime_type: io.containerd.runsc.v1, options: {TypeUrl: io.containerd.runsc.v1.options, ConfigPath: /etc/containerd/runsc.toml}}
+      - path: [io.containerd.grpc.v1.cri, containerd, runtimes, kata]
+        values: {runtime_type: io.containerd.kata.v2, privileged_without_host_devices: true, pod_annotations: [io.katacontainers.x, io.katacontainers.y]}
+      - path: [io.containerd.grpc.v1.cri, containerd, runtimes, kata]
+        op: remove"
+# a plugin that sets what node-agent renders itself (the runc options): refused
+osc "$W/v4.yaml" cgroupfs "" "      plugins:
+      - path: [io.containerd.grpc.v1.cri, containerd, runtimes, runc, options]
+        values: {BinaryName: /usr/local/bin/runc}"
 
 # --- first apply: config.toml, hosts.toml, containerd restarted
 check "first apply succeeds" cce "$R" apply "$W/v1.yaml" 2>"$W/a1.log"
@@ -116,10 +126,22 @@ check "drift: apply succeeds" cce "$R" apply "$W/v2.yaml" 2>"$W/a4.log"
 check_not "drift: edit undone" grep -q '# edited' "$CFG"
 check "drift: containerd restarted" grep -q 'Units:.*containerd.service' "$W/a4.log"
 
-# --- plugins: the step fails, the other files are still written
-check_not "plugins: apply fails" cce "$R" apply "$W/v3.yaml" 2>"$W/a5.log"
-check "plugins: failed step containerd named" grep -q '"failedStep":[[:space:]]*"containerd"' "$ST/result.json"
-check "plugins: reason in the result" grep -q 'plugins: 1 entries not applied' "$ST/result.json"
-check "plugins: other files still applied" grep -q 'plain cgroupfs' "$R/etc/na-test/plain.conf"
+# --- plugins (gVisor, Kata as Gardener's extensions write them): tables of
+# their own, a later remove drops an earlier one; the real containerd takes it
+check "plugins: apply succeeds" cce "$R" apply "$W/v3.yaml" 2>"$W/a5.log"
+check "  ... runsc table rendered" grep -qxF '[plugins."io.containerd.grpc.v1.cri"."containerd"."runtimes"."runsc"]' "$CFG"
+check "  ... nested options table" grep -qxF '  "ConfigPath" = "/etc/containerd/runsc.toml"' "$CFG"
+check_not "  ... kata removed by the later remove" grep -q kata "$CFG"
+check "  ... containerd restarted for it" grep -q 'Units:.*containerd.service' "$W/a5.log"
+check "  ... containerd config dump reads it" bash -c "containerd --config '$CFG' config dump >'$W/dump3.toml' 2>'$W/dump3.err'"
+check "  ... in effect: runsc's runtime_type and options" sh -c "grep -qF 'runtime_type = \"io.containerd.runsc.v1\"' '$W/dump3.toml' &&
+	grep -qF 'ConfigPath = \"/etc/containerd/runsc.toml\"' '$W/dump3.toml'"
+check "  ... runc still there with SystemdCgroup = false" grep -qE '^ *SystemdCgroup = false' "$W/dump3.toml"
+sum3=$(sha256sum <"$CFG")
+check_not "plugin setting runc's options (rendered by node-agent): apply fails" cce "$R" apply "$W/v4.yaml" 2>"$W/a6.log"
+check "  ... failed step containerd named" grep -q '"failedStep":[[:space:]]*"containerd"' "$ST/result.json"
+check "  ... reason in the result" grep -q 'plugins\[0\]: plugins.io.containerd.grpc.v1.cri.containerd.runtimes.runc.options is set by node-agent itself too' "$ST/result.json"
+check "  ... config.toml left as it was" test "$(sha256sum <"$CFG")" = "$sum3"
+check "  ... other files still applied" grep -q 'plain cgroupfs' "$R/etc/na-test/plain.conf"
 
 finish

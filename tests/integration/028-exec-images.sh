@@ -12,7 +12,8 @@
 # image, old binary kept, SSH keys and other files still applied); content
 # not matching its digest; containerd not running; a path in the image
 # that is a symlink, a directory, missing; an OSC path in a user-writable
-# directory; TLS registry with its CA in hosts.toml.
+# directory; TLS registry with its CA in hosts.toml; the image file dropped
+# from the OSC: removed (it is ours), its record gone.
 source "$TESTS_DIR/lib/common.sh"
 source "$TESTS_DIR/lib/exec.sh"
 source "$TESTS_DIR/lib/kube.sh"
@@ -262,5 +263,21 @@ cci apply "$W/v2b.yaml" 2>"$W/a6.log"
 check "containerd down: apply fails" test $? -eq 1
 check "  ... containerd named" grep -q 'containerd not running' "$RES"
 check "  ... old binary kept" grep -q 'echo kubelet v1' "$KB"
+
+# --- the OSC drops the image file: ours (created by the images step), so
+# removed like any dropped file, and its record goes (no containerd needed)
+check "the image file is recorded as owned" grep -q '"/opt/bin/kubelet"' "$ST/state.json"
+cat >"$W/drop.yaml" <<EOT
+spec:
+  files:
+  - path: /var/lib/gardener-user-authorized-keys
+    permissions: 420
+    content: {inline: {encoding: b64, data: "$(base64 -w0 <"$KPREV")"}}
+EOT
+cci apply "$W/drop.yaml" 2>"$W/drop.log"
+check "OSC without the image file: applies (containerd down)" test $? -eq 0
+check "  ... the image file removed" test ! -e "$KB"
+check "  ... no longer owned, no record" sh -c '! grep -q "/opt/bin/kubelet" "$1" && ! grep -q "/opt/bin/kubelet" "$2"' \
+	sh "$ST/state.json" "$ST/images.json"
 
 finish

@@ -24,6 +24,7 @@ command -v systemd-analyze >/dev/null || skip_all "systemd-analyze not installed
 U=$TESTS_DIR/../units
 NA_MAX=${NA_MAX:-15}            # exposure x10 (--threshold scale): 1.5
 EXEC_MAX=${EXEC_MAX:-15}
+PULL_MAX=${PULL_MAX:-16} # network is its purpose: PrivateNetwork=no, AF_INET* (1.6)
 W=$(scratch)
 
 # stage ROOT [DROPIN]: a root with the distro units, ours and stub binaries.
@@ -40,7 +41,8 @@ stage() {
 		sed 's/^ExecStart=[-+!@:]*//' | sort -u |
 		while read -r b; do install -D -m 0755 /dev/null "$r$b"; done
 }
-units=(node-agent.service cloud-config-exec.service cloud-config-exec.path cloud-config-exec.timer)
+units=(node-agent.service cloud-config-exec.service cloud-config-exec.path cloud-config-exec.timer
+	cloud-config-exec-pull@example.service)
 
 # verify_quiet ROOT: rc 0 and no output at all.
 verify_quiet() {
@@ -115,6 +117,14 @@ check "gardener-node-init drop-in: ExecStart= reset, then node-agent.service (re
 check_score "$W/plain" node-agent.service "$NA_MAX" "node-agent.service"
 check_score "$W/dropin" node-agent.service "$NA_MAX" "node-agent.service + api-server.conf"
 check_score "$W/plain" cloud-config-exec.service "$EXEC_MAX" "cloud-config-exec.service"
+# The pull unit has network (its purpose) and nothing else: no capability.
+check_score "$W/plain" cloud-config-exec-pull@example.service "$PULL_MAX" \
+	"cloud-config-exec-pull@.service"
+check "cloud-config-exec.service keeps no network; the pull unit gets only AF_INET*, no capability" \
+	sh -c 'grep -qx PrivateNetwork=yes "$1" && grep -qx RestrictAddressFamilies=AF_UNIX "$1" &&
+		grep -qx "CapabilityBoundingSet=" "$2" && grep -qx "RestrictAddressFamilies=AF_UNIX AF_INET AF_INET6" "$2" &&
+		grep -q "^ExecStart=/usr/bin/ctr .* images pull .* -- %I\$" "$2"' sh \
+	"$U/cloud-config-exec.service" "$U/cloud-config-exec-pull@.service"
 # ... and the threshold check can fail: an unhardened copy scores 9.6.
 printf '[Service]\nExecStart=/usr/sbin/node-agent\n' >"$W/plain/etc/systemd/system/bare.service"
 check_not "threshold rejects an unhardened unit (exposure $(score "$W/plain" bare.service))" \

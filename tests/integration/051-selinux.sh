@@ -55,6 +55,8 @@ P=$(ls "$R"/etc/selinux/default/policy/policy.* | sort -V | tail -1)
 FC=$R/etc/selinux/default/contexts/files/file_contexts
 check "file contexts: authkeys-cmd is authkeys_cmd_exec_t" \
 	grep -q '^/usr/libexec/node-agent/authkeys-cmd[[:space:]].*authkeys_cmd_exec_t' "$FC"
+check "file contexts: the pull unit is node_agent_unit_t" \
+	grep -q '^/usr/lib/systemd/system/cloud-config-exec-pull@.\.service[[:space:]].*node_agent_unit_t' "$FC"
 check "file contexts: /var/lib/node-agent is node_agent_var_lib_t" \
 	grep -q '^/var/lib/node-agent(/\.\*)?[[:space:]].*node_agent_var_lib_t' "$FC"
 
@@ -118,6 +120,29 @@ deny -A -s cloud_config_exec_t -t node_agent_var_lib_t -c dir -p create,rmdir,se
 deny -A -s cloud_config_exec_t -t node_agent_unit_t -c file -p write,create,unlink
 deny -A -s cloud_config_exec_t -t node_agent_unit_t -c service -p stop,disable
 deny -A -s cloud_config_exec_t -t shadow_t -c file -p write
+# cloud_config_pull_t: ctr in the pull unit; the registry and containerd's socket; nothing written
+want -A -s init_t -t cloud_config_pull_t -c process -p transition
+want -A -s cloud_config_pull_t -t bin_t -c file -p entrypoint
+deny -T -s init_t -t bin_t -c process -D cloud_config_pull_t
+want -T -s init_t -t bin_t -c process -D initrc_t
+want -A -s cloud_config_pull_t -t initrc_t -c unix_stream_socket -p connectto
+want -A -s cloud_config_pull_t -t http_port_t -c tcp_socket -p name_connect
+want -A -s cloud_config_pull_t -t unreserved_port_t -c tcp_socket -p name_connect
+want -A -s cloud_config_pull_t -t init_t -c unix_stream_socket -p connectto
+want -A -s cloud_config_pull_t -t var_run_t -c sock_file -p write
+want -A -s cloud_config_pull_t -t etc_t -c file -p read
+want -A -s cloud_config_exec_t -t node_agent_unit_t -c service -p start
+deny -A -s cloud_config_pull_t -c capability
+deny -A -s cloud_config_pull_t -t etc_t -c file,dir -p write,create,append,add_name,rename,unlink
+deny -A -s cloud_config_pull_t -t bin_t -c file -p write,create
+deny -A -s cloud_config_pull_t -t cloud_config_exec_var_lib_t
+deny -A -s cloud_config_pull_t -t node_agent_var_lib_t
+deny -A -s cloud_config_pull_t -t ssh_home_t
+deny -A -s cloud_config_pull_t -t shadow_t
+deny -A -s cloud_config_pull_t -c tcp_socket -p name_bind
+deny -A -s cloud_config_pull_t -c service -p start,stop
+deny -A -s node_agent_t -t cloud_config_pull_t -c process -p transition
+deny -A -s cloud_config_exec_t -t cloud_config_pull_t -c process -p transition
 # authkeys_cmd_t: from sshd_t, reads the snapshot, writes sshd's pipe; nothing else
 want -T -s sshd_t -t authkeys_cmd_exec_t -c process
 # OpenSSH >= 9.8 (Debian 13: 10.0) runs the command from sshd-session (the

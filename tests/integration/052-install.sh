@@ -18,7 +18,8 @@ expected() {
 	[ -e "$TOP/authkeys-cmd/main.c" ] && echo "$p/libexec/node-agent/authkeys-cmd"
 	for m in "$TOP"/man/*.8; do [ -e "$m" ] && echo "$p/share/man/man8/${m##*/}"; done
 	for m in "$TOP"/man/*.5; do [ -e "$m" ] && echo "$p/share/man/man5/${m##*/}"; done
-	for u in node-agent.service cloud-config-exec.service cloud-config-exec.path cloud-config-exec.timer; do
+	for u in node-agent.service cloud-config-exec.service cloud-config-exec.path cloud-config-exec.timer \
+		cloud-config-exec-pull@.service; do
 		echo "$sysd/$u"
 	done
 	echo "$sysd/gardener-node-init.service.d/50-node-agent.conf"

@@ -43,6 +43,8 @@ def query(policy, args):
                 kw["perms"] = v.split(",")
             elif a == "-b":
                 kw["boolean"] = [v]
+            elif a == "-D":
+                kw["default"] = v
             else:
                 raise SystemExit("unknown option " + a)
         i += 1

@@ -229,6 +229,100 @@ static void render_config(void **state)
 	assert_int_equal(cri_render_config(&o.cri, &v2, &x), -EINVAL); /* not present */
 }
 
+/* criConfig.containerd.plugins: tables of their own (nested, scalars,
+ * lists), Gardener's path replacement from version 3, remove, and the
+ * refusals (set twice, value vs table, removing node-agent's own keys). */
+static void render_plugins(void **state)
+{
+	(void)state;
+	struct osc o = { 0 };
+	struct cri_target v2 = { .config_version = 2 }, v3 = { .config_version = 3 };
+	parse_ok("spec: {criConfig: {name: containerd, cgroupDriver: systemd, containerd: {plugins: [\n"
+		 "  {path: [io.containerd.grpc.v1.cri, containerd, runtimes, runsc],\n"
+		 "   values: {runtime_type: io.containerd.runsc.v1, n: -3, b: false, l: [a, b],\n"
+		 "            options: {TypeUrl: x, deep: {k: 1}}}},\n"
+		 "  {path: [io.containerd.grpc.v1.cri, containerd, runtimes, kata], values: {runtime_type: k}},\n"
+		 "  {path: [io.containerd.grpc.v1.cri, containerd, runtimes, kata], op: remove},\n"
+		 "  {path: [io.containerd.nothing.v1], op: remove},\n"
+		 "  {path: [io.containerd.tracing.processor.v1.otlp]}]}}}\n",
+		 &o);
+	assert_int_equal(o.cri.n_plugins, 5);
+	assert_true(o.cri.plugins[2].remove);
+	_cleanup_free_ char *a = NULL, *b = NULL;
+	assert_int_equal(cri_render_config(&o.cri, &v2, &a), 0);
+	assert_non_null(strstr(a, "\n[plugins.\"io.containerd.grpc.v1.cri\".\"containerd\".\"runtimes\".\"runsc\"]\n"
+				  "  \"runtime_type\" = \"io.containerd.runsc.v1\"\n"
+				  "  \"n\" = -3\n"
+				  "  \"b\" = false\n"
+				  "  \"l\" = [\"a\", \"b\"]\n"
+				  "\n[plugins.\"io.containerd.grpc.v1.cri\".\"containerd\".\"runtimes\".\"runsc\".\"options\"]\n"
+				  "  \"TypeUrl\" = \"x\"\n"
+				  "\n[plugins.\"io.containerd.grpc.v1.cri\".\"containerd\".\"runtimes\".\"runsc\".\"options\".\"deep\"]\n"
+				  "  \"k\" = 1\n"));
+	assert_null(strstr(a, "kata")); /* removed by the later entry */
+	assert_non_null(strstr(a, "\n[plugins.\"io.containerd.tracing.processor.v1.otlp\"]\n")); /* empty table */
+	assert_int_equal(cri_render_config(&o.cri, &v3, &b), 0);
+	assert_non_null(strstr(b, "\n[plugins.\"io.containerd.cri.v1.runtime\".\"containerd\".\"runtimes\".\"runsc\"]\n"));
+	assert_null(strstr(b, "grpc.v1.cri"));
+	bool active[5];
+	char why[256];
+	assert_int_equal(cri_plugins_check(&o.cri, &v2, active, why, sizeof(why)), 0);
+	assert_true(active[0]);
+	assert_false(active[1]);
+	assert_false(active[2]);
+	osc_done(&o);
+
+	static const struct {
+		const char *yaml, *why;
+	} bad[] = {
+		{ "spec: {criConfig: {name: containerd, cgroupDriver: systemd, containerd: {plugins: [\n"
+		  "  {path: [io.containerd.grpc.v1.cri, containerd, runtimes, runc, options], values: {BinaryName: x}}]}}}\n",
+		  "plugins[0]: plugins.io.containerd.grpc.v1.cri.containerd.runtimes.runc.options is set by node-agent "
+		  "itself too" },
+		{ "spec: {criConfig: {name: containerd, containerd: {plugins: [\n"
+		  "  {path: [io.containerd.grpc.v1.cri], values: {registry: x}}]}}}\n",
+		  "plugins[0]: plugins.io.containerd.grpc.v1.cri.registry is set by node-agent itself too" },
+		{ "spec: {criConfig: {name: containerd, containerd: {plugins: [\n"
+		  "  {path: [a, b], values: {c: 1}}, {path: [a, b], values: {d: 1}}]}}}\n",
+		  "plugins[1]: plugins.a.b is set by another plugin too" },
+		{ "spec: {criConfig: {name: containerd, containerd: {plugins: [\n"
+		  "  {path: [a], values: {b: 1}}, {path: [a, b, c]}]}}}\n",
+		  "plugins[1]: plugins.a.b.c is set by another plugin too" },
+		{ "spec: {criConfig: {name: containerd, containerd: {plugins: [\n"
+		  "  {path: [io.containerd.grpc.v1.cri], op: remove}]}}}\n",
+		  "plugins[0]: removing plugins.io.containerd.grpc.v1.cri would remove what node-agent renders" },
+		{ "spec: {criConfig: {name: containerd, containerd: {plugins: [\n"
+		  "  {path: [a], values: {b: {c: 1}}}, {path: [a, b], op: remove}]}}}\n",
+		  "plugins[1]: removing plugins.a.b inside plugins[0]'s values is not supported" },
+	};
+	for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+		parse_ok(bad[i].yaml, &o);
+		why[0] = '\0';
+		assert_int_equal(cri_plugins_check(&o.cri, &v2, NULL, why, sizeof(why)), -EINVAL);
+		if (!strstr(why, bad[i].why))
+			fail_msg("case %zu: '%s' lacks '%s'", i, why, bad[i].why);
+		char *x = NULL;
+		assert_int_equal(cri_render_config(&o.cri, &v2, &x), -EINVAL);
+		osc_done(&o);
+	}
+
+	/* Parser refusals: floats, nulls, lists of mappings, mixed lists, quotes. */
+	static const char *const refused[] = {
+		"spec: {criConfig: {name: containerd, containerd: {plugins: [{path: [a], values: {f: 1.5}}]}}}\n",
+		"spec: {criConfig: {name: containerd, containerd: {plugins: [{path: [a], values: {f: null}}]}}}\n",
+		"spec: {criConfig: {name: containerd, containerd: {plugins: [{path: [a], values: {l: [{x: 1}]}}]}}}\n",
+		"spec: {criConfig: {name: containerd, containerd: {plugins: [{path: [a], values: {l: [1, x]}}]}}}\n",
+		"spec: {criConfig: {name: containerd, containerd: {plugins: [{path: [a], values: {s: 'a\"b'}}]}}}\n",
+		"spec: {criConfig: {name: containerd, containerd: {plugins: [{path: [a], values: {'a b': 1}}]}}}\n",
+		"spec: {criConfig: {name: containerd, containerd: {plugins: [{path: ['a\\\\b']}]}}}\n",
+	};
+	for (size_t i = 0; i < ELEMENTSOF(refused); i++) {
+		struct osc_error err = { { 0 } };
+		if (osc_parse(refused[i], strlen(refused[i]), NULL, &o, &err) != -EINVAL)
+			fail_msg("accepted: %s", refused[i]);
+	}
+}
+
 static void render_hosts(void **state)
 {
 	(void)state;
@@ -276,7 +370,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(parse_model),  cmocka_unit_test(parse_rejects), cmocka_unit_test(versions),
-		cmocka_unit_test(render_config), cmocka_unit_test(render_hosts),  cmocka_unit_test(equality),
+		cmocka_unit_test(render_config), cmocka_unit_test(render_plugins), cmocka_unit_test(render_hosts),  cmocka_unit_test(equality),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -195,9 +195,11 @@ static void put_rel(int rootfd, const char *rel, const char *content)
 	close(fd);
 }
 
-/* files_apply in a scratch root: image files are neither written (present
- * or absent) nor owned nor removed when dropped; an owned file that became
- * an image file is disowned and left alone; inline files still work. */
+/* files_apply in a scratch root: image files are not written here (the
+ * images step does); one absent before is owned (the images step creates
+ * it) and removed when dropped, one the OS image provided is neither; an
+ * owned file that became an image file stays owned; gardener-node-agent's
+ * binary (superseded) is never owned; inline files still work. */
 static void test_apply_image_files(void **state)
 {
 	(void)state;
@@ -218,6 +220,7 @@ static void test_apply_image_files(void **state)
 	static const struct f v1[] = {
 		{ "/etc/a", "inline a", 0644, NULL, NULL },
 		{ "/opt/bin/absent", "", 0755, "img:1", "/absent" },
+		{ "/opt/bin/gardener-node-agent", "", 0755, "gna:1", "/gardener-node-agent" },
 		{ "/opt/bin/kubelet", "", 0755, "hyperkube:v1.31.1", "/kubelet" },
 		{ "/opt/bin/tool", "", 0755, "tools:1", "/tool" },
 	};
@@ -246,29 +249,37 @@ static void test_apply_image_files(void **state)
 	assert_int_equal(read_rel(rootfd, "opt/bin/absent", buf, sizeof(buf)), -ENOENT); /* not created */
 	assert_true(state_owns(&st, "/etc/a"));
 	assert_false(state_owns(&st, "/opt/bin/kubelet"));
-	assert_false(state_owns(&st, "/opt/bin/absent"));
-	assert_false(state_owns(&st, "/opt/bin/tool")); /* disowned */
+	assert_true(state_owns(&st, "/opt/bin/absent")); /* the images step creates it */
+	assert_false(state_owns(&st, "/opt/bin/gardener-node-agent"));
+	assert_true(state_owns(&st, "/opt/bin/tool")); /* still ours */
 	/* ... and that is what state.json says. */
 	struct state saved = { 0 };
 	assert_int_equal(state_load(statefd, &saved), 0);
 	assert_true(state_owns(&saved, "/etc/a"));
-	assert_false(state_owns(&saved, "/opt/bin/tool"));
+	assert_true(state_owns(&saved, "/opt/bin/tool"));
+	assert_true(state_owns(&saved, "/opt/bin/absent"));
+	assert_false(state_owns(&saved, "/opt/bin/kubelet"));
 	state_done(&saved);
 
-	/* v2 drops every image file: none is removed (none is ours). */
+	/* v2 drops every image file: ours go (the one the images step would
+	 * have created, the one that was inline), the OS image's stays. */
 	static const struct f v2[] = { { "/etc/a", "inline a", 0644, NULL, NULL } };
 	struct osc o2;
 	build(&o2, v2, ELEMENTSOF(v2));
 	assert_int_equal(files_plan_compute(&o1, &o2, st.owned_files, &p), 0);
-	assert_int_equal(len(p.remove), 0);
-	assert_int_equal(len(p.changed), 3);
+	assert_int_equal(len(p.remove), 2);
+	assert_string_equal(p.remove[0], "/opt/bin/absent");
+	assert_string_equal(p.remove[1], "/opt/bin/tool");
+	assert_int_equal(len(p.changed), 4);
 	assert_int_equal(files_apply(rootfd, &o2, &p, &st, statefd, &written), 0);
 	assert_int_equal(len(written), 0);
 	strv_free(written);
 	files_plan_done(&p);
 	assert_int_equal(read_rel(rootfd, "opt/bin/kubelet", buf, sizeof(buf)), 0);
 	assert_string_equal(buf, "os-image kubelet");
-	assert_int_equal(read_rel(rootfd, "opt/bin/tool", buf, sizeof(buf)), 0);
+	assert_int_equal(read_rel(rootfd, "opt/bin/tool", buf, sizeof(buf)), -ENOENT);
+	assert_false(state_owns(&st, "/opt/bin/tool"));
+	assert_false(state_owns(&st, "/opt/bin/absent"));
 
 	state_done(&st);
 	free(o1.files);
