@@ -8,7 +8,19 @@
  * (pkg/nodeagent/controller/certificate). Gardener's approver
  * (pkg/resourcemanager/controller/csrapprover/reconciler.go) approves a
  * bootstrap requester only while the Node does not exist and a renewal only
- * from the certificate's own user. */
+ * from the certificate's own user.
+ *
+ * node-agent awaits issuance with a watch on that one CSR (fieldSelector
+ * metadata.name, from the create response's resourceVersion, timeoutSeconds
+ * within csrMs), so the certificate is used as soon as the signer writes it
+ * instead of up to 2 s later. The bootstrap token may watch CSRs
+ * (system:bootstrappers -> ClusterRole system:node-bootstrapper), but
+ * Gardener's node-agent authorizer gives a node-agent certificate only get
+ * and create (pkg/resourcemanager/webhook/nodeagentauthorizer/authorizer.go,
+ * authorizeCertificateSigningRequest): when the watch is refused (403) or
+ * fails in any way, that CSR is read with GET every 2 s as gardener-node-agent
+ * does, logged once. A watch that the server ends cleanly is opened again
+ * from the last version seen. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -182,6 +194,7 @@ int creds_init(struct creds *c, struct http_client *http, const struct config *c
 }
 
 static void on_created(struct http_request *req, void *userdata);
+static void on_watch_done(struct http_request *req, void *userdata);
 static void on_polled(struct http_request *req, void *userdata);
 
 static void start_create(struct creds *c, uint64_t now)
@@ -223,11 +236,14 @@ static void on_created(struct http_request *req, void *userdata)
 	if (req->status == 201 || req->status == 200 || req->status == 409) {
 		/* 409: the name digests our public key, so it is ours (a retry). */
 		c->csr_uid[0] = '\0';
+		c->csr_rv[0] = '\0';
+		c->watch_refused = false;
 		struct csr_status s;
 		char err[CSR_ERROR_MAX];
 		if (req->status != 409 && req->body &&
 		    csr_status_parse(req->body, req->body_len, &s, err, sizeof(err)) == 0) {
 			snprintf(c->csr_uid, sizeof(c->csr_uid), "%s", s.uid);
+			snprintf(c->csr_rv, sizeof(c->csr_rv), "%s", s.resource_version);
 			csr_status_done(&s);
 		}
 		c->state = CREDS_NEED_POLL;
@@ -272,6 +288,41 @@ static int install(struct creds *c, const struct csr_status *s, uint64_t now)
 	return 0;
 }
 
+/* Acts on what the CSR says (from a GET or a watch event). */
+static void handle_status(struct creds *c, struct csr_status *s, uint64_t now)
+{
+	if (c->csr_uid[0] && s->uid[0] && strcmp(c->csr_uid, s->uid) != 0) {
+		log_error("CSR %s: its uid changed (\"%s\" -> \"%s\"): not ours", c->csr_name, c->csr_uid, s->uid);
+		backoff(c, now);
+		return;
+	}
+	switch (s->state) {
+	case CSR_PENDING:
+	case CSR_APPROVED:
+		c->state = CREDS_NEED_POLL;
+		c->wake_at = now + POLL_MS;
+		break;
+	case CSR_DENIED:
+	case CSR_FAILED:
+		log_error("CSR %s: %s, reason \"%s\", message \"%s\"", c->csr_name,
+			  s->state == CSR_DENIED ? "denied" : "failed", s->reason, s->message);
+		backoff(c, now);
+		break;
+	case CSR_ISSUED:
+		if (install(c, s, now) < 0) {
+			backoff(c, now);
+			break;
+		}
+		EVP_PKEY_free(c->pending_key);
+		c->pending_key = NULL;
+		c->failures = 0;
+		c->state = CREDS_IDLE;
+		if (c->on_cert)
+			c->on_cert(c->userdata);
+		break;
+	}
+}
+
 static void on_polled(struct http_request *req, void *userdata)
 {
 	struct creds *c = userdata;
@@ -297,38 +348,121 @@ static void on_polled(struct http_request *req, void *userdata)
 		backoff(c, now);
 		return;
 	}
-	if (c->csr_uid[0] && s.uid[0] && strcmp(c->csr_uid, s.uid) != 0) {
-		log_error("CSR %s: its uid changed (\"%s\" -> \"%s\"): not ours", c->csr_name, c->csr_uid, s.uid);
-		csr_status_done(&s);
-		backoff(c, now);
-		return;
+	handle_status(c, &s, now);
+	csr_status_done(&s);
+}
+
+/* One event of the watch, from inside the transfer: only records. A final
+ * state (Denied, Failed, Issued) or DELETED ends the stream (-ECANCELED) and
+ * on_watch_done() acts on it. */
+static int on_watch_line(const char *line, size_t len, void *userdata)
+{
+	struct creds *c = userdata;
+	enum csr_event_type type;
+	struct csr_status s;
+	char err[CSR_ERROR_MAX];
+	if (csr_event_parse(line, len, &type, &s, err, sizeof(err)) < 0) {
+		log_warning("CSR %s: unreadable watch event: %s", c->csr_name, err);
+		return -EBADMSG;
 	}
-	switch (s.state) {
-	case CSR_PENDING:
-	case CSR_APPROVED:
-		c->state = CREDS_NEED_POLL;
-		c->wake_at = now + POLL_MS;
+	switch (type) {
+	case CSR_EVENT_ERROR:
+		log_info("CSR %s: the watch ended with an error event: \"%s\"", c->csr_name, s.message);
+		csr_status_done(&s);
+		return -ESTALE;
+	case CSR_EVENT_BOOKMARK:
 		break;
-	case CSR_DENIED:
-	case CSR_FAILED:
-		log_error("CSR %s: %s, reason \"%s\", message \"%s\"", c->csr_name,
-			  s.state == CSR_DENIED ? "denied" : "failed", s.reason, s.message);
-		backoff(c, now);
-		break;
-	case CSR_ISSUED:
-		if (install(c, &s, now) < 0) {
-			backoff(c, now);
-			break;
+	case CSR_EVENT_DELETED:
+		c->watch_gone = true;
+		csr_status_done(&s);
+		return -ECANCELED;
+	case CSR_EVENT_ADDED:
+	case CSR_EVENT_MODIFIED:
+		if (s.resource_version[0])
+			snprintf(c->csr_rv, sizeof(c->csr_rv), "%s", s.resource_version);
+		if (s.state == CSR_DENIED || s.state == CSR_FAILED || s.state == CSR_ISSUED) {
+			csr_status_done(&c->watch_status);
+			c->watch_status = s;
+			c->watch_final = true;
+			return -ECANCELED;
 		}
-		EVP_PKEY_free(c->pending_key);
-		c->pending_key = NULL;
-		c->failures = 0;
-		c->state = CREDS_IDLE;
-		if (c->on_cert)
-			c->on_cert(c->userdata);
 		break;
 	}
 	csr_status_done(&s);
+	return 0;
+}
+
+static void watch_forget(struct creds *c)
+{
+	c->watch_final = false;
+	c->watch_gone = false;
+	csr_status_done(&c->watch_status);
+}
+
+/* The watch cannot be used for this CSR: GET it every 2 s from now on. */
+static void watch_refuse(struct creds *c, const char *why, uint64_t now)
+{
+	c->watch_refused = true;
+	log_notice("CSR %s: cannot watch it (%s): reading it every %u s instead", c->csr_name, why, POLL_MS / 1000u);
+	c->state = CREDS_NEED_POLL;
+	c->wake_at = now;
+}
+
+static void on_watch_done(struct http_request *req, void *userdata)
+{
+	struct creds *c = userdata;
+	uint64_t now = now_ms();
+	c->req = NULL;
+	if (c->watch_final) {
+		struct csr_status s = c->watch_status;
+		c->watch_status = (struct csr_status){ 0 };
+		c->watch_final = false;
+		handle_status(c, &s, now);
+		csr_status_done(&s);
+		return;
+	}
+	if (c->watch_gone) {
+		c->watch_gone = false;
+		log_error("CSR %s: gone before it was issued", c->csr_name);
+		backoff(c, now);
+		return;
+	}
+	if (req->status == 200 && req->result == CURLE_OK && req->error == 0 &&
+	    kube_splitter_pending(&req->splitter) == 0) {
+		/* Ended by the server (timeoutSeconds): watch again from the
+		 * last version seen, at most every 2 s. */
+		c->state = CREDS_NEED_POLL;
+		c->wake_at = now - c->watch_started < POLL_MS ? c->watch_started + POLL_MS : now;
+		return;
+	}
+	char why[512];
+	if (req->error == -ESTALE)
+		snprintf(why, sizeof(why), "the watch sent an error event");
+	else
+		http_describe_failure(req, why, sizeof(why));
+	watch_refuse(c, why, now);
+}
+
+static void start_watch(struct creds *c, uint64_t now)
+{
+	uint64_t left = (c->deadline - now + 999u) / 1000u;
+	unsigned secs = left > 300u ? 300u : (unsigned)left;
+	char query[128 + KUBE_NAME_MAX + sizeof(c->csr_rv)];
+	snprintf(query, sizeof(query), "watch=1&fieldSelector=metadata.name%%3D%s%s%s&timeoutSeconds=%u",
+		 c->csr_name, c->csr_rv[0] ? "&resourceVersion=" : "", c->csr_rv, secs);
+	int r = http_start(c->http, "GET", CSR_PATH, query, NULL, NULL, true, on_watch_line, on_watch_done, c,
+			   &c->req);
+	if (r < 0) {
+		watch_refuse(c, strerror(-r), now);
+		return;
+	}
+	watch_forget(c);
+	c->state = CREDS_WATCHING;
+	c->watch_started = now;
+	/* The server ends the stream after secs; allow it a request's time. */
+	c->watch_until = now + (uint64_t)secs * 1000u + c->cfg->request_timeout_ms;
+	if (c->watch_until > c->deadline)
+		c->watch_until = c->deadline;
 }
 
 static void start_poll(struct creds *c, uint64_t now)
@@ -338,6 +472,11 @@ static void start_poll(struct creds *c, uint64_t now)
 			  c->cfg->csr_timeout_ms / 1000u);
 		backoff(c, now);
 		return;
+	}
+	if (!c->watch_refused) {
+		start_watch(c, now);
+		if (c->state == CREDS_WATCHING)
+			return;
 	}
 	char path[sizeof(CSR_PATH) + 256];
 	snprintf(path, sizeof(path), "%s/%s", CSR_PATH, c->csr_name);
@@ -402,9 +541,25 @@ uint64_t creds_tick(struct creds *c, uint64_t now)
 	case CREDS_NEED_POLL:
 		if (now >= c->wake_at) {
 			start_poll(c, now);
+			if (c->state == CREDS_WATCHING)
+				return c->watch_until;
 			return c->state == CREDS_POLLING ? UINT64_MAX : c->wake_at;
 		}
 		next = c->wake_at;
+		break;
+	case CREDS_WATCHING:
+		if (now >= c->watch_until) {
+			http_cancel(c->req);
+			c->req = NULL;
+			watch_forget(c);
+			if (now >= c->deadline) {
+				c->state = CREDS_NEED_POLL;
+				c->wake_at = now;
+			} else
+				watch_refuse(c, "the stream outlived its timeoutSeconds", now);
+			return creds_tick(c, now);
+		}
+		next = c->watch_until;
 		break;
 	default:
 		break;
@@ -418,6 +573,7 @@ void creds_done(struct creds *c)
 {
 	if (c->req)
 		http_cancel(c->req);
+	watch_forget(c);
 	EVP_PKEY_free(c->pending_key);
 	free(c->csr_name);
 	*c = (struct creds){ .state = CREDS_OFF };

@@ -12,7 +12,8 @@
  * States: a valid client.pem in use, renewed at a jittered 80-88 % of its
  * lifetime with the current certificate; otherwise (none, expired, or for
  * another machine or CA) a new key and a CSR created with the bootstrap
- * token, polled every 2 s until issued or timeouts.csrMs (15 min) pass.
+ * token, awaited by a watch on that CSR (a GET every 2 s when the watch is
+ * refused) until issued or timeouts.csrMs (15 min) pass.
  * Denied or Failed is logged with its reason and retried with backoff (30 s
  * doubling to 10 min); the issued certificate is checked (our key, CN and O,
  * validity, chains to the cluster CA) before it replaces anything. An expired
@@ -31,6 +32,7 @@
 #include <openssl/evp.h>
 
 #include "config.h"
+#include "csr.h"
 #include "http.h"
 
 #define CREDS_FILE "client.pem"
@@ -40,8 +42,9 @@ enum creds_state {
 	CREDS_IDLE,         /* a certificate in use (or waiting for a retry) */
 	CREDS_NEED_CREATE,  /* POST a new CSR when wake_at has passed */
 	CREDS_CREATING,
-	CREDS_NEED_POLL,    /* GET the CSR when wake_at has passed */
+	CREDS_NEED_POLL,    /* watch (or GET) the CSR when wake_at has passed */
 	CREDS_POLLING,
+	CREDS_WATCHING,     /* a watch on the CSR is open */
 };
 
 struct creds {
@@ -57,6 +60,14 @@ struct creds {
 	EVP_PKEY *pending_key;      /* the key of the CSR in flight */
 	char *csr_name;
 	char csr_uid[128];
+	char csr_rv[65];            /* resourceVersion to watch from; "" unknown */
+	bool watch_refused;         /* this CSR is polled: the watch failed (logged once) */
+	uint64_t watch_until;       /* monotonic ms: the open watch is dropped */
+	uint64_t watch_started;
+	/* Recorded by the watch's line callback, acted on when it ends. */
+	bool watch_final;           /* watch_status holds Denied/Failed/Issued */
+	bool watch_gone;            /* DELETED */
+	struct csr_status watch_status;
 	struct http_request *req;
 	uint64_t wake_at;           /* monotonic ms */
 	uint64_t deadline;          /* monotonic ms: this CSR is given up */

@@ -247,13 +247,8 @@ static void copy_printable(char *buf, size_t size, const cJSON *v)
 	buf[i] = '\0';
 }
 
-int csr_status_parse(const char *json, size_t len, struct csr_status *ret, char *err, size_t errlen)
+static int status_from_json(const cJSON *o, struct csr_status *ret, char *err, size_t errlen)
 {
-	if (len > CSR_OBJECT_MAX)
-		return fail(err, errlen, -EMSGSIZE, "larger than %u bytes", CSR_OBJECT_MAX);
-	_cleanup_(cJSON_Deletep) cJSON *o = cJSON_ParseWithLength(json, len);
-	if (!cJSON_IsObject(o))
-		return fail(err, errlen, -EINVAL, "not a JSON object");
 	const cJSON *kind = cJSON_GetObjectItemCaseSensitive(o, "kind");
 	if (!cJSON_IsString(kind) || strcmp(kind->valuestring, "CertificateSigningRequest") != 0)
 		return fail(err, errlen, -EINVAL, "kind: not CertificateSigningRequest");
@@ -261,6 +256,13 @@ int csr_status_parse(const char *json, size_t len, struct csr_status *ret, char 
 	struct csr_status s = { .state = CSR_PENDING };
 	const cJSON *meta = cJSON_GetObjectItemCaseSensitive(o, "metadata");
 	copy_printable(s.uid, sizeof(s.uid), cJSON_GetObjectItemCaseSensitive(meta, "uid"));
+	copy_printable(s.resource_version, sizeof(s.resource_version),
+		       cJSON_GetObjectItemCaseSensitive(meta, "resourceVersion"));
+	for (const char *p = s.resource_version; *p; p++)
+		if (!strchr("0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ._~-", *p)) {
+			s.resource_version[0] = '\0'; /* not usable in a query: unknown */
+			break;
+		}
 	const cJSON *status = cJSON_GetObjectItemCaseSensitive(o, "status");
 	if (status && !cJSON_IsObject(status))
 		return fail(err, errlen, -EINVAL, "status: expected an object");
@@ -303,6 +305,53 @@ int csr_status_parse(const char *json, size_t len, struct csr_status *ret, char 
 	}
 	*ret = s;
 	return 0;
+}
+
+int csr_status_parse(const char *json, size_t len, struct csr_status *ret, char *err, size_t errlen)
+{
+	if (len > CSR_OBJECT_MAX)
+		return fail(err, errlen, -EMSGSIZE, "larger than %u bytes", CSR_OBJECT_MAX);
+	_cleanup_(cJSON_Deletep) cJSON *o = cJSON_ParseWithLength(json, len);
+	if (!cJSON_IsObject(o))
+		return fail(err, errlen, -EINVAL, "not a JSON object");
+	return status_from_json(o, ret, err, errlen);
+}
+
+int csr_event_parse(const char *line, size_t len, enum csr_event_type *type, struct csr_status *ret, char *err,
+		    size_t errlen)
+{
+	static const char *const types[] = { "ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR" };
+	if (len > CSR_OBJECT_MAX + 1024)
+		return fail(err, errlen, -EMSGSIZE, "event larger than %u bytes", CSR_OBJECT_MAX + 1024);
+	_cleanup_(cJSON_Deletep) cJSON *o = cJSON_ParseWithLength(line, len);
+	if (!cJSON_IsObject(o))
+		return fail(err, errlen, -EINVAL, "event: not a JSON object");
+	const cJSON *t = cJSON_GetObjectItemCaseSensitive(o, "type");
+	const cJSON *obj = cJSON_GetObjectItemCaseSensitive(o, "object");
+	if (!cJSON_IsString(t))
+		return fail(err, errlen, -EINVAL, "event type: expected a string");
+	if (!cJSON_IsObject(obj))
+		return fail(err, errlen, -EINVAL, "event object: expected an object");
+	int k = -1;
+	for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++)
+		if (strcmp(t->valuestring, types[i]) == 0)
+			k = (int)i;
+	if (k < 0)
+		return fail(err, errlen, -EINVAL, "event type: unknown");
+	*type = (enum csr_event_type)k;
+	*ret = (struct csr_status){ .state = CSR_PENDING };
+	if (k == CSR_EVENT_ERROR) {
+		/* A Status: its message says why the stream ended (410 Expired). */
+		copy_printable(ret->message, sizeof(ret->message), cJSON_GetObjectItemCaseSensitive(obj, "message"));
+		return 0;
+	}
+	if (k == CSR_EVENT_BOOKMARK) {
+		const cJSON *meta = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
+		copy_printable(ret->resource_version, sizeof(ret->resource_version),
+			       cJSON_GetObjectItemCaseSensitive(meta, "resourceVersion"));
+		return 0;
+	}
+	return status_from_json(obj, ret, err, errlen);
 }
 
 void csr_status_done(struct csr_status *s)

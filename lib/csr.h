@@ -65,6 +65,8 @@ enum csr_state {
 struct csr_status {
 	enum csr_state state;
 	char uid[128];
+	char resource_version[65];    /* metadata.resourceVersion; "" when absent or not
+	                                 [0-9A-Za-z._~-] (usable in a query as is) */
 	char reason[128];             /* of the Denied/Failed condition, printable */
 	char message[256];
 	unsigned char *certificate;   /* ISSUED: the decoded PEM, NUL-terminated */
@@ -75,6 +77,23 @@ struct csr_status {
  * Denied and Failed win over Approved (as client-go's waiter reads them). */
 int csr_status_parse(const char *json, size_t len, struct csr_status *ret, char *err, size_t errlen);
 void csr_status_done(struct csr_status *s);
+
+enum csr_event_type {
+	CSR_EVENT_ADDED,
+	CSR_EVENT_MODIFIED,
+	CSR_EVENT_DELETED,
+	CSR_EVENT_BOOKMARK,
+	CSR_EVENT_ERROR,
+};
+
+/* Parses one line of a watch on CertificateSigningRequests
+ * ({"type":...,"object":{...}}): for ADDED/MODIFIED/DELETED *ret is the
+ * object as csr_status_parse() reads it; for BOOKMARK only
+ * ret->resource_version (unchecked: "" or printable) is set; for ERROR only
+ * ret->message (the Status's). Pure; -EINVAL/-EMSGSIZE with err otherwise.
+ * csr_status_done(ret) after success. */
+int csr_event_parse(const char *line, size_t len, enum csr_event_type *type, struct csr_status *ret, char *err,
+		    size_t errlen);
 
 struct csr_cert_info {
 	time_t not_before;

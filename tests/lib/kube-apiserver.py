@@ -84,14 +84,17 @@ CONTROL (all JSON; times are the server's time.time()):
   POST /restart  {"tls": "good"|"other-ca"|"wrong-host"} down, forget the
                  history (like a real restart: the watch cache restarts), up
   POST /policy   {"allowSecret": SUBJECT} | {"revokeSecret": SUBJECT}
-  POST /csr-mode {"mode": M, "lifetime": S} how new CSRs are answered (below)
+  POST /csr-mode {"mode": M, "lifetime": S, "watch": B, "delay": D} how new
+                 CSRs are answered (below); watch false refuses every CSR
+                 watch (403); the approver decides D seconds after the create
   GET  /csrs     -> {name: CSR object} every CSR so far
 
-CertificateSigningRequests (certificates.k8s.io/v1, create and get by name)
-follow gardener-node-agent's contract. Who may: bootstrap tokens
-(system:bootstrappers) and group gardener.cloud:node-agents create and get
-CSRs, nothing else is open to a bootstrap token (Gardener's node-agent
-authorizer; give the node-agent identity Secrets and Nodes with
+CertificateSigningRequests (certificates.k8s.io/v1, create, get by name and
+watch with fieldSelector metadata.name) follow gardener-node-agent's
+contract. Who may: bootstrap tokens (system:bootstrappers) and group
+gardener.cloud:node-agents create and get CSRs, bootstrap tokens also watch
+(system:node-bootstrapper) but node-agent certificates not (403), and nothing
+else is open to a bootstrap token (Gardener's node-agent authorizer; give the node-agent identity Secrets and Nodes with
 --secret-reader/--node-admin group:gardener.cloud:node-agents). The approver
 is Gardener's (gardener-resource-manager csrapprover/reconciler.go): only
 CNs "gardener.cloud:node-agent:machine:<m>"; the Machine must exist
@@ -277,6 +280,8 @@ class State:
         self.csrs = {}
         self.csr_mode = "gardener"
         self.csr_lifetime = None
+        self.csr_watch = True        # /csr-mode "watch": false refuses every CSR watch
+        self.csr_delay = 0.0         # /csr-mode "delay": seconds before the approver decides
         self.machines = {}
         for m in args.machine:
             name, _, node = m.partition("=")
@@ -719,7 +724,12 @@ class ApiHandler(http.server.BaseHTTPRequestHandler):
     # --- CertificateSigningRequests
     def csr(self, user, groups, name, body):
         st = self.st
-        verb = "get" if self.command == "GET" else "create" if self.command == "POST" and not name else None
+        q = dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(self.path).query, keep_blank_values=True))
+        is_watch = q.get("watch", "") in ("1", "true", "True")
+        verb = ("watch" if is_watch and not name else "get") if self.command == "GET" else \
+            "create" if self.command == "POST" and not name else None
+        if verb == "get" and not name:
+            verb = None
         if verb is None:
             self.send_json(405, status(405, "MethodNotAllowed",
                                        "the server does not allow this method on the requested resource", {}))
@@ -727,6 +737,25 @@ class ApiHandler(http.server.BaseHTTPRequestHandler):
         if not (self.subject_in(user, groups, st.admins) or "system:masters" in groups
                 or "system:bootstrappers" in groups or NA_GROUP in groups):
             self.forbidden(user, verb, "certificatesigningrequests", None, name)
+            return
+        if verb == "watch":
+            # Gardener's node-agent authorizer gives a node-agent
+            # certificate get/create only (authorizeCertificateSigningRequest);
+            # system:node-bootstrapper gives bootstrap tokens watch.
+            if not st.csr_watch or (NA_GROUP in groups and "system:bootstrappers" not in groups
+                                    and not self.subject_in(user, groups, st.admins)):
+                self.forbidden(user, verb, "certificatesigningrequests", None, None)
+                return
+            sel_name = None
+            fs = q.get("fieldSelector")
+            if fs:
+                mm = re.match(r"^metadata\.name(?:=|==)([^,]+)$", fs)
+                if not mm:
+                    self.send_json(400, status(400, "BadRequest",
+                                               'unable to parse requested field selector "%s"' % fs))
+                    return
+                sel_name = mm.group(1)
+            self.watch("CertificateSigningRequest", "certificatesigningrequests", None, sel_name, q)
             return
         if verb == "get":
             with st.lock:
@@ -761,7 +790,8 @@ class ApiHandler(http.server.BaseHTTPRequestHandler):
             else:
                 exists = False
                 st.csrs[n] = o
-                first = copy.deepcopy(o)
+        if not exists:
+            first = csr_publish(st, n)
         if exists:
             self.send_json(409, status(409, "AlreadyExists",
                                        'certificatesigningrequests.certificates.k8s.io "%s" already exists' % n,
@@ -769,10 +799,16 @@ class ApiHandler(http.server.BaseHTTPRequestHandler):
                                         "kind": "certificatesigningrequests"}))
             return
         self.send_json(201, first)
-        try:
-            decide_csr(st, n, o, pem)
-        except Exception as e:  # a test signer problem must show, not hang the client
-            set_condition(st, n, "Failed", "SignerError", str(e))
+
+        def decide():
+            try:
+                decide_csr(st, n, o, pem)
+            except Exception as e:  # a test signer problem must show, not hang the client
+                set_condition(st, n, "Failed", "SignerError", str(e))
+        if st.csr_delay > 0:
+            threading.Timer(st.csr_delay, decide).start()
+        else:
+            decide()
 
     # --- faults
     def apply_fault(self, f, is_watch):
@@ -1265,6 +1301,17 @@ def make_secret(ns, name, osc, checksum="auto", labels=None, annotations=None, d
     return {"kind": "Secret", "apiVersion": "v1", "metadata": md, "data": d, "type": "Opaque"}
 
 
+def csr_publish(st, name):
+    """Writes the CSR into the store (a new resourceVersion and a watch
+    event); returns the stored copy."""
+    with st.lock:
+        o = copy.deepcopy(st.csrs[name])
+    stored, _ = st.store.put("CertificateSigningRequest", None, name, o)
+    with st.lock:
+        st.csrs[name]["metadata"]["resourceVersion"] = stored["metadata"]["resourceVersion"]
+    return stored
+
+
 def set_condition(st, name, typ, reason, message, cert=None):
     with st.lock:
         o = st.csrs[name]
@@ -1273,6 +1320,7 @@ def set_condition(st, name, typ, reason, message, cert=None):
              "lastUpdateTime": now_ts(), "lastTransitionTime": now_ts()})
         if cert is not None:
             o["status"]["certificate"] = base64.b64encode(cert).decode()
+    csr_publish(st, name)
 
 
 def openssl(*args, data=None):
@@ -1335,6 +1383,7 @@ def decide_csr(st, name, o, pem):
     cert = sign_csr(st, pem, mode, lifetime)
     with st.lock:
         st.csrs[name]["status"]["certificate"] = base64.b64encode(cert).decode()
+    csr_publish(st, name)
 
 
 def sign_csr(st, pem, mode, lifetime):
@@ -1584,7 +1633,10 @@ class ControlHandler(http.server.BaseHTTPRequestHandler):
                 with st.lock:
                     st.csr_mode = req.get("mode", "gardener")
                     st.csr_lifetime = req.get("lifetime")
-                self.reply(200, {"mode": st.csr_mode, "lifetime": st.csr_lifetime})
+                    st.csr_watch = bool(req.get("watch", True))
+                    st.csr_delay = float(req.get("delay", 0))
+                self.reply(200, {"mode": st.csr_mode, "lifetime": st.csr_lifetime,
+                                 "watch": st.csr_watch, "delay": st.csr_delay})
             elif p == "/csrs":
                 with st.lock:
                     self.reply(200, copy.deepcopy(st.csrs))
