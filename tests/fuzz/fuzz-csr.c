@@ -1,5 +1,5 @@
 /* libFuzzer target for csr_status_parse() (a CertificateSigningRequest as
- * the API server returns it) and csr_cert_check() on whatever certificate it
+ * the API server returns it), csr_event_parse() (a line of a watch on CSRs) and csr_cert_check() on whatever certificate it
  * yields: never a crash or a leak, and no certificate is accepted for a key
  * that never had one signed. */
 #include <stddef.h>
@@ -32,6 +32,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		} else if (s.certificate) {
 			abort();
 		}
+		csr_status_done(&s);
+	}
+	/* The same bytes as a watch event line (csr_event_parse()). */
+	enum csr_event_type t;
+	if (csr_event_parse((const char *)data, size, &t, &s, err, sizeof(err)) == 0) {
+		if (s.certificate && s.state != CSR_ISSUED)
+			abort();
 		csr_status_done(&s);
 	}
 	return 0;

@@ -68,10 +68,24 @@ stop() { kill "$APID" 2>/dev/null; wait "$APID" 2>/dev/null; }
 logged() { wait_for "${2:-20}" grep -q -- "$1" "$LOG"; }
 csrs() { kctl GET /csrs; }
 mode() { kctl POST /csr-mode "$1" >/dev/null; }
+# csr_reqs USER WATCH [STATUS]: how many CSR requests by USER the server logged,
+# watches (WATCH True) or GETs by name (False), with STATUS when given.
+csr_reqs() {
+	kctl GET /log | python3 -c '
+import json, sys
+u, w, st = sys.argv[1], sys.argv[2] == "True", sys.argv[3:]
+print(sum(1 for r in json.load(sys.stdin)["requests"]
+          if r["user"] == u and r["method"] == "GET" and "/certificatesigningrequests" in r["path"]
+          and r["watch"] == w and (w or "/certificatesigningrequests/" in r["path"])
+          and (not st or str(r["status"]) == st[0])))' "$@"
+}
+issued_ms() { sed -n 's/.*client certificate issued after \([0-9]*\) ms.*/\1/p' "$LOG" | head -1; }
 
 # --- 1. the round trip -------------------------------------------------------
 config machine-1
-mode '{"mode": "gardener", "lifetime": 12}'
+# The approver decides 0.5 s after the create: a 2 s poll would see the
+# certificate 2 s after the create at the earliest, the watch at once.
+mode '{"mode": "gardener", "lifetime": 12, "delay": 0.5}'
 t0=$(now)
 start rt
 if logged "client certificate issued" 30; then
@@ -105,6 +119,10 @@ check "the Secret is then read with the certificate (user $CN, 200)" wait_for 20
 check "the bootstrap token got no Secret (403 only)" sh -c \
 	'python3 "$1" ctl GET /log | python3 -c "import json,sys; sys.exit(any(r[\"user\"] == \"system:bootstrap:abcdef\" and \"/secrets/\" in r[\"path\"] and r[\"status\"] == 200 for r in json.load(sys.stdin)[\"requests\"]))"' \
 	sh "$TESTS_DIR/lib/kube-apiserver.py"
+check "issuance seen through a watch on the CSR by name (bootstrap token, $(csr_reqs system:bootstrap:abcdef True 200) watch, $(csr_reqs system:bootstrap:abcdef False) GET by name)" \
+	test "$(csr_reqs system:bootstrap:abcdef True 200)" -ge 1 -a "$(csr_reqs system:bootstrap:abcdef False)" = 0
+check "... the certificate used $(issued_ms) ms after the create (approval at 500 ms; a 2 s poll: >= 2000)" \
+	test "$(issued_ms)" -lt 2000
 # --- 2. renewal (12 s lifetime: due after 9.6 .. 10.6 s) ----------------------
 key1=$(openssl pkey -in "$PEM" -pubout 2>/dev/null | sha256sum)
 if wait_for 30 sh -c 'test "$(python3 "$1" ctl GET /csrs | python3 -c "import json,sys; print(sum(o[\"spec\"][\"username\"] == sys.argv[1] for o in json.load(sys.stdin).values()))" "$2")" -ge 1' \
@@ -117,6 +135,9 @@ fi
 key2=$(openssl pkey -in "$PEM" -pubout 2>/dev/null | sha256sum)
 check "... with a new key, swapped in place" test "$key1" != "$key2"
 check "... without a restart (one process, no error)" sh -c 'kill -0 "$1" && ! grep -q "<err>\|error" "$2"' sh "$APID" "$LOG"
+check "... the watch refused to the certificate (Gardener's node-agent authorizer): logged, then read by GET every 2 s ($(csr_reqs "$CN" True 403) watch 403, $(csr_reqs "$CN" False 200) GET)" \
+	sh -c 'grep -q "cannot watch it (HTTP 403" "$1" && test "$2" -ge 1 -a "$3" -ge 1' sh "$LOG" \
+	"$(csr_reqs "$CN" True 403)" "$(csr_reqs "$CN" False 200)"
 # The test signer backdates notBefore by 5 s: lifetime 12 + 5 s.
 renew=$(sed -n 's/.*valid until \([0-9]*\), renewal at \([0-9]*\).*/\1 \2/p' "$LOG" | head -1)
 check "renewal point at 80-88 % of the lifetime ($renew)" python3 -c '
@@ -173,7 +194,8 @@ expired_pem() {
 }
 
 # --- 4. an expired client.pem at start ----------------------------------------
-mode '{"mode": "gardener"}'
+# every CSR watch refused (403): the bootstrap token's CSR is polled
+mode '{"mode": "gardener", "watch": false, "delay": 0.5}'
 expired_pem machine-2
 config machine-2
 start expired
@@ -183,6 +205,8 @@ else
 	fail "expired client.pem replaced through the bootstrap token"
 	dump "agent log" cat "$LOG"
 fi
+check "... with every CSR watch refused: logged once, issued by the 2 s GET poll ($(issued_ms) ms)" \
+	sh -c 'test "$(grep -c "cannot watch it (HTTP 403" "$1")" = 1 && test "$2" -ge 1900' sh "$LOG" "$(issued_ms)"
 stop
 expired_pem machine-2
 mv "$BT" "$BT.gone"

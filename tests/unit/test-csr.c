@@ -123,6 +123,45 @@ static void status_parse(void **state)
 #undef P
 }
 
+static void event_parse(void **state)
+{
+	(void)state;
+	struct csr_status s;
+	enum csr_event_type t;
+	char err[CSR_ERROR_MAX];
+#define E(j) csr_event_parse(j, strlen(j), &t, &s, err, sizeof(err))
+	assert_int_equal(E("{\"type\":\"MODIFIED\",\"object\":{\"kind\":\"CertificateSigningRequest\","
+			   "\"metadata\":{\"uid\":\"u1\",\"resourceVersion\":\"42\"},\"status\":{\"conditions\":"
+			   "[{\"type\":\"Approved\"}],\"certificate\":\"aGVsbG8=\"}}}"),
+			 0);
+	assert_int_equal(t, CSR_EVENT_MODIFIED);
+	assert_int_equal(s.state, CSR_ISSUED);
+	assert_string_equal(s.uid, "u1");
+	assert_string_equal(s.resource_version, "42");
+	csr_status_done(&s);
+	assert_int_equal(E("{\"type\":\"ADDED\",\"object\":{\"kind\":\"CertificateSigningRequest\","
+			   "\"metadata\":{\"resourceVersion\":\"4&x=1\"}}}"),
+			 0);
+	assert_int_equal(t, CSR_EVENT_ADDED);
+	assert_int_equal(s.state, CSR_PENDING);
+	assert_string_equal(s.resource_version, ""); /* not usable in a query */
+	assert_int_equal(E("{\"type\":\"ERROR\",\"object\":{\"kind\":\"Status\",\"code\":410,"
+			   "\"message\":\"too old resource version\"}}"),
+			 0);
+	assert_int_equal(t, CSR_EVENT_ERROR);
+	assert_string_equal(s.message, "too old resource version");
+	assert_int_equal(E("{\"type\":\"BOOKMARK\",\"object\":{\"kind\":\"CertificateSigningRequest\","
+			   "\"metadata\":{\"resourceVersion\":\"7\"}}}"),
+			 0);
+	assert_int_equal(t, CSR_EVENT_BOOKMARK);
+	assert_int_equal(E("{\"type\":\"ADDED\",\"object\":{\"kind\":\"Secret\"}}"), -EINVAL);
+	assert_int_equal(E("{\"type\":\"RENAMED\",\"object\":{}}"), -EINVAL);
+	assert_int_equal(E("{\"type\":\"ADDED\",\"object\":[]}"), -EINVAL);
+	assert_int_equal(E("{\"type\":1,\"object\":{}}"), -EINVAL);
+	assert_int_equal(E("[]"), -EINVAL);
+#undef E
+}
+
 /* ---- a test CA ---------------------------------------------------------- */
 
 static X509 *make_cert(EVP_PKEY *subject_key, const char *o, const char *cn, EVP_PKEY *issuer_key, X509 *issuer,
@@ -259,6 +298,7 @@ int main(void)
 		cmocka_unit_test(name_vector),
 		cmocka_unit_test(request_and_json),
 		cmocka_unit_test(status_parse),
+		cmocka_unit_test(event_parse),
 		cmocka_unit_test(cert_checks),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
