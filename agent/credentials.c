@@ -367,7 +367,8 @@ static int on_watch_line(const char *line, size_t len, void *userdata)
 	}
 	switch (type) {
 	case CSR_EVENT_ERROR:
-		log_info("CSR %s: the watch ended with an error event: \"%s\"", c->csr_name, s.message);
+		/* logged by on_watch_done() */
+		snprintf(c->watch_status.message, sizeof(c->watch_status.message), "%s", s.message);
 		csr_status_done(&s);
 		return -ESTALE;
 	case CSR_EVENT_BOOKMARK:
@@ -397,6 +398,7 @@ static void watch_forget(struct creds *c)
 	c->watch_final = false;
 	c->watch_gone = false;
 	csr_status_done(&c->watch_status);
+	c->watch_status = (struct csr_status){ 0 };
 }
 
 /* The watch cannot be used for this CSR: GET it every 2 s from now on. */
@@ -437,7 +439,7 @@ static void on_watch_done(struct http_request *req, void *userdata)
 	}
 	char why[512];
 	if (req->error == -ESTALE)
-		snprintf(why, sizeof(why), "the watch sent an error event");
+		snprintf(why, sizeof(why), "error event \"%s\"", c->watch_status.message);
 	else
 		http_describe_failure(req, why, sizeof(why));
 	watch_refuse(c, why, now);
