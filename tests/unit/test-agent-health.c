@@ -346,7 +346,7 @@ static void config_loopback_only(void **state)
 	/* "" switches a probe off. */
 	j = "{\"health\": {\"kubeletUrl\": \"\"}}";
 	assert_int_equal(config_parse(j, strlen(j), &c, err, sizeof(err)), 0);
-	struct health h;
+	struct health h = { 0 };
 	health_init(&h, &c, NULL, NULL);
 	assert_null(h.probe[HEALTH_KUBELET].url);
 	config_done(&c);
