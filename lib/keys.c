@@ -18,6 +18,7 @@
 #include "b64.h"
 #include "cleanup.h"
 #include "keys.h"
+#include "sshwire.h"
 
 /* OpenSSH's own ceiling (SSHBUF_MAX_BIGNUM, SSH_RSA_MAXIMUM_MODULUS_SIZE). */
 #define RSA_MAX_BITS 16384
@@ -118,70 +119,6 @@ static int fail_token(struct keys_error *e, int r, const char *what, const char 
 
 /* ---- wire format ------------------------------------------------------ */
 
-struct rd {
-	const unsigned char *p;
-	size_t len;
-};
-
-static int rd_bytes(struct rd *r, size_t n, const unsigned char **ret)
-{
-	if (r->len < n)
-		return -EBADMSG;
-	*ret = r->p;
-	r->p += n;
-	r->len -= n;
-	return 0;
-}
-
-static int rd_u8(struct rd *r, uint8_t *ret)
-{
-	const unsigned char *p;
-	if (rd_bytes(r, 1, &p) < 0)
-		return -EBADMSG;
-	*ret = p[0];
-	return 0;
-}
-
-static int rd_u32(struct rd *r, uint32_t *ret)
-{
-	const unsigned char *p;
-	if (rd_bytes(r, 4, &p) < 0)
-		return -EBADMSG;
-	*ret = (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-	return 0;
-}
-
-static int rd_u64(struct rd *r, uint64_t *ret)
-{
-	uint32_t hi, lo;
-	if (rd_u32(r, &hi) < 0 || rd_u32(r, &lo) < 0)
-		return -EBADMSG;
-	*ret = (uint64_t)hi << 32 | lo;
-	return 0;
-}
-
-/* A uint32-length string; the length is checked against what is left. */
-static int rd_string(struct rd *r, const unsigned char **ret, size_t *ret_len)
-{
-	uint32_t n;
-	if (rd_u32(r, &n) < 0)
-		return -EBADMSG;
-	if (rd_bytes(r, n, ret) < 0)
-		return -EBADMSG;
-	*ret_len = n;
-	return 0;
-}
-
-static int rd_sub(struct rd *r, struct rd *ret)
-{
-	const unsigned char *p;
-	size_t n;
-	if (rd_string(r, &p, &n) < 0)
-		return -EBADMSG;
-	*ret = (struct rd){ p, n };
-	return 0;
-}
-
 static bool bytes_eq(const unsigned char *p, size_t n, const char *s)
 {
 	return strlen(s) == n && memcmp(p, s, n) == 0;
@@ -198,11 +135,11 @@ static bool printable(const unsigned char *p, size_t n)
 
 /* A positive mpint in its one canonical encoding (RFC 4251 section 5): no
  * sign bit, no superfluous leading zero byte, not zero. */
-static int rd_mpint_positive(struct rd *r, const unsigned char **ret, size_t *ret_len)
+static int rd_mpint_positive(struct sshwire *r, const unsigned char **ret, size_t *ret_len)
 {
 	const unsigned char *p;
 	size_t n;
-	if (rd_string(r, &p, &n) < 0)
+	if (sshwire_string(r, &p, &n) < 0)
 		return -EBADMSG;
 	if (n == 0 || (p[0] & 0x80))
 		return -EINVAL;
@@ -288,7 +225,7 @@ out:
 
 /* Reads the public key fields of type ti (everything after the type string
  * of a plain key, after the nonce of a certificate). */
-static int rd_key_fields(struct rd *r, const struct type_info *ti, unsigned min_bits, unsigned *ret_bits,
+static int rd_key_fields(struct sshwire *r, const struct type_info *ti, unsigned min_bits, unsigned *ret_bits,
 			 struct keys_error *e)
 {
 	const unsigned char *p, *q;
@@ -298,7 +235,7 @@ static int rd_key_fields(struct rd *r, const struct type_info *ti, unsigned min_
 	switch (ti->type) {
 	case KEYS_TYPE_ED25519:
 	case KEYS_TYPE_SK_ED25519:
-		if (rd_string(r, &p, &n) < 0)
+		if (sshwire_string(r, &p, &n) < 0)
 			return fail(e, -EINVAL, "truncated key blob");
 		if (n != ED25519_PK_LEN)
 			return fail(e, -EINVAL, "ed25519 key not 32 bytes");
@@ -307,7 +244,7 @@ static int rd_key_fields(struct rd *r, const struct type_info *ti, unsigned min_
 	case KEYS_TYPE_ECDSA_P384:
 	case KEYS_TYPE_ECDSA_P521:
 	case KEYS_TYPE_SK_ECDSA_P256:
-		if (rd_string(r, &p, &n) < 0 || rd_string(r, &q, &qn) < 0)
+		if (sshwire_string(r, &p, &n) < 0 || sshwire_string(r, &q, &qn) < 0)
 			return fail(e, -EINVAL, "truncated key blob");
 		if (!bytes_eq(p, n, ti->curve))
 			return fail(e, -EINVAL, "curve name does not match key type");
@@ -331,7 +268,7 @@ static int rd_key_fields(struct rd *r, const struct type_info *ti, unsigned min_
 		return fail(e, -EPROTONOSUPPORT, "unsupported key type");
 	}
 	if (ti->sk) {
-		if (rd_string(r, &p, &n) < 0)
+		if (sshwire_string(r, &p, &n) < 0)
 			return fail(e, -EINVAL, "truncated key blob");
 		if (n == 0 || n > SK_APPLICATION_MAX || !printable(p, n))
 			return fail(e, -EINVAL, "sk application invalid");
@@ -342,13 +279,13 @@ static int rd_key_fields(struct rd *r, const struct type_info *ti, unsigned min_
 
 /* A plain key blob (the CA key inside a certificate): type, fields, nothing
  * else. */
-static int check_plain_blob(struct rd r, unsigned min_bits, const struct type_info **ret_ti, struct keys_error *e)
+static int check_plain_blob(struct sshwire r, unsigned min_bits, const struct type_info **ret_ti, struct keys_error *e)
 {
 	const unsigned char *p;
 	size_t n;
 	bool cert;
 	unsigned bits;
-	if (rd_string(&r, &p, &n) < 0)
+	if (sshwire_string(&r, &p, &n) < 0)
 		return fail(e, -EINVAL, "truncated key blob");
 	const struct type_info *ti = type_lookup((const char *)p, n, &cert);
 	if (!ti || cert)
@@ -363,12 +300,12 @@ static int check_plain_blob(struct rd r, unsigned min_bits, const struct type_in
 }
 
 /* A packed list of strings (certificate principals). */
-static int check_string_list(struct rd r)
+static int check_string_list(struct sshwire r)
 {
 	while (r.len > 0) {
 		const unsigned char *p;
 		size_t n;
-		if (rd_string(&r, &p, &n) < 0 || !printable(p, n))
+		if (sshwire_string(&r, &p, &n) < 0 || !printable(p, n))
 			return -EINVAL;
 	}
 	return 0;
@@ -377,14 +314,14 @@ static int check_string_list(struct rd r)
 /* Packed (name, data) pairs (critical options, extensions): names printable
  * and in strictly increasing order as PROTOCOL.certkeys requires, data a
  * well-formed string (its content belongs to sshd). */
-static int check_option_list(struct rd r)
+static int check_option_list(struct sshwire r)
 {
 	const unsigned char *prev = NULL;
 	size_t prevn = 0;
 	while (r.len > 0) {
 		const unsigned char *p, *d;
 		size_t n, dn;
-		if (rd_string(&r, &p, &n) < 0 || rd_string(&r, &d, &dn) < 0)
+		if (sshwire_string(&r, &p, &n) < 0 || sshwire_string(&r, &d, &dn) < 0)
 			return -EINVAL;
 		if (n == 0 || !printable(p, n))
 			return -EINVAL;
@@ -401,11 +338,11 @@ static int check_option_list(struct rd r)
 
 /* The signature: string algorithm, string blob, and for sk algorithms the
  * flags byte and counter. The algorithm must fit the CA key. */
-static int check_signature(struct rd r, const struct type_info *ca, struct keys_error *e)
+static int check_signature(struct sshwire r, const struct type_info *ca, struct keys_error *e)
 {
 	const unsigned char *alg, *sig;
 	size_t algn, sign;
-	if (rd_string(&r, &alg, &algn) < 0 || rd_string(&r, &sig, &sign) < 0 || sign == 0)
+	if (sshwire_string(&r, &alg, &algn) < 0 || sshwire_string(&r, &sig, &sign) < 0 || sign == 0)
 		return fail(e, -EINVAL, "certificate signature malformed");
 	bool ok;
 	if (ca->type == KEYS_TYPE_RSA)
@@ -418,7 +355,7 @@ static int check_signature(struct rd r, const struct type_info *ca, struct keys_
 	if (ca->sk) {
 		uint8_t flags;
 		uint32_t counter;
-		if (rd_u8(&r, &flags) < 0 || rd_u32(&r, &counter) < 0)
+		if (sshwire_u8(&r, &flags) < 0 || sshwire_u32(&r, &counter) < 0)
 			return fail(e, -EINVAL, "certificate signature malformed");
 	}
 	if (r.len != 0)
@@ -432,19 +369,19 @@ static int check_blob(const unsigned char *blob, size_t len, const struct type_i
 		      unsigned min_bits, unsigned *ret_bits, const unsigned char **ret_fields,
 		      size_t *ret_fields_len, struct keys_error *e)
 {
-	struct rd r = { blob, len };
+	struct sshwire r = { blob, len };
 	const unsigned char *p;
 	size_t n;
 	bool inner_cert;
 	int k;
 
-	if (rd_string(&r, &p, &n) < 0)
+	if (sshwire_string(&r, &p, &n) < 0)
 		return fail(e, -EINVAL, "truncated key blob");
 	const struct type_info *inner = type_lookup((const char *)p, n, &inner_cert);
 	if (inner != ti || inner_cert != cert)
 		return fail(e, -EINVAL, "inner type mismatch");
 
-	if (cert && (rd_string(&r, &p, &n) < 0))
+	if (cert && (sshwire_string(&r, &p, &n) < 0))
 		return fail(e, -EINVAL, "truncated certificate");
 
 	const unsigned char *fields = r.p;
@@ -457,15 +394,15 @@ static int check_blob(const unsigned char *blob, size_t len, const struct type_i
 	if (cert) {
 		uint64_t serial, after, before;
 		uint32_t ctype;
-		struct rd principals, critical, extensions, sigkey, sig;
+		struct sshwire principals, critical, extensions, sigkey, sig;
 		const unsigned char *keyid, *reserved;
 		size_t keyidn, reservedn;
 		const struct type_info *ca;
 
-		if (rd_u64(&r, &serial) < 0 || rd_u32(&r, &ctype) < 0 || rd_string(&r, &keyid, &keyidn) < 0 ||
-		    rd_sub(&r, &principals) < 0 || rd_u64(&r, &after) < 0 || rd_u64(&r, &before) < 0 ||
-		    rd_sub(&r, &critical) < 0 || rd_sub(&r, &extensions) < 0 ||
-		    rd_string(&r, &reserved, &reservedn) < 0 || rd_sub(&r, &sigkey) < 0 || rd_sub(&r, &sig) < 0)
+		if (sshwire_u64(&r, &serial) < 0 || sshwire_u32(&r, &ctype) < 0 || sshwire_string(&r, &keyid, &keyidn) < 0 ||
+		    sshwire_sub(&r, &principals) < 0 || sshwire_u64(&r, &after) < 0 || sshwire_u64(&r, &before) < 0 ||
+		    sshwire_sub(&r, &critical) < 0 || sshwire_sub(&r, &extensions) < 0 ||
+		    sshwire_string(&r, &reserved, &reservedn) < 0 || sshwire_sub(&r, &sigkey) < 0 || sshwire_sub(&r, &sig) < 0)
 			return fail(e, -EINVAL, "truncated certificate");
 		if (ctype != 1 && ctype != 2)
 			return fail(e, -EINVAL, "certificate type neither user nor host");

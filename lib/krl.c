@@ -8,6 +8,7 @@
 #include "b64.h"
 #include "cleanup.h"
 #include "krl.h"
+#include "sshwire.h"
 
 /* PROTOCOL.krl: KRL_MAGIC 0x5353484b524c0a00 ("SSHKRL\n\0"), format 1. */
 static const uint8_t krl_magic[8] = { 'S', 'S', 'H', 'K', 'R', 'L', '\n', 0 };
@@ -233,44 +234,6 @@ int krl_write_full(const struct krl_hash *hashes, size_t n, const struct krl_ca_
 	return 0;
 }
 
-/* A bounded big-endian reader. */
-struct rd {
-	const uint8_t *p;
-	size_t left;
-};
-
-static bool get_u32(struct rd *r, uint32_t *v)
-{
-	if (r->left < 4)
-		return false;
-	*v = (uint32_t)r->p[0] << 24 | (uint32_t)r->p[1] << 16 | (uint32_t)r->p[2] << 8 | r->p[3];
-	r->p += 4;
-	r->left -= 4;
-	return true;
-}
-
-static bool get_u64(struct rd *r, uint64_t *v)
-{
-	uint32_t hi, lo;
-	if (!get_u32(r, &hi) || !get_u32(r, &lo))
-		return false;
-	*v = (uint64_t)hi << 32 | lo;
-	return true;
-}
-
-/* An SSH "string": u32 length, then that many bytes (pointed at, not copied). */
-static bool get_string(struct rd *r, const uint8_t **s, size_t *len)
-{
-	uint32_t l;
-	if (!get_u32(r, &l) || l > r->left)
-		return false;
-	*s = r->p;
-	*len = l;
-	r->p += l;
-	r->left -= l;
-	return true;
-}
-
 void krl_done(struct krl *k)
 {
 	if (!k)
@@ -287,16 +250,16 @@ void krl_done(struct krl *k)
 /* One CERTIFICATES section's body: CA key, empty reserved, one serial list,
  * strictly increasing, non-zero. Appends to k (CAs strictly increasing).
  * -EBADMSG, -E2BIG, -ENOMEM. */
-static int read_cert_section(struct rd *sec, struct krl *k, size_t *total)
+static int read_cert_section(struct sshwire *sec, struct krl *k, size_t *total)
 {
 	const uint8_t *ca, *s;
 	size_t ca_len, slen;
-	if (!get_string(sec, &ca, &ca_len) || ca_len == 0 || ca_len > KRL_CA_KEY_MAX || !get_string(sec, &s, &slen) ||
-	    slen != 0 || sec->left < 1 || sec->p[0] != KRL_SECTION_CERT_SERIAL_LIST)
+	if (sshwire_string(sec, &ca, &ca_len) < 0 || ca_len == 0 || ca_len > KRL_CA_KEY_MAX || sshwire_string(sec, &s, &slen) < 0 ||
+	    slen != 0 || sec->len < 1 || sec->p[0] != KRL_SECTION_CERT_SERIAL_LIST)
 		return -EBADMSG;
 	sec->p++;
-	sec->left--;
-	if (!get_string(sec, &s, &slen) || slen == 0 || slen % 8 || sec->left != 0)
+	sec->len--;
+	if (sshwire_string(sec, &s, &slen) < 0 || slen == 0 || slen % 8 || sec->len != 0)
 		return -EBADMSG;
 	if (k->n_cas > 0 && krl_ca_key_cmp(k->cas[k->n_cas - 1].ca_key, k->cas[k->n_cas - 1].ca_key_len, ca, ca_len) >= 0)
 		return -EBADMSG;
@@ -316,10 +279,10 @@ static int read_cert_section(struct rd *sec, struct krl *k, size_t *total)
 	}
 	memcpy(x->ca_key, ca, ca_len);
 	k->n_cas++;
-	struct rd list = { .p = s, .left = slen };
-	while (list.left > 0) {
+	struct sshwire list = { .p = s, .len = slen };
+	while (list.len > 0) {
 		uint64_t v;
-		(void)get_u64(&list, &v);
+		(void)sshwire_u64(&list, &v);
 		if (v == 0 || (x->n > 0 && x->serials[x->n - 1] >= v))
 			return -EBADMSG;
 		x->serials[x->n++] = v;
@@ -334,15 +297,15 @@ int krl_read(const void *data, size_t len, struct krl *ret)
 		return -E2BIG;
 	if (!data || len < sizeof(krl_magic) || memcmp(data, krl_magic, sizeof(krl_magic)) != 0)
 		return -EBADMSG;
-	struct rd r = { .p = (const uint8_t *)data + sizeof(krl_magic), .left = len - sizeof(krl_magic) };
+	struct sshwire r = { .p = (const uint8_t *)data + sizeof(krl_magic), .len = len - sizeof(krl_magic) };
 	struct krl k = { 0 };
 	uint32_t format;
 	uint64_t flags;
 	const uint8_t *s;
 	size_t slen;
-	if (!get_u32(&r, &format) || format != KRL_FORMAT_VERSION || !get_u64(&r, &k.version) ||
-	    !get_u64(&r, &k.generated) || !get_u64(&r, &flags) || flags != 0 || !get_string(&r, &s, &slen) ||
-	    slen != 0 || !get_string(&r, &s, &slen) || !comment_valid((const char *)s, slen))
+	if (sshwire_u32(&r, &format) < 0 || format != KRL_FORMAT_VERSION || sshwire_u64(&r, &k.version) < 0 ||
+	    sshwire_u64(&r, &k.generated) < 0 || sshwire_u64(&r, &flags) < 0 || flags != 0 || sshwire_string(&r, &s, &slen) < 0 ||
+	    slen != 0 || sshwire_string(&r, &s, &slen) < 0 || !comment_valid((const char *)s, slen))
 		return -EBADMSG;
 	memcpy(k.comment, s, slen);
 	k.comment[slen] = '\0';
@@ -351,11 +314,11 @@ int krl_read(const void *data, size_t len, struct krl *ret)
 	 * string of strings of 32 bytes in strictly increasing order
 	 * (PROTOCOL.krl allows more sections; the writer never makes them). */
 	size_t cap = 0, total = 0;
-	while (r.left > 0 && *r.p == KRL_SECTION_CERTIFICATES) {
+	while (r.len > 0 && *r.p == KRL_SECTION_CERTIFICATES) {
 		r.p++;
-		r.left--;
-		struct rd sec;
-		if (!get_string(&r, &sec.p, &sec.left))
+		r.len--;
+		struct sshwire sec;
+		if (sshwire_string(&r, &sec.p, &sec.len) < 0)
 			goto bad;
 		int e = read_cert_section(&sec, &k, &total);
 		if (e == -EBADMSG)
@@ -365,15 +328,15 @@ int krl_read(const void *data, size_t len, struct krl *ret)
 			return e;
 		}
 	}
-	if (r.left > 0) {
+	if (r.len > 0) {
 		uint8_t type = *r.p;
 		r.p++;
-		r.left--;
-		struct rd sec;
-		if (type != KRL_SECTION_FINGERPRINT_SHA256 || !get_string(&r, &sec.p, &sec.left) || sec.left == 0)
+		r.len--;
+		struct sshwire sec;
+		if (type != KRL_SECTION_FINGERPRINT_SHA256 || sshwire_string(&r, &sec.p, &sec.len) < 0 || sec.len == 0)
 			goto bad;
-		while (sec.left > 0) {
-			if (!get_string(&sec, &s, &slen) || slen != KRL_HASH_LEN)
+		while (sec.len > 0) {
+			if (sshwire_string(&sec, &s, &slen) < 0 || slen != KRL_HASH_LEN)
 				goto bad;
 			if (k.n > 0 && memcmp(k.hashes[k.n - 1].h, s, KRL_HASH_LEN) >= 0)
 				goto bad;
@@ -393,7 +356,7 @@ int krl_read(const void *data, size_t len, struct krl *ret)
 			}
 			memcpy(k.hashes[k.n++].h, s, KRL_HASH_LEN);
 		}
-		if (r.left > 0)
+		if (r.len > 0)
 			goto bad;
 	}
 	*ret = k;

@@ -6,43 +6,7 @@
 
 #include "cleanup.h"
 #include "sshcert.h"
-
-/* A bounded big-endian reader over the blob. */
-struct rd {
-	const uint8_t *p;
-	size_t left;
-};
-
-static bool get_u32(struct rd *r, uint32_t *v)
-{
-	if (r->left < 4)
-		return false;
-	*v = (uint32_t)r->p[0] << 24 | (uint32_t)r->p[1] << 16 | (uint32_t)r->p[2] << 8 | r->p[3];
-	r->p += 4;
-	r->left -= 4;
-	return true;
-}
-
-static bool get_u64(struct rd *r, uint64_t *v)
-{
-	uint32_t hi, lo;
-	if (!get_u32(r, &hi) || !get_u32(r, &lo))
-		return false;
-	*v = (uint64_t)hi << 32 | lo;
-	return true;
-}
-
-static bool get_string(struct rd *r, const uint8_t **s, size_t *len)
-{
-	uint32_t l;
-	if (!get_u32(r, &l) || l > r->left)
-		return false;
-	*s = r->p;
-	*len = l;
-	r->p += l;
-	r->left -= l;
-	return true;
-}
+#include "sshwire.h"
 
 static bool ends_with(const uint8_t *s, size_t len, const char *sfx)
 {
@@ -79,34 +43,34 @@ int sshcert_parse(const uint8_t *blob, size_t len, struct sshcert_info *ret)
 {
 	if (!blob || len > SSHCERT_BLOB_MAX)
 		return -EBADMSG;
-	struct rd r = { .p = blob, .left = len };
+	struct sshwire r = { .p = blob, .len = len };
 	struct sshcert_info c = { 0 };
 	const uint8_t *s, *type;
 	size_t slen, type_len;
 	uint64_t u64;
-	if (!get_string(&r, &type, &type_len) || !ends_with(type, type_len, CERT_SUFFIX))
+	if (sshwire_string(&r, &type, &type_len) < 0 || !ends_with(type, type_len, CERT_SUFFIX))
 		return -EBADMSG;
 	int fields = public_fields(type, type_len);
 	if (fields < 0)
 		return -EOPNOTSUPP;
-	if (!get_string(&r, &s, &slen)) /* nonce */
+	if (sshwire_string(&r, &s, &slen) < 0) /* nonce */
 		return -EBADMSG;
 	for (int i = 0; i < fields; i++)
-		if (!get_string(&r, &s, &slen))
+		if (sshwire_string(&r, &s, &slen) < 0)
 			return -EBADMSG;
 	c.type = (const char *)type;
 	c.type_len = type_len;
-	if (!get_u64(&r, &c.serial) || !get_u32(&r, &c.cert_type) || !get_string(&r, &c.key_id, &c.key_id_len) ||
-	    !get_string(&r, &s, &slen) ||                                    /* valid principals */
-	    !get_u64(&r, &u64) || !get_u64(&r, &u64) ||                      /* valid after, before */
-	    !get_string(&r, &s, &slen) || !get_string(&r, &s, &slen) ||      /* critical options, extensions */
-	    !get_string(&r, &s, &slen) ||                                    /* reserved */
-	    !get_string(&r, &c.ca_key, &c.ca_key_len) || !get_string(&r, &s, &slen) || /* signature key, signature */
-	    r.left != 0)
+	if (sshwire_u64(&r, &c.serial) < 0 || sshwire_u32(&r, &c.cert_type) < 0 || sshwire_string(&r, &c.key_id, &c.key_id_len) < 0 ||
+	    sshwire_string(&r, &s, &slen) < 0 ||                                    /* valid principals */
+	    sshwire_u64(&r, &u64) < 0 || sshwire_u64(&r, &u64) < 0 ||                      /* valid after, before */
+	    sshwire_string(&r, &s, &slen) < 0 || sshwire_string(&r, &s, &slen) < 0 ||      /* critical options, extensions */
+	    sshwire_string(&r, &s, &slen) < 0 ||                                    /* reserved */
+	    sshwire_string(&r, &c.ca_key, &c.ca_key_len) < 0 || sshwire_string(&r, &s, &slen) < 0 || /* signature key, signature */
+	    r.len != 0)
 		return -EBADMSG;
 	/* The signature key: a plain public key, its own type string first. */
-	struct rd k = { .p = c.ca_key, .left = c.ca_key_len };
-	if (!get_string(&k, &s, &slen) || slen == 0 || ends_with(s, slen, CERT_SUFFIX) || k.left == 0)
+	struct sshwire k = { .p = c.ca_key, .len = c.ca_key_len };
+	if (sshwire_string(&k, &s, &slen) < 0 || slen == 0 || ends_with(s, slen, CERT_SUFFIX) || k.len == 0)
 		return -EBADMSG;
 	*ret = c;
 	return 0;
