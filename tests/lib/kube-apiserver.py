@@ -964,14 +964,21 @@ class ApiHandler(http.server.BaseHTTPRequestHandler):
         self.send_json(200, stored)
 
     def lease(self, user, groups, ns, name, body):
-        """coordination.k8s.io/v1 Leases for agent/lease.c: GET, LIST, POST,
+        """coordination.k8s.io/v1 Leases for agent/lease.c and agent/serial.c: GET, LIST, POST,
         merge PATCH (with the resourceVersion precondition); admins, node
         admins, and a Node for gardener-node-agent-<itself> (like GRM's
         node-agent authorizer)."""
         st, cmd = self.st, self.command
         me = user[len("system:node:"):] if user.startswith("system:node:") else None
+        # and the serial rollout Lease named like the Secret its Node's label names
+        # (pkg/resourcemanager/webhook/nodeagentauthorizer/authorizer.go authorizeLease)
+        mine = me and st.store.get("Node", None, me)
+        pool = ((mine or {}).get("metadata", {}).get("labels") or {}).get(
+            "worker.gardener.cloud/gardener-node-agent-secret-name")
         if not (self.subject_in(user, groups, st.admins) or "system:masters" in groups or
-                self.subject_in(user, groups, st.node_admins) or (me and name == "gardener-node-agent-" + me)):
+                self.subject_in(user, groups, st.node_admins) or
+                (me and (name == "gardener-node-agent-" + me or (pool and name == pool) or
+                         (cmd == "POST" and not name)))):
             self.forbidden(user, cmd.lower(), "leases", ns, name)
             return
         if cmd == "GET" and not name:
