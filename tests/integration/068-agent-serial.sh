@@ -122,7 +122,7 @@ t=$(publish "$S/v2.yaml")
 took=$(all_applied "$(sha256 "$S/v2.yaml")" 40)
 check "unit change in serial mode: applied on all three ($took s)" [ -n "$took" ]
 read -r ov n2 <<<"$(overlap "$(sha256 "$S/v2.yaml")")"
-check "  ... one node at a time ($ov overlapping applies of $n2)" [ "$ov" = 0 ] && [ "$n2" = 3 ]
+check "  ... one node at a time ($ov overlapping applies of $n2)" [ "$ov:$n2" = 0:3 ]
 check "  ... the others waited for their turn" grep -q "waiting for this node's turn (serial rollout Lease)" "$S"/agent?.log
 check "  ... and said who held the Lease" grep -qE "serial rollout: Lease kube-system/$KUBE_SECRET is held by \"node-[1-3]\"" "$S"/agent?.log
 check "  ... Lease named like the Secret, owned by it, 600 s, released at the end" python3 -c '
@@ -141,7 +141,7 @@ osc k2 m2 >"$S/v3.yaml"
 publish "$S/v3.yaml" >/dev/null
 took=$(all_applied "$(sha256 "$S/v3.yaml")" 20)
 read -r ov n3 <<<"$(overlap "$(sha256 "$S/v3.yaml")")"
-check "a change that restarts nothing: all three at once ($took s, $ov overlapping applies)" [ "$ov" -ge 1 ]
+check "a change that restarts nothing: all three at once ($took s, $ov overlapping pairs among $n3 applies)" [ "$ov" -ge 1 ]
 check "  ... without a single Lease request" [ "$(kube_count "$t" "'leases/$KUBE_SECRET' in e['path']")" -eq 0 ]
 
 # Someone else's valid Lease is respected until it expires (6 s here).
@@ -179,7 +179,7 @@ others_done() {
 check "a holder killed by SIGKILL: the pool waits while its Lease is valid" [ "$(others_done)" = 0 ]
 check "  ... the Lease is still node-$victim's" [ "$(holder)" = "node-$victim" ]
 # Ten minutes later, as the others see it.
-te=$(now)
+
 kctl POST /lease "$(python3 -c 'import datetime, json, sys
 t = datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(seconds=601)
 print(json.dumps({"namespace": "kube-system", "name": sys.argv[1], "spec": {"renewTime": t.strftime("%Y-%m-%dT%H:%M:%S.%fZ")}}))' "$KUBE_SECRET")" >/dev/null
