@@ -167,6 +167,14 @@ class Abort(Exception):
 # ---------------------------------------------------------------------------
 # object store with resourceVersions and a bounded watch history
 
+def readable(sock, timeout):
+    """poll(), not select(): a fleet's descriptors go past FD_SETSIZE (1024),
+    where select() fails and a healthy watch looked like a gone client."""
+    p = select.poll()
+    p.register(sock, select.POLLIN | select.POLLERR | select.POLLHUP)
+    return bool(p.poll(timeout * 1000))
+
+
 class Store:
     def __init__(self, start_rv, history_max):
         self.cond = threading.Condition()
@@ -393,8 +401,7 @@ class ApiServer(http.server.ThreadingHTTPServer):
                                 "watch": False, "fault": "blackhole"})
                 deadline = time.time() + HANG_MAX
                 while time.time() < deadline and st.fault_gen == f["gen"] and st.down_gen == gen:
-                    r, _, _ = select.select([request], [], [], 0.05)
-                    if r and not request.recv(4096):
+                    if readable(request, 0.05) and not request.recv(4096):
                         break    # the client gave up
                 raise Abort()
             request.settimeout(10)
@@ -1046,11 +1053,10 @@ class ApiHandler(http.server.BaseHTTPRequestHandler):
 
     def client_gone(self):
         try:
-            r, _, _ = select.select([self.connection], [], [], 0)
+            if not readable(self.connection, 0):
+                return False
         except (OSError, ValueError):
             return True
-        if not r:
-            return False
         try:
             self.connection.settimeout(0.01)
             d = self.connection.recv(1)
