@@ -177,22 +177,34 @@ def readable(sock, timeout):
 
 class Store:
     def __init__(self, start_rv, history_max):
-        self.cond = threading.Condition()
+        self.lock = threading.RLock()
+        self.cond = threading.Condition(self.lock)   # the control interface's waiters
         self.rv = start_rv
         self.objects = {}           # (kind, ns, name) -> object
         self.history = collections.deque()   # (rv, type, kind, ns, name, object)
         self.history_max = history_max
         self.floor = start_rv       # every event with rv > floor is in history
         self.ann_history = collections.defaultdict(list)   # (node, key) -> [(t, value, rv)]
-        self.watched = collections.Counter()   # kind -> open watches: only they are woken
+        # id -> (matches, Condition on self.lock): each watch is woken only by
+        # events it matches, so a fleet's 2,000 watches do not all wake for
+        # each write (tests/bench/fleet)
+        self.waiters = {}
 
     def _event(self, typ, kind, ns, name, obj):
         self.history.append((self.rv, typ, kind, ns, name, copy.deepcopy(obj)))
         while len(self.history) > self.history_max:
             ev = self.history.popleft()
             self.floor = ev[0]
-        if self.watched[kind]:
-            self.cond.notify_all()
+        self.cond.notify_all()
+        for matches, c in self.waiters.values():
+            if matches(kind, ns, name):
+                c.notify()
+
+    def wake_all(self):
+        """Every waiter (call with the lock held): down, reset, expiry."""
+        self.cond.notify_all()
+        for _, c in self.waiters.values():
+            c.notify()
 
     def newer(self, pos, matches):
         """The events after pos that match, oldest first: scanned from the
@@ -213,7 +225,7 @@ class Store:
             self.rv += 1
             self.history.clear()
             self.floor = self.rv
-            self.cond.notify_all()
+            self.wake_all()
 
     def get(self, kind, ns, name):
         with self.cond:
@@ -375,7 +387,7 @@ class State:
             except OSError:
                 pass
         with self.store.cond:
-            self.store.cond.notify_all()
+            self.store.wake_all()
 
 
 class ApiServer(http.server.ThreadingHTTPServer):
@@ -1116,8 +1128,9 @@ class ApiHandler(http.server.BaseHTTPRequestHandler):
         wid = id(self)
         with st.lock:
             st.watches[wid] = {"t": self.entry["t"], "path": self.path, "user": self.entry["user"]}
+        wcond = threading.Condition(store.lock)
         with store.cond:
-            store.watched[kind] += 1
+            store.waiters[wid] = (matches, wcond)
         try:
             if expired is not None:
                 self.send_event("ERROR", expired)
@@ -1141,7 +1154,7 @@ class ApiHandler(http.server.BaseHTTPRequestHandler):
                         # a fleet (tests/bench/fleet) wakes less often: 2,000 watches x 4/s is the GIL's limit
                         tick = 0.25 if len(st.watches) < 256 else 1.0
                         wait = min(tick, max(0.0, deadline - time.time()))
-                        store.cond.wait(wait)
+                        wcond.wait(wait)
                 if st.down_gen != gen_down:
                     self.rst()
                 if st.reset_gen != gen_reset:
@@ -1181,7 +1194,7 @@ class ApiHandler(http.server.BaseHTTPRequestHandler):
             with st.lock:
                 st.watches.pop(wid, None)
             with store.cond:
-                store.watched[kind] -= 1
+                store.waiters.pop(wid, None)
 
 
 # ---------------------------------------------------------------------------
@@ -1498,7 +1511,7 @@ class ControlHandler(http.server.BaseHTTPRequestHandler):
                     st.reset_gen += 1
                     n = len(st.watches)
                 with store.cond:
-                    store.cond.notify_all()
+                    store.wake_all()
                 self.reply(200, {"ok": True, "watches": n, "t": time.time()})
             elif p == "/expire":
                 store.expire()
