@@ -40,6 +40,7 @@
 #include "credentials.h"
 #include "result.h"
 #include "rollout.h"
+#include "serial.h"
 #include "filter.h"
 #include "nodefind.h"
 #include "stock.h"
@@ -74,6 +75,7 @@ struct agent {
 	struct httpd httpd;
 	struct metrics metrics;
 	struct rollout rollout;
+	struct serial serial;       /* zeroed: off */
 	struct events events;       /* zeroed: off */
 	struct conditions conditions; /* SystemdUnitsReady (conditions.h); zeroed: off */
 	struct health health;       /* zeroed: off */
@@ -592,6 +594,12 @@ static void on_secret(struct agent *a, enum kube_event_type type, const struct k
 			   a->secret.name);
 		set_error(a, "Secret %s deleted", a->secret.name);
 		return;
+	}
+	/* Serial rollouts follow the Secret's annotation (serial.h). */
+	serial_set_secret(&a->serial, a->cfg.secret_namespace, a->secret.name, s->uid, s->serial);
+	if (a->rollout.serial != s->serial) {
+		rollout_set_serial(&a->rollout, s->serial);
+		a->dirty = true;
 	}
 	if (!s->osc || !s->checksum) {
 		log_fields(LOG_ERR, LOG_FIELDS(sf), "Secret %s has no %s; keeping the last good state", a->secret.name,
@@ -1207,6 +1215,8 @@ static int start_watches(struct agent *a)
 	}
 	if (a->cfg.lease_enabled && !a->opts->once)
 		(void)lease_init(&a->lease, &a->http, a->cfg.node_name); /* logged; runs without */
+	if (!a->opts->once)
+		serial_init(&a->serial, &a->http, a->cfg.node_name);
 	if (a->cfg.events_enabled && !a->opts->once && events_init(&a->events, &a->http, a->cfg.node_name) < 0)
 		log_warning("cannot set up Node Events; running without");
 	if (!a->opts->once && conditions_init(&a->conditions, &a->http, a->cfg.node_name) < 0)
@@ -1235,6 +1245,7 @@ static void stop_watches(struct agent *a)
 	creds_done(&a->creds);
 	tokensync_attach(&a->tokens, NULL);
 	lease_done(&a->lease);
+	serial_done(&a->serial);
 	events_done(&a->events);
 	conditions_done(&a->conditions);
 	health_done(&a->health);
@@ -1580,6 +1591,12 @@ int agent_run(const struct agent_options *o)
 		}
 		/* After the reconcile: it may just have started holding a change. */
 		next = min_u64(next, rollout_deadline(&a.rollout));
+		/* Serial mode: the Lease while a change needs it (serial.h). */
+		serial_want(&a.serial, rollout_lock_wanted(&a.rollout, a.node_applied_checksum));
+		next = min_u64(next, serial_tick(&a.serial, now));
+		if (serial_changed(&a.serial))
+			a.dirty = true;
+		rollout_set_lock(&a.rollout, a.serial.held, a.serial.holder, a.serial.holder_until);
 		/* A write that failed just now: its retry is a deadline too
 		 * (before, only another wake-up, e.g. a 10 s watchIdleMs, made
 		 * the agent try again). */

@@ -50,13 +50,50 @@ static bool restarts(const char *in_force, size_t in_force_len, const char *osc,
 	return r;
 }
 
+void rollout_set_serial(struct rollout *r, bool serial)
+{
+	if (r->serial == serial)
+		return;
+	r->serial = serial;
+	/* The held change is judged again under the new rule. */
+	if (r->held) {
+		r->decided[0] = '\0';
+		r->held = false;
+		r->lock_wait = false;
+	}
+}
+
+void rollout_set_lock(struct rollout *r, bool held, const char *holder, time_t until)
+{
+	r->lock = held;
+	snprintf(r->holder, sizeof(r->holder), "%s", holder && !held ? holder : "");
+	r->holder_until = until;
+}
+
+bool rollout_lock_wanted(struct rollout *r, const char *applied)
+{
+	if (r->applying[0] && applied && strcmp(applied, r->applying) == 0) {
+		log_info("serial rollout: OSC %.12s applied and on the Node; the Lease is no longer needed", r->applying);
+		r->applying[0] = '\0';
+	}
+	if (!r->serial)
+		r->applying[0] = '\0';
+	return r->serial && ((r->held && r->lock_wait) || r->applying[0]);
+}
+
 bool rollout_admit(struct rollout *r, const char *in_force, size_t in_force_len, const char *osc, size_t len,
 		   const char *checksum, const char *state_dir, uint64_t now)
 {
 	if (!in_force)
 		return true;
 	if (strcmp(r->decided, checksum) == 0) {
-		if (r->held && now >= r->release_at) {
+		if (r->held && r->lock_wait) {
+			if (r->lock) {
+				r->held = r->lock_wait = false;
+				snprintf(r->applying, sizeof(r->applying), "%s", checksum);
+				log_notice("serial rollout: this node's turn, writing OSC %.12s", checksum);
+			}
+		} else if (r->held && now >= r->release_at) {
 			r->held = false;
 			log_notice("reconciliation delay over: writing OSC %.12s", checksum);
 		}
@@ -70,6 +107,22 @@ bool rollout_admit(struct rollout *r, const char *in_force, size_t in_force_len,
 		log_info("OSC %.12s restarts no unit: written without waiting for the reconciliation delay", checksum);
 		return true;
 	}
+	if (r->serial) {
+		/* No reconciliation delay: the Lease paces the pool. */
+		r->lock_wait = false;
+		if (r->lock) {
+			snprintf(r->applying, sizeof(r->applying), "%s", checksum);
+			log_notice("OSC %.12s restarts units (%s): this node holds the serial rollout Lease, writing it",
+				   checksum, why);
+			return true;
+		}
+		r->held = r->lock_wait = true;
+		r->due_told = true; /* no deadline: the Lease says when */
+		log_notice("OSC %.12s restarts units (%s): waiting for this node's turn (serial rollout Lease)",
+			   checksum, why);
+		return false;
+	}
+	r->lock_wait = false;
 	if (!was_held)
 		r->held_since = now;
 	r->release_at = r->held_since + r->delay_ms;
@@ -105,6 +158,15 @@ void rollout_describe(const struct rollout *r, uint64_t now, char *buf, size_t l
 	*buf = '\0';
 	if (!r->held)
 		return;
+	if (r->lock_wait) {
+		char until[32] = "";
+		struct tm tm;
+		if (r->holder[0] && gmtime_r(&r->holder_until, &tm))
+			strftime(until, sizeof(until), " until %H:%M:%S UTC", &tm);
+		snprintf(buf, len, "; OSC %.12s waits for the serial rollout Lease%s%s%s%s", r->decided,
+			 r->holder[0] ? " (held by " : "", r->holder, until, r->holder[0] ? ")" : "");
+		return;
+	}
 	uint64_t left = r->release_at > now ? r->release_at - now : 0;
 	time_t at = time(NULL) + (time_t)((left + 999) / 1000);
 	struct tm tm;

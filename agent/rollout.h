@@ -22,14 +22,22 @@
  *    top of a held unit change waits with it (the OSC is one document);
  *  - a restart of the agent during the wait starts it again (GNA would apply
  *    at once: we prefer the spread).
- * Serial mode (reconciliation.osc.node-agent.gardener.cloud/serial) is not
- * implemented. */
+ *
+ * Serial mode (the Secret's reconciliation.osc.node-agent.gardener.cloud/
+ * serial: "true", agent/serial.h): a change that restarts units waits for
+ * the pool's serial Lease instead of the delay (GNA enqueues Secret updates
+ * without delay in serial mode: add.go EnqueueWithJitterDelay), and is
+ * written once this node holds it; the Lease is wanted until the Node shows
+ * the checksum that was written with it (GNA releases after its Node patch,
+ * reconciler.go). The other rules stay: a first apply and a change that
+ * restarts nothing never wait for the Lease. */
 #ifndef NA_AGENT_ROLLOUT_H
 #define NA_AGENT_ROLLOUT_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #include "pacing.h"
 
@@ -41,10 +49,30 @@ struct rollout {
 	uint64_t held_since;        /* monotonic ms the wait started (kept for newer OSCs) */
 	uint64_t release_at;        /* monotonic ms */
 	bool due_told;              /* rollout_due() said so for this hold */
+	/* Serial mode. */
+	bool serial;                /* the Secret asks for it */
+	bool lock;                  /* this node holds the serial Lease */
+	bool lock_wait;             /* decided is held for the Lease, not the delay */
+	char applying[65];          /* written with the Lease; wanted until applied */
+	char holder[64];            /* who holds it meanwhile ("" unknown) */
+	time_t holder_until;        /* wall clock, its expiry */
 };
 
 /* The annotation's value (NULL: absent). Only records: safe in callbacks. */
 void rollout_set_delay(struct rollout *r, const char *value);
+
+/* The Secret's serial annotation. A change of mode judges a held change
+ * again. Only records. */
+void rollout_set_serial(struct rollout *r, bool serial);
+
+/* Whether this node holds the serial Lease now, and who else does
+ * (holder NULL/"": nobody known; until: wall clock of its expiry). */
+void rollout_set_lock(struct rollout *r, bool held, const char *holder, time_t until);
+
+/* Does a change need the serial Lease now? applied: the checksum the Node
+ * shows as applied (NULL: none); once it is the one written with the Lease,
+ * the Lease is no longer needed. */
+bool rollout_lock_wanted(struct rollout *r, const char *applied);
 
 /* May the OSC osc (checksum, len bytes) replace in_force (NULL: nothing
  * written yet) in the desired state now? Parses both with state_dir as
@@ -62,7 +90,8 @@ uint64_t rollout_deadline(const struct rollout *r);
 bool rollout_due(struct rollout *r, uint64_t now);
 
 /* For STATUS: "; OSC 0123456789ab held until 02:31:07 UTC (reconciliation
- * delay 2m)" or "" when nothing is held. */
+ * delay 120 s)", "; OSC 0123456789ab waits for the serial rollout Lease
+ * (held by node-2 until 02:41:07 UTC)" or "" when nothing is held. */
 void rollout_describe(const struct rollout *r, uint64_t now, char *buf, size_t len);
 
 #endif

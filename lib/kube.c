@@ -187,6 +187,20 @@ static int secret_from_json(const cJSON *obj, size_t max_osc, struct kube_secret
 		seterr(err, "metadata.annotations[checksum/data-script]", r);
 		goto fail;
 	}
+	if (meta && (r = dup_string(meta, "uid", 128, &s.uid)) < 0) {
+		seterr(err, "metadata.uid", r);
+		goto fail;
+	}
+	/* gardener-node-agent's serialReconciliation(): exactly "true"
+	 * (pkg/nodeagent/controller/operatingsystemconfig/serial.go). */
+	char *serial = NULL;
+	r = map_value(meta, "annotations", KUBE_ANN_SERIAL, &serial);
+	if (r < 0) {
+		seterr(err, "metadata.annotations[" KUBE_ANN_SERIAL "]", r);
+		goto fail;
+	}
+	s.serial = serial && strcmp(serial, "true") == 0;
+	free(serial);
 	const cJSON *data;
 	r = get_object(obj, "data", &data);
 	if (r < 0) {
@@ -227,6 +241,7 @@ void kube_secret_done(struct kube_secret *s)
 	free(s->name);
 	free(s->resource_version);
 	free(s->checksum);
+	free(s->uid);
 	free(s->osc);
 	*s = (struct kube_secret){};
 }

@@ -26,6 +26,8 @@
 #define KUBE_LABEL_WORKER_ROLE "node-role.kubernetes.io/worker"
 #define KUBE_LABEL_ZONE "topology.kubernetes.io/zone"
 #define KUBE_ANN_RECONCILIATION_DELAY "node-agent.gardener.cloud/reconciliation-delay"
+/* On the OSC Secret: "true" -> serial rollouts (agent/serial.h). */
+#define KUBE_ANN_SERIAL "reconciliation.osc.node-agent.gardener.cloud/serial"
 
 /* A resourceVersion is an opaque string; etcd's are decimal, well below this.
  * The parsers refuse one with characters outside [0-9A-Za-z._~-]. */
@@ -45,6 +47,8 @@ struct kube_secret {
 	char *name;                 /* metadata.name, NULL when absent */
 	char *resource_version;     /* metadata.resourceVersion, NULL when absent */
 	char *checksum;             /* annotation checksum/data-script, NULL when absent */
+	char *uid;                  /* metadata.uid (the serial Lease's owner), NULL when absent */
+	bool serial;                /* annotation KUBE_ANN_SERIAL is exactly "true" */
 	unsigned char *osc;         /* decoded data["osc.yaml"], NUL-terminated; NULL when absent */
 	size_t osc_len;
 };

@@ -200,3 +200,156 @@ char *kube_lease_body(bool create, const char *name, const char *node_name, cons
 		return NULL;
 	return cJSON_PrintUnformatted(root);
 }
+
+/* ---- the serial rollout Lease --------------------------------------------- */
+
+static bool parse_digits(const char **p, int n, int *ret)
+{
+	int v = 0;
+	for (int i = 0; i < n; i++, (*p)++) {
+		if (**p < '0' || **p > '9')
+			return false;
+		v = v * 10 + (**p - '0');
+	}
+	*ret = v;
+	return true;
+}
+
+/* Days from 1970-01-01 to y-m-d (proleptic Gregorian; Howard Hinnant's
+ * days_from_civil, in 64 bits). */
+static int64_t days_from_civil(int64_t y, int m, int d)
+{
+	y -= m <= 2;
+	int64_t era = (y >= 0 ? y : y - 399) / 400;
+	int64_t yoe = y - era * 400;
+	int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+	int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+	return era * 146097 + doe - 719468;
+}
+
+int kube_microtime_parse(const char *s, struct timespec *ret)
+{
+	static const int mdays[] = { 31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31 };
+	int y, mo, d, h, mi, sec;
+	const char *p = s;
+	if (!s || strlen(s) > TIME_MAX || !parse_digits(&p, 4, &y) || *p++ != '-' || !parse_digits(&p, 2, &mo) ||
+	    *p++ != '-' || !parse_digits(&p, 2, &d) || (*p != 'T' && *p != 't'))
+		return -EINVAL;
+	p++;
+	if (!parse_digits(&p, 2, &h) || *p++ != ':' || !parse_digits(&p, 2, &mi) || *p++ != ':' ||
+	    !parse_digits(&p, 2, &sec))
+		return -EINVAL;
+	if (mo < 1 || mo > 12 || d < 1 || d > mdays[mo - 1] || (mo == 2 && d == 29 && (y % 4 || (y % 100 == 0 && y % 400))) ||
+	    h > 23 || mi > 59 || sec > 59)
+		return -EINVAL;
+	long nsec = 0;
+	if (*p == '.') {
+		p++;
+		int n = 0;
+		long scale = 100000000L;
+		for (; *p >= '0' && *p <= '9'; p++, n++) {
+			if (n >= 9)
+				return -EINVAL;
+			nsec += (long)(*p - '0') * scale;
+			scale /= 10;
+		}
+		if (n == 0)
+			return -EINVAL;
+	}
+	int64_t off = 0;
+	if (*p == 'Z' || *p == 'z')
+		p++;
+	else if (*p == '+' || *p == '-') {
+		int sign = *p++ == '-' ? -1 : 1, oh, om;
+		if (!parse_digits(&p, 2, &oh) || *p++ != ':' || !parse_digits(&p, 2, &om) || oh > 23 || om > 59)
+			return -EINVAL;
+		off = sign * (int64_t)(oh * 3600 + om * 60);
+	} else
+		return -EINVAL;
+	if (*p)
+		return -EINVAL;
+	int64_t t = days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + sec - off;
+	if ((int64_t)(time_t)t != t)
+		return -EINVAL;
+	*ret = (struct timespec){ .tv_sec = (time_t)t, .tv_nsec = nsec };
+	return 0;
+}
+
+int kube_serial_judge(const struct kube_lease *l, const char *me, const struct timespec *now, uint64_t *ret_left_ms)
+{
+	*ret_left_ms = 0;
+	if (!l->holder || !*l->holder)
+		return KUBE_SERIAL_FREE;
+	if (strcmp(l->holder, me) == 0)
+		return KUBE_SERIAL_MINE;
+	/* renewedInTime(): a negative duration or no renewTime is not. */
+	int64_t dur = l->has_duration ? l->duration_s : 0;
+	if (dur < 0 || !l->renew_time)
+		return KUBE_SERIAL_EXPIRED;
+	struct timespec rt;
+	if (kube_microtime_parse(l->renew_time, &rt) < 0)
+		return -EINVAL;
+	/* In ms, with the seconds clamped so nothing overflows. */
+	int64_t rs = rt.tv_sec, ns = now->tv_sec;
+	if (rs > ns + 10 * 365 * 86400ll)
+		rs = ns + 10 * 365 * 86400ll;
+	if (rs < ns - 10 * 365 * 86400ll)
+		return KUBE_SERIAL_EXPIRED;
+	int64_t end_ms = (rs + dur) * 1000 + rt.tv_nsec / 1000000;
+	int64_t now_ms = ns * 1000 + now->tv_nsec / 1000000;
+	if (end_ms <= now_ms)
+		return KUBE_SERIAL_EXPIRED;
+	*ret_left_ms = (uint64_t)(end_ms - now_ms);
+	return KUBE_SERIAL_TAKEN;
+}
+
+char *kube_serial_lease_body(bool create, const char *ns, const char *name, const char *secret_uid, const char *rv,
+			     const char *holder, const char *acquire_time, const char *renew_time)
+{
+	_cleanup_(cJSON_Deletep) cJSON *root = cJSON_CreateObject();
+	if (!root)
+		return NULL;
+	if (create && (!cJSON_AddStringToObject(root, "apiVersion", "coordination.k8s.io/v1") ||
+		       !cJSON_AddStringToObject(root, "kind", "Lease")))
+		return NULL;
+	cJSON *meta = cJSON_AddObjectToObject(root, "metadata");
+	if (!meta)
+		return NULL;
+	if (create) {
+		if (!cJSON_AddStringToObject(meta, "name", name) || !cJSON_AddStringToObject(meta, "namespace", ns))
+			return NULL;
+		/* metav1.NewControllerRef(secret, Secret): controller and
+		 * blockOwnerDeletion set. Without the Secret's uid there is
+		 * no valid reference: none is sent. */
+		if (secret_uid && *secret_uid) {
+			cJSON *refs = cJSON_AddArrayToObject(meta, "ownerReferences");
+			cJSON *ref = cJSON_CreateObject();
+			if (!refs || !ref || !cJSON_AddItemToArray(refs, ref)) {
+				cJSON_Delete(ref);
+				return NULL;
+			}
+			if (!cJSON_AddStringToObject(ref, "apiVersion", "v1") ||
+			    !cJSON_AddStringToObject(ref, "kind", "Secret") || !cJSON_AddStringToObject(ref, "name", name) ||
+			    !cJSON_AddStringToObject(ref, "uid", secret_uid) || !cJSON_AddTrueToObject(ref, "controller") ||
+			    !cJSON_AddTrueToObject(ref, "blockOwnerDeletion"))
+				return NULL;
+		}
+	} else if (rv && !cJSON_AddStringToObject(meta, "resourceVersion", rv))
+		return NULL;
+	cJSON *spec = cJSON_AddObjectToObject(root, "spec");
+	if (!spec)
+		return NULL;
+	if (!holder) {
+		if (!cJSON_AddNullToObject(spec, "holderIdentity") || !cJSON_AddNullToObject(spec, "leaseDurationSeconds") ||
+		    !cJSON_AddNullToObject(spec, "acquireTime") || !cJSON_AddNullToObject(spec, "renewTime"))
+			return NULL;
+		return cJSON_PrintUnformatted(root);
+	}
+	if (acquire_time && (!cJSON_AddStringToObject(spec, "holderIdentity", holder) ||
+			     !cJSON_AddNumberToObject(spec, "leaseDurationSeconds", KUBE_SERIAL_LEASE_DURATION_S) ||
+			     !cJSON_AddStringToObject(spec, "acquireTime", acquire_time)))
+		return NULL;
+	if (!cJSON_AddStringToObject(spec, "renewTime", renew_time))
+		return NULL;
+	return cJSON_PrintUnformatted(root);
+}

@@ -65,4 +65,46 @@ int kube_lease_name(const char *node_name, char *out, size_t outlen);
 char *kube_lease_body(bool create, const char *name, const char *node_name, const char *node_uid, const char *rv,
 		      const char *renew_time);
 
+/* ---- the serial rollout Lease -------------------------------------------
+ *
+ * With the OSC Secret's annotation reconciliation.osc.node-agent.gardener.
+ * cloud/serial: "true", gardener-node-agent lets one node at a time apply
+ * the OSC through a Lease named like the Secret, in the Secret's namespace
+ * (kube-system), controller-owned by the Secret (gardener/gardener
+ * pkg/nodeagent/controller/operatingsystemconfig/serial.go,
+ * newLeaderElectorForSecret). spec.holderIdentity is the agent's host name
+ * (cmd/gardener-node-agent/app/app.go nodeagent.GetHostName(), the Node's
+ * name); taking it sets leaseDurationSeconds 600, acquireTime and
+ * renewTime; renewing sets renewTime only; releasing sets all four to null
+ * (leaderElector.tryAcquireOrRenew, release). Another holder counts until
+ * renewTime + leaseDurationSeconds has passed (renewedInTime), and an
+ * empty holder is free (acquiredByAnotherInstance). */
+#define KUBE_SERIAL_LEASE_DURATION_S 600u
+
+/* Parses a MicroTime/Time as the API server writes it ("2006-01-02T15:04:05Z",
+ * optional fraction of up to 9 digits, "Z" or "+hh:mm"/"-hh:mm") into
+ * *ret (UTC). -EINVAL when malformed or out of range. */
+int kube_microtime_parse(const char *s, struct timespec *ret);
+
+enum kube_serial_verdict {
+	KUBE_SERIAL_FREE,       /* no holder: take it */
+	KUBE_SERIAL_MINE,       /* holderIdentity is me: renew it */
+	KUBE_SERIAL_EXPIRED,    /* someone else's, not renewed in time: take it over */
+	KUBE_SERIAL_TAKEN,      /* someone else's and valid: wait (*ret_left_ms) */
+};
+
+/* gardener-node-agent's verdict on a serial Lease for identity me at wall
+ * time now. For KUBE_SERIAL_TAKEN, *ret_left_ms is the time until it
+ * expires. -EINVAL when the renewTime of another holder is malformed
+ * (GNA's client would fail to decode it: retried, not taken over). */
+int kube_serial_judge(const struct kube_lease *l, const char *me, const struct timespec *now, uint64_t *ret_left_ms);
+
+/* The body for the serial Lease name, as a malloc'ed JSON string (NULL on
+ * ENOMEM): create: the whole Lease for a POST in namespace ns (owner: Secret secret_name
+ * with uid secret_uid); otherwise a merge patch with metadata.
+ * resourceVersion rv as the precondition. holder NULL: the release (the four
+ * spec fields null); acquire_time NULL: a renewal (renewTime only). */
+char *kube_serial_lease_body(bool create, const char *ns, const char *name, const char *secret_uid, const char *rv,
+			     const char *holder, const char *acquire_time, const char *renew_time);
+
 #endif

@@ -1,7 +1,10 @@
 /* libFuzzer target for lib/kubelease.c: the input is the API server's answer
  * to a Lease request (agent/lease.c). Never a crash or a leak; what the
  * parser keeps respects its ceilings; and a body the agent builds from what
- * it parsed parses back to the same holder and owner. */
+ * it parsed parses back to the same holder and owner. The renewTime goes
+ * through the serial rollout verdict (kube_microtime_parse()): a time it
+ * accepts is a valid one, and the verdict is one of the four. */
+#include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -33,6 +36,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		kube_lease_done(&back);
 		free(body);
 	}
+	struct timespec now = { .tv_sec = 1795658462 }, t;
+	if (l.renew_time && kube_microtime_parse(l.renew_time, &t) == 0 && (t.tv_nsec < 0 || t.tv_nsec >= 1000000000L))
+		abort();
+	uint64_t left;
+	int v = kube_serial_judge(&l, "node-1", &now, &left);
+	if (v != -EINVAL && v != KUBE_SERIAL_FREE && v != KUBE_SERIAL_MINE && v != KUBE_SERIAL_EXPIRED &&
+	    v != KUBE_SERIAL_TAKEN)
+		abort();
+	if (v != KUBE_SERIAL_TAKEN && left != 0)
+		abort();
 	kube_lease_done(&l);
 	return 0;
 }

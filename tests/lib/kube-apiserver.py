@@ -49,6 +49,7 @@ CONTROL (all JSON; times are the server's time.time()):
   POST /node     {"name", "annotations": {k: v|null}, "labels": {k: v|null}, "status": {...} merged in,
                   "delete": bool}
   GET  /node?name=NAME                         -> the Node
+  GET  /annotations?key=KEY                    -> {"values": {node: value or null}} for every Node
   GET  /leases?namespace=NS                    -> {"items": [Leases]}
   GET  /events?namespace=NS                    -> {"items": [Events]} (POSTed by agents)
   POST /lease    {"namespace","name","spec": {...} merged in | "delete": bool}
@@ -173,15 +174,28 @@ class Abort(Exception):
 # ---------------------------------------------------------------------------
 # object store with resourceVersions and a bounded watch history
 
+def readable(sock, timeout):
+    """poll(), not select(): a fleet's descriptors go past FD_SETSIZE (1024),
+    where select() fails and a healthy watch looked like a gone client."""
+    p = select.poll()
+    p.register(sock, select.POLLIN | select.POLLERR | select.POLLHUP)
+    return bool(p.poll(timeout * 1000))
+
+
 class Store:
     def __init__(self, start_rv, history_max):
-        self.cond = threading.Condition()
+        self.lock = threading.RLock()
+        self.cond = threading.Condition(self.lock)   # the control interface's waiters
         self.rv = start_rv
         self.objects = {}           # (kind, ns, name) -> object
         self.history = collections.deque()   # (rv, type, kind, ns, name, object)
         self.history_max = history_max
         self.floor = start_rv       # every event with rv > floor is in history
         self.ann_history = collections.defaultdict(list)   # (node, key) -> [(t, value, rv)]
+        # id -> (matches, Condition on self.lock): each watch is woken only by
+        # events it matches, so a fleet's 2,000 watches do not all wake for
+        # each write (tests/bench/fleet)
+        self.waiters = {}
 
     def _event(self, typ, kind, ns, name, obj):
         self.history.append((self.rv, typ, kind, ns, name, copy.deepcopy(obj)))
@@ -189,6 +203,27 @@ class Store:
             ev = self.history.popleft()
             self.floor = ev[0]
         self.cond.notify_all()
+        for matches, c in self.waiters.values():
+            if matches(kind, ns, name):
+                c.notify()
+
+    def wake_all(self):
+        """Every waiter (call with the lock held): down, reset, expiry."""
+        self.cond.notify_all()
+        for _, c in self.waiters.values():
+            c.notify()
+
+    def newer(self, pos, matches):
+        """The events after pos that match, oldest first: scanned from the
+        end, so a fleet's watches cost what is new, not the history's size."""
+        evs = []
+        for ev in reversed(self.history):
+            if ev[0] <= pos:
+                break
+            if matches(ev[2], ev[3], ev[4]):
+                evs.append(ev)
+        evs.reverse()
+        return evs
 
     def expire(self):
         with self.cond:
@@ -197,7 +232,7 @@ class Store:
             self.rv += 1
             self.history.clear()
             self.floor = self.rv
-            self.cond.notify_all()
+            self.wake_all()
 
     def get(self, kind, ns, name):
         with self.cond:
@@ -361,13 +396,13 @@ class State:
             except OSError:
                 pass
         with self.store.cond:
-            self.store.cond.notify_all()
+            self.store.wake_all()
 
 
 class ApiServer(http.server.ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
-    request_queue_size = 64
+    request_queue_size = 1024   # a fleet reconnecting at once (tests/bench/fleet); somaxconn caps it
 
     def __init__(self, addr, handler, state, ctx):
         self.state = state
@@ -387,8 +422,7 @@ class ApiServer(http.server.ThreadingHTTPServer):
                                 "watch": False, "fault": "blackhole"})
                 deadline = time.time() + HANG_MAX
                 while time.time() < deadline and st.fault_gen == f["gen"] and st.down_gen == gen:
-                    r, _, _ = select.select([request], [], [], 0.05)
-                    if r and not request.recv(4096):
+                    if readable(request, 0.05) and not request.recv(4096):
                         break    # the client gave up
                 raise Abort()
             request.settimeout(10)
@@ -1088,14 +1122,21 @@ class ApiHandler(http.server.BaseHTTPRequestHandler):
         self.send_json(200, stored)
 
     def lease(self, user, groups, ns, name, body):
-        """coordination.k8s.io/v1 Leases for agent/lease.c: GET, LIST, POST,
+        """coordination.k8s.io/v1 Leases for agent/lease.c and agent/serial.c: GET, LIST, POST,
         merge PATCH (with the resourceVersion precondition); admins, node
         admins, and a Node for gardener-node-agent-<itself> (like GRM's
         node-agent authorizer)."""
         st, cmd = self.st, self.command
         me = user[len("system:node:"):] if user.startswith("system:node:") else None
+        # and the serial rollout Lease named like the Secret its Node's label names
+        # (pkg/resourcemanager/webhook/nodeagentauthorizer/authorizer.go authorizeLease)
+        mine = me and st.store.get("Node", None, me)
+        pool = ((mine or {}).get("metadata", {}).get("labels") or {}).get(
+            "worker.gardener.cloud/gardener-node-agent-secret-name")
         if not (self.subject_in(user, groups, st.admins) or "system:masters" in groups or
-                self.subject_in(user, groups, st.node_admins) or (me and name == "gardener-node-agent-" + me)):
+                self.subject_in(user, groups, st.node_admins) or
+                (me and (name == "gardener-node-agent-" + me or (pool and name == pool) or
+                         (cmd == "POST" and not name)))):
             self.forbidden(user, cmd.lower(), "leases", ns, name)
             return
         if cmd == "GET" and not name:
@@ -1148,11 +1189,10 @@ class ApiHandler(http.server.BaseHTTPRequestHandler):
 
     def client_gone(self):
         try:
-            r, _, _ = select.select([self.connection], [], [], 0)
+            if not readable(self.connection, 0):
+                return False
         except (OSError, ValueError):
             return True
-        if not r:
-            return False
         try:
             self.connection.settimeout(0.01)
             d = self.connection.recv(1)
@@ -1212,6 +1252,9 @@ class ApiHandler(http.server.BaseHTTPRequestHandler):
         wid = id(self)
         with st.lock:
             st.watches[wid] = {"t": self.entry["t"], "path": self.path, "user": self.entry["user"]}
+        wcond = threading.Condition(store.lock)
+        with store.cond:
+            store.waiters[wid] = (matches, wcond)
         try:
             if expired is not None:
                 self.send_event("ERROR", expired)
@@ -1229,13 +1272,13 @@ class ApiHandler(http.server.BaseHTTPRequestHandler):
                     if pos < store.floor:
                         evs = None
                     else:
-                        for ev in store.history:
-                            if ev[0] > pos and matches(ev[2], ev[3], ev[4]):
-                                evs.append(ev)
+                        evs = store.newer(pos, matches)
                     cur_rv = store.rv
                     if evs == []:
-                        wait = min(0.25, max(0.0, deadline - time.time()))
-                        store.cond.wait(wait)
+                        # a fleet (tests/bench/fleet) wakes less often: 2,000 watches x 4/s is the GIL's limit
+                        tick = 0.25 if len(st.watches) < 256 else 1.0
+                        wait = min(tick, max(0.0, deadline - time.time()))
+                        wcond.wait(wait)
                 if st.down_gen != gen_down:
                     self.rst()
                 if st.reset_gen != gen_reset:
@@ -1257,7 +1300,7 @@ class ApiHandler(http.server.BaseHTTPRequestHandler):
                     with store.cond:
                         # every matching event up to store.rv has been sent
                         # once no newer one is pending
-                        pending = any(ev[0] > pos and matches(ev[2], ev[3], ev[4]) for ev in store.history)
+                        pending = bool(store.newer(pos, matches))
                         if not pending:
                             pos = max(pos, store.rv)
                             self.send_event("BOOKMARK", self.bookmark_object(kind, pos))
@@ -1274,6 +1317,8 @@ class ApiHandler(http.server.BaseHTTPRequestHandler):
             self.entry["end"] = time.time()
             with st.lock:
                 st.watches.pop(wid, None)
+            with store.cond:
+                store.waiters.pop(wid, None)
 
 
 # ---------------------------------------------------------------------------
@@ -1537,6 +1582,11 @@ class ControlHandler(http.server.BaseHTTPRequestHandler):
                     stored, changed = store.put("Node", None, name, new)
                 self.reply(200, {"t": t, "resourceVersion": stored["metadata"]["resourceVersion"],
                                  "changed": changed})
+            elif p == "/annotations":
+                # {"values": {node: value of annotation KEY or null}} for every Node (a fleet's progress)
+                items, _ = store.list("Node", None, None)
+                self.reply(200, {"t": time.time(), "values": {o["metadata"]["name"]: (o["metadata"].get(
+                    "annotations") or {}).get(q["key"]) for o in items}})
             elif p == "/events":
                 items, _ = store.list("Event", q.get("namespace", "default"), None)
                 self.reply(200, {"items": items})
@@ -1601,7 +1651,7 @@ class ControlHandler(http.server.BaseHTTPRequestHandler):
                     st.reset_gen += 1
                     n = len(st.watches)
                 with store.cond:
-                    store.cond.notify_all()
+                    store.wake_all()
                 self.reply(200, {"ok": True, "watches": n, "t": time.time()})
             elif p == "/expire":
                 store.expire()

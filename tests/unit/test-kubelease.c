@@ -120,6 +120,107 @@ static void parse_answers(void **state)
 	}
 }
 
+static void microtime_parse(void **state)
+{
+	struct timespec t;
+	assert_int_equal(kube_microtime_parse("2026-11-26T02:01:02.123456Z", &t), 0);
+	assert_int_equal(t.tv_sec, 1795658462);
+	assert_int_equal(t.tv_nsec, 123456000);
+	assert_int_equal(kube_microtime_parse("2026-11-26T02:01:02Z", &t), 0);
+	assert_int_equal(t.tv_sec, 1795658462);
+	assert_int_equal(t.tv_nsec, 0);
+	assert_int_equal(kube_microtime_parse("2026-11-26T03:01:02.5+01:00", &t), 0);
+	assert_int_equal(t.tv_sec, 1795658462);
+	assert_int_equal(t.tv_nsec, 500000000);
+	assert_int_equal(kube_microtime_parse("1970-01-01T00:00:00.000000Z", &t), 0);
+	assert_int_equal(t.tv_sec, 0);
+	assert_int_equal(kube_microtime_parse("2024-02-29T00:00:00Z", &t), 0);
+	/* Round trip with the writer. */
+	char out[KUBE_MICROTIME_LEN];
+	struct timespec w = { .tv_sec = 4102444799, .tv_nsec = 999999000 };
+	assert_int_equal(kube_microtime(&w, out), 0);
+	assert_int_equal(kube_microtime_parse(out, &t), 0);
+	assert_int_equal(t.tv_sec, w.tv_sec);
+	assert_int_equal(t.tv_nsec, w.tv_nsec);
+	static const char *const bad[] = { "", "2026-11-26", "2026-11-26T02:01:02", "2026-11-26 02:01:02Z",
+					   "2026-13-01T00:00:00Z", "2026-02-29T00:00:00Z", "2100-02-29T00:00:00Z",
+					   "2026-11-26T24:00:00Z", "2026-11-26T02:01:02.Z", "2026-11-26T02:01:02.1234567890Z",
+					   "2026-11-26T02:01:02Zx", "2026-11-26T02:01:02+0100", "+026-11-26T02:01:02Z" };
+	for (size_t i = 0; i < ELEMENTSOF(bad); i++)
+		if (kube_microtime_parse(bad[i], &t) != -EINVAL)
+			fail_msg("\"%s\" accepted", bad[i]);
+}
+
+/* GNA's acquiredByMe / acquiredByAnotherInstance / renewedInTime. */
+static void serial_judge(void **state)
+{
+	struct timespec now = { .tv_sec = 1795658462, .tv_nsec = 0 }; /* 2026-11-26T02:01:02Z */
+	char node2[] = "node-2", empty[] = "", rt1[] = "2026-11-26T01:51:02.500000Z", rt2[] = "2026-11-26T02:01:00Z",
+	     bad[] = "yesterday";
+	struct kube_lease l = { .holder = node2, .has_duration = true, .duration_s = 600, .renew_time = rt1 };
+	uint64_t left = 1;
+	assert_int_equal(kube_serial_judge(&l, "node-1", &now, &left), KUBE_SERIAL_TAKEN);
+	assert_int_equal(left, 500);
+	now.tv_nsec = 500000000;
+	assert_int_equal(kube_serial_judge(&l, "node-1", &now, &left), KUBE_SERIAL_EXPIRED); /* exactly then */
+	assert_int_equal(left, 0);
+	assert_int_equal(kube_serial_judge(&l, "node-2", &now, &left), KUBE_SERIAL_MINE);
+	l.holder = empty;
+	assert_int_equal(kube_serial_judge(&l, "node-1", &now, &left), KUBE_SERIAL_FREE);
+	l.holder = NULL;
+	assert_int_equal(kube_serial_judge(&l, "node-1", &now, &left), KUBE_SERIAL_FREE);
+	l.holder = node2;
+	l.renew_time = NULL;
+	assert_int_equal(kube_serial_judge(&l, "node-1", &now, &left), KUBE_SERIAL_EXPIRED);
+	l.renew_time = rt2;
+	l.has_duration = false; /* duration 0 */
+	assert_int_equal(kube_serial_judge(&l, "node-1", &now, &left), KUBE_SERIAL_EXPIRED);
+	l.has_duration = true;
+	l.duration_s = -1;
+	assert_int_equal(kube_serial_judge(&l, "node-1", &now, &left), KUBE_SERIAL_EXPIRED);
+	l.duration_s = 2147483647; /* far future: still taken, no overflow */
+	assert_int_equal(kube_serial_judge(&l, "node-1", &now, &left), KUBE_SERIAL_TAKEN);
+	assert_true(left > 1000ull * 2147483600ull);
+	l.renew_time = bad;
+	assert_int_equal(kube_serial_judge(&l, "node-1", &now, &left), -EINVAL);
+}
+
+static void serial_bodies(void **state)
+{
+	_cleanup_free_ char *c = kube_serial_lease_body(true, "kube-system", "gna-pool", "sec-uid", NULL, "node-1",
+							"2026-11-25T02:00:00.000000Z", "2026-11-25T02:00:00.000000Z");
+	assert_string_equal(
+		c, "{\"apiVersion\":\"coordination.k8s.io/v1\",\"kind\":\"Lease\",\"metadata\":{\"name\":\"gna-pool\","
+		   "\"namespace\":\"kube-system\",\"ownerReferences\":[{\"apiVersion\":\"v1\",\"kind\":\"Secret\","
+		   "\"name\":\"gna-pool\",\"uid\":\"sec-uid\",\"controller\":true,\"blockOwnerDeletion\":true}]},"
+		   "\"spec\":{\"holderIdentity\":\"node-1\",\"leaseDurationSeconds\":600,\"acquireTime\":"
+		   "\"2026-11-25T02:00:00.000000Z\",\"renewTime\":\"2026-11-25T02:00:00.000000Z\"}}");
+	_cleanup_free_ char *t = kube_serial_lease_body(false, "kube-system", "gna-pool", "sec-uid", "41", "node-1",
+							"2026-11-25T02:00:00.000000Z", "2026-11-25T02:00:00.000000Z");
+	assert_string_equal(t, "{\"metadata\":{\"resourceVersion\":\"41\"},\"spec\":{\"holderIdentity\":\"node-1\","
+			       "\"leaseDurationSeconds\":600,\"acquireTime\":\"2026-11-25T02:00:00.000000Z\","
+			       "\"renewTime\":\"2026-11-25T02:00:00.000000Z\"}}");
+	_cleanup_free_ char *r = kube_serial_lease_body(false, "kube-system", "gna-pool", NULL, "42", "node-1", NULL,
+							"2026-11-25T02:03:20.000000Z");
+	assert_string_equal(r, "{\"metadata\":{\"resourceVersion\":\"42\"},\"spec\":{\"renewTime\":"
+			       "\"2026-11-25T02:03:20.000000Z\"}}");
+	_cleanup_free_ char *x = kube_serial_lease_body(false, "kube-system", "gna-pool", NULL, "43", NULL, NULL, NULL);
+	assert_string_equal(x, "{\"metadata\":{\"resourceVersion\":\"43\"},\"spec\":{\"holderIdentity\":null,"
+			       "\"leaseDurationSeconds\":null,\"acquireTime\":null,\"renewTime\":null}}");
+	/* Without the Secret's uid: no owner reference rather than an invalid one. */
+	_cleanup_free_ char *n = kube_serial_lease_body(true, "kube-system", "gna-pool", NULL, NULL, "node-1",
+							"2026-11-25T02:00:00.000000Z", "2026-11-25T02:00:00.000000Z");
+	assert_null(strstr(n, "ownerReferences"));
+	/* What the agent writes, judged by another node. */
+	struct kube_lease l;
+	assert_int_equal(kube_lease_parse(c, strlen(c), &l, NULL), 0);
+	struct timespec now = { .tv_sec = 1795658462 - 86400, .tv_nsec = 0 }; /* 2026-11-25T02:01:02Z */
+	uint64_t left;
+	assert_int_equal(kube_serial_judge(&l, "node-2", &now, &left), KUBE_SERIAL_TAKEN);
+	assert_int_equal(left, 538000);
+	kube_lease_done(&l);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -128,6 +229,9 @@ int main(void)
 		cmocka_unit_test(body_create),
 		cmocka_unit_test(body_patch),
 		cmocka_unit_test(parse_answers),
+		cmocka_unit_test(microtime_parse),
+		cmocka_unit_test(serial_judge),
+		cmocka_unit_test(serial_bodies),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

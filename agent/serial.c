@@ -1,0 +1,360 @@
+/* The serial rollout duty; see serial.h. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cleanup.h"
+#include "log.h"
+#include "serial.h"
+
+/* 409s in a row answered by an immediate re-read; more back off. */
+#define CONFLICTS_FREE 3u
+
+void serial_init(struct serial *s, struct http_client *http, const char *identity)
+{
+	*s = (struct serial){ .http = http };
+	snprintf(s->identity, sizeof(s->identity), "%s", identity);
+}
+
+void serial_done(struct serial *s)
+{
+	if (s->req)
+		http_cancel(s->req);
+	s->req = NULL;
+	s->step = SERIAL_IDLE;
+}
+
+static bool active(const struct serial *s)
+{
+	return s->name[0] != '\0';
+}
+
+void serial_set_secret(struct serial *s, const char *ns, const char *name, const char *uid, bool serial)
+{
+	if (!s->http)
+		return;
+	if (uid && strlen(uid) <= KUBE_UID_MAX)
+		snprintf(s->secret_uid, sizeof(s->secret_uid), "%s", uid);
+	if (!serial) {
+		/* A Lease we hold is still given back (the tick releases it
+		 * while name stays); otherwise nothing more is sent. */
+		if (active(s) && !s->held) {
+			log_info("Secret %s/%s: serial rollouts off", s->ns, s->name);
+			if (s->req)
+				http_cancel(s->req);
+			s->req = NULL;
+			s->name[0] = '\0';
+			s->step = SERIAL_IDLE;
+		}
+		s->want = false;
+		return;
+	}
+	if (active(s) && strcmp(s->ns, ns) == 0 && strcmp(s->name, name) == 0)
+		return;
+	if (s->held)
+		return; /* a switch of Secret while holding: the old one is released first */
+	if (s->req)
+		http_cancel(s->req);
+	s->req = NULL;
+	snprintf(s->ns, sizeof(s->ns), "%s", ns);
+	snprintf(s->name, sizeof(s->name), "%s", name);
+	snprintf(s->path, sizeof(s->path), "/apis/coordination.k8s.io/v1/namespaces/%s/leases/%s", ns, name);
+	s->rv[0] = '\0';
+	s->step = SERIAL_IDLE;
+	s->check = true; /* ours from before a restart? */
+	s->wake_at = 0;
+	s->failures = 0;
+	log_notice("Secret %s/%s asks for serial rollouts (%s): a change that restarts units waits for Lease %s/%s",
+		   ns, name, KUBE_ANN_SERIAL, ns, name);
+}
+
+void serial_want(struct serial *s, bool want)
+{
+	if (want && !s->want)
+		s->wake_at = 0;
+	s->want = want;
+}
+
+bool serial_changed(struct serial *s)
+{
+	bool c = s->changed;
+	s->changed = false;
+	return c;
+}
+
+static void set_held(struct serial *s, bool held)
+{
+	if (s->held != held)
+		s->changed = true;
+	s->held = held;
+}
+
+static void failed(struct serial *s, uint64_t now, const char *why, long retry_after_s)
+{
+	if (s->failures == 0)
+		log_warning("serial rollout Lease %s/%s: %s; retrying with backoff", s->ns, s->name, why);
+	unsigned n = s->failures < 16 ? s->failures : 16;
+	uint64_t ceiling = (uint64_t)SERIAL_RETRY_BASE_MS << n;
+	if (ceiling > SERIAL_RETRY_CAP_MS)
+		ceiling = SERIAL_RETRY_CAP_MS;
+	uint64_t delay = ceiling / 2 + random_below(ceiling / 2) + 1;
+	if (retry_after_s > 0 && (uint64_t)retry_after_s * 1000u > delay)
+		delay = (uint64_t)retry_after_s * 1000u < SERIAL_RETRY_CAP_MS ? (uint64_t)retry_after_s * 1000u
+									: SERIAL_RETRY_CAP_MS;
+	s->wake_at = now + delay;
+	s->step = SERIAL_GET; /* what we knew may be stale */
+	if (s->failures < UINT32_MAX)
+		s->failures++;
+}
+
+static void succeeded(struct serial *s)
+{
+	if (s->failures)
+		log_notice("serial rollout Lease %s/%s: requests work again after %u failure(s)", s->ns, s->name,
+			   s->failures);
+	s->failures = 0;
+}
+
+/* A 409: someone else wrote the Lease; read it again. */
+static void conflict(struct serial *s, uint64_t now, const char *why)
+{
+	if (s->failures < CONFLICTS_FREE) {
+		s->failures++;
+		s->step = SERIAL_GET;
+		s->wake_at = now;
+		return;
+	}
+	failed(s, now, why, 0);
+}
+
+static void judge(struct serial *s, uint64_t now, const struct kube_lease *k)
+{
+	struct timespec wall;
+	clock_gettime(CLOCK_REALTIME, &wall);
+	uint64_t left = 0;
+	int v = kube_serial_judge(k, s->identity, &wall, &left);
+	bool want = s->want;
+	s->check = false;
+	if (v < 0) {
+		char why[256];
+		snprintf(why, sizeof(why), "spec.renewTime \"%.40s\" of holder \"%.64s\" is not a time", k->renew_time,
+			 k->holder);
+		failed(s, now, why, 0);
+		return;
+	}
+	if (v == KUBE_SERIAL_MINE) {
+		/* Ours (held, or from before a restart): kept or given back. */
+		s->step = want ? SERIAL_RENEW : SERIAL_RELEASE;
+		s->renewed_at = 0;
+		s->wake_at = now;
+		s->holder[0] = '\0';
+		return;
+	}
+	if (s->held) {
+		log_warning("serial rollout Lease %s/%s is now held by \"%s\": lost it", s->ns, s->name,
+			    k->holder ? k->holder : "");
+		set_held(s, false);
+	}
+	if (!want) {
+		s->step = SERIAL_IDLE;
+		return;
+	}
+	if (v == KUBE_SERIAL_TAKEN) {
+		snprintf(s->holder, sizeof(s->holder), "%s", k->holder);
+		s->holder_until = wall.tv_sec + (time_t)((left + 999) / 1000);
+		if (strcmp(s->logged_holder, k->holder) != 0) {
+			snprintf(s->logged_holder, sizeof(s->logged_holder), "%s", k->holder);
+			char until[32] = "?";
+			struct tm tm;
+			if (gmtime_r(&s->holder_until, &tm))
+				strftime(until, sizeof(until), "%H:%M:%S UTC", &tm);
+			log_notice("serial rollout: Lease %s/%s is held by \"%s\" (valid until %s unless released); "
+				   "waiting for it",
+				   s->ns, s->name, k->holder, until);
+		}
+		/* Polled until released, and once right when it expires. */
+		uint64_t poll = SERIAL_POLL_MS / 2 + random_below(SERIAL_POLL_MS);
+		s->step = SERIAL_GET;
+		s->wake_at = now + (left + 1 < poll ? left + 1 : poll);
+		return;
+	}
+	if (v == KUBE_SERIAL_EXPIRED)
+		log_notice("serial rollout: Lease %s/%s of \"%s\" was not renewed in time (renewTime %s, %lld s): "
+			   "taking it over",
+			   s->ns, s->name, k->holder, k->renew_time ? k->renew_time : "none",
+			   (long long)(k->has_duration ? k->duration_s : 0));
+	s->holder[0] = '\0';
+	s->step = SERIAL_TAKE;
+	s->wake_at = now;
+}
+
+static void on_done(struct http_request *req, void *userdata)
+{
+	struct serial *s = userdata;
+	uint64_t now = now_ms();
+	enum serial_step step = s->step;
+	s->req = NULL;
+	char why[512];
+	if (req->result != CURLE_OK || req->error != 0) {
+		http_describe_failure(req, why, sizeof(why));
+		failed(s, now, why, req->retry_after);
+		return;
+	}
+	long st = req->status;
+	if (st == 404 && step == SERIAL_GET) {
+		succeeded(s);
+		s->check = false;
+		s->rv[0] = '\0';
+		if (s->held) {
+			log_warning("serial rollout Lease %s/%s was deleted: lost it", s->ns, s->name);
+			set_held(s, false);
+		}
+		s->step = s->want ? SERIAL_CREATE : SERIAL_IDLE;
+		s->wake_at = now;
+		return;
+	}
+	if (st == 409 || (st == 404 && step != SERIAL_CREATE)) {
+		http_describe_failure(req, why, sizeof(why));
+		conflict(s, now, why);
+		return;
+	}
+	if (!(st == 200 || (step == SERIAL_CREATE && st == 201))) {
+		http_describe_failure(req, why, sizeof(why));
+		failed(s, now, why, req->retry_after);
+		return;
+	}
+	struct kube_lease k;
+	const char *err = NULL;
+	int r = kube_lease_parse(req->body ? req->body : "", req->body_len, &k, &err);
+	if (r < 0 || !k.resource_version) {
+		snprintf(why, sizeof(why), "the answer to %s is not a Lease (%s)", req->method,
+			 r < 0 ? (err ? err : "invalid") : "no metadata.resourceVersion");
+		if (r >= 0)
+			kube_lease_done(&k);
+		failed(s, now, why, 0);
+		return;
+	}
+	succeeded(s);
+	snprintf(s->rv, sizeof(s->rv), "%s", k.resource_version);
+	switch (step) {
+	case SERIAL_GET:
+		judge(s, now, &k);
+		break;
+	case SERIAL_RELEASE:
+		log_info("serial rollout: released Lease %s/%s", s->ns, s->name);
+		set_held(s, false);
+		s->step = SERIAL_IDLE;
+		break;
+	default: /* CREATE, TAKE, RENEW */
+		if (!s->held)
+			log_notice("serial rollout: took Lease %s/%s (holder \"%s\", %u s)", s->ns, s->name, s->identity,
+				   KUBE_SERIAL_LEASE_DURATION_S);
+		set_held(s, true);
+		s->renewed_at = now;
+		s->step = SERIAL_IDLE;
+		s->logged_holder[0] = '\0';
+		break;
+	}
+	kube_lease_done(&k);
+}
+
+/* The request due now, given what is wanted and held. */
+static enum serial_step next_step(const struct serial *s)
+{
+	bool want = s->want;
+	switch (s->step) {
+	case SERIAL_CREATE:
+	case SERIAL_TAKE:
+		if (want)
+			return s->step;
+		break;
+	case SERIAL_GET:
+		if (want || s->check || s->held)
+			return SERIAL_GET;
+		break;
+	case SERIAL_RELEASE:
+		if (!want)
+			return SERIAL_RELEASE;
+		break;
+	default:
+		break;
+	}
+	if (want && !s->held)
+		return SERIAL_GET;
+	if (want)
+		return SERIAL_RENEW;
+	if (s->held)
+		return SERIAL_RELEASE;
+	return s->check ? SERIAL_GET : SERIAL_IDLE;
+}
+
+static int start(struct serial *s, uint64_t now)
+{
+	_cleanup_free_ char *body = NULL;
+	char renew[KUBE_MICROTIME_LEN];
+	char create_path[KUBE_NAME_MAX + 96];
+	const char *path = s->path, *method = "GET", *ctype = NULL;
+	if (s->step != SERIAL_GET) {
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		if (kube_microtime(&ts, renew) < 0)
+			return -EINVAL;
+		bool create = s->step == SERIAL_CREATE;
+		bool take = create || s->step == SERIAL_TAKE;
+		body = kube_serial_lease_body(create, s->ns, s->name, s->secret_uid, s->rv,
+					      s->step == SERIAL_RELEASE ? NULL : s->identity, take ? renew : NULL, renew);
+		if (!body)
+			return -ENOMEM;
+		method = create ? "POST" : "PATCH";
+		ctype = create ? "application/json" : "application/merge-patch+json";
+		if (create) {
+			snprintf(create_path, sizeof(create_path), "/apis/coordination.k8s.io/v1/namespaces/%s/leases",
+				 s->ns);
+			path = create_path;
+		}
+	}
+	int r = http_start(s->http, method, path, NULL, body, ctype ? ctype : "application/json", false, NULL, on_done,
+			   s, &s->req);
+	if (r < 0)
+		return r;
+	s->req_deadline = now + SERIAL_REQUEST_MS;
+	return 0;
+}
+
+uint64_t serial_tick(struct serial *s, uint64_t now)
+{
+	if (!s->http || !active(s))
+		return UINT64_MAX;
+	if (s->req) {
+		if (now < s->req_deadline)
+			return s->req_deadline;
+		http_cancel(s->req);
+		s->req = NULL;
+		char why[64];
+		snprintf(why, sizeof(why), "no answer within %u s", SERIAL_REQUEST_MS / 1000u);
+		failed(s, now, why, 0);
+	}
+	enum serial_step step = next_step(s);
+	if (step == SERIAL_IDLE) {
+		s->step = SERIAL_IDLE;
+		return UINT64_MAX;
+	}
+	if (step == SERIAL_RENEW && s->step != SERIAL_RENEW && s->renewed_at &&
+	    now < s->renewed_at + SERIAL_RENEW_MS)
+		return s->renewed_at + SERIAL_RENEW_MS;
+	if (step != s->step)
+		s->wake_at = s->wake_at > now ? s->wake_at : now;
+	s->step = step;
+	if (now < s->wake_at)
+		return s->wake_at;
+	int r = start(s, now);
+	if (r < 0) {
+		char why[128];
+		snprintf(why, sizeof(why), "cannot start the request: %s", strerror(-r));
+		failed(s, now, why, 0);
+		return s->wake_at;
+	}
+	return s->req_deadline;
+}

@@ -1,0 +1,107 @@
+/* The serial rollout duty: with the OSC Secret's annotation
+ * reconciliation.osc.node-agent.gardener.cloud/serial: "true", one node of
+ * the pool at a time applies an OSC change that restarts units, through the
+ * Lease named like the Secret (lib/kubelease.h has the contract and the
+ * gardener/gardener paths: pkg/nodeagent/controller/operatingsystemconfig/
+ * serial.go and reconciler.go). The decision which change needs the Lease is
+ * the rollout duty's (rollout.h); this duty only takes, keeps and gives back
+ * the Lease as serial_want() says.
+ *
+ * Like gardener-node-agent:
+ *  - holderIdentity is the node's name (GNA: the host name, which the Node's
+ *    name is by default, config node.name), leaseDurationSeconds 600,
+ *    acquireTime when taken, renewTime on every write;
+ *  - a free Lease (no holder), our own (a restart while holding it) or one
+ *    not renewed in time (renewTime + leaseDurationSeconds passed: the
+ *    holder died) is taken with a write that carries the resourceVersion
+ *    read (409: someone was faster; read again); a missing one is created
+ *    with the Secret as controller owner;
+ *  - another holder's valid Lease is respected: wait;
+ *  - released (holder and times null) once the change is applied and the
+ *    Node shows its checksum, as GNA releases after its Node patch;
+ *  - no release on shutdown: a holder that dies blocks the pool until its
+ *    Lease expires (10 min), then the next node takes it over.
+ * Differences: GNA watches the Lease through its own cache; this duty polls
+ * it by GET, and only while a change waits for it (every SERIAL_POLL_MS,
+ * jittered, and at the holder's expiry): nothing while no change is pending.
+ * GNA renews at the start of each reconcile; this duty renews every
+ * SERIAL_RENEW_MS while it holds the Lease, so a slow apply (an image pull)
+ * does not lose it. A failed apply keeps the Lease (renewed) as GNA's
+ * retries do: the pool stops at a node that cannot apply, which is the
+ * point of serial mode (etcd quorum, docs/concepts/node-agent.md "Serial
+ * Reconciliation"). At start, a Lease still held by this node from before
+ * a restart is released when nothing needs it.
+ *
+ * Every request has a deadline (SERIAL_REQUEST_MS); failures back off
+ * (1 s doubling, at most 30 s, full jitter) and are logged once per state
+ * change. Only records state in its setters; requests start in
+ * serial_tick() (libcurl forbids starting them in its callbacks). */
+#ifndef NA_AGENT_SERIAL_H
+#define NA_AGENT_SERIAL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "http.h"
+#include "kube.h"
+#include "kubelease.h"
+
+#define SERIAL_POLL_MS 5000u
+#define SERIAL_RENEW_MS 200000u     /* a third of the 600 s */
+#define SERIAL_REQUEST_MS 10000u
+#define SERIAL_RETRY_BASE_MS 1000u
+#define SERIAL_RETRY_CAP_MS 30000u
+
+enum serial_step {
+	SERIAL_IDLE,
+	SERIAL_GET,
+	SERIAL_CREATE,
+	SERIAL_TAKE,        /* PATCH: holder, duration, acquireTime, renewTime */
+	SERIAL_RENEW,       /* PATCH: renewTime */
+	SERIAL_RELEASE,     /* PATCH: all null */
+};
+
+struct serial {
+	struct http_client *http;
+	char identity[KUBE_NAME_MAX + 1];
+	char ns[KUBE_NAME_MAX + 1];
+	char name[KUBE_NAME_MAX + 1];       /* "" while not in serial mode */
+	char path[2 * KUBE_NAME_MAX + 96];
+	char secret_uid[KUBE_UID_MAX + 1];
+	bool want;
+	bool held;
+	bool check;                         /* read once: still ours from before? */
+	bool changed;                       /* held flipped; see serial_changed() */
+	enum serial_step step;
+	char rv[KUBE_RV_MAX + 1];
+	struct http_request *req;
+	uint64_t req_deadline;
+	uint64_t wake_at;
+	uint64_t renewed_at;                /* monotonic ms of the last good write */
+	unsigned failures;
+	char holder[KUBE_NAME_MAX + 1];     /* another holder seen ("" none) */
+	time_t holder_until;                /* wall clock: when its Lease expires */
+	char logged_holder[KUBE_NAME_MAX + 1];
+};
+
+/* Sets up the duty for the node identity (the node's name). Nothing is
+ * sent before serial_set_secret() names a Secret in serial mode. */
+void serial_init(struct serial *s, struct http_client *http, const char *identity);
+void serial_done(struct serial *s);
+
+/* The OSC Secret as last seen: its namespace, name, uid (NULL: unknown) and
+ * whether it asks for serial rollouts. Only records. */
+void serial_set_secret(struct serial *s, const char *ns, const char *name, const char *uid, bool serial);
+
+/* Whether a change needs the Lease now (rollout_lock_wanted()). */
+void serial_want(struct serial *s, bool want);
+
+/* Starts what is due, cancels a request past its deadline; returns the
+ * next deadline (monotonic ms, UINT64_MAX for none). */
+uint64_t serial_tick(struct serial *s, uint64_t now);
+
+/* True once after the Lease was taken or lost: the owner re-evaluates. */
+bool serial_changed(struct serial *s);
+
+#endif
