@@ -20,6 +20,19 @@ static const char *lease_field(const struct lease *l, char *buf, size_t len)
 	return buf;
 }
 
+int lease_parse_answer(const struct http_request *req, struct kube_lease *k, char *why, size_t whylen)
+{
+	const char *err = NULL;
+	int r = kube_lease_parse(req->body ? req->body : "", req->body_len, k, &err);
+	if (r >= 0 && k->resource_version)
+		return 0;
+	snprintf(why, whylen, "the answer to %s is not a Lease (%s)", req->method,
+		 r < 0 ? (err ? err : "invalid") : "no metadata.resourceVersion");
+	if (r >= 0)
+		kube_lease_done(k);
+	return -EBADMSG;
+}
+
 int lease_init(struct lease *l, struct http_client *http, const char *node_name)
 {
 	*l = (struct lease){ .http = http };
@@ -180,13 +193,7 @@ static void on_done(struct http_request *req, void *userdata)
 		return;
 	}
 	struct kube_lease k;
-	const char *err = NULL;
-	int r = kube_lease_parse(req->body ? req->body : "", req->body_len, &k, &err);
-	if (r < 0 || !k.resource_version) {
-		snprintf(why, sizeof(why), "the answer to %s is not a Lease (%s)", req->method,
-			 r < 0 ? (err ? err : "invalid") : "no metadata.resourceVersion");
-		if (r >= 0)
-			kube_lease_done(&k);
+	if (lease_parse_answer(req, &k, why, sizeof(why)) < 0) {
 		failed(l, now, why, 0);
 		return;
 	}

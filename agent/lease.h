@@ -78,6 +78,11 @@ struct lease {
 
 /* Sets up the duty for node_name; -ENAMETOOLONG when the Lease name would
  * not be valid (logged). Nothing is sent before lease_set_node(). */
+/* The Lease in the answer to req (a 200 or 201 to a Lease request): 0 and
+ * *k (kube_lease_done() it), or -EBADMSG with why saying what was wrong
+ * (not a Lease, no resourceVersion). Also for serial.c's Lease. */
+int lease_parse_answer(const struct http_request *req, struct kube_lease *k, char *why, size_t whylen);
+
 int lease_init(struct lease *l, struct http_client *http, const char *node_name);
 void lease_done(struct lease *l);
 

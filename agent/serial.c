@@ -6,6 +6,7 @@
 #include <time.h>
 
 #include "cleanup.h"
+#include "lease.h"
 #include "log.h"
 #include "serial.h"
 
@@ -226,13 +227,7 @@ static void on_done(struct http_request *req, void *userdata)
 		return;
 	}
 	struct kube_lease k;
-	const char *err = NULL;
-	int r = kube_lease_parse(req->body ? req->body : "", req->body_len, &k, &err);
-	if (r < 0 || !k.resource_version) {
-		snprintf(why, sizeof(why), "the answer to %s is not a Lease (%s)", req->method,
-			 r < 0 ? (err ? err : "invalid") : "no metadata.resourceVersion");
-		if (r >= 0)
-			kube_lease_done(&k);
+	if (lease_parse_answer(req, &k, why, sizeof(why)) < 0) {
 		failed(s, now, why, 0);
 		return;
 	}

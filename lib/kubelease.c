@@ -161,6 +161,22 @@ int kube_lease_name(const char *node_name, char *out, size_t outlen)
 	return 0;
 }
 
+/* metadata.ownerReferences with the one controller reference to the v1
+ * object kind/name/uid (controller and blockOwnerDeletion set, as
+ * metav1.NewControllerRef()). */
+static bool add_controller_ref(cJSON *meta, const char *kind, const char *name, const char *uid)
+{
+	cJSON *refs = cJSON_AddArrayToObject(meta, "ownerReferences");
+	cJSON *ref = cJSON_CreateObject();
+	if (!refs || !ref || !cJSON_AddItemToArray(refs, ref)) {
+		cJSON_Delete(ref);
+		return false;
+	}
+	return cJSON_AddStringToObject(ref, "apiVersion", "v1") && cJSON_AddStringToObject(ref, "kind", kind) &&
+	       cJSON_AddStringToObject(ref, "name", name) && cJSON_AddStringToObject(ref, "uid", uid) &&
+	       cJSON_AddTrueToObject(ref, "controller") && cJSON_AddTrueToObject(ref, "blockOwnerDeletion");
+}
+
 char *kube_lease_body(bool create, const char *name, const char *node_name, const char *node_uid, const char *rv,
 		      const char *renew_time)
 {
@@ -178,18 +194,9 @@ char *kube_lease_body(bool create, const char *name, const char *node_name, cons
 		return NULL;
 	if (!create && rv && !cJSON_AddStringToObject(meta, "resourceVersion", rv))
 		return NULL;
-	/* controllerutil.SetControllerReference(): controller and
-	 * blockOwnerDeletion set. A merge patch replaces the list whole. */
-	cJSON *refs = cJSON_AddArrayToObject(meta, "ownerReferences");
-	cJSON *ref = cJSON_CreateObject();
-	if (!refs || !ref || !cJSON_AddItemToArray(refs, ref)) {
-		cJSON_Delete(ref);
-		return NULL;
-	}
-	if (!cJSON_AddStringToObject(ref, "apiVersion", "v1") ||
-	    !cJSON_AddStringToObject(ref, "kind", "Node") || !cJSON_AddStringToObject(ref, "name", node_name) ||
-	    !cJSON_AddStringToObject(ref, "uid", node_uid) || !cJSON_AddTrueToObject(ref, "controller") ||
-	    !cJSON_AddTrueToObject(ref, "blockOwnerDeletion"))
+	/* controllerutil.SetControllerReference(). A merge patch replaces
+	 * the list whole. */
+	if (!add_controller_ref(meta, "Node", node_name, node_uid))
 		return NULL;
 	cJSON *spec = cJSON_AddObjectToObject(root, "spec");
 	if (!spec || !cJSON_AddStringToObject(spec, "holderIdentity", name) ||
@@ -321,19 +328,8 @@ char *kube_serial_lease_body(bool create, const char *ns, const char *name, cons
 		/* metav1.NewControllerRef(secret, Secret): controller and
 		 * blockOwnerDeletion set. Without the Secret's uid there is
 		 * no valid reference: none is sent. */
-		if (secret_uid && *secret_uid) {
-			cJSON *refs = cJSON_AddArrayToObject(meta, "ownerReferences");
-			cJSON *ref = cJSON_CreateObject();
-			if (!refs || !ref || !cJSON_AddItemToArray(refs, ref)) {
-				cJSON_Delete(ref);
-				return NULL;
-			}
-			if (!cJSON_AddStringToObject(ref, "apiVersion", "v1") ||
-			    !cJSON_AddStringToObject(ref, "kind", "Secret") || !cJSON_AddStringToObject(ref, "name", name) ||
-			    !cJSON_AddStringToObject(ref, "uid", secret_uid) || !cJSON_AddTrueToObject(ref, "controller") ||
-			    !cJSON_AddTrueToObject(ref, "blockOwnerDeletion"))
-				return NULL;
-		}
+		if (secret_uid && *secret_uid && !add_controller_ref(meta, "Secret", name, secret_uid))
+			return NULL;
 	} else if (rv && !cJSON_AddStringToObject(meta, "resourceVersion", rv))
 		return NULL;
 	cJSON *spec = cJSON_AddObjectToObject(root, "spec");
