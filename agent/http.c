@@ -270,6 +270,23 @@ int http_set_client_pem(struct http_client *c, const char *path)
 	c->client_pem = p;
 	return 0;
 }
+/* The options every request has, the API's and the probes': no signals,
+ * HTTP/1.1, our User-Agent, no content encoding, the request's error
+ * buffer and callbacks. */
+static void set_common_options(CURL *e, struct http_request *r, const char *user_agent)
+{
+	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
+	curl_easy_setopt(e, CURLOPT_USERAGENT, user_agent);
+	curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, NULL);
+	curl_easy_setopt(e, CURLOPT_ERRORBUFFER, r->errbuf);
+	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_write);
+	curl_easy_setopt(e, CURLOPT_WRITEDATA, r);
+	curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
+	curl_easy_setopt(e, CURLOPT_HEADERDATA, r);
+	curl_easy_setopt(e, CURLOPT_PRIVATE, r);
+}
+
 
 int http_start(struct http_client *c, const char *method, const char *path, const char *query,
 	       const char *payload, const char *content_type, bool watch, kube_line_cb on_line,
@@ -323,20 +340,11 @@ int http_start(struct http_client *c, const char *method, const char *path, cons
 		k = -ENOMEM;
 		goto fail;
 	}
-	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
-	curl_easy_setopt(e, CURLOPT_USERAGENT, c->user_agent);
+	set_common_options(e, r, c->user_agent);
 	curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, (long)cfg->connect_timeout_ms);
 	curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
 	curl_easy_setopt(e, CURLOPT_TCP_KEEPIDLE, 30L);
 	curl_easy_setopt(e, CURLOPT_TCP_KEEPINTVL, 10L);
-	curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, NULL);
-	curl_easy_setopt(e, CURLOPT_ERRORBUFFER, r->errbuf);
-	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_write);
-	curl_easy_setopt(e, CURLOPT_WRITEDATA, r);
-	curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
-	curl_easy_setopt(e, CURLOPT_HEADERDATA, r);
-	curl_easy_setopt(e, CURLOPT_PRIVATE, r);
 	if (!watch) {
 		curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)cfg->request_timeout_ms);
 		curl_easy_setopt(e, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)cfg->response_max);
@@ -404,21 +412,12 @@ int http_probe_start(struct http_client *c, const char *url, unsigned timeout_ms
 	    curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L) != CURLE_OK ||
 	    curl_easy_setopt(e, CURLOPT_PROXY, "") != CURLE_OK || curl_easy_setopt(e, CURLOPT_NOPROXY, "*") != CURLE_OK)
 		goto fail;
-	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
-	curl_easy_setopt(e, CURLOPT_USERAGENT, c->user_agent);
+	set_common_options(e, r, c->user_agent);
 	curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, (long)timeout_ms);
 	curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)timeout_ms);
 	curl_easy_setopt(e, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)max);
 	curl_easy_setopt(e, CURLOPT_FRESH_CONNECT, 1L);
 	curl_easy_setopt(e, CURLOPT_FORBID_REUSE, 1L);
-	curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, NULL);
-	curl_easy_setopt(e, CURLOPT_ERRORBUFFER, r->errbuf);
-	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_write);
-	curl_easy_setopt(e, CURLOPT_WRITEDATA, r);
-	curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
-	curl_easy_setopt(e, CURLOPT_HEADERDATA, r);
-	curl_easy_setopt(e, CURLOPT_PRIVATE, r);
 	r->last_activity_ms = now_ms();
 	if (curl_multi_add_handle(c->multi, e) != CURLM_OK)
 		goto fail;
