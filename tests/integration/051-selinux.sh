@@ -81,7 +81,6 @@ want -A -s node_agent_t -t unreserved_port_t -c tcp_socket -p name_connect
 want -A -s node_agent_t -t unreserved_port_t -c tcp_socket -p name_bind
 want -A -s node_agent_t -t node_t -c tcp_socket -p node_bind
 want -A -s node_agent_t -t node_agent_var_lib_t -c file -p write,create,rename
-want -A -s node_agent_t -t node_agent_runtime_t -c file -p write,create
 want -A -s node_agent_t -t node_agent_conf_t -c file -p read
 want -A -s node_agent_t -t cloud_config_exec_var_lib_t -c file -p read
 want -A -s node_agent_t -t init_t -c unix_dgram_socket -p sendto

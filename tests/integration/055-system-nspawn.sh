@@ -422,11 +422,15 @@ probe() { # UNIT KEY: the probe's answer for KEY
 }
 ctl start na-probe-node-agent.service na-probe-cloud-config-exec.service na-probe-node-agent-nodir.service \
 	>/dev/null 2>&1
-# A probe unit that did not run (CI saw na-probe-node-agent fail once
-# before its ExecStart, cause unknown): say why, from systemd, and start it
-# once more; a second failure fails every check below.
-for u in node-agent cloud-config-exec; do
-	[ -s "$BOX/var/lib/$u/probe.out" ] && continue
+# A probe unit that did not run: say why, from systemd, and start it once
+# more; a second failure fails the checks below. (CI saw a node-agent probe
+# fail before ExecStart twice. The unit then had RuntimeDirectory=, shared by
+# both node-agent probes and the running agent: a probe's stop removes
+# /run/node-agent while the next one may be mounting it. The agent never
+# used that directory and the unit no longer has it.)
+for p in node-agent:probe cloud-config-exec:probe node-agent-nodir:probe-nodir; do
+	u=${p%%:*} out=$BOX/var/lib/${u%-nodir}/${p#*:}.out
+	[ -s "$out" ] && continue
 	echo "# na-probe-$u.service did not run; systemd says:"
 	ctl status na-probe-$u.service 2>&1 | tail -n 12 | sed 's/^/#   /'
 	box journalctl -q --no-pager -u na-probe-$u.service 2>&1 | tail -n 12 | sed 's/^/#   /'
