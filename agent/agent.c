@@ -305,14 +305,6 @@ static void notify_status(struct agent *a, uint64_t now)
 	notify_send(&a->notify, status);
 }
 
-/* The ceiling of the delay after the nth failure in a row: base doubled per
- * failure, at most cap. */
-static uint64_t backoff_ceiling(unsigned base, unsigned cap, unsigned failures)
-{
-	uint64_t ceiling = (uint64_t)base << (failures < 16 ? failures : 16);
-	return ceiling < cap ? ceiling : cap;
-}
-
 /* ---- desired state -------------------------------------------------------- */
 
 /* The desired state for osc (NUL-terminated) with the agent's key document

@@ -146,11 +146,7 @@ static void failed(struct conditions *c, const char *why)
 		log_warning("PATCH of Node %s status (condition %s) failed: %s; retrying with backoff", c->node_name,
 			    KUBE_CONDITION_SYSTEMD_UNITS_READY, why);
 	c->failing = true;
-	uint64_t d = CONDITIONS_BACKOFF_BASE_MS << (c->failures < 6 ? c->failures : 6);
-	if (d > CONDITIONS_BACKOFF_CAP_MS)
-		d = CONDITIONS_BACKOFF_CAP_MS;
-	c->failures++;
-	c->wake_at = now_ms() + d;
+	c->wake_at = now_ms() + backoff_ceiling(CONDITIONS_BACKOFF_BASE_MS, CONDITIONS_BACKOFF_CAP_MS, c->failures++);
 }
 
 static void on_done(struct http_request *req, void *userdata)

@@ -104,13 +104,7 @@ static bool have_bootstrap_token(const struct creds *c)
 
 static void backoff(struct creds *c, uint64_t now)
 {
-	uint64_t d = BACKOFF_MIN_MS;
-	for (unsigned i = 0; i < c->failures && d < BACKOFF_MAX_MS; i++)
-		d *= 2;
-	if (d > BACKOFF_MAX_MS)
-		d = BACKOFF_MAX_MS;
-	c->failures++;
-	d = d / 2 + random_below(d / 2 + 1); /* 50-100 %: nodes do not retry in step */
+	uint64_t d = backoff_half_jitter(backoff_ceiling(BACKOFF_MIN_MS, BACKOFF_MAX_MS, c->failures++));
 	EVP_PKEY_free(c->pending_key);
 	c->pending_key = NULL;
 	c->state = CREDS_NEED_CREATE;

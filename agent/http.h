@@ -132,4 +132,11 @@ uint64_t now_ms(void);
  * Not for secrets (modulo bias, a fallback when getrandom fails). */
 uint64_t random_below(uint64_t n);
 
+/* Every retry of the agent backs off this way. The ceiling after failures
+ * failures in a row: base doubled per failure, at most cap. */
+uint64_t backoff_ceiling(uint64_t base, uint64_t cap, unsigned failures);
+/* A delay in (ceiling/2, ceiling]: half fixed, half random, so that the
+ * nodes of a fleet do not retry in step. */
+uint64_t backoff_half_jitter(uint64_t ceiling);
+
 #endif

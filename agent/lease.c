@@ -121,11 +121,7 @@ static void failed(struct lease *l, uint64_t now, const char *why, long retry_af
 	 * retrying every few seconds against a failing API server is load. */
 	uint64_t cap = l->last_renew_ms && now - l->last_renew_ms < LEASE_EXPIRES_MS ? LEASE_RETRY_CAP_MS
 										      : LEASE_RETRY_EXPIRED_CAP_MS;
-	unsigned n = l->failures < 16 ? l->failures : 16;
-	uint64_t ceiling = (uint64_t)LEASE_RETRY_BASE_MS << n;
-	if (ceiling > cap)
-		ceiling = cap;
-	uint64_t delay = ceiling / 2 + random_below(ceiling / 2) + 1;
+	uint64_t delay = backoff_half_jitter(backoff_ceiling(LEASE_RETRY_BASE_MS, cap, l->failures));
 	/* Retry-After is honoured, but not past the Lease's expiry. */
 	if (retry_after_s > 0 && (uint64_t)retry_after_s * 1000u > delay)
 		delay = (uint64_t)retry_after_s * 1000u < LEASE_RETRY_CAP_MS * 2 ? (uint64_t)retry_after_s * 1000u

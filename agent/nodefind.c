@@ -74,13 +74,7 @@ static void on_done(struct http_request *req, void *userdata)
 		f->next_at = now + BACKOFF_MAX_MS;
 		return;
 	}
-	uint64_t d = NODEFIND_PERIOD_MS;
-	for (unsigned i = 0; i < f->failures && d < BACKOFF_MAX_MS; i++)
-		d *= 2;
-	if (d > BACKOFF_MAX_MS)
-		d = BACKOFF_MAX_MS;
-	f->failures++;
-	f->next_at = now + d;
+	f->next_at = now + backoff_ceiling(NODEFIND_PERIOD_MS, BACKOFF_MAX_MS, f->failures++);
 	if (f->warned)
 		return;
 	f->warned = true;

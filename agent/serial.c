@@ -96,11 +96,7 @@ static void failed(struct serial *s, uint64_t now, const char *why, long retry_a
 {
 	if (s->failures == 0)
 		log_warning("serial rollout Lease %s/%s: %s; retrying with backoff", s->ns, s->name, why);
-	unsigned n = s->failures < 16 ? s->failures : 16;
-	uint64_t ceiling = (uint64_t)SERIAL_RETRY_BASE_MS << n;
-	if (ceiling > SERIAL_RETRY_CAP_MS)
-		ceiling = SERIAL_RETRY_CAP_MS;
-	uint64_t delay = ceiling / 2 + random_below(ceiling / 2) + 1;
+	uint64_t delay = backoff_half_jitter(backoff_ceiling(SERIAL_RETRY_BASE_MS, SERIAL_RETRY_CAP_MS, s->failures));
 	if (retry_after_s > 0 && (uint64_t)retry_after_s * 1000u > delay)
 		delay = (uint64_t)retry_after_s * 1000u < SERIAL_RETRY_CAP_MS ? (uint64_t)retry_after_s * 1000u
 									: SERIAL_RETRY_CAP_MS;

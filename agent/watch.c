@@ -39,10 +39,7 @@ static const char *id_field(const struct watch *w, char *buf, size_t len)
 /* Full jitter: uniformly in [1, min(cap, base*2^n)]. */
 static uint64_t jitter_delay(unsigned n)
 {
-	uint64_t ceiling = (uint64_t)BACKOFF_BASE_MS << (n < 16 ? n : 16);
-	if (ceiling > BACKOFF_CAP_MS)
-		ceiling = BACKOFF_CAP_MS;
-	return random_below(ceiling) + 1;
+	return random_below(backoff_ceiling(BACKOFF_BASE_MS, BACKOFF_CAP_MS, n)) + 1;
 }
 
 /* Exponential backoff with full jitter over the failures in a row, never

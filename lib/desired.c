@@ -29,67 +29,60 @@ void desired_sha256_hex(const void *data, size_t len, char out[static 65])
 	out[64] = '\0';
 }
 
-static int set_err(const char **err, const char *msg, int r)
-{
-	if (err)
-		*err = msg;
-	return r;
-}
-
 /* Checks the parts both directions share. */
 static int check(const struct desired *d, const char **err)
 {
 	if (!d->osc)
-		return set_err(err, "osc: missing", -EINVAL);
+		return jsonx_fail(err, "osc: missing", -EINVAL);
 	if (d->osc_len > OSC_INPUT_MAX)
-		return set_err(err, "osc: larger than OSC_INPUT_MAX", -EMSGSIZE);
+		return jsonx_fail(err, "osc: larger than OSC_INPUT_MAX", -EMSGSIZE);
 	if (memchr(d->osc, '\0', d->osc_len))
-		return set_err(err, "osc: contains a NUL byte", -EINVAL);
+		return jsonx_fail(err, "osc: contains a NUL byte", -EINVAL);
 	if (!jsonx_is_sha256_hex(d->checksum))
-		return set_err(err, "checksum: not 64 lowercase hex digits", -EINVAL);
+		return jsonx_fail(err, "checksum: not 64 lowercase hex digits", -EINVAL);
 	char sum[65];
 	desired_sha256_hex(d->osc, d->osc_len, sum);
 	if (strcmp(sum, d->checksum) != 0)
-		return set_err(err, "checksum: does not match the SHA-256 of osc", -EBADMSG);
+		return jsonx_fail(err, "checksum: does not match the SHA-256 of osc", -EBADMSG);
 	if (d->key_document) {
 		if (strnlen(d->key_document, DESIRED_KEY_DOCUMENT_MAX + 1) > DESIRED_KEY_DOCUMENT_MAX)
-			return set_err(err, "keyDocument: larger than DESIRED_KEY_DOCUMENT_MAX", -EMSGSIZE);
+			return jsonx_fail(err, "keyDocument: larger than DESIRED_KEY_DOCUMENT_MAX", -EMSGSIZE);
 	}
 	if (d->generation > DESIRED_GENERATION_MAX)
-		return set_err(err, "generation: larger than 2^53-1", -EINVAL);
+		return jsonx_fail(err, "generation: larger than 2^53-1", -EINVAL);
 	if (!!d->kb_server != !!d->kb_ca_file || !!d->kb_server != !!d->kb_token_file)
-		return set_err(err, "kubeletBootstrap: server, caFile and tokenFile go together", -EINVAL);
+		return jsonx_fail(err, "kubeletBootstrap: server, caFile and tokenFile go together", -EINVAL);
 	if (d->kb_server && (strncmp(d->kb_server, "https://", 8) != 0 || !jsonx_is_line(d->kb_server, 4096) ||
 			     strpbrk(d->kb_server, " \"'\\")))
-		return set_err(err, "kubeletBootstrap.server: not an https:// URL", -EINVAL);
+		return jsonx_fail(err, "kubeletBootstrap.server: not an https:// URL", -EINVAL);
 	if (d->kb_server && (!fsx_path_is_safe(d->kb_ca_file, PATH_MAX) || !fsx_path_is_safe(d->kb_token_file, PATH_MAX) ||
 			     strpbrk(d->kb_ca_file, "\"\\") || strpbrk(d->kb_token_file, "\"\\")))
-		return set_err(err, "kubeletBootstrap: caFile/tokenFile not absolute normalised paths", -EINVAL);
+		return jsonx_fail(err, "kubeletBootstrap: caFile/tokenFile not absolute normalised paths", -EINVAL);
 	if (d->n_tokens > DESIRED_TOKENS_MAX)
-		return set_err(err, "tokens: more than DESIRED_TOKENS_MAX", -EMSGSIZE);
+		return jsonx_fail(err, "tokens: more than DESIRED_TOKENS_MAX", -EMSGSIZE);
 	for (size_t i = 0; i < d->n_tokens; i++) {
 		if (!d->tokens[i].path || !fsx_path_is_safe(d->tokens[i].path, PATH_MAX))
-			return set_err(err, "tokens[].path: not an absolute normalised path", -EINVAL);
+			return jsonx_fail(err, "tokens[].path: not an absolute normalised path", -EINVAL);
 		if (!d->tokens[i].token || strnlen(d->tokens[i].token, DESIRED_TOKEN_MAX + 1) > DESIRED_TOKEN_MAX)
-			return set_err(err, "tokens[].token: missing or larger than DESIRED_TOKEN_MAX", -EINVAL);
+			return jsonx_fail(err, "tokens[].token: missing or larger than DESIRED_TOKEN_MAX", -EINVAL);
 		for (size_t k = 0; k < i; k++)
 			if (strcmp(d->tokens[k].path, d->tokens[i].path) == 0)
-				return set_err(err, "tokens[].path: given twice", -EINVAL);
+				return jsonx_fail(err, "tokens[].path: given twice", -EINVAL);
 	}
 	if (!d->restart_id != !d->restart_units)
-		return set_err(err, "restart: id and units go together", -EINVAL);
+		return jsonx_fail(err, "restart: id and units go together", -EINVAL);
 	if (d->restart_id) {
 		if (d->restart_id[0] == '\0' || !jsonx_is_line(d->restart_id, DESIRED_RESTART_ID_MAX))
-			return set_err(err, "restart.id: empty, too long or with control characters", -EINVAL);
+			return jsonx_fail(err, "restart.id: empty, too long or with control characters", -EINVAL);
 		size_t n = 0;
 		for (char **u = d->restart_units; *u; u++, n++) {
 			if (n >= DESIRED_RESTART_UNITS_MAX)
-				return set_err(err, "restart.units: more than DESIRED_RESTART_UNITS_MAX", -EMSGSIZE);
+				return jsonx_fail(err, "restart.units: more than DESIRED_RESTART_UNITS_MAX", -EMSGSIZE);
 			if (!osc_unit_name_is_valid(*u))
-				return set_err(err, "restart.units: invalid systemd unit name", -EINVAL);
+				return jsonx_fail(err, "restart.units: invalid systemd unit name", -EINVAL);
 			for (char **v = d->restart_units; v != u; v++)
 				if (strcmp(*u, *v) == 0)
-					return set_err(err, "restart.units: duplicate unit name", -EINVAL);
+					return jsonx_fail(err, "restart.units: duplicate unit name", -EINVAL);
 		}
 	}
 	return 0;
@@ -176,7 +169,7 @@ static int take_string(const cJSON *item, char **ret)
 int desired_parse(const char *data, size_t len, struct desired *ret, const char **err)
 {
 	if (len > DESIRED_MAX)
-		return set_err(err, "document larger than DESIRED_MAX", -EMSGSIZE);
+		return jsonx_fail(err, "document larger than DESIRED_MAX", -EMSGSIZE);
 	_cleanup_(cJSON_Deletep) cJSON *root = NULL;
 	int r = jsonx_parse_document(data, len, top_keys, DESIRED_VERSION, &root, err);
 	if (r < 0)
@@ -185,102 +178,102 @@ int desired_parse(const char *data, size_t len, struct desired *ret, const char 
 	_cleanup_(desired_done) struct desired d = { .ssh_access = true };
 	const cJSON *j = cJSON_GetObjectItemCaseSensitive(root, "checksum");
 	if (!cJSON_IsString(j))
-		return set_err(err, "checksum: missing or not a string", -EINVAL);
+		return jsonx_fail(err, "checksum: missing or not a string", -EINVAL);
 	if (!jsonx_is_sha256_hex(j->valuestring))
-		return set_err(err, "checksum: not 64 lowercase hex digits", -EINVAL);
+		return jsonx_fail(err, "checksum: not 64 lowercase hex digits", -EINVAL);
 	memcpy(d.checksum, j->valuestring, 65);
 
 	if (!jsonx_get_uint(cJSON_GetObjectItemCaseSensitive(root, "generation"), DESIRED_GENERATION_MAX,
 			    &d.generation))
-		return set_err(err, "generation: missing or not an unsigned integer below 2^53", -EINVAL);
+		return jsonx_fail(err, "generation: missing or not an unsigned integer below 2^53", -EINVAL);
 
 	j = cJSON_GetObjectItemCaseSensitive(root, "sshAccess");
 	if (j) {
 		if (!cJSON_IsBool(j))
-			return set_err(err, "sshAccess: not a boolean", -EINVAL);
+			return jsonx_fail(err, "sshAccess: not a boolean", -EINVAL);
 		d.ssh_access = cJSON_IsTrue(j);
 	}
 
 	j = cJSON_GetObjectItemCaseSensitive(root, "osc");
 	if (!cJSON_IsString(j))
-		return set_err(err, "osc: missing or not a string", -EINVAL);
+		return jsonx_fail(err, "osc: missing or not a string", -EINVAL);
 	d.osc_len = strlen(j->valuestring);
 	if (d.osc_len > OSC_INPUT_MAX)
-		return set_err(err, "osc: larger than OSC_INPUT_MAX", -EMSGSIZE);
+		return jsonx_fail(err, "osc: larger than OSC_INPUT_MAX", -EMSGSIZE);
 	if (take_string(j, &d.osc) < 0)
-		return set_err(err, "out of memory", -ENOMEM);
+		return jsonx_fail(err, "out of memory", -ENOMEM);
 
 	j = cJSON_GetObjectItemCaseSensitive(root, "keyDocument");
 	if (j) {
 		if (!cJSON_IsString(j))
-			return set_err(err, "keyDocument: not a string", -EINVAL);
+			return jsonx_fail(err, "keyDocument: not a string", -EINVAL);
 		if (strlen(j->valuestring) > DESIRED_KEY_DOCUMENT_MAX)
-			return set_err(err, "keyDocument: larger than DESIRED_KEY_DOCUMENT_MAX", -EMSGSIZE);
+			return jsonx_fail(err, "keyDocument: larger than DESIRED_KEY_DOCUMENT_MAX", -EMSGSIZE);
 		if (take_string(j, &d.key_document) < 0)
-			return set_err(err, "out of memory", -ENOMEM);
+			return jsonx_fail(err, "out of memory", -ENOMEM);
 	}
 
 	const cJSON *restart = cJSON_GetObjectItemCaseSensitive(root, "restart");
 	if (restart) {
 		if (!cJSON_IsObject(restart))
-			return set_err(err, "restart: not an object", -EINVAL);
+			return jsonx_fail(err, "restart: not an object", -EINVAL);
 		if (jsonx_check_keys(restart, restart_keys, NULL) < 0)
-			return set_err(err, "restart: unknown or duplicate key", -EINVAL);
+			return jsonx_fail(err, "restart: unknown or duplicate key", -EINVAL);
 		j = cJSON_GetObjectItemCaseSensitive(restart, "id");
 		if (!cJSON_IsString(j))
-			return set_err(err, "restart.id: missing or not a string", -EINVAL);
+			return jsonx_fail(err, "restart.id: missing or not a string", -EINVAL);
 		if (take_string(j, &d.restart_id) < 0)
-			return set_err(err, "out of memory", -ENOMEM);
+			return jsonx_fail(err, "out of memory", -ENOMEM);
 		const cJSON *units = cJSON_GetObjectItemCaseSensitive(restart, "units");
 		if (!cJSON_IsArray(units))
-			return set_err(err, "restart.units: missing or not an array", -EINVAL);
+			return jsonx_fail(err, "restart.units: missing or not an array", -EINVAL);
 		r = jsonx_get_strv(units, DESIRED_RESTART_UNITS_MAX, &d.restart_units);
 		if (r == -EMSGSIZE)
-			return set_err(err, "restart.units: more than DESIRED_RESTART_UNITS_MAX", r);
+			return jsonx_fail(err, "restart.units: more than DESIRED_RESTART_UNITS_MAX", r);
 		if (r == -EINVAL)
-			return set_err(err, "restart.units: not a string", r);
+			return jsonx_fail(err, "restart.units: not a string", r);
 		if (r < 0)
-			return set_err(err, "out of memory", r);
+			return jsonx_fail(err, "out of memory", r);
 	}
 
 	const cJSON *toks = cJSON_GetObjectItemCaseSensitive(root, "tokens");
 	if (toks) {
 		if (!cJSON_IsArray(toks))
-			return set_err(err, "tokens: not an array", -EINVAL);
+			return jsonx_fail(err, "tokens: not an array", -EINVAL);
 		int n = cJSON_GetArraySize(toks);
 		if (n > (int)DESIRED_TOKENS_MAX)
-			return set_err(err, "tokens: more than DESIRED_TOKENS_MAX", -EMSGSIZE);
+			return jsonx_fail(err, "tokens: more than DESIRED_TOKENS_MAX", -EMSGSIZE);
 		if (n > 0 && !(d.tokens = calloc((size_t)n, sizeof(*d.tokens))))
-			return set_err(err, "out of memory", -ENOMEM);
+			return jsonx_fail(err, "out of memory", -ENOMEM);
 		const cJSON *t;
 		cJSON_ArrayForEach(t, toks)
 		{
 			if (!cJSON_IsObject(t) || jsonx_check_keys(t, token_keys, NULL) < 0)
-				return set_err(err, "tokens[]: not an object of path and token", -EINVAL);
+				return jsonx_fail(err, "tokens[]: not an object of path and token", -EINVAL);
 			const cJSON *p = cJSON_GetObjectItemCaseSensitive(t, "path");
 			const cJSON *v = cJSON_GetObjectItemCaseSensitive(t, "token");
 			if (!cJSON_IsString(p) || !cJSON_IsString(v))
-				return set_err(err, "tokens[]: path or token missing or not a string", -EINVAL);
+				return jsonx_fail(err, "tokens[]: path or token missing or not a string", -EINVAL);
 			struct desired_token *dt = &d.tokens[d.n_tokens++];
 			if (take_string(p, &dt->path) < 0 || take_string(v, &dt->token) < 0)
-				return set_err(err, "out of memory", -ENOMEM);
+				return jsonx_fail(err, "out of memory", -ENOMEM);
 		}
 	}
 	const cJSON *kb = cJSON_GetObjectItemCaseSensitive(root, "kubeletBootstrap");
 	if (kb) {
 		if (!cJSON_IsObject(kb))
-			return set_err(err, "kubeletBootstrap: not an object", -EINVAL);
+			return jsonx_fail(err, "kubeletBootstrap: not an object", -EINVAL);
 		if (jsonx_check_keys(kb, kb_keys, NULL) < 0)
-			return set_err(err, "kubeletBootstrap: unknown or duplicate key", -EINVAL);
+			return jsonx_fail(err, "kubeletBootstrap: unknown or duplicate key", -EINVAL);
 		const cJSON *sv = cJSON_GetObjectItemCaseSensitive(kb, "server");
 		const cJSON *ca = cJSON_GetObjectItemCaseSensitive(kb, "caFile");
 		const cJSON *tk = cJSON_GetObjectItemCaseSensitive(kb, "tokenFile");
 		const cJSON *nr = cJSON_GetObjectItemCaseSensitive(kb, "nodeRegistered");
 		if (!cJSON_IsString(sv) || !cJSON_IsString(ca) || !cJSON_IsString(tk) || !cJSON_IsBool(nr))
-			return set_err(err, "kubeletBootstrap: a field is missing or of the wrong type", -EINVAL);
+			return jsonx_fail(err, "kubeletBootstrap: a field is missing or of the wrong type", -EINVAL);
 		if (take_string(sv, &d.kb_server) < 0 || take_string(ca, &d.kb_ca_file) < 0 ||
 		    take_string(tk, &d.kb_token_file) < 0)
-			return set_err(err, "out of memory", -ENOMEM);
+			return jsonx_fail(err, "out of memory", -ENOMEM);
 		d.kb_node_registered = cJSON_IsTrue(nr);
 	}
 

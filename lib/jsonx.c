@@ -47,13 +47,6 @@ cJSON *jsonx_parse(const char *data, size_t len)
 	return j;
 }
 
-static int set_err(const char **err, const char *msg, int r)
-{
-	if (err)
-		*err = msg;
-	return r;
-}
-
 int jsonx_parse_document(const char *data, size_t len, const char *const *allowed, uint64_t version,
 			 cJSON **ret, const char **err)
 {
@@ -61,15 +54,15 @@ int jsonx_parse_document(const char *data, size_t len, const char *const *allowe
 	int r = 0;
 	uint64_t v;
 	if (!root)
-		return set_err(err, "not valid JSON", -EINVAL);
+		return jsonx_fail(err, "not valid JSON", -EINVAL);
 	if (!cJSON_IsObject(root))
-		r = set_err(err, "document: not a JSON object", -EINVAL);
+		r = jsonx_fail(err, "document: not a JSON object", -EINVAL);
 	else if (jsonx_check_keys(root, allowed, NULL) < 0)
-		r = set_err(err, "document: unknown or duplicate key", -EINVAL);
+		r = jsonx_fail(err, "document: unknown or duplicate key", -EINVAL);
 	else if (!jsonx_get_uint(cJSON_GetObjectItemCaseSensitive(root, "version"), JSONX_UINT_MAX, &v))
-		r = set_err(err, "version: missing or not an unsigned integer", -EINVAL);
+		r = jsonx_fail(err, "version: missing or not an unsigned integer", -EINVAL);
 	else if (v != version)
-		r = set_err(err, "version: unsupported", -EPROTONOSUPPORT);
+		r = jsonx_fail(err, "version: unsupported", -EPROTONOSUPPORT);
 	if (r < 0) {
 		cJSON_Delete(root);
 		return r;

@@ -18,6 +18,15 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(cJSON *, cJSON_Delete)
 /* Largest integer a JSON number (an IEEE double) carries exactly: 2^53 - 1. */
 #define JSONX_UINT_MAX ((UINT64_C(1) << 53) - 1)
 
+/* The error convention of every parser here: *err (when err is not NULL)
+ * names what was wrong, static text; returns r. */
+static inline int jsonx_fail(const char **err, const char *what, int r)
+{
+	if (err)
+		*err = what;
+	return r;
+}
+
 /* Parses exactly len bytes as one JSON value (whitespace around it is fine,
  * anything else is not) and returns it, or NULL. NUL bytes and the escape
  * \u0000 are refused, so no string is silently cut short. The caller

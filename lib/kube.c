@@ -12,13 +12,6 @@
 #include "jsonx.h"
 #include "kube.h"
 
-static int seterr(const char **err, const char *what, int r)
-{
-	if (err)
-		*err = what;
-	return r;
-}
-
 /* Parses exactly one JSON object of len bytes (trailing whitespace allowed). */
 static int parse_object(const char *data, size_t len, cJSON **ret)
 {
@@ -134,18 +127,18 @@ static int metadata_common(const cJSON *obj, const cJSON **ret_meta, char **ret_
 	const cJSON *meta;
 	int r = get_object(obj, "metadata", &meta);
 	if (r < 0)
-		return seterr(err, "metadata", r);
+		return jsonx_fail(err, "metadata", r);
 	_cleanup_free_ char *name = NULL, *rv = NULL;
 	if (meta) {
 		if ((r = dup_string(meta, "name", KUBE_NAME_MAX, &name)) < 0)
-			return seterr(err, "metadata.name", r);
+			return jsonx_fail(err, "metadata.name", r);
 		if ((r = dup_string(meta, "resourceVersion", KUBE_RV_MAX, &rv)) < 0)
-			return seterr(err, "metadata.resourceVersion", r);
+			return jsonx_fail(err, "metadata.resourceVersion", r);
 		/* Opaque to clients, but it goes into watch URLs and restart
 		 * request ids unescaped: etcd revisions are decimal, so URL-safe
 		 * characters are plenty. */
 		if (rv && rv[strspn(rv, "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ._~-")])
-			return seterr(err, "metadata.resourceVersion", -EINVAL);
+			return jsonx_fail(err, "metadata.resourceVersion", -EINVAL);
 	}
 	*ret_meta = meta;
 	*ret_name = TAKE_PTR(name);
@@ -178,17 +171,17 @@ static int secret_from_json(const cJSON *obj, size_t max_osc, struct kube_secret
 	int r;
 
 	if (check_kind(obj, "Secret") < 0)
-		return seterr(err, "kind", -EINVAL);
+		return jsonx_fail(err, "kind", -EINVAL);
 	r = metadata_common(obj, &meta, &s.name, &s.resource_version, err);
 	if (r < 0)
 		return r;
 	r = map_value(meta, "annotations", KUBE_ANN_SECRET_CHECKSUM, &s.checksum);
 	if (r < 0) {
-		seterr(err, "metadata.annotations[checksum/data-script]", r);
+		jsonx_fail(err, "metadata.annotations[checksum/data-script]", r);
 		goto fail;
 	}
 	if (meta && (r = dup_string(meta, "uid", 128, &s.uid)) < 0) {
-		seterr(err, "metadata.uid", r);
+		jsonx_fail(err, "metadata.uid", r);
 		goto fail;
 	}
 	/* gardener-node-agent's serialReconciliation(): exactly "true"
@@ -196,7 +189,7 @@ static int secret_from_json(const cJSON *obj, size_t max_osc, struct kube_secret
 	char *serial = NULL;
 	r = map_value(meta, "annotations", KUBE_ANN_SERIAL, &serial);
 	if (r < 0) {
-		seterr(err, "metadata.annotations[" KUBE_ANN_SERIAL "]", r);
+		jsonx_fail(err, "metadata.annotations[" KUBE_ANN_SERIAL "]", r);
 		goto fail;
 	}
 	s.serial = serial && strcmp(serial, "true") == 0;
@@ -204,18 +197,18 @@ static int secret_from_json(const cJSON *obj, size_t max_osc, struct kube_secret
 	const cJSON *data;
 	r = get_object(obj, "data", &data);
 	if (r < 0) {
-		seterr(err, "data", r);
+		jsonx_fail(err, "data", r);
 		goto fail;
 	}
 	const cJSON *v = data ? cJSON_GetObjectItemCaseSensitive(data, KUBE_SECRET_DATA_KEY) : NULL;
 	if (v && !cJSON_IsNull(v)) {
 		if (!cJSON_IsString(v) || !v->valuestring) {
-			r = seterr(err, "data[osc.yaml]", -EINVAL);
+			r = jsonx_fail(err, "data[osc.yaml]", -EINVAL);
 			goto fail;
 		}
 		r = b64_decode(v->valuestring, strlen(v->valuestring), max_osc, 0, &s.osc, &s.osc_len);
 		if (r < 0) {
-			seterr(err, "data[osc.yaml]", r);
+			jsonx_fail(err, "data[osc.yaml]", r);
 			goto fail;
 		}
 	}
@@ -232,7 +225,7 @@ int kube_secret_parse(const char *data, size_t len, size_t max_osc, struct kube_
 	_cleanup_(cJSON_Deletep) cJSON *j = NULL;
 	int r = parse_object(data, len, &j);
 	if (r < 0)
-		return seterr(err, "not a JSON object", r);
+		return jsonx_fail(err, "not a JSON object", r);
 	return secret_from_json(j, max_osc, ret, err);
 }
 
@@ -330,14 +323,14 @@ static int node_from_json(const cJSON *obj, struct kube_node *ret, const char **
 	int r;
 
 	if (check_kind(obj, "Node") < 0)
-		return seterr(err, "kind", -EINVAL);
+		return jsonx_fail(err, "kind", -EINVAL);
 	r = metadata_common(obj, &meta, &n.name, &n.resource_version, err);
 	if (r < 0)
 		return r;
 	/* A UUID; it goes into the Lease's ownerReferences. */
 	if (meta && (r = dup_string(meta, "uid", 128, &n.uid)) < 0) {
 		kube_node_done(&n);
-		return seterr(err, "metadata.uid", r);
+		return jsonx_fail(err, "metadata.uid", r);
 	}
 	static const struct {
 		const char *map, *key, *what;
@@ -365,14 +358,14 @@ static int node_from_json(const cJSON *obj, struct kube_node *ret, const char **
 	for (size_t i = 0; i < ELEMENTSOF(wanted); i++) {
 		r = map_value(meta, wanted[i].map, wanted[i].key, (char **)((char *)&n + wanted[i].offset));
 		if (r < 0) {
-			seterr(err, wanted[i].what, r);
+			jsonx_fail(err, wanted[i].what, r);
 			kube_node_done(&n);
 			return r;
 		}
 	}
 	if ((r = node_units_ready(obj, &n)) < 0) {
 		kube_node_done(&n);
-		return seterr(err, "status.conditions", r);
+		return jsonx_fail(err, "status.conditions", r);
 	}
 	*ret = n;
 	return 0;
@@ -383,7 +376,7 @@ int kube_node_parse(const char *data, size_t len, struct kube_node *ret, const c
 	_cleanup_(cJSON_Deletep) cJSON *j = NULL;
 	int r = parse_object(data, len, &j);
 	if (r < 0)
-		return seterr(err, "not a JSON object", r);
+		return jsonx_fail(err, "not a JSON object", r);
 	return node_from_json(j, ret, err);
 }
 
@@ -424,39 +417,39 @@ int kube_event_parse(const char *line, size_t len, enum kube_kind kind, size_t m
 	_cleanup_(cJSON_Deletep) cJSON *j = NULL;
 	int r = parse_object(line, len, &j);
 	if (r < 0)
-		return seterr(err, "not a JSON object", r);
+		return jsonx_fail(err, "not a JSON object", r);
 
 	const cJSON *type = cJSON_GetObjectItemCaseSensitive(j, "type");
 	if (!cJSON_IsString(type))
-		return seterr(err, "type", -EINVAL);
+		return jsonx_fail(err, "type", -EINVAL);
 	struct kube_event e = { .type = (enum kube_event_type)-1 };
 	for (size_t i = 0; i < ELEMENTSOF(event_types); i++)
 		if (strcmp(type->valuestring, event_types[i]) == 0)
 			e.type = (enum kube_event_type)i;
 	if ((int)e.type < 0)
-		return seterr(err, "type", -EINVAL);
+		return jsonx_fail(err, "type", -EINVAL);
 
 	const cJSON *obj = cJSON_GetObjectItemCaseSensitive(j, "object");
 	if (!cJSON_IsObject(obj))
-		return seterr(err, "object", -EINVAL);
+		return jsonx_fail(err, "object", -EINVAL);
 
 	switch (e.type) {
 	case KUBE_EVENT_ERROR:
 		r = status_from_json(obj, &e.status);
 		if (r < 0)
-			return seterr(err, "object (Status)", r);
+			return jsonx_fail(err, "object (Status)", r);
 		break;
 	case KUBE_EVENT_BOOKMARK: {
 		const char *want = kind == KUBE_KIND_SECRET ? "Secret" : "Node";
 		if (check_kind(obj, want) < 0)
-			return seterr(err, "object.kind", -EINVAL);
+			return jsonx_fail(err, "object.kind", -EINVAL);
 		const cJSON *meta;
 		_cleanup_free_ char *name = NULL;
 		r = metadata_common(obj, &meta, &name, &e.resource_version, err);
 		if (r < 0)
 			return r;
 		if (!e.resource_version)
-			return seterr(err, "object.metadata.resourceVersion", -EINVAL);
+			return jsonx_fail(err, "object.metadata.resourceVersion", -EINVAL);
 		break;
 	}
 	default:
@@ -479,7 +472,7 @@ int kube_event_parse(const char *line, size_t len, enum kube_kind kind, size_t m
 		}
 		if (!e.resource_version) {
 			kube_event_done(&e);
-			return seterr(err, "object.metadata.resourceVersion", -EINVAL);
+			return jsonx_fail(err, "object.metadata.resourceVersion", -EINVAL);
 		}
 	}
 	*ret = e;
@@ -627,21 +620,21 @@ int kube_secret_data(const char *data, size_t len, const char *key, size_t max, 
 	_cleanup_(cJSON_Deletep) cJSON *j = NULL;
 	int r = parse_object(data, len, &j);
 	if (r < 0)
-		return seterr(err, "not a JSON object", r);
+		return jsonx_fail(err, "not a JSON object", r);
 	const cJSON *kind = cJSON_GetObjectItemCaseSensitive(j, "kind");
 	if (!cJSON_IsString(kind) || strcmp(kind->valuestring, "Secret") != 0)
-		return seterr(err, "kind: not Secret", -EINVAL);
+		return jsonx_fail(err, "kind: not Secret", -EINVAL);
 	const cJSON *d = cJSON_GetObjectItemCaseSensitive(j, "data");
 	if (d && !cJSON_IsObject(d) && !cJSON_IsNull(d))
-		return seterr(err, "data: not an object", -EINVAL);
+		return jsonx_fail(err, "data: not an object", -EINVAL);
 	const cJSON *v = cJSON_GetObjectItemCaseSensitive(d, key);
 	if (!v || cJSON_IsNull(v))
-		return seterr(err, "data: key missing", -ENOENT);
+		return jsonx_fail(err, "data: key missing", -ENOENT);
 	if (!cJSON_IsString(v))
-		return seterr(err, "data: value not a string", -EINVAL);
+		return jsonx_fail(err, "data: value not a string", -EINVAL);
 	r = b64_decode(v->valuestring, strlen(v->valuestring), max, 0, ret, ret_len);
 	if (r < 0)
-		return seterr(err, r == -EMSGSIZE ? "data: value too large" : "data: value not base64", r);
+		return jsonx_fail(err, r == -EMSGSIZE ? "data: value too large" : "data: value not base64", r);
 	return 0;
 }
 
@@ -653,12 +646,12 @@ int kube_node_list_find(const char *data, size_t len, const char *key, const cha
 	_cleanup_(cJSON_Deletep) cJSON *j = NULL;
 	int r = parse_object(data, len, &j);
 	if (r < 0)
-		return seterr(err, "not a JSON object", r);
+		return jsonx_fail(err, "not a JSON object", r);
 	if (check_kind(j, "NodeList") < 0)
-		return seterr(err, "kind", -EINVAL);
+		return jsonx_fail(err, "kind", -EINVAL);
 	const cJSON *items = cJSON_GetObjectItemCaseSensitive(j, "items");
 	if (items && !cJSON_IsNull(items) && !cJSON_IsArray(items))
-		return seterr(err, "items", -EINVAL);
+		return jsonx_fail(err, "items", -EINVAL);
 	_cleanup_free_ char *found = NULL;
 	size_t n = 0;
 	const cJSON *it;
@@ -667,16 +660,16 @@ int kube_node_list_find(const char *data, size_t len, const char *key, const cha
 		const cJSON *meta;
 		_cleanup_free_ char *v = NULL, *name = NULL;
 		if (!cJSON_IsObject(it) || get_object(it, "metadata", &meta) < 0)
-			return seterr(err, "items[].metadata", -EINVAL);
+			return jsonx_fail(err, "items[].metadata", -EINVAL);
 		if ((r = map_value(meta, "labels", key, &v)) < 0)
-			return seterr(err, "items[].metadata.labels", r);
+			return jsonx_fail(err, "items[].metadata.labels", r);
 		/* The server filtered by the selector; an item without the
 		 * label (a server ignoring the selector) is not ours. */
 		if (!v || strcmp(v, value) != 0)
 			continue;
 		if (!meta || (r = dup_string(meta, "name", KUBE_NAME_MAX, &name)) < 0 || !name ||
 		    !kube_name_is_valid(name))
-			return seterr(err, "items[].metadata.name", r < 0 ? r : -EINVAL);
+			return jsonx_fail(err, "items[].metadata.name", r < 0 ? r : -EINVAL);
 		if (n++ == 0)
 			found = TAKE_PTR(name);
 	}

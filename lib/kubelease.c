@@ -13,13 +13,6 @@
 
 #define TIME_MAX 64
 
-static int seterr(const char **err, const char *what, int r)
-{
-	if (err)
-		*err = what;
-	return r;
-}
-
 /* An optional string member: absent or null -> NULL. */
 static int dup_string(const cJSON *obj, const char *key, size_t max, char **ret)
 {
@@ -78,21 +71,21 @@ int kube_lease_parse(const char *data, size_t len, struct kube_lease *ret, const
 	const char *end = NULL;
 	_cleanup_(cJSON_Deletep) cJSON *j = cJSON_ParseWithLengthOpts(data, len, &end, false);
 	if (!j || !cJSON_IsObject(j))
-		return seterr(err, "not a JSON object", -EINVAL);
+		return jsonx_fail(err, "not a JSON object", -EINVAL);
 	for (const char *p = end; p && p < data + len; p++)
 		if (*p != ' ' && *p != '\n' && *p != '\r' && *p != '\t')
-			return seterr(err, "not a JSON object", -EINVAL);
+			return jsonx_fail(err, "not a JSON object", -EINVAL);
 	const cJSON *kind = cJSON_GetObjectItemCaseSensitive(j, "kind");
 	if (kind && (!cJSON_IsString(kind) || strcmp(kind->valuestring, "Lease") != 0))
-		return seterr(err, "kind", -EINVAL);
+		return jsonx_fail(err, "kind", -EINVAL);
 
 	struct kube_lease l = {};
 	const cJSON *meta, *spec;
 	int r;
 	if ((r = get_object(j, "metadata", &meta)) < 0)
-		return seterr(err, "metadata", r);
+		return jsonx_fail(err, "metadata", r);
 	if ((r = get_object(j, "spec", &spec)) < 0)
-		return seterr(err, "spec", r);
+		return jsonx_fail(err, "spec", r);
 	const char *what = NULL;
 	if ((r = dup_string(meta, "name", KUBE_NAME_MAX, &l.name)) < 0)
 		what = "metadata.name";
@@ -125,7 +118,7 @@ int kube_lease_parse(const char *data, size_t len, struct kube_lease *ret, const
 	}
 	if (what) {
 		kube_lease_done(&l);
-		return seterr(err, what, r);
+		return jsonx_fail(err, what, r);
 	}
 	*ret = l;
 	return 0;
@@ -177,8 +170,10 @@ static bool add_controller_ref(cJSON *meta, const char *kind, const char *name, 
 	       cJSON_AddTrueToObject(ref, "controller") && cJSON_AddTrueToObject(ref, "blockOwnerDeletion");
 }
 
-char *kube_lease_body(bool create, const char *name, const char *node_name, const char *node_uid, const char *rv,
-		      const char *renew_time)
+/* The frame of a Lease body: on create (POST) apiVersion, kind and
+ * metadata.name/namespace; on update (merge patch) metadata.resourceVersion
+ * when rv is given. *meta is the metadata object, for the caller to add to. */
+static cJSON *lease_frame(bool create, const char *ns, const char *name, const char *rv, cJSON **meta)
 {
 	_cleanup_(cJSON_Deletep) cJSON *root = cJSON_CreateObject();
 	if (!root)
@@ -186,13 +181,22 @@ char *kube_lease_body(bool create, const char *name, const char *node_name, cons
 	if (create && (!cJSON_AddStringToObject(root, "apiVersion", "coordination.k8s.io/v1") ||
 		       !cJSON_AddStringToObject(root, "kind", "Lease")))
 		return NULL;
-	cJSON *meta = cJSON_AddObjectToObject(root, "metadata");
-	if (!meta)
+	*meta = cJSON_AddObjectToObject(root, "metadata");
+	if (!*meta)
 		return NULL;
-	if (create && (!cJSON_AddStringToObject(meta, "name", name) ||
-		       !cJSON_AddStringToObject(meta, "namespace", KUBE_LEASE_NAMESPACE)))
+	if (create && (!cJSON_AddStringToObject(*meta, "name", name) || !cJSON_AddStringToObject(*meta, "namespace", ns)))
 		return NULL;
-	if (!create && rv && !cJSON_AddStringToObject(meta, "resourceVersion", rv))
+	if (!create && rv && !cJSON_AddStringToObject(*meta, "resourceVersion", rv))
+		return NULL;
+	return TAKE_PTR(root);
+}
+
+char *kube_lease_body(bool create, const char *name, const char *node_name, const char *node_uid, const char *rv,
+		      const char *renew_time)
+{
+	cJSON *meta;
+	_cleanup_(cJSON_Deletep) cJSON *root = lease_frame(create, KUBE_LEASE_NAMESPACE, name, rv, &meta);
+	if (!root)
 		return NULL;
 	/* controllerutil.SetControllerReference(). A merge patch replaces
 	 * the list whole. */
@@ -313,24 +317,14 @@ int kube_serial_judge(const struct kube_lease *l, const char *me, const struct t
 char *kube_serial_lease_body(bool create, const char *ns, const char *name, const char *secret_uid, const char *rv,
 			     const char *holder, const char *acquire_time, const char *renew_time)
 {
-	_cleanup_(cJSON_Deletep) cJSON *root = cJSON_CreateObject();
+	cJSON *meta;
+	_cleanup_(cJSON_Deletep) cJSON *root = lease_frame(create, ns, name, rv, &meta);
 	if (!root)
 		return NULL;
-	if (create && (!cJSON_AddStringToObject(root, "apiVersion", "coordination.k8s.io/v1") ||
-		       !cJSON_AddStringToObject(root, "kind", "Lease")))
-		return NULL;
-	cJSON *meta = cJSON_AddObjectToObject(root, "metadata");
-	if (!meta)
-		return NULL;
-	if (create) {
-		if (!cJSON_AddStringToObject(meta, "name", name) || !cJSON_AddStringToObject(meta, "namespace", ns))
-			return NULL;
-		/* metav1.NewControllerRef(secret, Secret): controller and
-		 * blockOwnerDeletion set. Without the Secret's uid there is
-		 * no valid reference: none is sent. */
-		if (secret_uid && *secret_uid && !add_controller_ref(meta, "Secret", name, secret_uid))
-			return NULL;
-	} else if (rv && !cJSON_AddStringToObject(meta, "resourceVersion", rv))
+	/* metav1.NewControllerRef(secret, Secret): controller and
+	 * blockOwnerDeletion set. Without the Secret's uid there is no valid
+	 * reference: none is sent. */
+	if (create && secret_uid && *secret_uid && !add_controller_ref(meta, "Secret", name, secret_uid))
 		return NULL;
 	cJSON *spec = cJSON_AddObjectToObject(root, "spec");
 	if (!spec)

@@ -9,13 +9,6 @@
 #include "osc.h"
 #include "result.h"
 
-static int set_err(const char **err, const char *msg, int r)
-{
-	if (err)
-		*err = msg;
-	return r;
-}
-
 static bool step_is_valid(const char *s)
 {
 	size_t n = strnlen(s, RESULT_STEP_MAX + 1);
@@ -56,12 +49,12 @@ static int check_units(char *const *units, const char *key, const char **err)
 	size_t n = 0;
 	for (char *const *u = units; u && *u; u++, n++) {
 		if (n >= RESULT_CHANGED_UNITS_MAX)
-			return set_err(err, msgs[m].many, -EMSGSIZE);
+			return jsonx_fail(err, msgs[m].many, -EMSGSIZE);
 		if (!osc_unit_name_is_valid(*u))
-			return set_err(err, msgs[m].invalid, -EINVAL);
+			return jsonx_fail(err, msgs[m].invalid, -EINVAL);
 		for (char *const *v = units; v != u; v++)
 			if (strcmp(*u, *v) == 0)
-				return set_err(err, msgs[m].dup, -EINVAL);
+				return jsonx_fail(err, msgs[m].dup, -EINVAL);
 	}
 	return 0;
 }
@@ -70,21 +63,21 @@ static int check_units(char *const *units, const char *key, const char **err)
 static int check(const struct result *r, const char **err)
 {
 	if (r->checksum[0] != '\0' && !jsonx_is_sha256_hex(r->checksum))
-		return set_err(err, "checksum: not 64 lowercase hex digits", -EINVAL);
+		return jsonx_fail(err, "checksum: not 64 lowercase hex digits", -EINVAL);
 	if (r->checksum[0] == '\0' && r->success)
-		return set_err(err, "checksum: empty on success", -EINVAL);
+		return jsonx_fail(err, "checksum: empty on success", -EINVAL);
 	if (r->generation > JSONX_UINT_MAX)
-		return set_err(err, "generation: larger than 2^53-1", -EINVAL);
+		return jsonx_fail(err, "generation: larger than 2^53-1", -EINVAL);
 	if (r->finished_at < 0 || (uint64_t)r->finished_at > JSONX_UINT_MAX)
-		return set_err(err, "finishedAt: out of range", -EINVAL);
+		return jsonx_fail(err, "finishedAt: out of range", -EINVAL);
 	if (r->success && (r->failed_step || r->error))
-		return set_err(err, "failedStep/error: present on success", -EINVAL);
+		return jsonx_fail(err, "failedStep/error: present on success", -EINVAL);
 	if (!r->success && !r->failed_step)
-		return set_err(err, "failedStep: missing on failure", -EINVAL);
+		return jsonx_fail(err, "failedStep: missing on failure", -EINVAL);
 	if (r->failed_step && !step_is_valid(r->failed_step))
-		return set_err(err, "failedStep: not 1..32 bytes of [a-z0-9-]", -EINVAL);
+		return jsonx_fail(err, "failedStep: not 1..32 bytes of [a-z0-9-]", -EINVAL);
 	if (r->restart_id && (r->restart_id[0] == '\0' || !jsonx_is_line(r->restart_id, DESIRED_RESTART_ID_MAX)))
-		return set_err(err, "restartId: empty, too long or with control characters", -EINVAL);
+		return jsonx_fail(err, "restartId: empty, too long or with control characters", -EINVAL);
 	int k;
 	if ((k = check_units(r->changed_units, "changedUnits", err)) < 0 ||
 	    (k = check_units(r->restarted_units, "restartedUnits", err)) < 0 ||
@@ -93,11 +86,11 @@ static int check(const struct result *r, const char **err)
 	const struct result_units_ready *c = &r->units_ready;
 	if (c->present) {
 		if (!reason_is_valid(c->reason))
-			return set_err(err, "unitsReady.reason: not 1..32 letters", -EINVAL);
+			return jsonx_fail(err, "unitsReady.reason: not 1..32 letters", -EINVAL);
 		if (!c->message || !jsonx_is_line(c->message, RESULT_CONDITION_MESSAGE_MAX))
-			return set_err(err, "unitsReady.message: missing, too long or with control characters", -EINVAL);
+			return jsonx_fail(err, "unitsReady.message: missing, too long or with control characters", -EINVAL);
 		if (c->checked_at < 0 || (uint64_t)c->checked_at > JSONX_UINT_MAX)
-			return set_err(err, "unitsReady.checkedAt: out of range", -EINVAL);
+			return jsonx_fail(err, "unitsReady.checkedAt: out of range", -EINVAL);
 	}
 	return 0;
 }
@@ -187,14 +180,14 @@ static int get_units(const cJSON *root, const char *key, char ***ret, const char
 	if (!units)
 		return 0;
 	if (!cJSON_IsArray(units))
-		return set_err(err, msgs[m].array, -EINVAL);
+		return jsonx_fail(err, msgs[m].array, -EINVAL);
 	int k = jsonx_get_strv(units, RESULT_CHANGED_UNITS_MAX, ret);
 	if (k == -EMSGSIZE)
-		return set_err(err, msgs[m].many, k);
+		return jsonx_fail(err, msgs[m].many, k);
 	if (k == -EINVAL)
-		return set_err(err, msgs[m].string, k);
+		return jsonx_fail(err, msgs[m].string, k);
 	if (k < 0)
-		return set_err(err, "out of memory", k);
+		return jsonx_fail(err, "out of memory", k);
 	return 0;
 }
 
@@ -205,22 +198,22 @@ static int get_units_ready(const cJSON *root, struct result_units_ready *ret, co
 		return 0;
 	const char *bad;
 	if (!cJSON_IsObject(o) || jsonx_check_keys(o, ready_keys, &bad) < 0)
-		return set_err(err, "unitsReady: not an object with status, reason, message, checkedAt", -EINVAL);
+		return jsonx_fail(err, "unitsReady: not an object with status, reason, message, checkedAt", -EINVAL);
 	const cJSON *st = cJSON_GetObjectItemCaseSensitive(o, "status");
 	const cJSON *re = cJSON_GetObjectItemCaseSensitive(o, "reason");
 	const cJSON *me = cJSON_GetObjectItemCaseSensitive(o, "message");
 	uint64_t t;
 	if (!cJSON_IsString(st) || (strcmp(st->valuestring, "True") != 0 && strcmp(st->valuestring, "False") != 0))
-		return set_err(err, "unitsReady.status: not \"True\" or \"False\"", -EINVAL);
+		return jsonx_fail(err, "unitsReady.status: not \"True\" or \"False\"", -EINVAL);
 	if (!cJSON_IsString(re) || !reason_is_valid(re->valuestring))
-		return set_err(err, "unitsReady.reason: not 1..32 letters", -EINVAL);
+		return jsonx_fail(err, "unitsReady.reason: not 1..32 letters", -EINVAL);
 	if (!cJSON_IsString(me))
-		return set_err(err, "unitsReady.message: missing or not a string", -EINVAL);
+		return jsonx_fail(err, "unitsReady.message: missing or not a string", -EINVAL);
 	if (!jsonx_get_uint(cJSON_GetObjectItemCaseSensitive(o, "checkedAt"), JSONX_UINT_MAX, &t))
-		return set_err(err, "unitsReady.checkedAt: missing or not an unsigned integer below 2^53", -EINVAL);
+		return jsonx_fail(err, "unitsReady.checkedAt: missing or not an unsigned integer below 2^53", -EINVAL);
 	char *m = strdup(me->valuestring);
 	if (!m)
-		return set_err(err, "out of memory", -ENOMEM);
+		return jsonx_fail(err, "out of memory", -ENOMEM);
 	ret->present = true;
 	ret->ready = strcmp(st->valuestring, "True") == 0;
 	memcpy(ret->reason, re->valuestring, strlen(re->valuestring) + 1);
@@ -235,10 +228,10 @@ static int opt_string(const cJSON *root, const char *key, char **ret, const char
 	if (!j)
 		return 0;
 	if (!cJSON_IsString(j))
-		return set_err(err, type_err, -EINVAL);
+		return jsonx_fail(err, type_err, -EINVAL);
 	char *s = strdup(j->valuestring);
 	if (!s)
-		return set_err(err, "out of memory", -ENOMEM);
+		return jsonx_fail(err, "out of memory", -ENOMEM);
 	*ret = s;
 	return 0;
 }
@@ -246,7 +239,7 @@ static int opt_string(const cJSON *root, const char *key, char **ret, const char
 int result_parse(const char *data, size_t len, struct result *ret, const char **err)
 {
 	if (len > RESULT_MAX)
-		return set_err(err, "document larger than RESULT_MAX", -EMSGSIZE);
+		return jsonx_fail(err, "document larger than RESULT_MAX", -EMSGSIZE);
 	_cleanup_(cJSON_Deletep) cJSON *root = NULL;
 	int k = jsonx_parse_document(data, len, keys, RESULT_VERSION, &root, err);
 	if (k < 0)
@@ -255,20 +248,20 @@ int result_parse(const char *data, size_t len, struct result *ret, const char **
 	_cleanup_(result_done) struct result r = {};
 	const cJSON *j = cJSON_GetObjectItemCaseSensitive(root, "checksum");
 	if (!cJSON_IsString(j))
-		return set_err(err, "checksum: missing or not a string", -EINVAL);
+		return jsonx_fail(err, "checksum: missing or not a string", -EINVAL);
 	if (j->valuestring[0] != '\0' && !jsonx_is_sha256_hex(j->valuestring))
-		return set_err(err, "checksum: not 64 lowercase hex digits", -EINVAL);
+		return jsonx_fail(err, "checksum: not 64 lowercase hex digits", -EINVAL);
 	memcpy(r.checksum, j->valuestring, strlen(j->valuestring) + 1);
 
 	if (!jsonx_get_uint(cJSON_GetObjectItemCaseSensitive(root, "generation"), JSONX_UINT_MAX, &r.generation))
-		return set_err(err, "generation: missing or not an unsigned integer below 2^53", -EINVAL);
+		return jsonx_fail(err, "generation: missing or not an unsigned integer below 2^53", -EINVAL);
 	uint64_t t;
 	if (!jsonx_get_uint(cJSON_GetObjectItemCaseSensitive(root, "finishedAt"), JSONX_UINT_MAX, &t))
-		return set_err(err, "finishedAt: missing or not an unsigned integer below 2^53", -EINVAL);
+		return jsonx_fail(err, "finishedAt: missing or not an unsigned integer below 2^53", -EINVAL);
 	r.finished_at = (time_t)t;
 	j = cJSON_GetObjectItemCaseSensitive(root, "success");
 	if (!cJSON_IsBool(j))
-		return set_err(err, "success: missing or not a boolean", -EINVAL);
+		return jsonx_fail(err, "success: missing or not a boolean", -EINVAL);
 	r.success = cJSON_IsTrue(j);
 
 	if ((k = opt_string(root, "failedStep", &r.failed_step, err, "failedStep: not a string")) < 0 ||
@@ -276,7 +269,7 @@ int result_parse(const char *data, size_t len, struct result *ret, const char **
 	    (k = opt_string(root, "restartId", &r.restart_id, err, "restartId: not a string")) < 0)
 		return k;
 	if (r.error && !jsonx_is_line(r.error, RESULT_ERROR_MAX))
-		return set_err(err, "error: longer than RESULT_ERROR_MAX or with control characters", -EINVAL);
+		return jsonx_fail(err, "error: longer than RESULT_ERROR_MAX or with control characters", -EINVAL);
 
 	if ((k = get_units(root, "changedUnits", &r.changed_units, err)) < 0 ||
 	    (k = get_units(root, "restartedUnits", &r.restarted_units, err)) < 0 ||
