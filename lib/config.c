@@ -10,7 +10,6 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -21,6 +20,7 @@
 
 #include "cleanup.h"
 #include "config.h"
+#include "errbuf.h"
 #include "fsx.h"
 #include "gnaconfig.h"
 
@@ -105,17 +105,8 @@ static const char *const sections[] = { "apiServer", "node", "osc", "ssh", "gard
 #define STRING_MAX 4096u
 #define MS_MAX (24u * 3600u * 1000u)
 
-static int fail(char *err, size_t errlen, const char *fmt, ...) _printf_(3, 4);
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-{
-	if (err && errlen > 0) {
-		va_list ap;
-		va_start(ap, fmt);
-		vsnprintf(err, errlen, fmt, ap);
-		va_end(ap);
-	}
-	return -EINVAL;
-}
+/* Every error here is -EINVAL. */
+#define fail(err, errlen, ...) errbuf_set(err, errlen, -EINVAL, __VA_ARGS__)
 
 static bool has_control(const char *s)
 {

@@ -3,7 +3,6 @@
  * for input that is not what the contract says. */
 #include <cjson/cJSON.h>
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +19,7 @@
 #include "b64.h"
 #include "cleanup.h"
 #include "csr.h"
+#include "errbuf.h"
 
 static const char *const usages[] = { "digital signature", "key encipherment", "client auth" };
 
@@ -35,17 +35,13 @@ static void sk_X509_pop_freep(STACK_OF(X509) **s)
 		sk_X509_pop_free(*s, X509_free);
 }
 
-_printf_(4, 5) static int fail(char *err, size_t errlen, int r, const char *fmt, ...)
-{
-	if (err && errlen > 0) {
-		va_list ap;
-		va_start(ap, fmt);
-		vsnprintf(err, errlen, fmt, ap);
-		va_end(ap);
-	}
-	ERR_clear_error();
-	return r;
-}
+/* errbuf_set(), and OpenSSL's error queue emptied after the message used it. */
+#define fail(err, errlen, r, ...)                                      \
+	({                                                             \
+		int fail_r_ = errbuf_set(err, errlen, r, __VA_ARGS__); \
+		ERR_clear_error();                                     \
+		fail_r_;                                               \
+	})
 
 /* The contents of a memory BIO as a new string. */
 static int bio_to_string(BIO *b, char **ret)

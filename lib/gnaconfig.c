@@ -8,7 +8,6 @@
  * here; the keys this project uses must have Gardener's types. */
 #include <errno.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +17,7 @@
 #include "b64.h"
 #include "cleanup.h"
 #include "config.h"
+#include "errbuf.h"
 #include "fsx.h"
 #include "gnaconfig.h"
 #include "kube.h"
@@ -34,16 +34,7 @@ struct ctx {
 	size_t errlen;
 };
 
-_printf_(3, 4) static int fail(struct ctx *c, int r, const char *fmt, ...)
-{
-	if (c->err && c->errlen > 0) {
-		va_list ap;
-		va_start(ap, fmt);
-		vsnprintf(c->err, c->errlen, fmt, ap);
-		va_end(ap);
-	}
-	return r;
-}
+#define fail(c, r, ...) errbuf_set((c)->err, (c)->errlen, r, __VA_ARGS__)
 
 static int map_get(struct ctx *c, const struct ynode *map, const char *where, const char *key,
 		   const struct ynode **ret)

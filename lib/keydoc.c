@@ -2,26 +2,15 @@
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <stdint.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "b64.h"
 #include "cleanup.h"
+#include "errbuf.h"
 #include "jsonx.h"
 #include "keydoc.h"
-
-_printf_(4, 5) static int errf(char *err, size_t errlen, int r, const char *fmt, ...)
-{
-	if (err && errlen > 0) {
-		va_list ap;
-		va_start(ap, fmt);
-		vsnprintf(err, errlen, fmt, ap);
-		va_end(ap);
-	}
-	return r;
-}
 
 /* "reason" or "reason \"token\"" from a keys_error. */
 static const char *kerr_tok_pre(const struct keys_error *e)
@@ -144,14 +133,14 @@ static const char *const field_names[_F_MAX] = { "user",    "type",          "pu
 static int parse_serials(const cJSON *a, size_t idx, uint64_t **ret, size_t *ret_n, char *err, size_t errlen)
 {
 	if (!cJSON_IsArray(a) || !a->child)
-		return errf(err, errlen, -EINVAL, "[%zu].revokedSerials: not a non-empty array", idx);
+		return errbuf_set(err, errlen, -EINVAL, "[%zu].revokedSerials: not a non-empty array", idx);
 	size_t n = 0;
 	for (const cJSON *c = a->child; c; c = c->next)
 		if (++n > KEYDOC_SERIALS_MAX)
-			return errf(err, errlen, -EMSGSIZE, "[%zu].revokedSerials: more than %d", idx, KEYDOC_SERIALS_MAX);
+			return errbuf_set(err, errlen, -EMSGSIZE, "[%zu].revokedSerials: more than %d", idx, KEYDOC_SERIALS_MAX);
 	uint64_t *v = calloc(n, sizeof(*v));
 	if (!v)
-		return errf(err, errlen, -ENOMEM, "out of memory");
+		return errbuf_set(err, errlen, -ENOMEM, "out of memory");
 	n = 0;
 	for (const cJSON *c = a->child; c; c = c->next, n++) {
 		bool ok = false;
@@ -174,7 +163,7 @@ static int parse_serials(const cJSON *a, size_t idx, uint64_t **ret, size_t *ret
 		}
 		if (!ok) {
 			free(v);
-			return errf(err, errlen, -EINVAL, "[%zu].revokedSerials[%zu]: not a serial 1..2^64-1", idx, n);
+			return errbuf_set(err, errlen, -EINVAL, "[%zu].revokedSerials[%zu]: not a serial 1..2^64-1", idx, n);
 		}
 	}
 	*ret = v;
@@ -186,20 +175,20 @@ static int parse_serials(const cJSON *a, size_t idx, uint64_t **ret, size_t *ret
 static int parse_principals(const cJSON *a, size_t idx, char **ret, char *err, size_t errlen)
 {
 	if (!cJSON_IsArray(a) || !a->child)
-		return errf(err, errlen, -EINVAL, "[%zu].principals: not a non-empty array", idx);
+		return errbuf_set(err, errlen, -EINVAL, "[%zu].principals: not a non-empty array", idx);
 	size_t len = 0, n = 0;
 	for (const cJSON *c = a->child; c; c = c->next) {
 		if (!cJSON_IsString(c) || !c->valuestring[0] || strchr(c->valuestring, ','))
-			return errf(err, errlen, -EINVAL, "[%zu].principals[%zu]: not a principal name", idx, n);
+			return errbuf_set(err, errlen, -EINVAL, "[%zu].principals[%zu]: not a principal name", idx, n);
 		len += strlen(c->valuestring) + 1;
 		if (len > KEYS_PRINCIPALS_MAX + 1)
-			return errf(err, errlen, -EMSGSIZE, "[%zu].principals: longer than %d bytes", idx,
+			return errbuf_set(err, errlen, -EMSGSIZE, "[%zu].principals: longer than %d bytes", idx,
 				    KEYS_PRINCIPALS_MAX);
 		n++;
 	}
 	char *buf = malloc(len);
 	if (!buf)
-		return errf(err, errlen, -ENOMEM, "out of memory");
+		return errbuf_set(err, errlen, -ENOMEM, "out of memory");
 	size_t off = 0;
 	for (const cJSON *c = a->child; c; c = c->next) {
 		size_t l = strlen(c->valuestring);
@@ -209,7 +198,7 @@ static int parse_principals(const cJSON *a, size_t idx, char **ret, char *err, s
 	}
 	if (!keys_principals_valid(buf, off - 1)) {
 		free(buf);
-		return errf(err, errlen, -EINVAL, "[%zu].principals: a name with characters other than [A-Za-z0-9._@+-]",
+		return errbuf_set(err, errlen, -EINVAL, "[%zu].principals: a name with characters other than [A-Za-z0-9._@+-]",
 			    idx);
 	}
 	*ret = buf;
@@ -224,13 +213,13 @@ static int parse_entry(const cJSON *item, size_t idx, const struct keys_parse_pa
 	int r;
 
 	if (!cJSON_IsObject(item))
-		return errf(err, errlen, -EINVAL, "[%zu]: not an object", idx);
+		return errbuf_set(err, errlen, -EINVAL, "[%zu]: not an object", idx);
 	for (const cJSON *c = item->child; c; c = c->next) {
 		for (size_t j = 0; j < _F_MAX; j++) {
 			if (!c->string || strcmp(c->string, field_names[j]) != 0)
 				continue;
 			if (f[j])
-				return errf(err, errlen, -EINVAL, "[%zu].%s: duplicate field", idx, field_names[j]);
+				return errbuf_set(err, errlen, -EINVAL, "[%zu].%s: duplicate field", idx, field_names[j]);
 			f[j] = c;
 		}
 	}
@@ -240,27 +229,27 @@ static int parse_entry(const cJSON *item, size_t idx, const struct keys_parse_pa
 		if (!f[j] || (optional && cJSON_IsNull(f[j]))) {
 			f[j] = NULL;
 			if (!optional)
-				return errf(err, errlen, -EINVAL, "[%zu].%s: missing", idx, field_names[j]);
+				return errbuf_set(err, errlen, -EINVAL, "[%zu].%s: missing", idx, field_names[j]);
 			continue;
 		}
 		if (j == F_REVOKED || j == F_CA) {
 			if (!cJSON_IsBool(f[j]))
-				return errf(err, errlen, -EINVAL, "[%zu].%s: not a boolean", idx, field_names[j]);
+				return errbuf_set(err, errlen, -EINVAL, "[%zu].%s: not a boolean", idx, field_names[j]);
 		} else if (j != F_UNTIL && j != F_PRINCIPALS && j != F_SERIALS && !cJSON_IsString(f[j]))
-			return errf(err, errlen, -EINVAL, "[%zu].%s: not a string", idx, field_names[j]);
+			return errbuf_set(err, errlen, -EINVAL, "[%zu].%s: not a string", idx, field_names[j]);
 	}
 	bool revoked = f[F_REVOKED] && cJSON_IsTrue(f[F_REVOKED]);
 	bool ca = f[F_CA] && cJSON_IsTrue(f[F_CA]);
 	if (revoked && f[F_UNTIL])
-		return errf(err, errlen, -EINVAL, "[%zu].until: not allowed on a revoked entry", idx);
+		return errbuf_set(err, errlen, -EINVAL, "[%zu].until: not allowed on a revoked entry", idx);
 	if (f[F_PRINCIPALS] && !ca)
-		return errf(err, errlen, -EINVAL, "[%zu].principals: only with \"certAuthority\": true", idx);
+		return errbuf_set(err, errlen, -EINVAL, "[%zu].principals: only with \"certAuthority\": true", idx);
 	if (f[F_SERIALS] && !ca)
-		return errf(err, errlen, -EINVAL, "[%zu].revokedSerials: only with \"certAuthority\": true", idx);
+		return errbuf_set(err, errlen, -EINVAL, "[%zu].revokedSerials: only with \"certAuthority\": true", idx);
 
 	const char *user = f[F_USER]->valuestring;
 	if (!keydoc_user_valid(user))
-		return errf(err, errlen, -EINVAL, "[%zu].user: invalid user name", idx);
+		return errbuf_set(err, errlen, -EINVAL, "[%zu].user: invalid user name", idx);
 
 	const char *type = f[F_TYPE]->valuestring;
 	const char *pk = f[F_PUBLICKEY]->valuestring;
@@ -268,16 +257,16 @@ static int parse_entry(const cJSON *item, size_t idx, const struct keys_parse_pa
 	struct keys_key key = {};
 
 	if (strlen(pk) > KEYS_LINE_MAX)
-		return errf(err, errlen, -EMSGSIZE, "[%zu].publicKey: too long", idx);
+		return errbuf_set(err, errlen, -EMSGSIZE, "[%zu].publicKey: too long", idx);
 	if (strchr(pk, ' ') || strchr(pk, '\t')) {
 		/* "type base64 [comment]" */
 		r = keys_parse_public_ex(pk, strlen(pk), &p, &key, &e);
 		if (r < 0)
-			return errf(err, errlen, r, "[%zu].publicKey: %s%s%s%s", idx, e.what, kerr_tok_pre(&e), e.token,
+			return errbuf_set(err, errlen, r, "[%zu].publicKey: %s%s%s%s", idx, e.what, kerr_tok_pre(&e), e.token,
 				    kerr_tok_post(&e));
 		if (strcmp(key.type_name, type) != 0) {
 			keys_key_done(&key);
-			return errf(err, errlen, -EINVAL, "[%zu].type: does not match the key's type", idx);
+			return errbuf_set(err, errlen, -EINVAL, "[%zu].type: does not match the key's type", idx);
 		}
 	} else {
 		/* The bare blob, typed by "type". */
@@ -285,12 +274,12 @@ static int parse_entry(const cJSON *item, size_t idx, const struct keys_parse_pa
 		size_t blob_len;
 		r = b64_decode(pk, strlen(pk), KEYS_LINE_MAX, 0, &blob, &blob_len);
 		if (r == -ENOMEM)
-			return errf(err, errlen, r, "out of memory");
+			return errbuf_set(err, errlen, r, "out of memory");
 		if (r < 0)
-			return errf(err, errlen, -EINVAL, "[%zu].publicKey: not canonical base64", idx);
+			return errbuf_set(err, errlen, -EINVAL, "[%zu].publicKey: not canonical base64", idx);
 		r = keys_parse_blob(type, blob, blob_len, &p, &key, &e);
 		if (r < 0)
-			return errf(err, errlen, r, "[%zu].%s: %s%s%s%s", idx,
+			return errbuf_set(err, errlen, r, "[%zu].%s: %s%s%s%s", idx,
 				    r == -EPROTONOSUPPORT && e.token[0] ? "type" : "publicKey", e.what, kerr_tok_pre(&e),
 				    e.token, kerr_tok_post(&e));
 	}
@@ -303,16 +292,16 @@ static int parse_entry(const cJSON *item, size_t idx, const struct keys_parse_pa
 		struct keys_key k2 = {};
 		if (strlen(c) > KEYS_COMMENT_MAX) {
 			keys_key_done(&key);
-			return errf(err, errlen, -EMSGSIZE, "[%zu].comment: comment too long", idx);
+			return errbuf_set(err, errlen, -EMSGSIZE, "[%zu].comment: comment too long", idx);
 		}
 		if (asprintf(&line, "%s %s %s", key.type_name, key.blob_b64, c) < 0) {
 			keys_key_done(&key);
-			return errf(err, errlen, -ENOMEM, "out of memory");
+			return errbuf_set(err, errlen, -ENOMEM, "out of memory");
 		}
 		r = keys_parse_public_ex(line, strlen(line), &p, &k2, &e);
 		keys_key_done(&key);
 		if (r < 0)
-			return errf(err, errlen, r, "[%zu].comment: %s", idx, e.what);
+			return errbuf_set(err, errlen, r, "[%zu].comment: %s", idx, e.what);
 		key = k2;
 	}
 
@@ -322,18 +311,18 @@ static int parse_entry(const cJSON *item, size_t idx, const struct keys_parse_pa
 		if (cJSON_IsString(u)) {
 			if (keydoc_parse_time(u->valuestring, &t) < 0) {
 				keys_key_done(&key);
-				return errf(err, errlen, -EINVAL, "[%zu].until: not an RFC 3339 UTC time", idx);
+				return errbuf_set(err, errlen, -EINVAL, "[%zu].until: not an RFC 3339 UTC time", idx);
 			}
 		} else if (cJSON_IsNumber(u)) {
 			double d = u->valuedouble;
 			if (!(d >= 1 && d <= (double)KEYS_EXPIRY_MAX) || (double)(int64_t)d != d) {
 				keys_key_done(&key);
-				return errf(err, errlen, -EINVAL, "[%zu].until: not a unix time in range", idx);
+				return errbuf_set(err, errlen, -EINVAL, "[%zu].until: not a unix time in range", idx);
 			}
 			t = (time_t)d;
 		} else {
 			keys_key_done(&key);
-			return errf(err, errlen, -EINVAL, "[%zu].until: not a string or number", idx);
+			return errbuf_set(err, errlen, -EINVAL, "[%zu].until: not a string or number", idx);
 		}
 		key.options.expiry = t;
 	}
@@ -341,7 +330,7 @@ static int parse_entry(const cJSON *item, size_t idx, const struct keys_parse_pa
 	if (ca) {
 		if (key.certificate) {
 			keys_key_done(&key);
-			return errf(err, errlen, -EINVAL, "[%zu].certAuthority: a certificate is no CA key", idx);
+			return errbuf_set(err, errlen, -EINVAL, "[%zu].certAuthority: a certificate is no CA key", idx);
 		}
 		key.options.cert_authority = true;
 		if (f[F_PRINCIPALS] && (r = parse_principals(f[F_PRINCIPALS], idx, &key.options.principals, err,
@@ -355,7 +344,7 @@ static int parse_entry(const cJSON *item, size_t idx, const struct keys_parse_pa
 	_cleanup_free_ char *rendered = keys_render_line(&key);
 	if (!rendered || strlen(rendered) > KEYS_LINE_MAX) {
 		keys_key_done(&key);
-		return errf(err, errlen, rendered ? -EMSGSIZE : -ENOMEM, "[%zu].publicKey: rendered line too long", idx);
+		return errbuf_set(err, errlen, rendered ? -EMSGSIZE : -ENOMEM, "[%zu].publicKey: rendered line too long", idx);
 	}
 
 	uint64_t *serials = NULL;
@@ -368,7 +357,7 @@ static int parse_entry(const cJSON *item, size_t idx, const struct keys_parse_pa
 	if (!ret->user) {
 		free(serials);
 		keys_key_done(&key);
-		return errf(err, errlen, -ENOMEM, "out of memory");
+		return errbuf_set(err, errlen, -ENOMEM, "out of memory");
 	}
 	ret->key = key;
 	ret->revoked = revoked;
@@ -381,16 +370,16 @@ int keydoc_parse_json(const char *data, size_t len, const struct keys_parse_para
 		      char *err, size_t errlen)
 {
 	if (len > KEYDOC_SIZE_MAX)
-		return errf(err, errlen, -EMSGSIZE, "document: larger than %zu bytes", KEYDOC_SIZE_MAX);
+		return errbuf_set(err, errlen, -EMSGSIZE, "document: larger than %zu bytes", KEYDOC_SIZE_MAX);
 	if (!data && len > 0)
-		return errf(err, errlen, -EINVAL, "document: missing");
+		return errbuf_set(err, errlen, -EINVAL, "document: missing");
 	if (has_nul(data, len))
-		return errf(err, errlen, -EINVAL, "document: NUL byte or \\u0000 escape");
+		return errbuf_set(err, errlen, -EINVAL, "document: NUL byte or \\u0000 escape");
 
 	/* A NUL-terminated copy, so nothing in cJSON can read past the end. */
 	_cleanup_free_ char *copy = malloc(len + 1);
 	if (!copy)
-		return errf(err, errlen, -ENOMEM, "out of memory");
+		return errbuf_set(err, errlen, -ENOMEM, "out of memory");
 	if (len)
 		memcpy(copy, data, len);
 	copy[len] = '\0';
@@ -399,24 +388,24 @@ int keydoc_parse_json(const char *data, size_t len, const struct keys_parse_para
 	_cleanup_(cJSON_Deletep) cJSON *root = cJSON_ParseWithLengthOpts(copy, len, &end, false);
 	if (!root) {
 		size_t off = end && end >= copy ? (size_t)(end - copy) : 0;
-		return errf(err, errlen, -EINVAL, "document: invalid JSON near byte %zu", off);
+		return errbuf_set(err, errlen, -EINVAL, "document: invalid JSON near byte %zu", off);
 	}
 	/* Nothing but whitespace after the value. */
 	for (size_t i = (size_t)(end - copy); i < len; i++)
 		if (!(copy[i] == ' ' || copy[i] == '\t' || copy[i] == '\n' || copy[i] == '\r'))
-			return errf(err, errlen, -EINVAL, "document: trailing data at byte %zu", i);
+			return errbuf_set(err, errlen, -EINVAL, "document: trailing data at byte %zu", i);
 	if (!cJSON_IsArray(root))
-		return errf(err, errlen, -EINVAL, "document: not a JSON array");
+		return errbuf_set(err, errlen, -EINVAL, "document: not a JSON array");
 
 	size_t n = 0;
 	for (const cJSON *c = root->child; c; c = c->next)
 		if (++n > KEYDOC_ENTRIES_MAX)
-			return errf(err, errlen, -EMSGSIZE, "document: more than %d entries", KEYDOC_ENTRIES_MAX);
+			return errbuf_set(err, errlen, -EMSGSIZE, "document: more than %d entries", KEYDOC_ENTRIES_MAX);
 
 	struct keydoc doc = {};
 	doc.entries = calloc(n ? n : 1, sizeof(*doc.entries));
 	if (!doc.entries)
-		return errf(err, errlen, -ENOMEM, "out of memory");
+		return errbuf_set(err, errlen, -ENOMEM, "out of memory");
 	size_t idx = 0;
 	for (const cJSON *c = root->child; c; c = c->next, idx++) {
 		struct keydoc_entry ent = {};
@@ -430,7 +419,7 @@ int keydoc_parse_json(const char *data, size_t len, const struct keys_parse_para
 			free(ent.user);
 			keys_key_done(&ent.key);
 			keydoc_done(&doc);
-			return errf(err, errlen, -EINVAL, "[%zu]: same user and key as [%zu]", idx, dup);
+			return errbuf_set(err, errlen, -EINVAL, "[%zu]: same user and key as [%zu]", idx, dup);
 		}
 		doc.entries[doc.n++] = ent;
 	}
@@ -444,11 +433,11 @@ int keydoc_parse_lines(const char *data, size_t len, const char *user, const str
 		       struct keydoc *ret, char *err, size_t errlen)
 {
 	if (!keydoc_user_valid(user))
-		return errf(err, errlen, -EINVAL, "user: invalid user name");
+		return errbuf_set(err, errlen, -EINVAL, "user: invalid user name");
 	if (len > KEYDOC_SIZE_MAX)
-		return errf(err, errlen, -EMSGSIZE, "document: larger than %zu bytes", KEYDOC_SIZE_MAX);
+		return errbuf_set(err, errlen, -EMSGSIZE, "document: larger than %zu bytes", KEYDOC_SIZE_MAX);
 	if (!data && len > 0)
-		return errf(err, errlen, -EINVAL, "document: missing");
+		return errbuf_set(err, errlen, -EINVAL, "document: missing");
 
 	struct keys_parse_params p = doc_params(params);
 	struct keydoc doc = {};
@@ -478,14 +467,14 @@ int keydoc_parse_lines(const char *data, size_t len, const char *user, const str
 		r = keys_parse_line_ex(s, n, &po, &key, &ke);
 		if (r < 0) {
 			keydoc_done(&doc);
-			return errf(err, errlen, r, "line %zu: %s%s%s%s", lineno, ke.what, kerr_tok_pre(&ke), ke.token,
+			return errbuf_set(err, errlen, r, "line %zu: %s%s%s%s", lineno, ke.what, kerr_tok_pre(&ke), ke.token,
 				    kerr_tok_post(&ke));
 		}
 		const struct keys_options *o = &key.options;
 		if ((!o->cert_authority && (o->expiry || o->principals)) || o->restrict_ || o->no_flags || o->from) {
 			keys_key_done(&key);
 			keydoc_done(&doc);
-			return errf(err, errlen, -EINVAL,
+			return errbuf_set(err, errlen, -EINVAL,
 				    "line %zu: options other than cert-authority, principals= and expiry-time= of a CA",
 				    lineno);
 		}
@@ -497,7 +486,7 @@ int keydoc_parse_lines(const char *data, size_t len, const char *user, const str
 		if (doc.n >= KEYDOC_ENTRIES_MAX) {
 			keys_key_done(&key);
 			keydoc_done(&doc);
-			return errf(err, errlen, -EMSGSIZE, "line %zu: more than %d keys", lineno, KEYDOC_ENTRIES_MAX);
+			return errbuf_set(err, errlen, -EMSGSIZE, "line %zu: more than %d keys", lineno, KEYDOC_ENTRIES_MAX);
 		}
 		if (doc.n == cap) {
 			size_t nc = cap ? cap * 2 : 4;
@@ -505,7 +494,7 @@ int keydoc_parse_lines(const char *data, size_t len, const char *user, const str
 			if (!ne) {
 				keys_key_done(&key);
 				keydoc_done(&doc);
-				return errf(err, errlen, -ENOMEM, "out of memory");
+				return errbuf_set(err, errlen, -ENOMEM, "out of memory");
 			}
 			doc.entries = ne;
 			cap = nc;
@@ -514,7 +503,7 @@ int keydoc_parse_lines(const char *data, size_t len, const char *user, const str
 		if (!u) {
 			keys_key_done(&key);
 			keydoc_done(&doc);
-			return errf(err, errlen, -ENOMEM, "out of memory");
+			return errbuf_set(err, errlen, -ENOMEM, "out of memory");
 		}
 		doc.entries[doc.n++] = (struct keydoc_entry){ .user = u, .key = key };
 	}

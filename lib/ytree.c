@@ -1,7 +1,6 @@
 /* The YAML document tree; see ytree.h. */
 #include <errno.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,6 +8,7 @@
 #include <yaml.h>
 
 #include "cleanup.h"
+#include "errbuf.h"
 #include "ytree.h"
 
 void ynode_free(struct ynode *n)
@@ -62,18 +62,6 @@ const char *ytree_quote(char *buf, size_t size, const char *value, size_t len)
 	}
 	buf[o] = '\0';
 	return buf;
-}
-
-/* Formats the error (when the caller wants it) and returns r. */
-_printf_(4, 5) static int yfail(char *err, size_t errlen, int r, const char *fmt, ...)
-{
-	if (err && errlen > 0) {
-		va_list ap;
-		va_start(ap, fmt);
-		vsnprintf(err, errlen, fmt, ap);
-		va_end(ap);
-	}
-	return r;
 }
 
 /* ---- scalar typing (yaml.v2 / YAML 1.1 resolution) -------------------- */
@@ -297,7 +285,7 @@ int ytree_load(const char *data, size_t len, struct ynode **ret, char *err, size
 {
 	yaml_parser_t parser;
 	if (!yaml_parser_initialize(&parser))
-		return yfail(err, errlen, -ENOMEM, "yaml: cannot initialise the parser");
+		return errbuf_set(err, errlen, -ENOMEM, "yaml: cannot initialise the parser");
 	_cleanup_(yaml_parser_deletep) _unused_ yaml_parser_t *pp = &parser;
 	yaml_parser_set_input_string(&parser, (const unsigned char *)data, len);
 
@@ -309,8 +297,8 @@ int ytree_load(const char *data, size_t len, struct ynode **ret, char *err, size
 		yaml_event_t event;
 		if (!yaml_parser_parse(&parser, &event)) {
 			if (parser.error == YAML_MEMORY_ERROR)
-				return yfail(err, errlen, -ENOMEM, "yaml: out of memory");
-			return yfail(err, errlen, -EINVAL, "yaml: line %zu column %zu: %s%s%s",
+				return errbuf_set(err, errlen, -ENOMEM, "yaml: out of memory");
+			return errbuf_set(err, errlen, -EINVAL, "yaml: line %zu column %zu: %s%s%s",
 				    parser.problem_mark.line + 1, parser.problem_mark.column + 1,
 				    parser.problem ? parser.problem : "syntax error",
 				    parser.context ? " " : "", parser.context ? parser.context : "");
@@ -319,25 +307,25 @@ int ytree_load(const char *data, size_t len, struct ynode **ret, char *err, size
 		size_t line = event.start_mark.line + 1;
 
 		if (++events > YTREE_EVENTS_MAX)
-			return yfail(err, errlen, -EMSGSIZE, "yaml: more than %u nodes", YTREE_EVENTS_MAX);
+			return errbuf_set(err, errlen, -EMSGSIZE, "yaml: more than %u nodes", YTREE_EVENTS_MAX);
 
 		struct ynode *n = NULL;
 		switch (event.type) {
 		case YAML_STREAM_END_EVENT:
 			if (!root)
-				return yfail(err, errlen, -EINVAL, "yaml: empty document");
+				return errbuf_set(err, errlen, -EINVAL, "yaml: empty document");
 			*ret = TAKE_PTR(root);
 			return 0;
 		case YAML_DOCUMENT_START_EVENT:
 			if (++documents > 1)
-				return yfail(err, errlen, -EINVAL, "yaml: line %zu: more than one document", line);
+				return errbuf_set(err, errlen, -EINVAL, "yaml: line %zu: more than one document", line);
 			continue;
 		case YAML_ALIAS_EVENT:
-			return yfail(err, errlen, -EINVAL, "yaml: line %zu: aliases are not supported", line);
+			return errbuf_set(err, errlen, -EINVAL, "yaml: line %zu: aliases are not supported", line);
 		case YAML_SEQUENCE_END_EVENT:
 		case YAML_MAPPING_END_EVENT:
 			if (depth == 0)
-				return yfail(err, errlen, -EINVAL, "yaml: line %zu: unbalanced end", line);
+				return errbuf_set(err, errlen, -EINVAL, "yaml: line %zu: unbalanced end", line);
 			depth--;
 			continue;
 		case YAML_SCALAR_EVENT:
@@ -345,7 +333,7 @@ int ytree_load(const char *data, size_t len, struct ynode **ret, char *err, size
 		case YAML_MAPPING_START_EVENT:
 			n = calloc(1, sizeof(*n));
 			if (!n)
-				return yfail(err, errlen, -ENOMEM, "out of memory");
+				return errbuf_set(err, errlen, -ENOMEM, "out of memory");
 			n->line = line;
 			if (event.type == YAML_SCALAR_EVENT) {
 				n->type = Y_SCALAR;
@@ -353,7 +341,7 @@ int ytree_load(const char *data, size_t len, struct ynode **ret, char *err, size
 				n->value = malloc(n->len + 1);
 				if (!n->value) {
 					free(n);
-					return yfail(err, errlen, -ENOMEM, "out of memory");
+					return errbuf_set(err, errlen, -ENOMEM, "out of memory");
 				}
 				memcpy(n->value, event.data.scalar.value, n->len);
 				n->value[n->len] = '\0';
@@ -370,19 +358,19 @@ int ytree_load(const char *data, size_t len, struct ynode **ret, char *err, size
 		if (depth == 0) {
 			if (root) {
 				ynode_free(n);
-				return yfail(err, errlen, -EINVAL, "yaml: line %zu: more than one root node", line);
+				return errbuf_set(err, errlen, -EINVAL, "yaml: line %zu: more than one root node", line);
 			}
 			root = n;
 		} else {
 			int r = ynode_append(stack[depth - 1], n);
 			if (r < 0) {
 				ynode_free(n);
-				return yfail(err, errlen, r, "out of memory");
+				return errbuf_set(err, errlen, r, "out of memory");
 			}
 		}
 		if (n->type != Y_SCALAR) {
 			if (depth >= YTREE_DEPTH_MAX)
-				return yfail(err, errlen, -EMSGSIZE, "yaml: line %zu: nested deeper than %d", line,
+				return errbuf_set(err, errlen, -EMSGSIZE, "yaml: line %zu: nested deeper than %d", line,
 					    YTREE_DEPTH_MAX);
 			stack[depth++] = n;
 		}
