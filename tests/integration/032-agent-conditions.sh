@@ -107,9 +107,8 @@ check "  ... lastTransitionTime and lastHeartbeatTime set (RFC 3339, seconds)" \
 
 events() { kctl GET "/events?namespace=default" | jget "[(e['involvedObject']['name'], e['type'], e['reason'], e['message']) for e in d['items']]"; }
 has_event() { events | grep -qF "$1"; }
-wait_for() { local i; for ((i = 0; i < 40; i++)); do "$@" && return 0; sleep 0.25; done; return 1; }
 check "Event SystemDUnitRestart for each restarted unit" \
-	wait_for has_event '"Normal", "SystemDUnitRestart", "processed restart of unit b.service"'
+	wait_for 10 has_event '"Normal", "SystemDUnitRestart", "processed restart of unit b.service"'
 check "  ... and a.service" has_event '"Normal", "SystemDUnitRestart", "processed restart of unit a.service"'
 check "Event SystemDUnitStop for the stopped unit" has_event '"Normal", "SystemDUnitStop", "processed stop of unit c.timer"'
 check "  ... next to OSCApplied" has_event '"OSCApplied"'

@@ -48,14 +48,6 @@ config() { # MACHINE [JSON merged into "timeouts"]
 }
 export KUBE_API KUBE_DIR KUBE_PKI KUBE_NODE KUBE_SECRET BT
 
-# wait_for SECONDS CMD...: polls CMD every 0.1 s.
-wait_for() {
-	local n=$(($1 * 10)) i
-	shift
-	for ((i = 0; i < n; i++)); do "$@" && return 0; sleep 0.1; done
-	return 1
-}
-dump() { echo "# --- $1"; shift; "$@" 2>&1 | tail -n 40 | sed 's/^/#   /'; }
 
 start() { # [LOG]: a fresh agent, its log in $S/LOG
 	LOG=$S/${1:-agent}.log

@@ -135,8 +135,7 @@ sums = set(m.split()[3] for n, t, r, m in ev if r == "OSCApplied" and n == sys.a
 sys.exit(0 if all(s[:12] in sums for s in sys.argv[3:]) else 1)' "$(events)" "$KUBE_NODE" \
 	"$(sha256 "$W/v1.yaml")" "$(sha256 "$W/v3.yaml")" "$(sha256 "$W/v5.yaml")"
 wait_ev() { events | grep -q "OSCRefused"; }
-wait_for() { local i; for ((i = 0; i < 20; i++)); do "$@" && return 0; sleep 0.5; done; return 1; }
-check "Events: OSCRefused (Warning) for a checksum mismatch" wait_for wait_ev
+check "Events: OSCRefused (Warning) for a checksum mismatch" wait_for 10 wait_ev
 refused_why() { events | grep -q 'Warning", "OSCRefused", "Secret [a-z0-9-]* refused: annotation checksum/data-script [0-9a-f]* does not match osc.yaml'; }
 check "  ... saying why" refused_why
 

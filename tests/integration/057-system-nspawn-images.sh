@@ -19,7 +19,7 @@
 # Run: ONLY=057 make check-integration (root; 10-20 s with 055's cached rootfs).
 source "$TESTS_DIR/lib/common.sh"
 
-SDBOX=$TESTS_DIR/lib/sdbox.sh
+source "$TESTS_DIR/lib/sdbox-test.sh"
 TOP=$(cd "$TESTS_DIR/.." && pwd)
 KEYS=$TESTS_DIR/fixtures/keys
 
@@ -100,26 +100,7 @@ mkimg v3
 tar -C "$L" -cf "$S/images.tar" .
 
 t0=$(date +%s%N)
-on_exit "'$SDBOX' down"
-if ! env_lines=$("$SDBOX" up 2>"$S/sdbox.log"); then
-	sed 's/^/#   /' "$S/sdbox.log" | tail -30
-	fail "the box boots with the build tree, containerd and the registry"
-	finish
-	exit 1
-fi
-eval "$env_lines"
-ok "the box boots with the build tree, containerd and the registry ($(cat "$SDBOX_STATE/timings"))"
-BOX=$SDBOX_ROOT
-ctl() { "$SDBOX" ctl "$@"; }
-# boxn CMD...: in the box, and in its network namespace (sdbox sh is not).
-boxn() { nsenter -t "$SDBOX_LEADER" -m -p -n -- env -u DBUS_SYSTEM_BUS_ADDRESS "$@"; }
-wait_for() {
-	local n=$(($1 * 10)) i
-	shift
-	for ((i = 0; i < n; i++)); do "$@" && return 0; sleep 0.1; done
-	return 1
-}
-dump() { echo "# --- $1"; shift; "$@" 2>&1 | tail -n 25 | sed 's/^/#   /'; }
+sdbox_boot "with the build tree, containerd and the registry"
 check "containerd and the registry are active in the box" \
 	wait_for 30 boxn bash -c 'ctr version >/dev/null 2>&1 && exec 3<>/dev/tcp/127.0.0.1/5000' 2>/dev/null
 

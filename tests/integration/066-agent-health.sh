@@ -106,11 +106,10 @@ events() { kctl GET "/events?namespace=default" | jget "[(e['type'], e['reason']
 restart_id() { jget "(d.get('restart') or {}).get('id')" <"$(desired_file)"; }
 restart_units() { jget "(d.get('restart') or {}).get('units')" <"$(desired_file)"; }
 probes() { wc -l <"$S/kubelet.log"; }
-wait_for() { local i; for ((i = 0; i < ${WAIT:-20} * 10; i++)); do "$@" && return 0; sleep 0.1; done; return 1; }
 at_least() { [ "$(probes)" -ge "$1" ]; }
 
 # Healthy: probed every intervalMs, nothing else.
-check "the kubelet is probed (healthy)" wait_for at_least 3
+check "the kubelet is probed (healthy)" wait_for 20 at_least 3
 check "  ... no restart request" [ -z "$(restart_id)" ]
 check "  ... nothing logged as unhealthy" sh -c "! grep -q 'unhealthy' '$S/agent.log'"
 
@@ -119,22 +118,22 @@ echo fail >"$S/kubelet.mode"
 t0=$(now)
 mark=$(log_mark)
 has_health_request() { [[ "$(restart_id)" == health-kubelet.service-* ]]; }
-check "500: a restart request for kubelet.service in desired.json" wait_for has_health_request
+check "500: a restart request for kubelet.service in desired.json" wait_for 20 has_health_request
 t1=$(now)
 id1=$(restart_id)
 check "  ... for kubelet.service only" [ "$(restart_units)" = '["kubelet.service"]' ]
 check "  ... not before unhealthyMs ($(python3 -c "print('%.1f' % ($t1 - $t0))") s >= $((UNHEALTHY_MS / 1000)) s)" \
 	python3 -c "import sys; sys.exit(0 if $t1 - $t0 >= $UNHEALTHY_MS / 1000 - 0.1 else 1)"
 executed() { [ "$(result_field "d.get('restartId')")" = "$id1" ]; }
-check "  ... the executor carried it out (result.json restartId)" wait_for executed
+check "  ... the executor carried it out (result.json restartId)" wait_for 20 executed
 check "  ... logged: unhealthy, restart requested" wait_log "kubelet unhealthy for more than 2s (HTTP status 500); requesting a restart of kubelet.service" "$mark" 5
 ev_has() { events | grep -qF -- "$1"; }
 check "  ... Event: Kubelet is unhealthy (Warning, reason kubelet)" \
-	wait_for ev_has '["Warning", "kubelet", "Kubelet is unhealthy, health check error: HTTP status 500"]'
+	wait_for 20 ev_has '["Warning", "kubelet", "Kubelet is unhealthy, health check error: HTTP status 500"]'
 check "  ... Event: restarting it" \
-	wait_for ev_has '["Warning", "kubelet", "Kubelet is unhealthy for more than 2s, restarting it. Health check error: HTTP status 500"]'
+	wait_for 20 ev_has '["Warning", "kubelet", "Kubelet is unhealthy for more than 2s, restarting it. Health check error: HTTP status 500"]'
 check "  ... Event: health repair done (Normal)" \
-	wait_for ev_has "[\"Normal\", \"kubelet\", \"health repair done: kubelet.service restarted by cloud-config-exec (request $id1)\"]"
+	wait_for 20 ev_has "[\"Normal\", \"kubelet\", \"health repair done: kubelet.service restarted by cloud-config-exec (request $id1)\"]"
 
 # Still 500: the limit holds (one repair per repairIntervalMs), logged once.
 check "still unhealthy: the next repair is held back by repairIntervalMs" \
@@ -148,7 +147,7 @@ check "  ... one restart decision, one hold logged" \
 mark=$(log_mark)
 echo ok >"$S/kubelet.mode"
 check "healthy again: logged" wait_log "kubelet is healthy again" "$mark" 5
-check "  ... Event: Kubelet is healthy" wait_for ev_has '["Normal", "kubelet", "Kubelet is healthy"]'
+check "  ... Event: Kubelet is healthy" wait_for 20 ev_has '["Normal", "kubelet", "Kubelet is healthy"]'
 
 # A healthz that accepts and never answers: unhealthy through the deadline;
 # the Secret watch goes on applying meanwhile.
@@ -163,7 +162,7 @@ check "  ... a new OSC is applied meanwhile ($(python3 -c "print('%.1f' % (${ta:
 	python3 -c "import sys; sys.exit(0 if 0 < ${ta:-0} - $t < 5 else 1)"
 check "  ... /etc/hello is v2" [ "$(cat "$ROOT/etc/hello")" = v2 ]
 second() { [[ "$(restart_id)" == health-kubelet.service-* && "$(restart_id)" != "$id1" ]]; }
-WAIT=20 check "  ... repaired again once repairIntervalMs has passed" wait_for second
+check "  ... repaired again once repairIntervalMs has passed" wait_for 20 second
 t2=$(now)
 check "  ... not before ($(python3 -c "print('%.1f' % ($t2 - $t1))") s >= $((REPAIR_MS / 1000)) s after the first)" \
 	python3 -c "import sys; sys.exit(0 if $t2 - $t1 >= $REPAIR_MS / 1000 - 0.2 else 1)"
@@ -188,7 +187,7 @@ check "2 Ready toggles: no flapping Event" no_flap_event
 ready False
 ready True
 check "3 Ready toggles in the window: a Warning Event" \
-	wait_for ev_has '["Warning", "kubelet", "Kubelet toggled between NotReady and Ready at least 3 times in a 1m0s time window. Rebooting the node might help"]'
+	wait_for 20 ev_has '["Warning", "kubelet", "Kubelet toggled between NotReady and Ready at least 3 times in a 1m0s time window. Rebooting the node might help"]'
 check "  ... logged" wait_log "kubelet toggled between NotReady and Ready 3 times within 1m0s" "$mark" 5
 
 [ "$_fail" -eq 0 ] || dump_logs

@@ -16,6 +16,16 @@ skip_all() { echo "SKIP: $*"; exit 77; }
 # sanitized BIN: BIN is a make check-sanitize build (ASan runtime linked in).
 sanitized() { { nm "$1"; nm -D "$1"; } 2>/dev/null | grep __asan_init >/dev/null; }
 require_root() { [ "$(id -u)" -eq 0 ] || skip_all "needs root (sshd, chown, namespaces)"; }
+# wait_for SECONDS CMD...: polls CMD every 0.1 s until it succeeds or
+# SECONDS have passed.
+wait_for() {
+	local n=$(($1 * 10)) i
+	shift
+	for ((i = 0; i < n; i++)); do "$@" && return 0; sleep 0.1; done
+	return 1
+}
+# dump TITLE CMD...: the end of CMD's output as TAP comments.
+dump() { echo "# --- $1"; shift; "$@" 2>&1 | tail -n "${DUMP_LINES:-40}" | sed 's/^/#   /'; }
 
 # Runs registered cleanups in reverse order on exit.
 on_exit() { _cleanups+=("$*"); }
