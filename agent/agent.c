@@ -25,6 +25,7 @@
 #include "desired.h"
 #include "fsx.h"
 #include "gnaconfig.h"
+#include "handover.h"
 #include "conditions.h"
 #include "events.h"
 #include "health.h"
@@ -47,12 +48,9 @@
 #include "tokensync.h"
 #include "watch.h"
 
-#define DESIRED_FILE "desired.json"
 #define RESULT_FILE "result.json"
 #define PATCH_BACKOFF_BASE_MS 1000u
 #define PATCH_BACKOFF_CAP_MS 30000u
-#define WRITE_RETRY_BASE_MS 1000u
-#define WRITE_RETRY_CAP_MS 30000u
 #define EXEC_DIR_RETRY_MS 1000u
 
 struct agent {
@@ -79,10 +77,6 @@ struct agent {
 	struct events events;       /* zeroed: off */
 	struct conditions conditions; /* SystemdUnitsReady (conditions.h); zeroed: off */
 	struct health health;       /* zeroed: off */
-	/* The OSC in the desired state last written (what is in force). */
-	char *written_osc;
-	size_t written_osc_len;
-
 	/* The last good OSC: verified checksum, parsed by osc_parse(). */
 	char *osc;
 	size_t osc_len;
@@ -123,12 +117,8 @@ struct agent {
 	char **restart_units;
 	bool restart_invalid;       /* the annotation's value cannot be executed */
 
-	/* desired.json as last written (generation 0 form, to compare). */
-	char *desired_key;
-	uint64_t generation;
-	char written_checksum[65];
-	unsigned write_failures;    /* writes failed in a row (disk full, I/O error) */
-	uint64_t write_wake_at;     /* when the failed write is tried again */
+	/* desired.json as last written (handover.h). */
+	struct handover handover;
 
 	/* result.json as last read. */
 	bool result_valid;
@@ -292,7 +282,7 @@ static void notify_status(struct agent *a, uint64_t now)
 	rollout_describe(&a->rollout, now, held, sizeof(held));
 	snprintf(status, sizeof(status), "STATUS=applied %.12s (generation %llu); API contact %s ago%s%s%s",
 		 a->result_valid && a->result.success ? a->result.checksum : "none",
-		 (unsigned long long)a->generation, age, held, a->last_error[0] ? "; last error: " : "",
+		 (unsigned long long)a->handover.generation, age, held, a->last_error[0] ? "; last error: " : "",
 		 a->last_error);
 	/* Server-provided text ends up in last_error: one line only, or it
 	 * could add assignments of its own to the notification. */
@@ -307,53 +297,61 @@ static void notify_status(struct agent *a, uint64_t now)
 
 /* ---- desired state -------------------------------------------------------- */
 
-/* The desired state for osc (NUL-terminated) with the agent's key document
- * and restart request. */
-static int format_desired(struct agent *a, char *osc, size_t osc_len, const char *checksum,
-			  uint64_t generation, char **ret, size_t *ret_len)
+/* The desired state the agent hands over for an OSC, with the buffers its
+ * fields point into. */
+struct agent_doc {
+	struct desired d;
+	struct desired_token *tokens;
+	char kb_ca[PATH_MAX];
+	char kb_token[PATH_MAX];
+};
+
+/* Fills doc for osc (NUL-terminated) with the agent's key document, restart
+ * request, tokens and the kubelet's bootstrap; release with doc_done(). */
+static int doc_fill(struct agent *a, struct agent_doc *doc, char *osc, size_t osc_len, const char *checksum)
 {
-	struct desired d = {
+	doc->d = (struct desired){
 		.osc = osc,
 		.osc_len = osc_len,
 		.key_document = a->cfg.keys_from_node_annotation ? a->key_document : NULL,
 		.ssh_access = true,
 		.restart_id = a->restart_units ? a->restart_id : NULL,
 		.restart_units = a->restart_units,
-		.generation = generation,
 	};
-	snprintf(d.checksum, sizeof(d.checksum), "%s", checksum);
-	_cleanup_free_ struct desired_token *tokens = NULL;
-	if (tokensync_desired(&a->tokens, &tokens, &d.n_tokens) < 0)
+	doc->tokens = NULL;
+	snprintf(doc->d.checksum, sizeof(doc->d.checksum), "%s", checksum);
+	if (tokensync_desired(&a->tokens, &doc->tokens, &doc->d.n_tokens) < 0)
 		return -ENOMEM;
-	d.tokens = tokens;
+	doc->d.tokens = doc->tokens;
 	/* The kubelet's bootstrap kubeconfig, until the Node is registered. */
-	char ca[PATH_MAX], token[PATH_MAX];
-	if (stock_kubelet_paths(&a->cfg, ca, sizeof(ca), token, sizeof(token))) {
-		d.kb_server = a->cfg.server;
-		d.kb_ca_file = ca;
-		d.kb_token_file = token;
-		d.kb_node_registered = a->node_exists;
+	if (stock_kubelet_paths(&a->cfg, doc->kb_ca, sizeof(doc->kb_ca), doc->kb_token, sizeof(doc->kb_token))) {
+		doc->d.kb_server = a->cfg.server;
+		doc->d.kb_ca_file = doc->kb_ca;
+		doc->d.kb_token_file = doc->kb_token;
+		doc->d.kb_node_registered = a->node_exists;
 	}
-	return desired_format(&d, ret, ret_len);
+	return 0;
 }
 
-/* A copy of the OSC now in the desired state (failure to copy only means
- * the next change is judged as a first apply: not held). */
-static void remember_written_osc(struct agent *a, const char *osc, size_t len)
+static void doc_done(struct agent_doc *doc)
 {
-	char *copy = malloc(len + 1);
-	if (copy) {
-		memcpy(copy, osc, len);
-		copy[len] = '\0';
-	}
-	free(a->written_osc);
-	a->written_osc = copy;
-	a->written_osc_len = copy ? len : 0;
+	free(doc->tokens);
+	doc->tokens = NULL;
 }
 
-/* Writes desired.json when its content (all but the generation) changed. A
- * write that fails (a full or failing disk) is tried again after a backoff,
- * as nothing else may come along to wake the agent. */
+/* The desired state for osc (NUL-terminated), generation 0, as written. */
+static int format_desired(struct agent *a, char *osc, size_t osc_len, const char *checksum, char **ret)
+{
+	struct agent_doc doc;
+	int r = doc_fill(a, &doc, osc, osc_len, checksum);
+	if (r >= 0)
+		r = desired_format(&doc.d, ret, NULL);
+	doc_done(&doc);
+	return r;
+}
+
+/* Writes desired.json when its content (all but the generation) changed
+ * (handover.h). */
 static int write_desired(struct agent *a, uint64_t now)
 {
 	if (!a->osc)
@@ -364,88 +362,26 @@ static int write_desired(struct agent *a, uint64_t now)
 	char *osc = a->osc;
 	size_t osc_len = a->osc_len;
 	const char *checksum = a->checksum;
-	if (!a->opts->once && !rollout_admit(&a->rollout, a->written_osc, a->written_osc_len, a->osc, a->osc_len, a->checksum,
-			   a->cfg.state_dir, now)) {
-		osc = a->written_osc;
-		osc_len = a->written_osc_len;
-		checksum = a->written_checksum;
+	if (!a->opts->once && !rollout_admit(&a->rollout, a->handover.osc, a->handover.osc_len, a->osc, a->osc_len,
+					     a->checksum, a->cfg.state_dir, now)) {
+		osc = a->handover.osc;
+		osc_len = a->handover.osc_len;
+		checksum = a->handover.checksum;
 	}
-	_cleanup_free_ char *key = NULL, *doc = NULL;
-	size_t key_len, doc_len;
-	int r = format_desired(a, osc, osc_len, checksum, 0, &key, &key_len);
-	if (r >= 0 && a->desired_key && strcmp(a->desired_key, key) == 0)
-		return 0;
-	if (r >= 0)
-		r = format_desired(a, osc, osc_len, checksum, a->generation + 1, &doc, &doc_len);
+	struct agent_doc doc;
+	char why[sizeof(a->last_error)];
+	int r = doc_fill(a, &doc, osc, osc_len, checksum);
 	if (r < 0) {
 		set_error(a, "cannot format the desired state: %s", strerror(-r));
 		return log_error_errno(r, "cannot format the desired state");
 	}
-	r = fsx_write_atomic_at(a->state_fd, DESIRED_FILE, doc, doc_len, 0600, FSX_UID_KEEP, FSX_GID_KEEP, 0);
-	if (r < 0) {
-		uint64_t delay = backoff_ceiling(WRITE_RETRY_BASE_MS, WRITE_RETRY_CAP_MS, a->write_failures++);
-		a->write_wake_at = now + delay;
-		set_error(a, "cannot write %s/%s: %s", a->cfg.state_dir, DESIRED_FILE, strerror(-r));
-		return log_error_errno(r, "cannot write %s/%s (trying again in %llu s)", a->cfg.state_dir,
-				       DESIRED_FILE, (unsigned long long)(delay / 1000u));
-	}
-	a->write_failures = 0;
-	a->write_wake_at = 0;
-	a->generation++;
-	free(a->desired_key);
-	a->desired_key = TAKE_PTR(key);
-	if (osc != a->written_osc)
-		remember_written_osc(a, osc, osc_len);
-	if (checksum != a->written_checksum)
-		memcpy(a->written_checksum, checksum, sizeof(a->written_checksum));
-	metrics_set_desired(&a->metrics, a->generation, a->written_checksum);
-	char cs[80], gen[48];
-	snprintf(cs, sizeof(cs), "CHECKSUM=%s", a->written_checksum);
-	snprintf(gen, sizeof(gen), "GENERATION=%llu", (unsigned long long)a->generation);
-	log_fields(LOG_NOTICE, LOG_FIELDS(cs, gen), "wrote desired state generation %llu for checksum %.12s%s%s",
-		   (unsigned long long)a->generation, a->written_checksum, a->restart_units ? ", restart request " : "",
-		   a->restart_units ? a->restart_id : "");
-	return 1;
-}
-
-/* Picks up desired.json from an earlier run: its generation, content and
- * restart request, so a restart of the agent does not rewrite it. */
-static void load_previous_desired(struct agent *a)
-{
-	_cleanup_free_ char *data = NULL;
-	size_t len;
-	int r = fsx_read_at(a->state_fd, DESIRED_FILE, DESIRED_MAX, &data, &len);
-	if (r < 0) {
-		if (r != -ENOENT)
-			log_warning_errno(r, "ignoring %s/%s", a->cfg.state_dir, DESIRED_FILE);
-		return;
-	}
-	struct desired d;
-	const char *err = NULL;
-	r = desired_parse(data, len, &d, &err);
-	if (r < 0) {
-		log_warning_errno(r, "ignoring %s/%s: %s", a->cfg.state_dir, DESIRED_FILE, err ? err : "invalid");
-		return;
-	}
-	a->generation = d.generation;
-	memcpy(a->written_checksum, d.checksum, sizeof(a->written_checksum));
-	remember_written_osc(a, d.osc, d.osc_len);
-	/* Its restart request, unless the Node's current one is known. */
-	if (d.restart_id && d.restart_units && strlen(d.restart_id) < sizeof(a->restart_id) && !a->restart_units) {
-		snprintf(a->restart_id, sizeof(a->restart_id), "%s", d.restart_id);
-		a->restart_units = TAKE_PTR(d.restart_units);
-	}
-	/* The generation-0 form of what is on disk, to compare with. */
-	d.generation = 0;
-	char *key = NULL;
-	size_t key_len;
-	if (desired_format(&d, &key, &key_len) == 0) {
-		free(a->desired_key);
-		a->desired_key = key;
-	}
-	log_info("previous desired state: generation %llu, checksum %.12s", (unsigned long long)a->generation,
-		 d.checksum);
-	desired_done(&d);
+	r = handover_write(&a->handover, a->state_fd, a->cfg.state_dir, &doc.d, now, why, sizeof(why));
+	doc_done(&doc);
+	if (r < 0)
+		set_error(a, "%s", why);
+	if (r > 0)
+		metrics_set_desired(&a->metrics, a->handover.generation, a->handover.checksum);
+	return r;
 }
 
 /* ---- gardener-node-agent's configuration from the OSC ------------------- */
@@ -536,7 +472,7 @@ static void read_result(struct agent *a)
 			    res.checksum, (unsigned long long)res.generation,
 			    res.changed_units && res.changed_units[0] ? "; units changed" : "");
 		events_units(&a->events, &res);
-		if (strcmp(res.checksum, a->written_checksum) == 0) {
+		if (strcmp(res.checksum, a->handover.checksum) == 0) {
 			a->last_error[0] = '\0';
 			follow_gna_config(a, res.checksum);
 		}
@@ -557,14 +493,14 @@ static void read_result(struct agent *a)
 /* True when result.json says the executor applied what we wrote last. */
 static bool applied_ok(const struct agent *a)
 {
-	return a->result_valid && a->result.success && a->written_checksum[0] &&
-	       strcmp(a->result.checksum, a->written_checksum) == 0 && a->result.generation >= a->generation;
+	return a->result_valid && a->result.success && a->handover.checksum[0] &&
+	       strcmp(a->result.checksum, a->handover.checksum) == 0 && a->result.generation >= a->handover.generation;
 }
 
 static bool applied_failed(const struct agent *a)
 {
-	return a->result_valid && !a->result.success && a->written_checksum[0] &&
-	       strcmp(a->result.checksum, a->written_checksum) == 0 && a->result.generation >= a->generation;
+	return a->result_valid && !a->result.success && a->handover.checksum[0] &&
+	       strcmp(a->result.checksum, a->handover.checksum) == 0 && a->result.generation >= a->handover.generation;
 }
 
 /* ---- Secret --------------------------------------------------------------- */
@@ -659,7 +595,7 @@ static void on_secret(struct agent *a, enum kube_event_type type, const struct k
 		r = -EINVAL;
 		why = "a NUL byte (UTF-16?)";
 	} else if (r >= 0)
-		r = format_desired(a, (char *)s->osc, s->osc_len, s->checksum, 0, &trial, NULL);
+		r = format_desired(a, (char *)s->osc, s->osc_len, s->checksum, &trial);
 	if (r < 0) {
 		if (r != -ENOMEM)
 			remember_rejection(a, s->checksum, data_sum);
@@ -861,8 +797,8 @@ static void node_patch_entries(const struct agent *a, struct kube_patch_entry an
 {
 	bool ok = applied_ok(a);
 	*n_ann = *n_lab = 0;
-	if (ok && !streq_null(a->node_applied_checksum, a->written_checksum))
-		ann[(*n_ann)++] = (struct kube_patch_entry){ KUBE_ANN_NODE_CHECKSUM, a->written_checksum };
+	if (ok && !streq_null(a->node_applied_checksum, a->handover.checksum))
+		ann[(*n_ann)++] = (struct kube_patch_entry){ KUBE_ANN_NODE_CHECKSUM, a->handover.checksum };
 	const char *k8s = a->osc_k8s_version ? a->osc_k8s_version : a->cfg.kubernetes_version;
 	if (ok && k8s && !streq_null(a->node_k8s_version, k8s))
 		lab[(*n_lab)++] = (struct kube_patch_entry){ KUBE_LABEL_K8S_VERSION, k8s };
@@ -1005,7 +941,7 @@ static int maybe_patch(struct agent *a, uint64_t now)
 			 lab[i].key);
 	char nf[300], cs[80];
 	snprintf(nf, sizeof(nf), "NODE=%s", a->cfg.node_name);
-	snprintf(cs, sizeof(cs), "CHECKSUM=%s", a->written_checksum);
+	snprintf(cs, sizeof(cs), "CHECKSUM=%s", a->handover.checksum);
 	log_fields(LOG_INFO, LOG_FIELDS(nf, cs), "patching Node %s: %s", a->cfg.node_name, what);
 	return 1;
 }
@@ -1118,32 +1054,12 @@ static void handle_signals(struct agent *a)
 	}
 }
 
-static int remove_desired_temp(int dfd, const char *name, size_t target_len, void *userdata)
-{
-	(void)userdata;
-	if (target_len != strlen(DESIRED_FILE) || memcmp(name + 2, DESIRED_FILE, target_len) != 0)
-		return 0;
-	return unlinkat(dfd, name, 0) == 0;
-}
-
-/* A write killed between the temporary's creation and the rename leaves
- * the temporary behind (desired.json itself is whole: old or new). Only one
- * agent writes here, and none is writing yet: remove them, so a crash loop
- * cannot fill the disk (tests/integration/062-agent-kill.sh). */
-static void remove_stale_temporaries(struct agent *a)
-{
-	int n = fsx_for_each_temp(a->state_fd, remove_desired_temp, NULL);
-	if (n > 0)
-		log_notice("removed %d temporary file(s) left in %s by an interrupted write of %s", n, a->cfg.state_dir,
-			   DESIRED_FILE);
-}
-
 static int open_state(struct agent *a)
 {
 	a->state_fd = fsx_open_dir_at(a->root_fd, a->cfg.state_dir, FSX_MKDIR, 0700);
 	if (a->state_fd < 0)
 		return log_error_errno(a->state_fd, "cannot open the state directory %s", a->cfg.state_dir);
-	remove_stale_temporaries(a);
+	handover_remove_temporaries(a->state_fd, a->cfg.state_dir);
 	int r = open_exec_dir(a);
 	if (r < 0)
 		log_warning_errno(r, "cannot watch %s (the executor's state directory) yet", a->cfg.exec_state_dir);
@@ -1281,11 +1197,9 @@ static void reload_config(struct agent *a)
 	}
 	if (new_state_dir) {
 		/* What was written went to the old directory. */
-		free(a->desired_key);
-		a->desired_key = NULL;
-		a->generation = 0;
-		a->written_checksum[0] = '\0';
-		load_previous_desired(a);
+		handover_forget(&a->handover);
+		handover_load(&a->handover, a->state_fd, a->cfg.state_dir, a->restart_id, sizeof(a->restart_id),
+			      &a->restart_units);
 	}
 	read_result(a);
 	refresh_host_keys(a);
@@ -1320,8 +1234,7 @@ static void agent_free(struct agent *a)
 	free(a->key_document);
 	free(a->restart_value);
 	strv_free(a->restart_units);
-	free(a->desired_key);
-	free(a->written_osc);
+	handover_done(&a->handover);
 	free(a->host_keys);
 	free(a->switch_secret);
 	if (a->result_valid)
@@ -1350,7 +1263,7 @@ static int once_step(struct agent *a, uint64_t now, uint64_t deadline, bool *don
 	}
 	/* While the write fails, the executor's result is about an older
 	 * version: the retries go on until the deadline. */
-	if (a->write_failures) {
+	if (a->handover.failures) {
 		if (now >= deadline) {
 			log_error("desired state for checksum %.12s not written within %u ms: nothing applied",
 				  a->checksum, a->cfg.apply_timeout_ms);
@@ -1364,7 +1277,7 @@ static int once_step(struct agent *a, uint64_t now, uint64_t deadline, bool *don
 	if (!applied_ok(a)) {
 		if (now >= deadline) {
 			log_error("no result for checksum %.12s (generation %llu) from the executor within %u ms",
-				  a->written_checksum, (unsigned long long)a->generation, a->cfg.apply_timeout_ms);
+				  a->handover.checksum, (unsigned long long)a->handover.generation, a->cfg.apply_timeout_ms);
 			return AGENT_EXIT_APPLY;
 		}
 		*done = false;
@@ -1444,7 +1357,7 @@ int agent_run(const struct agent_options *o)
 	}
 	if (open_state(&a) < 0)
 		goto out;
-	load_previous_desired(&a);
+	handover_load(&a.handover, a.state_fd, a.cfg.state_dir, a.restart_id, sizeof(a.restart_id), &a.restart_units);
 	read_result(&a);
 	refresh_host_keys(&a);
 	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
@@ -1567,7 +1480,7 @@ int agent_run(const struct agent_options *o)
 		 * when its backoff ends. */
 		if (retry_due(&a.patch_wake_at, now, &next))
 			a.dirty = true;
-		if (retry_due(&a.write_wake_at, now, &next))
+		if (retry_due(&a.handover.wake_at, now, &next))
 			a.dirty = true;
 		/* A held OSC change whose reconciliation delay is over. */
 		if (rollout_due(&a.rollout, now))
@@ -1592,8 +1505,8 @@ int agent_run(const struct agent_options *o)
 		/* A write that failed just now: its retry is a deadline too
 		 * (before, only another wake-up, e.g. a 10 s watchIdleMs, made
 		 * the agent try again). */
-		if (a.write_wake_at)
-			next = min_u64(next, a.write_wake_at);
+		if (a.handover.wake_at)
+			next = min_u64(next, a.handover.wake_at);
 
 		if (!a.ready && !o->once && (a.secret.synced || a.last_contact_ms)) {
 			a.ready = true;
