@@ -1314,6 +1314,302 @@ static bool retry_due(uint64_t *at, uint64_t now, uint64_t *next)
 	return true;
 }
 
+/* The descriptors the loop waits on (signals, inotify), the root, and the
+ * service manager's socket. Logs what fails. */
+static int open_descriptors(struct agent *a)
+{
+	sigset_t mask;
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGHUP);
+	sigprocmask(SIG_BLOCK, &mask, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	a->signal_fd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
+	a->inotify_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+	a->root_fd = fsx_open_root(a->opts->root);
+	if (!a->opts->once) {
+		int r = notify_open(&a->notify);
+		if (r < 0)
+			log_warning_errno(r, "cannot use $NOTIFY_SOCKET; not telling the service manager anything");
+	}
+	if (a->signal_fd < 0 || a->inotify_fd < 0 || a->root_fd < 0)
+		return log_error_errno(negerrno(), "cannot set up signal, inotify or root descriptors");
+	return 0;
+}
+
+/* Everything up to the first pass of the loop, in this order: descriptors,
+ * the state directory and what it holds from an earlier run, the local
+ * inputs, the API client and every duty, the watchdog, and last the
+ * seccomp filter. Logs what fails. */
+static int agent_start(struct agent *a)
+{
+	const struct agent_options *o = a->opts;
+	int r = open_descriptors(a);
+	if (r < 0)
+		return r;
+	r = open_state(a);
+	if (r < 0)
+		return r;
+	handover_load(&a->handover, a->state_fd, a->cfg.state_dir, a->restart_id, sizeof(a->restart_id),
+		      &a->restart_units);
+	read_result(a);
+	refresh_host_keys(a);
+	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+		log_error("cannot initialise libcurl");
+		return -EIO;
+	}
+	metrics_init(&a->metrics);
+	r = start_watches(a);
+	if (r < 0)
+		return r;
+
+	uint64_t usec = 0;
+	if (!o->once && (usec = notify_watchdog_usec()) > 0) {
+		a->watchdog_ms = usec / 2000u;
+		if (a->watchdog_ms == 0)
+			a->watchdog_ms = 1;
+	}
+
+	/* Everything is open; from here on the network talks to us. */
+	if (!o->no_sandbox) {
+		const char *bad = NULL;
+		r = filter_install(&bad);
+		if (r < 0)
+			return log_error_errno(r, "cannot install the seccomp filter%s%s%s",
+					       bad ? " (unknown system call " : "", bad ? bad : "", bad ? ")" : "");
+	}
+
+	char sf[320];
+	snprintf(sf, sizeof(sf), "SECRET=%s/%s", a->cfg.secret_namespace, a->cfg.secret_name);
+	log_fields(LOG_INFO, LOG_FIELDS(sf), "%s: Secret %s/%s, Node %s, API server %s",
+		   o->once ? "one reconcile" : "starting", a->cfg.secret_namespace, a->cfg.secret_name, a->cfg.node_name,
+		   a->cfg.server);
+	return 0;
+}
+
+/* What the last pass or a callback asked for: a reload (SIGHUP), a new
+ * connection (server, CA or Node changed), another Secret, new
+ * credentials. Fails only when the client cannot be set up again. */
+static int take_requests(struct agent *a)
+{
+	if (a->reload)
+		reload_config(a);
+	if (a->reconnect) {
+		a->reconnect = false;
+		log_info("connecting again: API server %s, CA %s, Secret %s", a->cfg.server, a->cfg.ca_file,
+			 a->cfg.secret_name);
+		stop_watches(a);
+		if (start_watches(a) < 0)
+			return -EIO;
+		a->dirty = true;
+	}
+
+	if (a->switch_secret) {
+		/* --once applies what the label names or nothing. */
+		if (a->opts->once) {
+			free(a->osc);
+			a->osc = NULL;
+		}
+		int r = watch_retarget(&a->secret, a->switch_secret);
+		if (r < 0)
+			log_error_errno(r, "cannot switch to Secret %s", a->switch_secret);
+		free(a->switch_secret);
+		a->switch_secret = NULL;
+	}
+	if (a->new_credentials) {
+		/* Requests that failed without it are retried now. */
+		a->new_credentials = false;
+		watch_resync(&a->secret);
+		watch_resync(&a->node);
+		nodefind_resync(&a->nodefind);
+	}
+	return 0;
+}
+
+/* Ticks every duty that runs before the reconcile, re-reads the local
+ * inputs when due and marks the state dirty for each retry or held change
+ * that is due. Returns the earliest deadline among them (UINT64_MAX: none). */
+static uint64_t tick_duties(struct agent *a, uint64_t now)
+{
+	uint64_t next = min_u64(watch_tick(&a->secret, now), watch_tick(&a->node, now));
+	next = min_u64(next, creds_tick(&a->creds, now));
+	next = min_u64(next, nodefind_tick(&a->nodefind, now, a->node_seen && !a->node_exists));
+	if (a->nodefind.found) {
+		/* The Node the kubelet registered under another name
+		 * than ours: it is the one to watch, annotate and
+		 * hold the Lease for. */
+		log_notice("Node %s does not exist; Node %s has label %s=%s: following it", a->cfg.node_name,
+			   a->nodefind.found, KUBE_LABEL_HOSTNAME, a->nodefind.hostname);
+		free(a->cfg.node_name);
+		a->cfg.node_name = TAKE_PTR(a->nodefind.found);
+		a->node_seen = false;
+		a->reconnect = true;
+		next = now;
+	}
+	next = min_u64(next, tokensync_tick(&a->tokens, now));
+	if (a->tokens.changed) {
+		a->tokens.changed = false;
+		a->dirty = true;
+	}
+	next = min_u64(next, lease_tick(&a->lease, now));
+	next = min_u64(next, httpd_tick(&a->httpd, now));
+	next = min_u64(next, events_tick(&a->events, now));
+	next = min_u64(next, conditions_tick(&a->conditions, now));
+	next = min_u64(next, health_tick(&a->health, now, applied_ok(a)));
+	take_health_repair(a);
+	/* The local inputs are re-read with the same period as the remote
+	 * ones (inotify covers result.json; this covers missed events and
+	 * the host keys, which nothing announces). */
+	if (!a->opts->once) {
+		if (now >= a->next_local_resync) {
+			if (a->next_local_resync) {
+				read_result(a);
+				refresh_host_keys(a);
+			}
+			a->next_local_resync = now + a->cfg.resync_interval_ms;
+		}
+		next = min_u64(next, a->next_local_resync);
+	}
+
+	/* The executor's directory, until it exists (again). */
+	if (a->exec_fd < 0)
+		next = min_u64(next, now + EXEC_DIR_RETRY_MS);
+
+	/* A Node patch or a desired.json write that failed is retried
+	 * when its backoff ends. */
+	if (retry_due(&a->patch_wake_at, now, &next))
+		a->dirty = true;
+	if (retry_due(&a->handover.wake_at, now, &next))
+		a->dirty = true;
+	/* A held OSC change whose reconciliation delay is over. */
+	if (rollout_due(&a->rollout, now))
+		a->dirty = true;
+	return next;
+}
+
+/* Reconciles when something changed and it may (can_reconcile), starting
+ * --once's apply deadline with the first OSC, then ticks what follows from
+ * the reconcile. Returns the earliest deadline among them. */
+static uint64_t reconcile_step(struct agent *a, uint64_t now, bool can_reconcile, uint64_t *once_deadline)
+{
+	if (a->dirty && can_reconcile) {
+		reconcile(a, now);
+		if (a->opts->once && *once_deadline == UINT64_MAX && a->osc)
+			*once_deadline = now + a->cfg.apply_timeout_ms;
+	}
+	/* After the reconcile: it may just have started holding a change. */
+	uint64_t next = rollout_deadline(&a->rollout);
+	/* Serial mode: the Lease while a change needs it (serial.h). */
+	serial_want(&a->serial, rollout_lock_wanted(&a->rollout, a->node_applied_checksum));
+	next = min_u64(next, serial_tick(&a->serial, now));
+	if (serial_changed(&a->serial))
+		a->dirty = true;
+	rollout_set_lock(&a->rollout, a->serial.held, a->serial.holder, a->serial.holder_until);
+	/* A write that failed just now: its retry is a deadline too
+	 * (before, only another wake-up, e.g. a 10 s watchIdleMs, made
+	 * the agent try again). */
+	if (a->handover.wake_at)
+		next = min_u64(next, a->handover.wake_at);
+	return next;
+}
+
+/* Tells the service manager what it needs to know: READY=1 once the API
+ * server answered (start: when the loop started), STATUS= when it changed,
+ * WATCHDOG=1 when due. Returns the next watchdog deadline (UINT64_MAX:
+ * none). */
+static uint64_t tell_manager(struct agent *a, uint64_t now, uint64_t start)
+{
+	if (!a->ready && !a->opts->once && (a->secret.synced || a->last_contact_ms)) {
+		a->ready = true;
+		a->metrics.ready = true;
+		notify_send(&a->notify, "READY=1");
+		log_info("ready: first contact with the API server after %llu ms", (unsigned long long)(now - start));
+	}
+	if (!a->opts->once)
+		notify_status(a, now);
+	if (!a->watchdog_ms)
+		return UINT64_MAX;
+	if (now >= a->next_watchdog) {
+		notify_send(&a->notify, "WATCHDOG=1");
+		a->next_watchdog = now + a->watchdog_ms;
+	}
+	return a->next_watchdog;
+}
+
+/* Waits until next (at once when busy) for the network, a signal, inotify
+ * or a listener, and dispatches what came. Fails only when the wait does. */
+static int wait_and_dispatch(struct agent *a, uint64_t now, uint64_t next, bool busy)
+{
+	/* curl_multi_poll() takes no "forever". */
+	int timeout = INT_MAX;
+	if (next != UINT64_MAX)
+		timeout = next <= now ? 0 : (int)min_u64(next - now, INT_MAX);
+	if (busy)
+		timeout = 0;
+	struct curl_waitfd extra[2 + HTTPD_FDS_MAX] = {
+		{ .fd = a->signal_fd, .events = CURL_WAIT_POLLIN },
+		{ .fd = a->inotify_fd, .events = CURL_WAIT_POLLIN },
+	};
+	unsigned n_httpd = httpd_fds(&a->httpd, extra + 2, HTTPD_FDS_MAX);
+	if (http_wait(&a->http, extra, 2 + n_httpd, timeout) < 0)
+		return -EIO;
+	if (extra[0].revents)
+		handle_signals(a);
+	if (extra[1].revents)
+		handle_inotify(a);
+	httpd_process(&a->httpd, extra + 2, n_httpd, now_ms());
+	if (a->exec_fd < 0 && open_exec_dir(a) == 0)
+		read_result(a);
+	http_dispatch(&a->http);
+	return 0;
+}
+
+/* The loop: one pass per wake-up until a signal (or --once is done).
+ * Returns an AGENT_EXIT_* code (1 when the client cannot be set up again or
+ * the wait fails). */
+static int agent_loop(struct agent *a)
+{
+	const struct agent_options *o = a->opts;
+	uint64_t start = now_ms();
+	uint64_t once_deadline = UINT64_MAX;
+	int ret = AGENT_EXIT_OK;
+	a->dirty = true;
+
+	while (!a->quit) {
+		uint64_t now = now_ms();
+		if (take_requests(a) < 0) {
+			ret = 1;
+			break;
+		}
+		uint64_t next = tick_duties(a, now);
+		/* In --once mode nothing is written before both GETs answered (the
+		 * Node may name another Secret). */
+		bool can_reconcile = !o->once || (a->secret.state == WATCH_STOPPED && a->node.state == WATCH_STOPPED);
+		next = min_u64(next, reconcile_step(a, now, can_reconcile, &once_deadline));
+		next = min_u64(next, tell_manager(a, now, start));
+		if (o->once) {
+			bool done;
+			int code = once_step(a, now, once_deadline, &done);
+			if (done) {
+				ret = code;
+				break;
+			}
+			next = min_u64(next, once_deadline);
+		}
+		if (wait_and_dispatch(a, now, next, a->dirty && can_reconcile) < 0) {
+			log_error("curl_multi_poll failed");
+			ret = o->once ? AGENT_EXIT_API : 1;
+			break;
+		}
+	}
+	if (a->quit)
+		log_info("exiting on signal");
+	if (!o->once)
+		notify_send(&a->notify, "STOPPING=1");
+	return ret;
+}
+
 int agent_run(const struct agent_options *o)
 {
 	struct agent a = {
@@ -1328,7 +1624,6 @@ int agent_run(const struct agent_options *o)
 		.httpd = { .lfd = { -1, -1 } },
 	};
 	char err[1024];
-	int ret = AGENT_EXIT_CONFIG;
 	for (size_t i = 0; i < HTTPD_CONNS; i++)
 		a.httpd.conn[i].fd = -1;
 
@@ -1336,235 +1631,9 @@ int agent_run(const struct agent_options *o)
 		log_error("%s", err);
 		return AGENT_EXIT_CONFIG;
 	}
-	sigset_t mask;
-	sigemptyset(&mask);
-	sigaddset(&mask, SIGTERM);
-	sigaddset(&mask, SIGINT);
-	sigaddset(&mask, SIGHUP);
-	sigprocmask(SIG_BLOCK, &mask, NULL);
-	signal(SIGPIPE, SIG_IGN);
-	a.signal_fd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
-	a.inotify_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
-	a.root_fd = fsx_open_root(o->root);
-	if (!o->once) {
-		int r = notify_open(&a.notify);
-		if (r < 0)
-			log_warning_errno(r, "cannot use $NOTIFY_SOCKET; not telling the service manager anything");
-	}
-	if (a.signal_fd < 0 || a.inotify_fd < 0 || a.root_fd < 0) {
-		log_error_errno(negerrno(), "cannot set up signal, inotify or root descriptors");
-		goto out;
-	}
-	if (open_state(&a) < 0)
-		goto out;
-	handover_load(&a.handover, a.state_fd, a.cfg.state_dir, a.restart_id, sizeof(a.restart_id), &a.restart_units);
-	read_result(&a);
-	refresh_host_keys(&a);
-	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
-		log_error("cannot initialise libcurl");
-		goto out;
-	}
-	metrics_init(&a.metrics);
-	if (start_watches(&a) < 0)
-		goto out;
-
-	uint64_t usec = 0;
-	if (!o->once && (usec = notify_watchdog_usec()) > 0) {
-		a.watchdog_ms = usec / 2000u;
-		if (a.watchdog_ms == 0)
-			a.watchdog_ms = 1;
-	}
-
-	/* Everything is open; from here on the network talks to us. */
-	if (!o->no_sandbox) {
-		const char *bad = NULL;
-		int r = filter_install(&bad);
-		if (r < 0) {
-			log_error_errno(r, "cannot install the seccomp filter%s%s%s", bad ? " (unknown system call " : "",
-					bad ? bad : "", bad ? ")" : "");
-			goto out;
-		}
-	}
-
-	char sf[320];
-	snprintf(sf, sizeof(sf), "SECRET=%s/%s", a.cfg.secret_namespace, a.cfg.secret_name);
-	log_fields(LOG_INFO, LOG_FIELDS(sf), "%s: Secret %s/%s, Node %s, API server %s",
-		   o->once ? "one reconcile" : "starting", a.cfg.secret_namespace, a.cfg.secret_name, a.cfg.node_name,
-		   a.cfg.server);
-
-	uint64_t start = now_ms();
-	uint64_t once_deadline = UINT64_MAX;
-	ret = AGENT_EXIT_OK;
-	a.dirty = true;
-
-	while (!a.quit) {
-		uint64_t now = now_ms();
-		if (a.reload)
-			reload_config(&a);
-		if (a.reconnect) {
-			a.reconnect = false;
-			log_info("connecting again: API server %s, CA %s, Secret %s", a.cfg.server, a.cfg.ca_file,
-				 a.cfg.secret_name);
-			stop_watches(&a);
-			if (start_watches(&a) < 0) {
-				ret = 1;
-				break;
-			}
-			a.dirty = true;
-		}
-
-		if (a.switch_secret) {
-			/* --once applies what the label names or nothing. */
-			if (o->once) {
-				free(a.osc);
-				a.osc = NULL;
-			}
-			int r = watch_retarget(&a.secret, a.switch_secret);
-			if (r < 0)
-				log_error_errno(r, "cannot switch to Secret %s", a.switch_secret);
-			free(a.switch_secret);
-			a.switch_secret = NULL;
-		}
-		if (a.new_credentials) {
-			/* Requests that failed without it are retried now. */
-			a.new_credentials = false;
-			watch_resync(&a.secret);
-			watch_resync(&a.node);
-			nodefind_resync(&a.nodefind);
-		}
-		uint64_t next = min_u64(watch_tick(&a.secret, now), watch_tick(&a.node, now));
-		next = min_u64(next, creds_tick(&a.creds, now));
-		next = min_u64(next, nodefind_tick(&a.nodefind, now, a.node_seen && !a.node_exists));
-		if (a.nodefind.found) {
-			/* The Node the kubelet registered under another name
-			 * than ours: it is the one to watch, annotate and
-			 * hold the Lease for. */
-			log_notice("Node %s does not exist; Node %s has label %s=%s: following it", a.cfg.node_name,
-				   a.nodefind.found, KUBE_LABEL_HOSTNAME, a.nodefind.hostname);
-			free(a.cfg.node_name);
-			a.cfg.node_name = TAKE_PTR(a.nodefind.found);
-			a.node_seen = false;
-			a.reconnect = true;
-			next = now;
-		}
-		next = min_u64(next, tokensync_tick(&a.tokens, now));
-		if (a.tokens.changed) {
-			a.tokens.changed = false;
-			a.dirty = true;
-		}
-		next = min_u64(next, lease_tick(&a.lease, now));
-		next = min_u64(next, httpd_tick(&a.httpd, now));
-		next = min_u64(next, events_tick(&a.events, now));
-		next = min_u64(next, conditions_tick(&a.conditions, now));
-		next = min_u64(next, health_tick(&a.health, now, applied_ok(&a)));
-		take_health_repair(&a);
-		/* The local inputs are re-read with the same period as the remote
-		 * ones (inotify covers result.json; this covers missed events and
-		 * the host keys, which nothing announces). */
-		if (!o->once) {
-			if (now >= a.next_local_resync) {
-				if (a.next_local_resync) {
-					read_result(&a);
-					refresh_host_keys(&a);
-				}
-				a.next_local_resync = now + a.cfg.resync_interval_ms;
-			}
-			next = min_u64(next, a.next_local_resync);
-		}
-
-		/* The executor's directory, until it exists (again). */
-		if (a.exec_fd < 0)
-			next = min_u64(next, now + EXEC_DIR_RETRY_MS);
-
-		/* A Node patch or a desired.json write that failed is retried
-		 * when its backoff ends. */
-		if (retry_due(&a.patch_wake_at, now, &next))
-			a.dirty = true;
-		if (retry_due(&a.handover.wake_at, now, &next))
-			a.dirty = true;
-		/* A held OSC change whose reconciliation delay is over. */
-		if (rollout_due(&a.rollout, now))
-			a.dirty = true;
-
-		/* In --once mode nothing is written before both GETs answered (the
-		 * Node may name another Secret). */
-		bool can_reconcile = !o->once || (a.secret.state == WATCH_STOPPED && a.node.state == WATCH_STOPPED);
-		if (a.dirty && can_reconcile) {
-			reconcile(&a, now);
-			if (o->once && once_deadline == UINT64_MAX && a.osc)
-				once_deadline = now + a.cfg.apply_timeout_ms;
-		}
-		/* After the reconcile: it may just have started holding a change. */
-		next = min_u64(next, rollout_deadline(&a.rollout));
-		/* Serial mode: the Lease while a change needs it (serial.h). */
-		serial_want(&a.serial, rollout_lock_wanted(&a.rollout, a.node_applied_checksum));
-		next = min_u64(next, serial_tick(&a.serial, now));
-		if (serial_changed(&a.serial))
-			a.dirty = true;
-		rollout_set_lock(&a.rollout, a.serial.held, a.serial.holder, a.serial.holder_until);
-		/* A write that failed just now: its retry is a deadline too
-		 * (before, only another wake-up, e.g. a 10 s watchIdleMs, made
-		 * the agent try again). */
-		if (a.handover.wake_at)
-			next = min_u64(next, a.handover.wake_at);
-
-		if (!a.ready && !o->once && (a.secret.synced || a.last_contact_ms)) {
-			a.ready = true;
-			a.metrics.ready = true;
-			notify_send(&a.notify, "READY=1");
-			log_info("ready: first contact with the API server after %llu ms",
-				 (unsigned long long)(now - start));
-		}
-		if (!o->once)
-			notify_status(&a, now);
-		if (a.watchdog_ms) {
-			if (now >= a.next_watchdog) {
-				notify_send(&a.notify, "WATCHDOG=1");
-				a.next_watchdog = now + a.watchdog_ms;
-			}
-			next = min_u64(next, a.next_watchdog);
-		}
-
-		if (o->once) {
-			bool done;
-			int code = once_step(&a, now, once_deadline, &done);
-			if (done) {
-				ret = code;
-				break;
-			}
-			next = min_u64(next, once_deadline);
-		}
-
-		/* curl_multi_poll() takes no "forever". */
-		int timeout = INT_MAX;
-		if (next != UINT64_MAX)
-			timeout = next <= now ? 0 : (int)min_u64(next - now, INT_MAX);
-		if (a.dirty && can_reconcile)
-			timeout = 0;
-		struct curl_waitfd extra[2 + HTTPD_FDS_MAX] = {
-			{ .fd = a.signal_fd, .events = CURL_WAIT_POLLIN },
-			{ .fd = a.inotify_fd, .events = CURL_WAIT_POLLIN },
-		};
-		unsigned n_httpd = httpd_fds(&a.httpd, extra + 2, HTTPD_FDS_MAX);
-		if (http_wait(&a.http, extra, 2 + n_httpd, timeout) < 0) {
-			log_error("curl_multi_poll failed");
-			ret = o->once ? AGENT_EXIT_API : 1;
-			break;
-		}
-		if (extra[0].revents)
-			handle_signals(&a);
-		if (extra[1].revents)
-			handle_inotify(&a);
-		httpd_process(&a.httpd, extra + 2, n_httpd, now_ms());
-		if (a.exec_fd < 0 && open_exec_dir(&a) == 0)
-			read_result(&a);
-		http_dispatch(&a.http);
-	}
-	if (a.quit)
-		log_info("exiting on signal");
-	if (!o->once)
-		notify_send(&a.notify, "STOPPING=1");
-out:
+	int ret = AGENT_EXIT_CONFIG;
+	if (agent_start(&a) >= 0)
+		ret = agent_loop(&a);
 	agent_free(&a);
 	curl_global_cleanup();
 	return ret;
