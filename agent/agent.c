@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "agent.h"
+#include "annotate.h"
 #include "cleanup.h"
 #include "config.h"
 #include "desired.h"
@@ -49,8 +50,6 @@
 #include "watch.h"
 
 #define RESULT_FILE "result.json"
-#define PATCH_BACKOFF_BASE_MS 1000u
-#define PATCH_BACKOFF_CAP_MS 30000u
 #define EXEC_DIR_RETRY_MS 1000u
 
 struct agent {
@@ -102,13 +101,7 @@ struct agent {
 	/* The Node as last seen. */
 	bool node_seen;
 	bool node_exists;
-	char *node_rv;
-	char *node_applied_checksum;
-	char *node_k8s_version;
-	char *node_worker_role;     /* label node-role.kubernetes.io/worker, NULL: absent */
-	char *node_zone;
-	char *node_host_keys;
-	bool node_has_restart;
+	struct annotate annotate;   /* its fields we patch, and the patch (annotate.h) */
 	char *key_document;
 
 	/* The restart request handed to the executor. */
@@ -126,13 +119,6 @@ struct agent {
 	char reported_result[96]; /* "checksum/generation/success" already logged */
 
 	char *host_keys;
-
-	struct http_request *patch_req;
-	bool patch_removes_restart; /* the patch in flight removes the request */
-	uint64_t patch_wake_at;
-	unsigned patch_failures;
-	bool patch_failed_once;
-	bool patch_denied;          /* the last PATCH got 403 (logged once) */
 
 	/* sd_notify */
 	struct notify notify;
@@ -658,18 +644,6 @@ static bool streq_null(const char *x, const char *y)
 	return (!x && !y) || (x && y && strcmp(x, y) == 0);
 }
 
-/* The Node's fields that the agent patches, and the version they are from. */
-static int record_node(struct agent *a, const struct kube_node *n)
-{
-	if (replace_str(&a->node_rv, n->resource_version) < 0 ||
-	    replace_str(&a->node_applied_checksum, n->applied_checksum) < 0 ||
-	    replace_str(&a->node_k8s_version, n->kubernetes_version) < 0 ||
-	    replace_str(&a->node_worker_role, n->worker_role) < 0 || replace_str(&a->node_zone, n->zone) < 0 ||
-	    replace_str(&a->node_host_keys, n->ssh_host_keys) < 0)
-		return log_error_errno(-ENOMEM, "cannot record the Node");
-	return 0;
-}
-
 static void on_node(struct agent *a, enum kube_event_type type, const struct kube_node *n)
 {
 	char nf[300];
@@ -686,7 +660,7 @@ static void on_node(struct agent *a, enum kube_event_type type, const struct kub
 	a->node_exists = true;
 	rollout_set_delay(&a->rollout, n->reconciliation_delay);
 	health_node_ready(&a->health, n->ready, now_ms());
-	if (record_node(a, n) < 0)
+	if (annotate_record(&a->annotate, n) < 0)
 		return;
 	a->dirty = true;
 
@@ -703,7 +677,7 @@ static void on_node(struct agent *a, enum kube_event_type type, const struct kub
 	}
 
 	/* A restart request. */
-	a->node_has_restart = n->restart_services != NULL;
+	a->annotate.has_restart = n->restart_services != NULL;
 	if (!n->restart_services) {
 		replace_str(&a->restart_value, NULL); /* the same value set again is a new request */
 		a->restart_invalid = false;
@@ -791,159 +765,46 @@ static const struct watch_ops watch_ops = {
 
 /* ---- Node patch ----------------------------------------------------------- */
 
-/* The annotations and labels the Node lacks (the restart request aside). */
-static void node_patch_entries(const struct agent *a, struct kube_patch_entry ann[static 2], size_t *n_ann,
-			       struct kube_patch_entry lab[static 3], size_t *n_lab)
+/* What the Node should show now (annotate.h). */
+static void node_want(void *userdata, struct annotate_want *w)
 {
-	bool ok = applied_ok(a);
-	*n_ann = *n_lab = 0;
-	if (ok && !streq_null(a->node_applied_checksum, a->handover.checksum))
-		ann[(*n_ann)++] = (struct kube_patch_entry){ KUBE_ANN_NODE_CHECKSUM, a->handover.checksum };
-	const char *k8s = a->osc_k8s_version ? a->osc_k8s_version : a->cfg.kubernetes_version;
-	if (ok && k8s && !streq_null(a->node_k8s_version, k8s))
-		lab[(*n_lab)++] = (struct kube_patch_entry){ KUBE_LABEL_K8S_VERSION, k8s };
-	/* As gardener-node-agent's OSC reconciler (step "labels") does, with
-	 * its stock data: the worker role and the zone file's zone. */
-	if (a->cfg.gna_dir && !a->node_worker_role)
-		lab[(*n_lab)++] = (struct kube_patch_entry){ KUBE_LABEL_WORKER_ROLE, "" };
-	if (a->cfg.zone && !streq_null(a->node_zone, a->cfg.zone))
-		lab[(*n_lab)++] = (struct kube_patch_entry){ KUBE_LABEL_ZONE, a->cfg.zone };
-	if (a->host_keys && !streq_null(a->node_host_keys, a->host_keys))
-		ann[(*n_ann)++] = (struct kube_patch_entry){ KUBE_ANN_SSH_HOST_KEYS, a->host_keys };
+	const struct agent *a = userdata;
+	*w = (struct annotate_want){
+		.applied = applied_ok(a),
+		.checksum = a->handover.checksum,
+		.k8s_version = a->osc_k8s_version ? a->osc_k8s_version : a->cfg.kubernetes_version,
+		.worker_role = a->cfg.gna_dir != NULL,
+		.zone = a->cfg.zone,
+		.host_keys = a->host_keys,
+		.restart_done = a->result_valid && a->restart_units && a->result.restart_id &&
+				strcmp(a->result.restart_id, a->restart_id) == 0 && a->restart_value,
+		.restart_invalid = a->restart_invalid,
+	};
 }
 
-static bool node_wants_patch(const struct agent *a)
-{
-	struct kube_patch_entry ann[2], lab[3];
-	size_t n_ann, n_lab;
-	node_patch_entries(a, ann, &n_ann, lab, &n_lab);
-	return n_ann > 0 || n_lab > 0;
-}
-
-static void on_patch_done(struct http_request *req, void *userdata)
+static void on_patch_done(void *userdata, uint64_t now, bool contact, const char *error)
 {
 	struct agent *a = userdata;
-	uint64_t now = now_ms();
-	char nf[300], st[32], url[300];
-	a->patch_req = NULL;
-	snprintf(nf, sizeof(nf), "NODE=%s", a->cfg.node_name);
-	snprintf(st, sizeof(st), "HTTP_STATUS=%ld", req->status);
-	snprintf(url, sizeof(url), "URL=%s", req->path);
-
-	if (req->result == CURLE_OK && req->error == 0 && req->status == 200) {
-		struct kube_node n;
+	if (contact)
 		a->last_contact_ms = now;
-		/* Only what the patch changed is taken from its answer: the
-		 * watch may still deliver older versions of the Node, and the
-		 * restart request is followed in the order the watch shows it
-		 * (an answer taken as the newest view made an older event with
-		 * the request look like a new one). */
-		int r = kube_node_parse(req->body, req->body_len, &n, NULL);
-		if (r == 0) {
-			record_node(a, &n);
-			kube_node_done(&n);
-		}
-		if (a->patch_removes_restart)
-			a->node_has_restart = false; /* until the watch shows it again */
-		a->dirty = true;
-		if (a->patch_denied)
-			log_fields(LOG_NOTICE, LOG_FIELDS(nf), "patch permission on nodes/%s is there again",
-				   a->cfg.node_name);
-		a->patch_denied = false;
-		if (r == 0 && !node_wants_patch(a)) {
-			log_fields(LOG_INFO, LOG_FIELDS(nf, st, url), "patched Node %s", a->cfg.node_name);
-			a->patch_failures = 0;
-			return;
-		}
-		/* An answer that is not the patched Node, or something else
-		 * that sets the same fields back (a webhook, another agent):
-		 * retried with backoff, never in a tight loop. */
-		log_fields(LOG_WARNING, LOG_FIELDS(nf, st, url), "PATCH of Node %s: %s; retrying", a->cfg.node_name,
-			   r < 0 ? "the answer is not a Node" : "the answer does not have the change");
-		set_error(a, "PATCH Node: the change did not stick");
-		a->patch_failed_once = true;
-	} else if (req->result == CURLE_OK && req->status == 409) {
-		/* The Node changed after we read it (a new restart request?): the
-		 * watch brings the new version, the patch is recomputed then. */
-		log_fields(LOG_INFO, LOG_FIELDS(nf, st, url), "Node %s changed meanwhile; re-evaluating the patch",
-			   a->cfg.node_name);
-		a->last_contact_ms = now;
-		if (a->opts->once)
-			a->patch_failed_once = true;
-	} else {
-		char why[512];
-		bool denied = req->result == CURLE_OK && req->status == 403;
-		http_describe_failure(req, why, sizeof(why));
-		/* RBAC is per verb: say once which one is missing and its cost. */
-		if (denied && !a->patch_denied)
-			log_fields(LOG_ERR, LOG_FIELDS(nf, st, url),
-				   "no patch permission on nodes/%s: the Node never shows what was applied "
-				   "(checksum annotation, version label, host keys) nor loses a done restart request",
-				   a->cfg.node_name);
-		a->patch_denied = denied;
-		log_fields(denied ? LOG_DEBUG : LOG_WARNING, LOG_FIELDS(nf, st, url),
-			   "PATCH of Node %s failed: %s; retrying", a->cfg.node_name, why);
-		set_error(a, "PATCH Node: %s", why);
-		a->patch_failed_once = true;
-	}
-	uint64_t ceiling = backoff_ceiling(PATCH_BACKOFF_BASE_MS, PATCH_BACKOFF_CAP_MS, a->patch_failures);
-	uint64_t delay = random_below(ceiling) + 1;
-	if (req->retry_after > 0 && (uint64_t)req->retry_after * 1000u > delay)
-		delay = (uint64_t)req->retry_after * 1000u;
-	a->patch_wake_at = now + delay;
-	a->patch_failures++;
+	if (error)
+		set_error(a, "%s", error);
 	a->dirty = true;
 }
 
-/* Builds and starts the merge patch the Node needs, if any. Returns 1 when a
- * patch was started, 0 when nothing is due. */
+static const struct annotate_ops annotate_ops = {
+	.want = node_want,
+	.done = on_patch_done,
+};
+
+/* Starts the merge patch the Node needs, if any (annotate_start()). */
 static int maybe_patch(struct agent *a, uint64_t now)
 {
-	if (a->patch_req || !a->node_exists || now < a->patch_wake_at)
+	if (!a->node_exists)
 		return 0;
-	struct kube_patch_entry ann[3], lab[3];
-	size_t n_ann, n_lab;
-	bool removes_restart = false;
-	node_patch_entries(a, ann, &n_ann, lab, &n_lab);
-	/* The restart request is removed once the executor reports that it ran
-	 * it (or when it could not be parsed at all). */
-	if (a->node_has_restart && !a->restart_invalid && a->result_valid && a->restart_units &&
-	    a->result.restart_id &&
-	    strcmp(a->result.restart_id, a->restart_id) == 0 && a->restart_value)
-		removes_restart = true;
-	else if (a->node_has_restart && a->restart_invalid)
-		removes_restart = true;
-	if (removes_restart)
-		ann[n_ann++] = (struct kube_patch_entry){ KUBE_ANN_RESTART, NULL };
-	if (n_ann == 0 && n_lab == 0)
-		return 0;
-
-	/* Removing the restart request is conditional on the Node being the
-	 * one we read: a new request set meanwhile must not be dropped. */
-	_cleanup_free_ char *body = kube_merge_patch(ann, n_ann, lab, n_lab, removes_restart ? a->node_rv : NULL);
-	if (!body)
-		return log_error_errno(-ENOMEM, "cannot build the Node patch");
-	char path[320];
-	snprintf(path, sizeof(path), "/api/v1/nodes/%s", a->cfg.node_name);
-	int r = http_start(&a->http, "PATCH", path, NULL, body, "application/merge-patch+json", false, NULL,
-			   on_patch_done, a, &a->patch_req);
-	if (r < 0) {
-		a->patch_wake_at = now + PATCH_BACKOFF_CAP_MS;
-		return log_warning_errno(r, "cannot start the Node patch");
-	}
-	a->patch_removes_restart = removes_restart;
-	char what[256] = "";
-	for (size_t i = 0; i < n_ann; i++)
-		snprintf(what + strlen(what), sizeof(what) - strlen(what), "%s%s%s", i ? ", " : "", ann[i].key,
-			 ann[i].value ? "" : " (remove)");
-	for (size_t i = 0; i < n_lab; i++)
-		snprintf(what + strlen(what), sizeof(what) - strlen(what), "%slabel %s", n_ann || i ? ", " : "",
-			 lab[i].key);
-	char nf[300], cs[80];
-	snprintf(nf, sizeof(nf), "NODE=%s", a->cfg.node_name);
-	snprintf(cs, sizeof(cs), "CHECKSUM=%s", a->handover.checksum);
-	log_fields(LOG_INFO, LOG_FIELDS(nf, cs), "patching Node %s: %s", a->cfg.node_name, what);
-	return 1;
+	struct annotate_want w;
+	node_want(a, &w);
+	return annotate_start(&a->annotate, &a->http, &w, now);
 }
 
 /* ---- reconcile -------------------------------------------------------------- */
@@ -1144,9 +1005,7 @@ static int start_watches(struct agent *a)
 
 static void stop_watches(struct agent *a)
 {
-	if (a->patch_req)
-		http_cancel(a->patch_req);
-	a->patch_req = NULL;
+	annotate_cancel(&a->annotate);
 	watch_done(&a->secret);
 	watch_done(&a->node);
 	nodefind_done(&a->nodefind);
@@ -1225,12 +1084,7 @@ static void agent_free(struct agent *a)
 	gnaconfig_done(&a->gna_next);
 	gnaconfig_done(&a->gna_followed);
 	tokensync_done(&a->tokens);
-	free(a->node_rv);
-	free(a->node_applied_checksum);
-	free(a->node_k8s_version);
-	free(a->node_worker_role);
-	free(a->node_zone);
-	free(a->node_host_keys);
+	annotate_done(&a->annotate);
 	free(a->key_document);
 	free(a->restart_value);
 	strv_free(a->restart_units);
@@ -1287,11 +1141,11 @@ static int once_step(struct agent *a, uint64_t now, uint64_t deadline, bool *don
 		log_warning("Node %s does not exist: applied, but not annotated", a->cfg.node_name);
 		return AGENT_EXIT_OK;
 	}
-	if (a->patch_req) {
+	if (a->annotate.req) {
 		*done = false;
 		return 0;
 	}
-	if (a->patch_failed_once)
+	if (a->annotate.failed_once)
 		return AGENT_EXIT_API;
 	if (maybe_patch(a, now) > 0) {
 		*done = false;
@@ -1478,7 +1332,7 @@ static uint64_t tick_duties(struct agent *a, uint64_t now)
 
 	/* A Node patch or a desired.json write that failed is retried
 	 * when its backoff ends. */
-	if (retry_due(&a->patch_wake_at, now, &next))
+	if (retry_due(&a->annotate.wake_at, now, &next))
 		a->dirty = true;
 	if (retry_due(&a->handover.wake_at, now, &next))
 		a->dirty = true;
@@ -1501,7 +1355,7 @@ static uint64_t reconcile_step(struct agent *a, uint64_t now, bool can_reconcile
 	/* After the reconcile: it may just have started holding a change. */
 	uint64_t next = rollout_deadline(&a->rollout);
 	/* Serial mode: the Lease while a change needs it (serial.h). */
-	serial_want(&a->serial, rollout_lock_wanted(&a->rollout, a->node_applied_checksum));
+	serial_want(&a->serial, rollout_lock_wanted(&a->rollout, a->annotate.applied_checksum));
 	next = min_u64(next, serial_tick(&a->serial, now));
 	if (serial_changed(&a->serial))
 		a->dirty = true;
@@ -1626,6 +1480,7 @@ int agent_run(const struct agent_options *o)
 	char err[1024];
 	for (size_t i = 0; i < HTTPD_CONNS; i++)
 		a.httpd.conn[i].fd = -1;
+	annotate_init(&a.annotate, &a.cfg.node_name, o->once, &annotate_ops, &a);
 
 	if (agent_load_config(o->config_path, false, &a.cfg, &a.stock, err, sizeof(err)) < 0) {
 		log_error("%s", err);

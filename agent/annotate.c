@@ -1,0 +1,216 @@
+/* The Node patch; see annotate.h. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "annotate.h"
+#include "cleanup.h"
+#include "log.h"
+
+static int replace_str(char **slot, const char *v)
+{
+	char *n = NULL;
+	if (v && !(n = strdup(v)))
+		return -ENOMEM;
+	free(*slot);
+	*slot = n;
+	return 0;
+}
+
+static bool streq_null(const char *x, const char *y)
+{
+	return (!x && !y) || (x && y && strcmp(x, y) == 0);
+}
+
+void annotate_init(struct annotate *n, char *const *node_name, bool once, const struct annotate_ops *ops,
+		   void *userdata)
+{
+	n->node_name = node_name;
+	n->once = once;
+	n->ops = ops;
+	n->userdata = userdata;
+}
+
+int annotate_record(struct annotate *n, const struct kube_node *k)
+{
+	if (replace_str(&n->rv, k->resource_version) < 0 || replace_str(&n->applied_checksum, k->applied_checksum) < 0 ||
+	    replace_str(&n->k8s_version, k->kubernetes_version) < 0 ||
+	    replace_str(&n->worker_role, k->worker_role) < 0 || replace_str(&n->zone, k->zone) < 0 ||
+	    replace_str(&n->host_keys, k->ssh_host_keys) < 0)
+		return log_error_errno(-ENOMEM, "cannot record the Node");
+	return 0;
+}
+
+void annotate_entries(const struct annotate *n, const struct annotate_want *w, struct kube_patch_entry ann[static 2],
+		      size_t *n_ann, struct kube_patch_entry lab[static 3], size_t *n_lab)
+{
+	*n_ann = *n_lab = 0;
+	if (w->applied && !streq_null(n->applied_checksum, w->checksum))
+		ann[(*n_ann)++] = (struct kube_patch_entry){ KUBE_ANN_NODE_CHECKSUM, w->checksum };
+	if (w->applied && w->k8s_version && !streq_null(n->k8s_version, w->k8s_version))
+		lab[(*n_lab)++] = (struct kube_patch_entry){ KUBE_LABEL_K8S_VERSION, w->k8s_version };
+	/* As gardener-node-agent's OSC reconciler (step "labels") does, with
+	 * its stock data: the worker role and the zone file's zone. */
+	if (w->worker_role && !n->worker_role)
+		lab[(*n_lab)++] = (struct kube_patch_entry){ KUBE_LABEL_WORKER_ROLE, "" };
+	if (w->zone && !streq_null(n->zone, w->zone))
+		lab[(*n_lab)++] = (struct kube_patch_entry){ KUBE_LABEL_ZONE, w->zone };
+	if (w->host_keys && !streq_null(n->host_keys, w->host_keys))
+		ann[(*n_ann)++] = (struct kube_patch_entry){ KUBE_ANN_SSH_HOST_KEYS, w->host_keys };
+}
+
+/* Does the Node still lack something (the restart request aside)? */
+static bool annotate_wanted(const struct annotate *n)
+{
+	struct annotate_want w;
+	struct kube_patch_entry ann[2], lab[3];
+	size_t n_ann, n_lab;
+	n->ops->want(n->userdata, &w);
+	annotate_entries(n, &w, ann, &n_ann, lab, &n_lab);
+	return n_ann > 0 || n_lab > 0;
+}
+
+static void annotate_on_done(struct http_request *req, void *userdata)
+{
+	struct annotate *n = userdata;
+	const char *node_name = *n->node_name;
+	uint64_t now = now_ms();
+	char nf[300], st[32], url[300], why[512 + 16];
+	const char *error = NULL;
+	bool contact = false;
+	n->req = NULL;
+	snprintf(nf, sizeof(nf), "NODE=%s", node_name);
+	snprintf(st, sizeof(st), "HTTP_STATUS=%ld", req->status);
+	snprintf(url, sizeof(url), "URL=%s", req->path);
+
+	if (req->result == CURLE_OK && req->error == 0 && req->status == 200) {
+		struct kube_node k;
+		contact = true;
+		/* Only what the patch changed is taken from its answer: the
+		 * watch may still deliver older versions of the Node, and the
+		 * restart request is followed in the order the watch shows it
+		 * (an answer taken as the newest view made an older event with
+		 * the request look like a new one). */
+		int r = kube_node_parse(req->body, req->body_len, &k, NULL);
+		if (r == 0) {
+			annotate_record(n, &k);
+			kube_node_done(&k);
+		}
+		if (n->removes_restart)
+			n->has_restart = false; /* until the watch shows it again */
+		if (n->denied)
+			log_fields(LOG_NOTICE, LOG_FIELDS(nf), "patch permission on nodes/%s is there again", node_name);
+		n->denied = false;
+		if (r == 0 && !annotate_wanted(n)) {
+			log_fields(LOG_INFO, LOG_FIELDS(nf, st, url), "patched Node %s", node_name);
+			n->failures = 0;
+			n->ops->done(n->userdata, now, contact, NULL);
+			return;
+		}
+		/* An answer that is not the patched Node, or something else
+		 * that sets the same fields back (a webhook, another agent):
+		 * retried with backoff, never in a tight loop. */
+		log_fields(LOG_WARNING, LOG_FIELDS(nf, st, url), "PATCH of Node %s: %s; retrying", node_name,
+			   r < 0 ? "the answer is not a Node" : "the answer does not have the change");
+		error = "PATCH Node: the change did not stick";
+		n->failed_once = true;
+	} else if (req->result == CURLE_OK && req->status == 409) {
+		/* The Node changed after we read it (a new restart request?): the
+		 * watch brings the new version, the patch is recomputed then. */
+		log_fields(LOG_INFO, LOG_FIELDS(nf, st, url), "Node %s changed meanwhile; re-evaluating the patch",
+			   node_name);
+		contact = true;
+		if (n->once)
+			n->failed_once = true;
+	} else {
+		char failure[512];
+		bool denied = req->result == CURLE_OK && req->status == 403;
+		http_describe_failure(req, failure, sizeof(failure));
+		/* RBAC is per verb: say once which one is missing and its cost. */
+		if (denied && !n->denied)
+			log_fields(LOG_ERR, LOG_FIELDS(nf, st, url),
+				   "no patch permission on nodes/%s: the Node never shows what was applied "
+				   "(checksum annotation, version label, host keys) nor loses a done restart request",
+				   node_name);
+		n->denied = denied;
+		log_fields(denied ? LOG_DEBUG : LOG_WARNING, LOG_FIELDS(nf, st, url),
+			   "PATCH of Node %s failed: %s; retrying", node_name, failure);
+		snprintf(why, sizeof(why), "PATCH Node: %s", failure);
+		error = why;
+		n->failed_once = true;
+	}
+	uint64_t ceiling = backoff_ceiling(ANNOTATE_BACKOFF_BASE_MS, ANNOTATE_BACKOFF_CAP_MS, n->failures);
+	uint64_t delay = random_below(ceiling) + 1;
+	if (req->retry_after > 0 && (uint64_t)req->retry_after * 1000u > delay)
+		delay = (uint64_t)req->retry_after * 1000u;
+	n->wake_at = now + delay;
+	n->failures++;
+	n->ops->done(n->userdata, now, contact, error);
+}
+
+int annotate_start(struct annotate *n, struct http_client *http, const struct annotate_want *w, uint64_t now)
+{
+	if (n->req || now < n->wake_at)
+		return 0;
+	const char *node_name = *n->node_name;
+	struct kube_patch_entry ann[3], lab[3];
+	size_t n_ann, n_lab;
+	bool removes_restart = false;
+	annotate_entries(n, w, ann, &n_ann, lab, &n_lab);
+	/* The restart request is removed once the executor reports that it ran
+	 * it (or when it could not be parsed at all). */
+	if (n->has_restart && !w->restart_invalid && w->restart_done)
+		removes_restart = true;
+	else if (n->has_restart && w->restart_invalid)
+		removes_restart = true;
+	if (removes_restart)
+		ann[n_ann++] = (struct kube_patch_entry){ KUBE_ANN_RESTART, NULL };
+	if (n_ann == 0 && n_lab == 0)
+		return 0;
+
+	/* Removing the restart request is conditional on the Node being the
+	 * one we read: a new request set meanwhile must not be dropped. */
+	_cleanup_free_ char *body = kube_merge_patch(ann, n_ann, lab, n_lab, removes_restart ? n->rv : NULL);
+	if (!body)
+		return log_error_errno(-ENOMEM, "cannot build the Node patch");
+	char path[320];
+	snprintf(path, sizeof(path), "/api/v1/nodes/%s", node_name);
+	int r = http_start(http, "PATCH", path, NULL, body, "application/merge-patch+json", false, NULL,
+			   annotate_on_done, n, &n->req);
+	if (r < 0) {
+		n->wake_at = now + ANNOTATE_BACKOFF_CAP_MS;
+		return log_warning_errno(r, "cannot start the Node patch");
+	}
+	n->removes_restart = removes_restart;
+	char what[256] = "";
+	for (size_t i = 0; i < n_ann; i++)
+		snprintf(what + strlen(what), sizeof(what) - strlen(what), "%s%s%s", i ? ", " : "", ann[i].key,
+			 ann[i].value ? "" : " (remove)");
+	for (size_t i = 0; i < n_lab; i++)
+		snprintf(what + strlen(what), sizeof(what) - strlen(what), "%slabel %s", n_ann || i ? ", " : "",
+			 lab[i].key);
+	char nf[300], cs[80];
+	snprintf(nf, sizeof(nf), "NODE=%s", node_name);
+	snprintf(cs, sizeof(cs), "CHECKSUM=%s", w->checksum);
+	log_fields(LOG_INFO, LOG_FIELDS(nf, cs), "patching Node %s: %s", node_name, what);
+	return 1;
+}
+
+void annotate_cancel(struct annotate *n)
+{
+	if (n->req)
+		http_cancel(n->req);
+	n->req = NULL;
+}
+
+void annotate_done(struct annotate *n)
+{
+	free(n->rv);
+	free(n->applied_checksum);
+	free(n->k8s_version);
+	free(n->worker_role);
+	free(n->zone);
+	free(n->host_keys);
+	n->rv = n->applied_checksum = n->k8s_version = n->worker_role = n->zone = n->host_keys = NULL;
+}
