@@ -39,6 +39,7 @@
 #include "node.h"
 #include "notify.h"
 #include "osc.h"
+#include "oscsecret.h"
 #include "credentials.h"
 #include "result.h"
 #include "rollout.h"
@@ -76,27 +77,15 @@ struct agent {
 	struct events events;       /* zeroed: off */
 	struct conditions conditions; /* SystemdUnitsReady (conditions.h); zeroed: off */
 	struct health health;       /* zeroed: off */
-	/* The last good OSC: verified checksum, parsed by osc_parse(). */
-	char *osc;
-	size_t osc_len;
-	char checksum[65];
-	char *osc_k8s_version;      /* from gardener-node-agent's config in that OSC, or NULL */
+	/* The last good OSC from the Secret (oscsecret.h). */
+	struct oscsecret good;
 	/* Stock user data and where each setting came from (stock.h); the
-	 * gardener-node-agent configuration of the last OSC handed over, to
-	 * follow once it is applied (gna_next), and the one followed last
-	 * (gna_followed, applied again after a SIGHUP reload). */
+	 * gardener-node-agent configuration followed last (gna_followed,
+	 * applied again after a SIGHUP reload). */
 	struct stock stock;
-	struct gnaconfig gna_next;
-	bool gna_next_set;
-	char gna_next_checksum[65];
 	struct gnaconfig gna_followed;
 	bool gna_followed_set;
 	bool reconnect;             /* server or CA changed: set the client up again */
-	/* The last Secret refused (its annotation and the SHA-256 of its data),
-	 * so it is logged once; a corrected one under the same annotation is
-	 * looked at again. */
-	char rejected_checksum[65];
-	char rejected_data[65];
 
 	/* The Node as last seen. */
 	bool node_seen;
@@ -340,16 +329,16 @@ static int format_desired(struct agent *a, char *osc, size_t osc_len, const char
  * (handover.h). */
 static int write_desired(struct agent *a, uint64_t now)
 {
-	if (!a->osc)
+	if (!a->good.osc)
 		return 0;
 	/* A change that would restart units may wait for the Node's
 	 * reconciliation delay (rollout.h); meanwhile the OSC in force is
 	 * written with whatever else changed (a restart request, keys). */
-	char *osc = a->osc;
-	size_t osc_len = a->osc_len;
-	const char *checksum = a->checksum;
-	if (!a->opts->once && !rollout_admit(&a->rollout, a->handover.osc, a->handover.osc_len, a->osc, a->osc_len,
-					     a->checksum, a->cfg.state_dir, now)) {
+	char *osc = a->good.osc;
+	size_t osc_len = a->good.osc_len;
+	const char *checksum = a->good.checksum;
+	if (!a->opts->once && !rollout_admit(&a->rollout, a->handover.osc, a->handover.osc_len, a->good.osc,
+					     a->good.osc_len, a->good.checksum, a->cfg.state_dir, now)) {
 		osc = a->handover.osc;
 		osc_len = a->handover.osc_len;
 		checksum = a->handover.checksum;
@@ -402,14 +391,13 @@ static void apply_gna_config(struct agent *a, const struct gnaconfig *g, const c
  * once its new config file is on disk). */
 static void follow_gna_config(struct agent *a, const char *checksum)
 {
-	if (!a->gna_next_set || strcmp(a->gna_next_checksum, checksum) != 0)
+	struct gnaconfig g;
+	if (!oscsecret_take_gna(&a->good, checksum, &g))
 		return;
-	a->gna_next_set = false;
-	apply_gna_config(a, &a->gna_next, checksum);
+	apply_gna_config(a, &g, checksum);
 	gnaconfig_done(&a->gna_followed);
-	a->gna_followed = a->gna_next;
+	a->gna_followed = g;
 	a->gna_followed_set = true;
-	a->gna_next = (struct gnaconfig){};
 }
 
 /* ---- result ---------------------------------------------------------------- */
@@ -491,19 +479,18 @@ static bool applied_failed(const struct agent *a)
 
 /* ---- Secret --------------------------------------------------------------- */
 
-static void remember_rejection(struct agent *a, const char *checksum, const char *data_sum)
+/* oscsecret_env.check: the agent can write its desired state with this OSC. */
+static int check_desired(void *userdata, char *osc, size_t osc_len, const char *checksum)
 {
-	snprintf(a->rejected_checksum, sizeof(a->rejected_checksum), "%.64s", checksum);
-	snprintf(a->rejected_data, sizeof(a->rejected_data), "%s", data_sum);
+	_cleanup_free_ char *trial = NULL;
+	return format_desired(userdata, osc, osc_len, checksum, &trial);
 }
 
 static void on_secret(struct agent *a, enum kube_event_type type, const struct kube_secret *s)
 {
-	char sf[320], cs[80];
-	snprintf(sf, sizeof(sf), "SECRET=%s/%s", a->cfg.secret_namespace, a->secret.name);
-	snprintf(cs, sizeof(cs), "CHECKSUM=%.64s", s->checksum ? s->checksum : "");
-
 	if (type == KUBE_EVENT_DELETED) {
+		char sf[320];
+		snprintf(sf, sizeof(sf), "SECRET=%s/%s", a->cfg.secret_namespace, a->secret.name);
 		log_fields(LOG_WARNING, LOG_FIELDS(sf), "Secret %s was deleted; keeping the last good state",
 			   a->secret.name);
 		set_error(a, "Secret %s deleted", a->secret.name);
@@ -515,116 +502,20 @@ static void on_secret(struct agent *a, enum kube_event_type type, const struct k
 		rollout_set_serial(&a->rollout, s->serial);
 		a->dirty = true;
 	}
-	if (!s->osc || !s->checksum) {
-		log_fields(LOG_ERR, LOG_FIELDS(sf), "Secret %s has no %s; keeping the last good state", a->secret.name,
-			   !s->osc ? "data osc.yaml" : "annotation checksum/data-script");
-		set_error(a, "Secret %s incomplete", a->secret.name);
-		return;
-	}
-	if (a->osc && strcmp(s->checksum, a->checksum) == 0 && s->osc_len == a->osc_len &&
-	    memcmp(s->osc, a->osc, a->osc_len) == 0)
-		return; /* nothing new (resync, unrelated change) */
-	char data_sum[65];
-	int r = kube_secret_verify(s, data_sum);
-	if (data_sum[0] && strcmp(s->checksum, a->rejected_checksum) == 0 && strcmp(data_sum, a->rejected_data) == 0)
-		return; /* refused before, logged before */
-	if (r == -EBADMSG) {
-		remember_rejection(a, s->checksum, data_sum);
-		log_fields(LOG_ERR, LOG_FIELDS(sf, cs),
-			   "Secret %s rejected: annotation checksum/data-script \"%.64s\" does not match the SHA-256 "
-			   "of osc.yaml; keeping the last good state",
-			   a->secret.name, s->checksum);
-		set_error(a, "checksum mismatch in Secret %s", a->secret.name);
-		events_emit(&a->events, true, "OSCRefused",
-			    "Secret %s refused: annotation checksum/data-script %.12s does not match osc.yaml", a->secret.name,
-			    s->checksum);
-		return;
-	}
-	if (r < 0) { /* not the Secret's fault: looked at again next time */
-		log_fields(LOG_ERR, LOG_FIELDS(sf, cs), "cannot verify Secret %s: %s; keeping the last good state",
-			   a->secret.name, strerror(-r));
-		set_error(a, "cannot verify Secret %s", a->secret.name);
-		return;
-	}
-	struct osc model;
-	struct osc_error oerr = {};
-	size_t n_files = 0, n_units = 0;
-	r = osc_parse((const char *)s->osc, s->osc_len, a->cfg.state_dir, &model, &oerr);
-	_cleanup_free_ char *osc_k8s = NULL;
-	_cleanup_(gnaconfig_done) struct gnaconfig g = {};
-	int gna = -ENOENT;
-	if (r >= 0) {
-		n_files = model.n_files;
-		n_units = model.n_units;
-		health_osc(&a->health, &model);
-		/* The kubernetes-version label follows the pool's version as
-		 * gardener-node-agent's config in the OSC names it; so does
-		 * token sync. */
-		char gerr[GNACONFIG_ERROR_MAX];
-		gna = gnaconfig_from_osc(&model, &g, gerr, sizeof(gerr));
-		if (gna == 0)
-			osc_k8s = g.kubernetes_version ? strdup(g.kubernetes_version) : NULL;
-		else if (gna != -ENOENT)
-			log_fields(LOG_ERR, LOG_FIELDS(sf, cs),
-				   "Secret %s: gardener-node-agent's configuration in the OSC is malformed: %s; keeping "
-				   "the last good settings from it",
-				   a->secret.name, gerr);
-		osc_done(&model);
-	}
-	/* What the executor is handed must pass its checks too (libyaml reads
-	 * UTF-16, whose NUL bytes the desired state refuses, say): a Secret
-	 * refused here keeps the last good state, instead of being adopted
-	 * and then never written. */
-	_cleanup_free_ char *trial = NULL;
-	const char *why = NULL;
-	if (r >= 0 && memchr(s->osc, '\0', s->osc_len)) {
-		r = -EINVAL;
-		why = "a NUL byte (UTF-16?)";
-	} else if (r >= 0)
-		r = format_desired(a, (char *)s->osc, s->osc_len, s->checksum, &trial);
-	if (r < 0) {
-		if (r != -ENOMEM)
-			remember_rejection(a, s->checksum, data_sum);
-		log_fields(LOG_ERR, LOG_FIELDS(sf, cs), "Secret %s rejected: invalid osc.yaml: %s; keeping the last good state",
-			   a->secret.name, why ? why : oerr.message[0] ? oerr.message : strerror(-r));
-		set_error(a, "invalid OSC in Secret %s", a->secret.name);
-		events_emit(&a->events, true, "OSCRefused", "Secret %s refused: invalid osc.yaml: %s", a->secret.name,
-			    why ? why : oerr.message[0] ? oerr.message : strerror(-r));
-		return;
-	}
-	log_fields(LOG_INFO, LOG_FIELDS(sf, cs), "Secret %s verified: checksum %.12s, %zu files, %zu units",
-		   a->secret.name, s->checksum, n_files, n_units);
-
-	char *copy = malloc(s->osc_len + 1);
-	if (!copy) {
-		log_error_errno(-ENOMEM, "cannot keep the OSC");
-		return;
-	}
-	memcpy(copy, s->osc, s->osc_len);
-	copy[s->osc_len] = '\0';
-	free(a->osc);
-	a->osc = copy;
-	a->osc_len = s->osc_len;
-	snprintf(a->checksum, sizeof(a->checksum), "%s", s->checksum);
-	/* A malformed gardener-node-agent configuration changes none of the
-	 * settings it provides; the OSC itself is applied. */
-	if (gna == 0 || gna == -ENOENT) {
-		free(a->osc_k8s_version);
-		a->osc_k8s_version = TAKE_PTR(osc_k8s);
-		if (tokensync_set(&a->tokens, g.token_syncs, g.n_token_syncs, g.token_sync_period_ms) < 0)
-			log_error_errno(-ENOMEM, "cannot follow the token Secrets");
-	}
-	if (gna == 0) {
-		/* Server, CA and Secret name follow once this OSC is applied. */
-		gnaconfig_done(&a->gna_next);
-		a->gna_next = g;
-		g = (struct gnaconfig){};
-		a->gna_next_set = true;
-		snprintf(a->gna_next_checksum, sizeof(a->gna_next_checksum), "%s", s->checksum);
-	}
-	a->rejected_checksum[0] = '\0';
-	a->rejected_data[0] = '\0';
-	a->dirty = true;
+	const struct oscsecret_env env = {
+		.ns = a->cfg.secret_namespace,
+		.name = a->secret.name,
+		.state_dir = a->cfg.state_dir,
+		.health = &a->health,
+		.events = &a->events,
+		.tokens = &a->tokens,
+		.check = check_desired,
+		.userdata = a,
+		.error = a->last_error,
+		.errlen = sizeof(a->last_error),
+	};
+	if (oscsecret_take(&a->good, s, &env) > 0)
+		a->dirty = true;
 }
 
 /* ---- Node ------------------------------------------------------------------ */
@@ -772,7 +663,7 @@ static void node_want(void *userdata, struct annotate_want *w)
 	*w = (struct annotate_want){
 		.applied = applied_ok(a),
 		.checksum = a->handover.checksum,
-		.k8s_version = a->osc_k8s_version ? a->osc_k8s_version : a->cfg.kubernetes_version,
+		.k8s_version = a->good.k8s_version ? a->good.k8s_version : a->cfg.kubernetes_version,
 		.worker_role = a->cfg.gna_dir != NULL,
 		.zone = a->cfg.zone,
 		.host_keys = a->host_keys,
@@ -814,7 +705,7 @@ static int maybe_patch(struct agent *a, uint64_t now)
  * (the annotation's or an earlier repair's) has been carried out. */
 static void take_health_repair(struct agent *a)
 {
-	if (!a->osc || (a->restart_units && !(a->result_valid && a->result.restart_id &&
+	if (!a->good.osc || (a->restart_units && !(a->result_valid && a->result.restart_id &&
 					      strcmp(a->result.restart_id, a->restart_id) == 0)))
 		return;
 	char id[HEALTH_ID_MAX], bad[64];
@@ -1048,7 +939,7 @@ static void reload_config(struct agent *a)
 	/* The stock copy is from the service's start: what the OSC brought
 	 * since still holds. */
 	if (a->gna_followed_set)
-		apply_gna_config(a, &a->gna_followed, a->checksum);
+		apply_gna_config(a, &a->gna_followed, a->good.checksum);
 	a->reconnect = false;
 	if (start_watches(a) < 0) {
 		a->quit = true;
@@ -1078,10 +969,8 @@ static void agent_free(struct agent *a)
 	if (a->root_fd >= 0)
 		close(a->root_fd);
 	notify_close(&a->notify);
-	free(a->osc);
-	free(a->osc_k8s_version);
+	oscsecret_done(&a->good);
 	stock_done(&a->stock);
-	gnaconfig_done(&a->gna_next);
 	gnaconfig_done(&a->gna_followed);
 	tokensync_done(&a->tokens);
 	annotate_done(&a->annotate);
@@ -1111,7 +1000,7 @@ static int once_step(struct agent *a, uint64_t now, uint64_t deadline, bool *don
 		*done = false;
 		return 0;
 	}
-	if (!a->osc) {
+	if (!a->good.osc) {
 		log_error("no valid OSC from Secret %s/%s: nothing applied", a->cfg.secret_namespace, a->secret.name);
 		return AGENT_EXIT_APPLY;
 	}
@@ -1120,7 +1009,7 @@ static int once_step(struct agent *a, uint64_t now, uint64_t deadline, bool *don
 	if (a->handover.failures) {
 		if (now >= deadline) {
 			log_error("desired state for checksum %.12s not written within %u ms: nothing applied",
-				  a->checksum, a->cfg.apply_timeout_ms);
+				  a->good.checksum, a->cfg.apply_timeout_ms);
 			return AGENT_EXIT_APPLY;
 		}
 		*done = false;
@@ -1262,8 +1151,7 @@ static int take_requests(struct agent *a)
 	if (a->switch_secret) {
 		/* --once applies what the label names or nothing. */
 		if (a->opts->once) {
-			free(a->osc);
-			a->osc = NULL;
+			oscsecret_drop(&a->good);
 		}
 		int r = watch_retarget(&a->secret, a->switch_secret);
 		if (r < 0)
@@ -1349,7 +1237,7 @@ static uint64_t reconcile_step(struct agent *a, uint64_t now, bool can_reconcile
 {
 	if (a->dirty && can_reconcile) {
 		reconcile(a, now);
-		if (a->opts->once && *once_deadline == UINT64_MAX && a->osc)
+		if (a->opts->once && *once_deadline == UINT64_MAX && a->good.osc)
 			*once_deadline = now + a->cfg.apply_timeout_ms;
 	}
 	/* After the reconcile: it may just have started holding a change. */
