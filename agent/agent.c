@@ -37,6 +37,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "node.h"
+#include "nodereq.h"
 #include "notify.h"
 #include "osc.h"
 #include "oscsecret.h"
@@ -91,13 +92,8 @@ struct agent {
 	bool node_seen;
 	bool node_exists;
 	struct annotate annotate;   /* its fields we patch, and the patch (annotate.h) */
-	char *key_document;
-
-	/* The restart request handed to the executor. */
-	char *restart_value;
-	char restart_id[NODE_RESTART_ID_MAX];
-	char **restart_units;
-	bool restart_invalid;       /* the annotation's value cannot be executed */
+	/* What it asks for: key document, restart request (nodereq.h). */
+	struct nodereq req;
 
 	/* desired.json as last written (handover.h). */
 	struct handover handover;
@@ -288,10 +284,10 @@ static int doc_fill(struct agent *a, struct agent_doc *doc, char *osc, size_t os
 	doc->d = (struct desired){
 		.osc = osc,
 		.osc_len = osc_len,
-		.key_document = a->cfg.keys_from_node_annotation ? a->key_document : NULL,
+		.key_document = a->cfg.keys_from_node_annotation ? a->req.key_document : NULL,
 		.ssh_access = true,
-		.restart_id = a->restart_units ? a->restart_id : NULL,
-		.restart_units = a->restart_units,
+		.restart_id = a->req.restart_units ? a->req.restart_id : NULL,
+		.restart_units = a->req.restart_units,
 	};
 	doc->tokens = NULL;
 	snprintf(doc->d.checksum, sizeof(doc->d.checksum), "%s", checksum);
@@ -555,43 +551,8 @@ static void on_node(struct agent *a, enum kube_event_type type, const struct kub
 		return;
 	a->dirty = true;
 
-	/* The key document from the annotation, when enabled. */
-	if (a->cfg.keys_from_node_annotation && !streq_null(a->key_document, n->authorized_keys)) {
-		if (n->authorized_keys && strlen(n->authorized_keys) > DESIRED_KEY_DOCUMENT_MAX)
-			log_fields(LOG_ERR, LOG_FIELDS(nf), "annotation %s larger than %u bytes; ignored",
-				   KUBE_ANN_AUTHORIZED_KEYS, DESIRED_KEY_DOCUMENT_MAX);
-		else {
-			log_fields(LOG_INFO, LOG_FIELDS(nf), "key document from annotation %s %s", KUBE_ANN_AUTHORIZED_KEYS,
-				   n->authorized_keys ? "changed" : "removed");
-			replace_str(&a->key_document, n->authorized_keys);
-		}
-	}
-
-	/* A restart request. */
+	nodereq_update(&a->req, n, a->cfg.keys_from_node_annotation, nf);
 	a->annotate.has_restart = n->restart_services != NULL;
-	if (!n->restart_services) {
-		replace_str(&a->restart_value, NULL); /* the same value set again is a new request */
-		a->restart_invalid = false;
-	}
-	if (n->restart_services && !streq_null(a->restart_value, n->restart_services)) {
-		char **units = NULL;
-		char bad[64] = "";
-		int r = node_parse_restart(n->restart_services, &units, bad, sizeof(bad));
-		replace_str(&a->restart_value, n->restart_services);
-		a->restart_invalid = r < 0;
-		if (r == -ENODATA) {
-			log_fields(LOG_NOTICE, LOG_FIELDS(nf), "annotation %s is empty; removing it", KUBE_ANN_RESTART);
-		} else if (r < 0) {
-			log_fields(LOG_ERR, LOG_FIELDS(nf), "annotation %s: %s \"%s\"; removing the request unexecuted",
-				   KUBE_ANN_RESTART, r == -E2BIG ? "too many units" : "invalid unit name", bad);
-		} else {
-			strv_free(a->restart_units);
-			a->restart_units = units;
-			node_restart_id(n->resource_version, n->restart_services, a->restart_id);
-			log_fields(LOG_NOTICE, LOG_FIELDS(nf), "restart of %s requested (request %s)", n->restart_services,
-				   a->restart_id);
-		}
-	}
 
 	/* The Secret to follow. */
 	if (a->cfg.follow_secret_name_label && n->secret_name_label &&
@@ -667,9 +628,9 @@ static void node_want(void *userdata, struct annotate_want *w)
 		.worker_role = a->cfg.gna_dir != NULL,
 		.zone = a->cfg.zone,
 		.host_keys = a->host_keys,
-		.restart_done = a->result_valid && a->restart_units && a->result.restart_id &&
-				strcmp(a->result.restart_id, a->restart_id) == 0 && a->restart_value,
-		.restart_invalid = a->restart_invalid,
+		.restart_done = a->result_valid && a->req.restart_units &&
+				nodereq_restart_done(&a->req, a->result.restart_id) && a->req.restart_value,
+		.restart_invalid = a->req.restart_invalid,
 	};
 }
 
@@ -705,17 +666,15 @@ static int maybe_patch(struct agent *a, uint64_t now)
  * (the annotation's or an earlier repair's) has been carried out. */
 static void take_health_repair(struct agent *a)
 {
-	if (!a->good.osc || (a->restart_units && !(a->result_valid && a->result.restart_id &&
-					      strcmp(a->result.restart_id, a->restart_id) == 0)))
+	if (!a->good.osc ||
+	    (a->req.restart_units && !(a->result_valid && nodereq_restart_done(&a->req, a->result.restart_id))))
 		return;
 	char id[HEALTH_ID_MAX], bad[64];
 	char **units = NULL;
 	const char *unit = health_take_repair(&a->health, id);
 	if (!unit || node_parse_restart(unit, &units, bad, sizeof(bad)) < 0)
 		return;
-	strv_free(a->restart_units);
-	a->restart_units = units;
-	snprintf(a->restart_id, sizeof(a->restart_id), "%s", id);
+	nodereq_set_restart(&a->req, units, id);
 	a->dirty = true;
 }
 
@@ -948,8 +907,8 @@ static void reload_config(struct agent *a)
 	if (new_state_dir) {
 		/* What was written went to the old directory. */
 		handover_forget(&a->handover);
-		handover_load(&a->handover, a->state_fd, a->cfg.state_dir, a->restart_id, sizeof(a->restart_id),
-			      &a->restart_units);
+		handover_load(&a->handover, a->state_fd, a->cfg.state_dir, a->req.restart_id,
+			      sizeof(a->req.restart_id), &a->req.restart_units);
 	}
 	read_result(a);
 	refresh_host_keys(a);
@@ -974,9 +933,7 @@ static void agent_free(struct agent *a)
 	gnaconfig_done(&a->gna_followed);
 	tokensync_done(&a->tokens);
 	annotate_done(&a->annotate);
-	free(a->key_document);
-	free(a->restart_value);
-	strv_free(a->restart_units);
+	nodereq_done(&a->req);
 	handover_done(&a->handover);
 	free(a->host_keys);
 	free(a->switch_secret);
@@ -1094,8 +1051,8 @@ static int agent_start(struct agent *a)
 	r = open_state(a);
 	if (r < 0)
 		return r;
-	handover_load(&a->handover, a->state_fd, a->cfg.state_dir, a->restart_id, sizeof(a->restart_id),
-		      &a->restart_units);
+	handover_load(&a->handover, a->state_fd, a->cfg.state_dir, a->req.restart_id,
+		      sizeof(a->req.restart_id), &a->req.restart_units);
 	read_result(a);
 	refresh_host_keys(a);
 	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
