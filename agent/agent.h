@@ -25,22 +25,6 @@ struct agent_options {
 	bool no_sandbox;        /* --no-sandbox: debugging under strace/valgrind (node-agent(8)) */
 };
 
-/* Loads and checks the configuration for the daemon: what config_load()
- * checks plus what the agent needs (server, CA, Secret and Node names, a
- * credential), after filling unset settings from gardener-node-agent's
- * stock user data when gardener.nodeAgentDir names it (stock.h). When path
- * does not exist and the stock directory holds a config-<version>.yaml,
- * the configuration is the defaults with gardener.nodeAgentDir set to it
- * (stock.defaulted; an image needs no node-agent.conf on a Gardener node).
- * With
- * check_files, every credential/CA file must be readable. With stock_ret,
- * the stock data and the origins of the settings are handed over (free with
- * stock_done()). Logs nothing; err receives the reason. */
-struct config;
-struct stock;
-int agent_load_config(const char *path, bool check_files, struct config *ret, struct stock *stock_ret, char *err,
-		      size_t errlen);
-
 /* Runs the daemon (or one reconcile with o->once); returns an AGENT_EXIT_*
  * code. Logs every decision. */
 int agent_run(const struct agent_options *o);

@@ -12,6 +12,7 @@
 #include "fsx.h"
 #include "health.h"
 #include "log.h"
+#include "settings.h"
 #include "stock.h"
 
 #ifndef NA_VERSION
@@ -124,7 +125,7 @@ static int run(void)
 		struct config c;
 		struct stock stock;
 		char err[1024];
-		if (agent_load_config(arg.config_path, true, &c, &stock, err, sizeof(err)) < 0) {
+		if (settings_load(arg.config_path, true, &c, &stock, err, sizeof(err)) < 0) {
 			fprintf(stderr, "%s\n", err);
 			return 1;
 		}

@@ -16,7 +16,7 @@
 
 #include "config.h"
 #include "scratch.h"
-#include "../../agent/agent.h"
+#include "../../agent/settings.h"
 #include "../../agent/stock.h"
 
 static const char cfg_yaml[] = "apiVersion: nodeagent.config.gardener.cloud/v1alpha1\n"
@@ -149,13 +149,13 @@ static void without_config_file(void **state)
 	char err[1024];
 	assert_int_equal(setenv("CREDENTIALS_DIRECTORY", s->path, 1), 0);
 	put(s, "gardener-node-agent", "none"); /* the SetCredential= fallback alone: not a Gardener node */
-	assert_int_equal(agent_load_config(missing, false, &c, &st, err, sizeof(err)), -ENOENT);
+	assert_int_equal(settings_load(missing, false, &c, &st, err, sizeof(err)), -ENOENT);
 	assert_non_null(strstr(err, "no-such-config.json: No such file or directory"));
 
 	put(s, "gardener-node-agent_config-v1.149.3.yaml", cfg_yaml);
 	put(s, "gardener-node-agent_cluster-ca.crt", "CA");
 	put(s, "gardener-node-agent_machine-name", "machine-7\n");
-	assert_int_equal(agent_load_config(missing, false, &c, &st, err, sizeof(err)), 0);
+	assert_int_equal(settings_load(missing, false, &c, &st, err, sizeof(err)), 0);
 	assert_true(st.defaulted);
 	assert_string_equal(c.gna_dir, "/var/lib/gardener-node-agent");
 	assert_string_equal(c.server, "https://api.example.com");
@@ -178,7 +178,7 @@ static void without_config_file(void **state)
 	/* A malformed stock config is that file's error, named. */
 	put(s, "gardener-node-agent_config-v1.150.0.yaml", "apiVersion: nodeagent.config.gardener.cloud/v1alpha1\n"
 							  "kind: NodeAgentConfiguration\napiServer:\n  server: [1]\n");
-	assert_int_equal(agent_load_config(missing, false, &c, &st, err, sizeof(err)), -EINVAL);
+	assert_int_equal(settings_load(missing, false, &c, &st, err, sizeof(err)), -EINVAL);
 	assert_non_null(strstr(err, "(absent; stock user data in /var/lib/gardener-node-agent): gardener.nodeAgentDir: "));
 	assert_non_null(strstr(err, "config-v1.150.0.yaml: apiServer.server"));
 
@@ -190,7 +190,7 @@ static void without_config_file(void **state)
 	      "\"tokenFile\": \"/etc/token\"}, \"osc\": {\"secretName\": \"s1\"}}",
 	      cf);
 	assert_int_equal(fclose(cf), 0);
-	assert_int_equal(agent_load_config(file, false, &c, &st, err, sizeof(err)), 0);
+	assert_int_equal(settings_load(file, false, &c, &st, err, sizeof(err)), 0);
 	assert_null(c.gna_dir);
 	assert_false(st.defaulted);
 	assert_string_equal(c.server, "https://explicit.example.com");

@@ -1,0 +1,115 @@
+/* Unit tests for agent/settings.c: what the daemon needs beyond a valid
+ * configuration file (server, CA, Secret and Node names that are valid
+ * Kubernetes names, a credential), and with check_files, readable
+ * credential and CA files (the token file may be missing while a bootstrap
+ * token covers first contact). Error texts name the file and the key. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+#include "fsx.h"
+#include "scratch.h"
+#include "../../agent/settings.h"
+
+/* Writes conf.json into the scratch directory; returns its path. */
+static const char *conf(struct scratch *s, const char *json, char path[static 128])
+{
+	assert_true(fsx_write_atomic_at(s->fd, "conf.json", json, strlen(json), 0600, FSX_UID_KEEP, FSX_GID_KEEP,
+					0) >= 0);
+	snprintf(path, 128, "%s/conf.json", s->path);
+	return path;
+}
+
+#define SERVER "\"server\": \"https://api.example.com\""
+#define CA "\"caFile\": \"/nonexistent/ca.crt\""
+#define NAMES "\"node\": {\"name\": \"worker-1\"}, \"osc\": {\"secretName\": \"osc-secret\"}"
+
+static void requirements(void **state)
+{
+	struct scratch *s = *state;
+	static const struct {
+		const char *json;
+		const char *err; /* after "<path>: "; NULL: loads */
+	} cases[] = {
+		{ "{\"apiServer\": {" SERVER ", " CA ", \"tokenFile\": \"/t\"}, " NAMES "}", NULL },
+		{ "{\"apiServer\": {" CA ", \"tokenFile\": \"/t\"}, " NAMES "}", "apiServer.server: required" },
+		{ "{\"apiServer\": {" SERVER ", \"tokenFile\": \"/t\"}, " NAMES "}", "apiServer.caFile: required" },
+		{ "{\"apiServer\": {" SERVER ", " CA ", \"tokenFile\": \"/t\"}, \"node\": {\"name\": \"worker-1\"}}",
+		  "osc.secretName: required" },
+		{ "{\"apiServer\": {" SERVER ", " CA ", \"tokenFile\": \"/t\"}, \"node\": {\"name\": \"Worker_1\"}, "
+		  "\"osc\": {\"secretName\": \"s\"}}",
+		  "node.name: not a valid Kubernetes name" },
+		{ "{\"apiServer\": {" SERVER ", " CA ", \"tokenFile\": \"/t\"}, \"node\": {\"name\": \"w\"}, "
+		  "\"osc\": {\"secretName\": \"s\", \"secretNamespace\": \"Kube\"}}",
+		  "osc.secretNamespace: not a valid Kubernetes name" },
+		{ "{\"apiServer\": {" SERVER ", " CA "}, " NAMES "}",
+		  "apiServer: no credential (tokenFile, clientCertificateFile + clientKeyFile, bootstrapTokenFile)" },
+	};
+	char path[128], err[1024], want[1200];
+	unsetenv("CREDENTIALS_DIRECTORY");
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct config c;
+		struct stock st;
+		err[0] = '\0';
+		int r = settings_load(conf(s, cases[i].json, path), false, &c, &st, err, sizeof(err));
+		if (!cases[i].err) {
+			assert_int_equal(r, 0);
+			assert_string_equal(c.node_name, "worker-1");
+			assert_false(st.defaulted);
+			stock_done(&st);
+			config_done(&c);
+			continue;
+		}
+		snprintf(want, sizeof(want), "%s: %s", path, cases[i].err);
+		assert_int_equal(r, -EINVAL);
+		assert_string_equal(err, want);
+	}
+}
+
+static void files(void **state)
+{
+	struct scratch *s = *state;
+	char path[128], json[1024], err[1024], want[1200];
+	struct config c;
+	/* The CA is missing. */
+	snprintf(json, sizeof(json), "{\"apiServer\": {" SERVER ", \"caFile\": \"%s/ca.crt\", \"tokenFile\": \"%s/t\"}, "
+		 NAMES "}", s->path, s->path);
+	conf(s, json, path);
+	assert_int_equal(settings_load(path, false, &c, NULL, err, sizeof(err)), 0);
+	config_done(&c);
+	assert_int_equal(settings_load(path, true, &c, NULL, err, sizeof(err)), -EINVAL);
+	snprintf(want, sizeof(want), "%s: apiServer.caFile \"%s/ca.crt\": No such file or directory", path, s->path);
+	assert_string_equal(err, want);
+	/* The CA is there, the token is not. */
+	assert_true(fsx_write_atomic_at(s->fd, "ca.crt", "CA", 2, 0644, FSX_UID_KEEP, FSX_GID_KEEP, 0) >= 0);
+	assert_int_equal(settings_load(path, true, &c, NULL, err, sizeof(err)), -EINVAL);
+	snprintf(want, sizeof(want), "%s: apiServer.tokenFile \"%s/t\": No such file or directory", path, s->path);
+	assert_string_equal(err, want);
+	/* A bootstrap token covers first contact: the token file may come later. */
+	snprintf(json, sizeof(json), "{\"apiServer\": {" SERVER ", \"caFile\": \"%s/ca.crt\", \"tokenFile\": \"%s/t\", "
+		 "\"bootstrapTokenFile\": \"%s/ca.crt\"}, " NAMES "}", s->path, s->path, s->path);
+	conf(s, json, path);
+	assert_int_equal(settings_load(path, true, &c, NULL, err, sizeof(err)), 0);
+	config_done(&c);
+}
+
+static int setup(void **state)
+{
+	return scratch_setup(state, "settings");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(requirements, setup, scratch_teardown),
+		cmocka_unit_test_setup_teardown(files, setup, scratch_teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
