@@ -5,7 +5,12 @@
  * key document, the Secret-name label and what the Node already carries;
  * reconcile() turns that into desired.json (written only when it changed)
  * and, once result.json reports success for the checksum we wrote, into one
- * merge patch of the Node. */
+ * merge patch of the Node.
+ *
+ * The duties keep their state in their own files (the Secret: oscsecret.c;
+ * what the Node asks for: nodereq.c; the Node patch: annotate.c;
+ * desired.json: handover.c; the other duties in theirs); this file holds
+ * what ties them together, and the loop (agent_loop()). */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
