@@ -9,8 +9,9 @@
  *
  * The duties keep their state in their own files (the Secret: oscsecret.c;
  * what the Node asks for: nodereq.c; the Node patch: annotate.c;
- * desired.json: handover.c; the other duties in theirs); this file holds
- * what ties them together, and the loop (agent_loop()). */
+ * desired.json: handover.c; result.json: execdir.c; the other duties in
+ * theirs); this file holds what ties them together, and the loop
+ * (agent_loop()). */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -34,6 +35,7 @@
 #include "handover.h"
 #include "conditions.h"
 #include "events.h"
+#include "execdir.h"
 #include "health.h"
 #include "http.h"
 #include "httpd.h"
@@ -57,7 +59,6 @@
 #include "tokensync.h"
 #include "watch.h"
 
-#define RESULT_FILE "result.json"
 #define EXEC_DIR_RETRY_MS 1000u
 
 struct agent {
@@ -65,9 +66,7 @@ struct agent {
 	struct config cfg;
 	int root_fd;
 	int state_fd;
-	int exec_fd;
 	int inotify_fd;
-	int inotify_wd;
 	int signal_fd;
 	struct http_client http;
 	struct watch secret;
@@ -104,10 +103,8 @@ struct agent {
 	/* desired.json as last written (handover.h). */
 	struct handover handover;
 
-	/* result.json as last read. */
-	bool result_valid;
-	struct result result;
-	char reported_result[96]; /* "checksum/generation/success" already logged */
+	/* The executor's state directory and result.json as last read (execdir.h). */
+	struct execdir exec;
 
 	char *host_keys;
 
@@ -155,7 +152,7 @@ static void notify_status(struct agent *a, uint64_t now)
 	char held[160];
 	rollout_describe(&a->rollout, now, held, sizeof(held));
 	snprintf(status, sizeof(status), "STATUS=applied %.12s (generation %llu); API contact %s ago%s%s%s",
-		 a->result_valid && a->result.success ? a->result.checksum : "none",
+		 a->exec.valid && a->exec.result.success ? a->exec.result.checksum : "none",
 		 (unsigned long long)a->handover.generation, age, held, a->last_error[0] ? "; last error: " : "",
 		 a->last_error);
 	/* Server-provided text ends up in last_error: one line only, or it
@@ -303,77 +300,58 @@ static void follow_gna_config(struct agent *a, const char *checksum)
 
 static void read_result(struct agent *a)
 {
-	if (a->exec_fd < 0)
+	int seen = execdir_read(&a->exec, a->cfg.exec_state_dir);
+	if (seen == 0)
 		return;
-	_cleanup_free_ char *data = NULL;
-	size_t len;
-	int r = fsx_read_at(a->exec_fd, RESULT_FILE, RESULT_MAX, &data, &len);
-	if (r < 0) {
-		if (r != -ENOENT)
-			log_warning_errno(r, "cannot read %s/%s", a->cfg.exec_state_dir, RESULT_FILE);
-		return;
-	}
-	struct result res;
-	const char *err = NULL;
-	r = result_parse(data, len, &res, &err);
-	if (r < 0) {
-		log_warning_errno(r, "ignoring %s/%s: %s", a->cfg.exec_state_dir, RESULT_FILE, err ? err : "invalid");
-		return;
-	}
-	if (a->result_valid)
-		result_done(&a->result);
-	a->result = res;
-	a->result_valid = true;
+	const struct result *res = &a->exec.result;
 	a->dirty = true;
-	metrics_set_result(&a->metrics, &res);
-	conditions_set_result(&a->conditions, &res.units_ready);
-	health_result(&a->health, res.restart_id);
-
-	char seen[96];
-	snprintf(seen, sizeof(seen), "%.64s/%llu/%d", res.checksum, (unsigned long long)res.generation, res.success);
-	if (strcmp(seen, a->reported_result) == 0)
-		return;
-	snprintf(a->reported_result, sizeof(a->reported_result), "%s", seen);
+	metrics_set_result(&a->metrics, res);
+	conditions_set_result(&a->conditions, &res->units_ready);
+	health_result(&a->health, res->restart_id);
+	if (seen == 1)
+		return; /* reported before */
 	char cs[80], gen[48];
-	snprintf(cs, sizeof(cs), "CHECKSUM=%s", res.checksum);
-	snprintf(gen, sizeof(gen), "GENERATION=%llu", (unsigned long long)res.generation);
-	if (res.success) {
+	snprintf(cs, sizeof(cs), "CHECKSUM=%s", res->checksum);
+	snprintf(gen, sizeof(gen), "GENERATION=%llu", (unsigned long long)res->generation);
+	if (res->success) {
 		log_fields(LOG_INFO, LOG_FIELDS(cs, gen), "executor applied checksum %.12s (generation %llu)",
-			   res.checksum, (unsigned long long)res.generation);
+			   res->checksum, (unsigned long long)res->generation);
 		events_emit(&a->events, false, "OSCApplied",
 			    "Operating system config %.12s (generation %llu) has been applied successfully%s",
-			    res.checksum, (unsigned long long)res.generation,
-			    res.changed_units && res.changed_units[0] ? "; units changed" : "");
-		events_units(&a->events, &res);
-		if (strcmp(res.checksum, a->handover.checksum) == 0) {
+			    res->checksum, (unsigned long long)res->generation,
+			    res->changed_units && res->changed_units[0] ? "; units changed" : "");
+		events_units(&a->events, res);
+		if (strcmp(res->checksum, a->handover.checksum) == 0) {
 			a->last_error[0] = '\0';
-			follow_gna_config(a, res.checksum);
+			follow_gna_config(a, res->checksum);
 		}
 	} else {
 		char step[96];
-		snprintf(step, sizeof(step), "FAILED_STEP=%s", res.failed_step ? res.failed_step : "?");
+		snprintf(step, sizeof(step), "FAILED_STEP=%s", res->failed_step ? res->failed_step : "?");
 		log_fields(LOG_ERR, LOG_FIELDS(cs, gen, step),
 			   "executor failed to apply checksum %.12s (generation %llu) at step %s: %s; Node not annotated",
-			   res.checksum, (unsigned long long)res.generation, res.failed_step ? res.failed_step : "?",
-			   res.error ? res.error : "no reason given");
-		set_error(a, "apply of %.12s failed at %s", res.checksum, res.failed_step ? res.failed_step : "?");
+			   res->checksum, (unsigned long long)res->generation, res->failed_step ? res->failed_step : "?",
+			   res->error ? res->error : "no reason given");
+		set_error(a, "apply of %.12s failed at %s", res->checksum, res->failed_step ? res->failed_step : "?");
 		events_emit(&a->events, true, "OSCApplyFailed", "Applying operating system config %.12s failed at step %s: %s",
-			    res.checksum, res.failed_step ? res.failed_step : "?", res.error ? res.error : "no reason given");
-		events_units(&a->events, &res);
+			    res->checksum, res->failed_step ? res->failed_step : "?", res->error ? res->error : "no reason given");
+		events_units(&a->events, res);
 	}
 }
 
 /* True when result.json says the executor applied what we wrote last. */
 static bool applied_ok(const struct agent *a)
 {
-	return a->result_valid && a->result.success && a->handover.checksum[0] &&
-	       strcmp(a->result.checksum, a->handover.checksum) == 0 && a->result.generation >= a->handover.generation;
+	return a->exec.valid && a->exec.result.success && a->handover.checksum[0] &&
+	       strcmp(a->exec.result.checksum, a->handover.checksum) == 0 &&
+	       a->exec.result.generation >= a->handover.generation;
 }
 
 static bool applied_failed(const struct agent *a)
 {
-	return a->result_valid && !a->result.success && a->handover.checksum[0] &&
-	       strcmp(a->result.checksum, a->handover.checksum) == 0 && a->result.generation >= a->handover.generation;
+	return a->exec.valid && !a->exec.result.success && a->handover.checksum[0] &&
+	       strcmp(a->exec.result.checksum, a->handover.checksum) == 0 &&
+	       a->exec.result.generation >= a->handover.generation;
 }
 
 /* ---- Secret --------------------------------------------------------------- */
@@ -531,8 +509,8 @@ static void node_want(void *userdata, struct annotate_want *w)
 		.worker_role = a->cfg.gna_dir != NULL,
 		.zone = a->cfg.zone,
 		.host_keys = a->host_keys,
-		.restart_done = a->result_valid && a->req.restart_units &&
-				nodereq_restart_done(&a->req, a->result.restart_id) && a->req.restart_value,
+		.restart_done = a->exec.valid && a->req.restart_units &&
+				nodereq_restart_done(&a->req, a->exec.result.restart_id) && a->req.restart_value,
 		.restart_invalid = a->req.restart_invalid,
 	};
 }
@@ -570,7 +548,7 @@ static int maybe_patch(struct agent *a, uint64_t now)
 static void take_health_repair(struct agent *a)
 {
 	if (!a->good.osc ||
-	    (a->req.restart_units && !(a->result_valid && nodereq_restart_done(&a->req, a->result.restart_id))))
+	    (a->req.restart_units && !(a->exec.valid && nodereq_restart_done(&a->req, a->exec.result.restart_id))))
 		return;
 	char id[HEALTH_ID_MAX], bad[64];
 	char **units = NULL;
@@ -598,62 +576,12 @@ static void reconcile(struct agent *a, uint64_t now)
 
 static int open_exec_dir(struct agent *a)
 {
-	if (a->exec_fd >= 0)
-		return 0;
-	int fd = fsx_open_dir_at(a->root_fd, a->cfg.exec_state_dir, 0, 0);
-	if (fd < 0)
-		return fd;
-	/* inotify needs a path; the fd's /proc link names the directory we
-	 * verified, whatever happens to the path later. */
-	char proc[64];
-	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
-	int wd = inotify_add_watch(a->inotify_fd, proc, IN_CLOSE_WRITE | IN_MOVED_TO | IN_ONLYDIR);
-	if (wd < 0) {
-		int r = negerrno();
-		close(fd);
-		return r;
-	}
-	a->exec_fd = fd;
-	a->inotify_wd = wd;
-	return 0;
-}
-
-static void close_exec_dir(struct agent *a)
-{
-	if (a->inotify_wd >= 0)
-		inotify_rm_watch(a->inotify_fd, a->inotify_wd);
-	a->inotify_wd = -1;
-	if (a->exec_fd >= 0)
-		close(a->exec_fd);
-	a->exec_fd = -1;
+	return execdir_open(&a->exec, a->root_fd, a->inotify_fd, a->cfg.exec_state_dir);
 }
 
 static void handle_inotify(struct agent *a)
 {
-	char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
-	bool result = false, gone = false;
-	for (;;) {
-		ssize_t n = read(a->inotify_fd, buf, sizeof(buf));
-		if (n <= 0)
-			break;
-		for (char *p = buf; p < buf + n;) {
-			struct inotify_event *ev = (struct inotify_event *)p;
-			if (ev->len > 0 && strcmp(ev->name, RESULT_FILE) == 0)
-				result = true;
-			/* The directory was removed: its watch is gone, and the
-			 * loop reopens the directory once it is back. */
-			if ((ev->mask & IN_IGNORED) && ev->wd == a->inotify_wd)
-				gone = true;
-			p += sizeof(*ev) + ev->len;
-		}
-	}
-	if (gone) {
-		log_warning("%s was removed; waiting for it to come back", a->cfg.exec_state_dir);
-		a->inotify_wd = -1; /* the kernel removed it */
-		close_exec_dir(a);
-		return;
-	}
-	if (result)
+	if (execdir_inotify(&a->exec, a->inotify_fd, a->cfg.exec_state_dir))
 		read_result(a);
 }
 
@@ -743,7 +671,7 @@ static int start_watches(struct agent *a)
 		log_warning("cannot set up Node Events; running without");
 	if (!a->opts->once && conditions_init(&a->conditions, &a->http, a->cfg.node_name) < 0)
 		log_warning("cannot set up the SystemdUnitsReady condition; running without");
-	conditions_set_result(&a->conditions, a->result_valid ? &a->result.units_ready : NULL);
+	conditions_set_result(&a->conditions, a->exec.valid ? &a->exec.result.units_ready : NULL);
 	if (!a->opts->once) /* a listener that cannot open is logged and left off */
 		httpd_init(&a->httpd, a->cfg.server_bind_address, a->cfg.server_health_port,
 			   a->cfg.server_metrics_port, metrics_handle, &a->metrics);
@@ -786,7 +714,7 @@ static void reload_config(struct agent *a)
 	log_notice("reloading configuration from %s", a->opts->config_path);
 	bool new_state_dir = strcmp(a->cfg.state_dir, c.state_dir) != 0;
 	stop_watches(a);
-	close_exec_dir(a);
+	execdir_close(&a->exec, a->inotify_fd);
 	if (a->state_fd >= 0)
 		close(a->state_fd);
 	a->state_fd = -1;
@@ -821,7 +749,7 @@ static void reload_config(struct agent *a)
 static void agent_free(struct agent *a)
 {
 	stop_watches(a);
-	close_exec_dir(a);
+	execdir_done(&a->exec, a->inotify_fd);
 	if (a->inotify_fd >= 0)
 		close(a->inotify_fd);
 	if (a->signal_fd >= 0)
@@ -840,8 +768,6 @@ static void agent_free(struct agent *a)
 	handover_done(&a->handover);
 	free(a->host_keys);
 	free(a->switch_secret);
-	if (a->result_valid)
-		result_done(&a->result);
 	config_done(&a->cfg);
 }
 
@@ -1075,7 +1001,7 @@ static uint64_t tick_duties(struct agent *a, uint64_t now)
 	}
 
 	/* The executor's directory, until it exists (again). */
-	if (a->exec_fd < 0)
+	if (a->exec.fd < 0)
 		next = min_u64(next, now + EXEC_DIR_RETRY_MS);
 
 	/* A Node patch or a desired.json write that failed is retried
@@ -1161,7 +1087,7 @@ static int wait_and_dispatch(struct agent *a, uint64_t now, uint64_t next, bool 
 	if (extra[1].revents)
 		handle_inotify(a);
 	httpd_process(&a->httpd, extra + 2, n_httpd, now_ms());
-	if (a->exec_fd < 0 && open_exec_dir(a) == 0)
+	if (a->exec.fd < 0 && open_exec_dir(a) == 0)
 		read_result(a);
 	http_dispatch(&a->http);
 	return 0;
@@ -1218,9 +1144,8 @@ int agent_run(const struct agent_options *o)
 		.opts = o,
 		.root_fd = -1,
 		.state_fd = -1,
-		.exec_fd = -1,
+		.exec = EXECDIR_INIT,
 		.inotify_fd = -1,
-		.inotify_wd = -1,
 		.signal_fd = -1,
 		.notify = { .fd = -1 },
 		.httpd = { .lfd = { -1, -1 } },
