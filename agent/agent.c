@@ -305,6 +305,7 @@ static void read_result(struct agent *a)
 		return;
 	const struct result *res = &a->exec.result;
 	a->dirty = true;
+	pickup_result(&a->handover.pickup, res->generation);
 	metrics_set_result(&a->metrics, res);
 	conditions_set_result(&a->conditions, &res->units_ready);
 	health_result(&a->health, res->restart_id);
@@ -883,6 +884,12 @@ static int agent_start(struct agent *a)
 	handover_load(&a->handover, a->state_fd, a->cfg.state_dir, a->req.restart_id,
 		      sizeof(a->req.restart_id), &a->req.restart_units);
 	read_result(a);
+	/* A generation written before a restart is awaited like a new one. */
+	if (!o->once && a->handover.generation) {
+		pickup_written(&a->handover.pickup, a->handover.generation, now_ms());
+		if (a->exec.valid)
+			pickup_result(&a->handover.pickup, a->exec.result.generation);
+	}
 	refresh_host_keys(a);
 	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
 		log_error("cannot initialise libcurl");
@@ -1010,6 +1017,9 @@ static uint64_t tick_duties(struct agent *a, uint64_t now)
 		a->dirty = true;
 	if (retry_due(&a->handover.wake_at, now, &next))
 		a->dirty = true;
+	/* desired.json written, but not picked up (pickup.h). */
+	if (!a->opts->once && pickup_due(&a->handover.pickup, now, &next))
+		handover_rewrite(a->state_fd, a->cfg.state_dir);
 	/* A held OSC change whose reconciliation delay is over. */
 	if (rollout_due(&a->rollout, now))
 		a->dirty = true;

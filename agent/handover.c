@@ -56,6 +56,7 @@ int handover_write(struct handover *h, int state_fd, const char *state_dir, cons
 	h->failures = 0;
 	h->wake_at = 0;
 	h->generation++;
+	pickup_written(&h->pickup, h->generation, now);
 	free(h->key);
 	h->key = TAKE_PTR(key);
 	if (d->osc != h->osc)
@@ -109,12 +110,24 @@ void handover_load(struct handover *h, int state_fd, const char *state_dir, char
 	desired_done(&d);
 }
 
+void handover_rewrite(int state_fd, const char *state_dir)
+{
+	_cleanup_free_ char *data = NULL;
+	size_t len;
+	int r = fsx_read_at(state_fd, HANDOVER_FILE, DESIRED_MAX, &data, &len);
+	if (r >= 0)
+		r = fsx_write_atomic_at(state_fd, HANDOVER_FILE, data, len, 0600, FSX_UID_KEEP, FSX_GID_KEEP, 0);
+	if (r < 0)
+		log_warning_errno(r, "cannot write %s/%s again", state_dir, HANDOVER_FILE);
+}
+
 void handover_forget(struct handover *h)
 {
 	free(h->key);
 	h->key = NULL;
 	h->generation = 0;
 	h->checksum[0] = '\0';
+	h->pickup = (struct pickup){ 0 };
 }
 
 static int handover_remove_temp(int dfd, const char *name, size_t target_len, void *userdata)

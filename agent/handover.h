@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "desired.h"
+#include "pickup.h"
 
 #define HANDOVER_FILE "desired.json"
 
@@ -25,6 +26,7 @@ struct handover {
 	size_t osc_len;
 	unsigned failures;          /* writes failed in a row (disk full, I/O error) */
 	uint64_t wake_at;           /* when the failed write is tried again (0: none) */
+	struct pickup pickup;       /* has the executor picked up the last write? (pickup.h) */
 };
 
 /* Writes d (its generation is ignored: the next one is used) atomically as
@@ -34,7 +36,8 @@ struct handover {
  * it at notice level: returns 1, or 0 when nothing changed. On failure logs
  * the error, writes a one-line reason into why (whylen bytes) and returns
  * -errno; a failed write schedules h->wake_at, base 1 s doubled per failure
- * up to 30 s after now (monotonic ms). */
+ * up to 30 s after now (monotonic ms). A write starts h->pickup's wait for
+ * result.json to name the new generation. */
 int handover_write(struct handover *h, int state_fd, const char *state_dir, const struct desired *d, uint64_t now,
 		   char *why, size_t whylen);
 
@@ -46,6 +49,10 @@ int handover_write(struct handover *h, int state_fd, const char *state_dir, cons
  * invalid one is logged as a warning and ignored. */
 void handover_load(struct handover *h, int state_fd, const char *state_dir, char *restart_id, size_t restart_id_size,
 		   char ***restart_units);
+
+/* Writes HANDOVER_FILE again, the same bytes as a new file, for a path unit
+ * that missed the last write (pickup.h); a failure is logged. */
+void handover_rewrite(int state_fd, const char *state_dir);
 
 /* Forgets what was written (not the OSC in force): the state directory
  * changed, and the next write starts from the one found there. */

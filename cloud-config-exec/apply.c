@@ -605,20 +605,39 @@ static int load_desired(const struct apply_ctx *c, struct desired *ret, bool qui
 	return 0;
 }
 
+/* How many applies one run makes at most when desired.json keeps changing. */
+#define APPLY_DESIRED_ROUNDS 3
+
+/* desired.json is applied; if node-agent wrote a new generation meanwhile,
+ * that one too. The path unit does not see a change made while this service
+ * runs (it stops watching until the service is inactive again: systemd#5770),
+ * so without this a change during a long apply would wait for the timer. */
 int apply_desired(const struct apply_ctx *c)
 {
-	struct desired d = { 0 };
-	int r = load_desired(c, &d, true);
-	if (r == -ENOENT) {
-		/* The timer may fire before node-agent wrote anything. */
-		log_notice("No desired state yet (%s/desired.json): nothing to apply", c->cfg->state_dir);
-		return APPLY_EXIT_OK;
+	uint64_t applied = 0;
+	int ret = APPLY_EXIT_OK;
+	for (unsigned round = 0; round < APPLY_DESIRED_ROUNDS; round++) {
+		struct desired d = { 0 };
+		int r = load_desired(c, &d, true);
+		if (r == -ENOENT && round == 0) {
+			/* The timer may fire before node-agent wrote anything. */
+			log_notice("No desired state yet (%s/desired.json): nothing to apply", c->cfg->state_dir);
+			return APPLY_EXIT_OK;
+		}
+		if (r < 0)
+			return round == 0 ? APPLY_EXIT_FAILED : ret;
+		if (round > 0 && d.generation == applied) {
+			desired_done(&d);
+			break;
+		}
+		if (round > 0)
+			log_notice("desired.json changed during the run (generation %llu -> %llu): applying again",
+				   (unsigned long long)applied, (unsigned long long)d.generation);
+		ret = apply_osc(c, d.osc, d.osc_len, &d);
+		applied = d.generation;
+		desired_done(&d);
 	}
-	if (r < 0)
-		return APPLY_EXIT_FAILED;
-	r = apply_osc(c, d.osc, d.osc_len, &d);
-	desired_done(&d);
-	return r;
+	return ret;
 }
 
 int apply_keys_only(const struct apply_ctx *c)

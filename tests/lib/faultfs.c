@@ -14,7 +14,10 @@
  *                  unset or 0: count only
  *   FAULTFS_ERRNO  ENOSPC (default), EIO, EROFS, EDQUOT, EFBIG or a number;
  *                  KILL: instead of failing, the process gets SIGKILL just
- *                  before that call (a kill -9 at an exact write step)
+ *                  before that call (a kill -9 at an exact write step);
+ *                  STOP: the process stops itself (SIGSTOP) just before that
+ *                  call, which then goes ahead normally once it gets SIGCONT
+ *                  (a test changes something at an exact step of a run)
  *   FAULTFS_LOG    a file that gets one line per counted call:
  *                  "<n> <op> <path or fd> <ok|FAIL>"
  *
@@ -48,7 +51,7 @@ static const char *path_filter;
 static unsigned long fail_at, calls;
 static bool fail_after;
 static int fail_errno = ENOSPC;
-static bool kill_instead;
+static int signal_instead; /* SIGKILL or SIGSTOP instead of failing; 0: fail */
 static int log_fd = -1;
 
 static int (*real_openat)(int, const char *, int, ...);
@@ -133,7 +136,9 @@ __attribute__((constructor)) static void faultfs_init(void)
 	}
 	const char *e = getenv("FAULTFS_ERRNO");
 	if (e && strcmp(e, "KILL") == 0)
-		kill_instead = true;
+		signal_instead = SIGKILL;
+	else if (e && strcmp(e, "STOP") == 0)
+		signal_instead = SIGSTOP;
 	else if (e)
 		fail_errno = parse_errno(e);
 	const char *l = getenv("FAULTFS_LOG");
@@ -164,8 +169,10 @@ static bool inject(enum op op, const char *path, int fd)
 	calls++;
 	bool fail = fail_at > 0 && (calls == fail_at || (fail_after && calls > fail_at));
 	log_call(op, path, fd, fail);
-	if (fail && kill_instead) /* tgkill: the daemons' seccomp filters allow it */
-		syscall(SYS_tgkill, getpid(), (pid_t)syscall(SYS_gettid), SIGKILL);
+	if (fail && signal_instead) { /* tgkill: the daemons' seccomp filters allow it */
+		syscall(SYS_tgkill, getpid(), (pid_t)syscall(SYS_gettid), signal_instead);
+		return false; /* SIGSTOP: after SIGCONT the call is made */
+	}
 	if (fail)
 		errno = fail_errno;
 	return fail;

@@ -102,6 +102,40 @@ static void writes_changes_only(void **state)
 	assert_null(h.key);
 }
 
+/* A write starts the wait for the executor; a rewrite puts the same bytes
+ * in a new file (what a path unit that missed the write sees as a change). */
+static void rewrite_is_the_same_bytes_in_a_new_file(void **state)
+{
+	struct scratch *s = *state;
+	struct handover h = {};
+	char why[256] = "";
+	struct desired d = doc(osc1);
+	assert_int_equal(handover_write(&h, s->fd, SD, &d, 1000, why, sizeof(why)), 1);
+	assert_int_equal(h.pickup.want, 1);
+	assert_int_equal(h.pickup.next_ms, 1000 + PICKUP_FIRST_MS);
+	char *before = NULL, *after = NULL;
+	size_t blen, alen;
+	struct stat st1, st2;
+	assert_int_equal(fsx_read_at(s->fd, HANDOVER_FILE, DESIRED_MAX, &before, &blen), 0);
+	assert_int_equal(fstatat(s->fd, HANDOVER_FILE, &st1, 0), 0);
+	handover_rewrite(s->fd, SD);
+	assert_int_equal(fsx_read_at(s->fd, HANDOVER_FILE, DESIRED_MAX, &after, &alen), 0);
+	assert_int_equal(fstatat(s->fd, HANDOVER_FILE, &st2, 0), 0);
+	assert_int_equal(alen, blen);
+	assert_memory_equal(after, before, blen);
+	assert_int_not_equal(st1.st_ino, st2.st_ino);
+	assert_int_equal(st2.st_mode & 07777, 0600);
+	free(before);
+	free(after);
+	/* Nothing to rewrite: logged, nothing created. */
+	assert_int_equal(unlinkat(s->fd, HANDOVER_FILE, 0), 0);
+	handover_rewrite(s->fd, SD);
+	assert_int_equal(faccessat(s->fd, HANDOVER_FILE, F_OK, 0), -1);
+	handover_forget(&h);
+	assert_int_equal(h.pickup.want, 0);
+	handover_done(&h);
+}
+
 static void invalid_is_not_written(void **state)
 {
 	struct scratch *s = *state;
@@ -250,6 +284,7 @@ int main(void)
 	log_set_max_level(LOG_WARNING);
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(writes_changes_only, setup, scratch_teardown),
+		cmocka_unit_test_setup_teardown(rewrite_is_the_same_bytes_in_a_new_file, setup, scratch_teardown),
 		cmocka_unit_test_setup_teardown(invalid_is_not_written, setup, scratch_teardown),
 		cmocka_unit_test_setup_teardown(failed_write_backs_off, setup, scratch_teardown),
 		cmocka_unit_test_setup_teardown(picks_up_the_previous_file, setup, scratch_teardown),
