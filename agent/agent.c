@@ -56,6 +56,7 @@
 #include "filter.h"
 #include "nodefind.h"
 #include "stock.h"
+#include "strx.h"
 #include "tokensync.h"
 #include "watch.h"
 
@@ -398,21 +399,6 @@ static void on_secret(struct agent *a, enum kube_event_type type, const struct k
 
 /* ---- Node ------------------------------------------------------------------ */
 
-static int replace_str(char **slot, const char *v)
-{
-	char *n = NULL;
-	if (v && !(n = strdup(v)))
-		return -ENOMEM;
-	free(*slot);
-	*slot = n;
-	return 0;
-}
-
-static bool streq_null(const char *x, const char *y)
-{
-	return (!x && !y) || (x && y && strcmp(x, y) == 0);
-}
-
 static void on_node(struct agent *a, enum kube_event_type type, const struct kube_node *n)
 {
 	char nf[300];
@@ -438,7 +424,7 @@ static void on_node(struct agent *a, enum kube_event_type type, const struct kub
 
 	/* The Secret to follow. */
 	if (a->cfg.follow_secret_name_label && n->secret_name_label &&
-	    strcmp(n->secret_name_label, a->secret.name) != 0 && !streq_null(n->secret_name_label, a->switch_secret)) {
+	    strcmp(n->secret_name_label, a->secret.name) != 0 && !strx_eq(n->secret_name_label, a->switch_secret)) {
 		if (!kube_name_is_valid(n->secret_name_label)) {
 			log_fields(LOG_ERR, LOG_FIELDS(nf), "label %s=\"%.64s\" is not a valid Secret name; ignored",
 				   KUBE_LABEL_SECRET_NAME, n->secret_name_label);
@@ -447,7 +433,7 @@ static void on_node(struct agent *a, enum kube_event_type type, const struct kub
 				   KUBE_LABEL_SECRET_NAME, a->secret.name, n->secret_name_label);
 			/* Inside a transfer callback libcurl forbids touching other
 			 * transfers: the loop switches after the dispatch. */
-			replace_str(&a->switch_secret, n->secret_name_label);
+			strx_replace(&a->switch_secret, n->secret_name_label);
 		}
 	}
 }
@@ -617,7 +603,7 @@ static void refresh_host_keys(struct agent *a)
 		return;
 	if (skipped)
 		log_warning("%u SSH host public key file(s) in /etc/ssh unreadable or invalid; not published", skipped);
-	if (!streq_null(keys, a->host_keys)) {
+	if (!strx_eq(keys, a->host_keys)) {
 		log_info("SSH host keys: %s", keys ? "read" : "none found");
 		free(a->host_keys);
 		a->host_keys = keys;

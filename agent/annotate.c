@@ -7,21 +7,7 @@
 #include "annotate.h"
 #include "cleanup.h"
 #include "log.h"
-
-static int replace_str(char **slot, const char *v)
-{
-	char *n = NULL;
-	if (v && !(n = strdup(v)))
-		return -ENOMEM;
-	free(*slot);
-	*slot = n;
-	return 0;
-}
-
-static bool streq_null(const char *x, const char *y)
-{
-	return (!x && !y) || (x && y && strcmp(x, y) == 0);
-}
+#include "strx.h"
 
 void annotate_init(struct annotate *n, char *const *node_name, bool once, const struct annotate_ops *ops,
 		   void *userdata)
@@ -34,10 +20,10 @@ void annotate_init(struct annotate *n, char *const *node_name, bool once, const 
 
 int annotate_record(struct annotate *n, const struct kube_node *k)
 {
-	if (replace_str(&n->rv, k->resource_version) < 0 || replace_str(&n->applied_checksum, k->applied_checksum) < 0 ||
-	    replace_str(&n->k8s_version, k->kubernetes_version) < 0 ||
-	    replace_str(&n->worker_role, k->worker_role) < 0 || replace_str(&n->zone, k->zone) < 0 ||
-	    replace_str(&n->host_keys, k->ssh_host_keys) < 0)
+	if (strx_replace(&n->rv, k->resource_version) < 0 || strx_replace(&n->applied_checksum, k->applied_checksum) < 0 ||
+	    strx_replace(&n->k8s_version, k->kubernetes_version) < 0 ||
+	    strx_replace(&n->worker_role, k->worker_role) < 0 || strx_replace(&n->zone, k->zone) < 0 ||
+	    strx_replace(&n->host_keys, k->ssh_host_keys) < 0)
 		return log_error_errno(-ENOMEM, "cannot record the Node");
 	return 0;
 }
@@ -46,17 +32,17 @@ void annotate_entries(const struct annotate *n, const struct annotate_want *w, s
 		      size_t *n_ann, struct kube_patch_entry lab[static 3], size_t *n_lab)
 {
 	*n_ann = *n_lab = 0;
-	if (w->applied && !streq_null(n->applied_checksum, w->checksum))
+	if (w->applied && !strx_eq(n->applied_checksum, w->checksum))
 		ann[(*n_ann)++] = (struct kube_patch_entry){ KUBE_ANN_NODE_CHECKSUM, w->checksum };
-	if (w->applied && w->k8s_version && !streq_null(n->k8s_version, w->k8s_version))
+	if (w->applied && w->k8s_version && !strx_eq(n->k8s_version, w->k8s_version))
 		lab[(*n_lab)++] = (struct kube_patch_entry){ KUBE_LABEL_K8S_VERSION, w->k8s_version };
 	/* As gardener-node-agent's OSC reconciler (step "labels") does, with
 	 * its stock data: the worker role and the zone file's zone. */
 	if (w->worker_role && !n->worker_role)
 		lab[(*n_lab)++] = (struct kube_patch_entry){ KUBE_LABEL_WORKER_ROLE, "" };
-	if (w->zone && !streq_null(n->zone, w->zone))
+	if (w->zone && !strx_eq(n->zone, w->zone))
 		lab[(*n_lab)++] = (struct kube_patch_entry){ KUBE_LABEL_ZONE, w->zone };
-	if (w->host_keys && !streq_null(n->host_keys, w->host_keys))
+	if (w->host_keys && !strx_eq(n->host_keys, w->host_keys))
 		ann[(*n_ann)++] = (struct kube_patch_entry){ KUBE_ANN_SSH_HOST_KEYS, w->host_keys };
 }
 

@@ -8,46 +8,32 @@
 #include "desired.h"
 #include "log.h"
 #include "nodereq.h"
-
-static int replace_str(char **slot, const char *v)
-{
-	char *n = NULL;
-	if (v && !(n = strdup(v)))
-		return -ENOMEM;
-	free(*slot);
-	*slot = n;
-	return 0;
-}
-
-static bool streq_null(const char *x, const char *y)
-{
-	return (!x && !y) || (x && y && strcmp(x, y) == 0);
-}
+#include "strx.h"
 
 void nodereq_update(struct nodereq *q, const struct kube_node *n, bool keys, const char *nf)
 {
 	/* The key document from the annotation, when enabled. */
-	if (keys && !streq_null(q->key_document, n->authorized_keys)) {
+	if (keys && !strx_eq(q->key_document, n->authorized_keys)) {
 		if (n->authorized_keys && strlen(n->authorized_keys) > DESIRED_KEY_DOCUMENT_MAX)
 			log_fields(LOG_ERR, LOG_FIELDS(nf), "annotation %s larger than %u bytes; ignored",
 				   KUBE_ANN_AUTHORIZED_KEYS, DESIRED_KEY_DOCUMENT_MAX);
 		else {
 			log_fields(LOG_INFO, LOG_FIELDS(nf), "key document from annotation %s %s", KUBE_ANN_AUTHORIZED_KEYS,
 				   n->authorized_keys ? "changed" : "removed");
-			replace_str(&q->key_document, n->authorized_keys);
+			strx_replace(&q->key_document, n->authorized_keys);
 		}
 	}
 
 	/* A restart request. */
 	if (!n->restart_services) {
-		replace_str(&q->restart_value, NULL); /* the same value set again is a new request */
+		strx_replace(&q->restart_value, NULL); /* the same value set again is a new request */
 		q->restart_invalid = false;
 	}
-	if (n->restart_services && !streq_null(q->restart_value, n->restart_services)) {
+	if (n->restart_services && !strx_eq(q->restart_value, n->restart_services)) {
 		char **units = NULL;
 		char bad[64] = "";
 		int r = node_parse_restart(n->restart_services, &units, bad, sizeof(bad));
-		replace_str(&q->restart_value, n->restart_services);
+		strx_replace(&q->restart_value, n->restart_services);
 		q->restart_invalid = r < 0;
 		if (r == -ENODATA) {
 			log_fields(LOG_NOTICE, LOG_FIELDS(nf), "annotation %s is empty; removing it", KUBE_ANN_RESTART);

@@ -1,0 +1,28 @@
+/* Two small string helpers the agent's duties share. */
+#ifndef NA_STRX_H
+#define NA_STRX_H
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Replaces the string in *slot (freed) with a copy of v (NULL: none).
+ * Returns 0, or -ENOMEM with *slot unchanged. */
+static inline int strx_replace(char **slot, const char *v)
+{
+	char *n = NULL;
+	if (v && !(n = strdup(v)))
+		return -ENOMEM;
+	free(*slot);
+	*slot = n;
+	return 0;
+}
+
+/* Equal strings, or both NULL. */
+static inline bool strx_eq(const char *x, const char *y)
+{
+	return (!x && !y) || (x && y && strcmp(x, y) == 0);
+}
+
+#endif
