@@ -726,7 +726,7 @@ static void reload_config(struct agent *a)
 		/* What was written went to the old directory. */
 		handover_forget(&a->handover);
 		handover_load(&a->handover, a->state_fd, a->cfg.state_dir, a->req.restart_id,
-			      sizeof(a->req.restart_id), &a->req.restart_units);
+			      sizeof(a->req.restart_id), &a->req.restart_units, now_ms());
 	}
 	read_result(a);
 	refresh_host_keys(a);
@@ -868,14 +868,9 @@ static int agent_start(struct agent *a)
 	if (r < 0)
 		return r;
 	handover_load(&a->handover, a->state_fd, a->cfg.state_dir, a->req.restart_id,
-		      sizeof(a->req.restart_id), &a->req.restart_units);
+		      sizeof(a->req.restart_id), &a->req.restart_units, now_ms());
+	/* (a result that names the generation loaded ends its wait) */
 	read_result(a);
-	/* A generation written before a restart is awaited like a new one. */
-	if (!o->once && a->handover.generation) {
-		pickup_written(&a->handover.pickup, a->handover.generation, now_ms());
-		if (a->exec.valid)
-			pickup_result(&a->handover.pickup, a->exec.result.generation);
-	}
 	refresh_host_keys(a);
 	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
 		log_error("cannot initialise libcurl");

@@ -72,7 +72,7 @@ int handover_write(struct handover *h, int state_fd, const char *state_dir, cons
 }
 
 void handover_load(struct handover *h, int state_fd, const char *state_dir, char *restart_id, size_t restart_id_size,
-		   char ***restart_units)
+		   char ***restart_units, uint64_t now)
 {
 	_cleanup_free_ char *data = NULL;
 	size_t len;
@@ -90,6 +90,7 @@ void handover_load(struct handover *h, int state_fd, const char *state_dir, char
 		return;
 	}
 	h->generation = d.generation;
+	pickup_written(&h->pickup, h->generation, now);
 	memcpy(h->checksum, d.checksum, sizeof(h->checksum));
 	handover_remember_osc(h, d.osc, d.osc_len);
 	/* Its restart request, unless the Node's current one is known. */

@@ -42,13 +42,14 @@ int handover_write(struct handover *h, int state_fd, const char *state_dir, cons
 		   char *why, size_t whylen);
 
 /* Picks up HANDOVER_FILE from an earlier run: its generation, checksum and
- * OSC, so a restart of the agent does not rewrite it. Its restart request is
+ * OSC, so a restart of the agent does not rewrite it; its generation is
+ * awaited from now on like one just written (h->pickup). Its restart request is
  * handed over in restart_id and *restart_units when *restart_units is NULL
  * (the Node's current one is not known yet) and the id fits into
  * restart_id_size bytes. A missing file is no error; an unreadable or
  * invalid one is logged as a warning and ignored. */
 void handover_load(struct handover *h, int state_fd, const char *state_dir, char *restart_id, size_t restart_id_size,
-		   char ***restart_units);
+		   char ***restart_units, uint64_t now);
 
 /* Writes HANDOVER_FILE again, the same bytes as a new file, for a path unit
  * that missed the last write (pickup.h); a failure is logged. */

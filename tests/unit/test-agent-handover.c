@@ -190,8 +190,11 @@ static void picks_up_the_previous_file(void **state)
 	/* A restarted agent: the same state, the restart request handed over. */
 	char id[96] = "";
 	char **got = NULL;
-	handover_load(&h, s->fd, SD, id, sizeof(id), &got);
+	handover_load(&h, s->fd, SD, id, sizeof(id), &got, 1000);
 	assert_int_equal(h.generation, 2);
+	/* ... whose generation is awaited like one just written */
+	assert_int_equal(h.pickup.want, 2);
+	assert_int_equal(h.pickup.next_ms, 1000 + PICKUP_FIRST_MS);
 	assert_string_equal(h.checksum, d.checksum);
 	assert_string_equal(h.osc, OSC1);
 	assert_string_equal(id, "r8");
@@ -209,7 +212,7 @@ static void picks_up_the_previous_file(void **state)
 	char id2[96] = "mine";
 	char *mine[] = { containerd, NULL };
 	char **known = mine;
-	handover_load(&h2, s->fd, SD, id2, sizeof(id2), &known);
+	handover_load(&h2, s->fd, SD, id2, sizeof(id2), &known, 1000);
 	assert_ptr_equal(known, mine);
 	assert_string_equal(id2, "mine");
 	assert_int_equal(h2.generation, 3);
@@ -218,7 +221,7 @@ static void picks_up_the_previous_file(void **state)
 	handover_done(&h2);
 	char small[2] = "";
 	char **none = NULL;
-	handover_load(&h2, s->fd, SD, small, sizeof(small), &none);
+	handover_load(&h2, s->fd, SD, small, sizeof(small), &none, 1000);
 	assert_null(none);
 	assert_string_equal(small, "");
 	handover_done(&h2);
@@ -244,12 +247,13 @@ static void ignores_a_bad_file(void **state)
 	struct handover h = {};
 	char id[96] = "";
 	char **got = NULL;
-	handover_load(&h, s->fd, SD, id, sizeof(id), &got); /* none there */
+	handover_load(&h, s->fd, SD, id, sizeof(id), &got, 1000); /* none there */
 	assert_int_equal(h.generation, 0);
+	assert_int_equal(h.pickup.want, 0); /* nothing to wait for */
 	assert_int_equal(fsx_write_atomic_at(s->fd, HANDOVER_FILE, "{\"version\": 1}", 14, 0600, FSX_UID_KEEP,
 					     FSX_GID_KEEP, 0),
 			 1);
-	handover_load(&h, s->fd, SD, id, sizeof(id), &got);
+	handover_load(&h, s->fd, SD, id, sizeof(id), &got, 1000);
 	assert_int_equal(h.generation, 0);
 	assert_null(h.osc);
 	assert_null(h.key);
