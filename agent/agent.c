@@ -998,9 +998,6 @@ static uint64_t tick_duties(struct agent *a, uint64_t now)
 		a->dirty = true;
 	if (retry_due(&a->handover.wake_at, now, &next))
 		a->dirty = true;
-	/* desired.json written, but not picked up (pickup.h). */
-	if (!a->opts->once && pickup_due(&a->handover.pickup, now, &next))
-		handover_rewrite(a->state_fd, a->cfg.state_dir);
 	/* A held OSC change whose reconciliation delay is over. */
 	if (rollout_due(&a->rollout, now))
 		a->dirty = true;
@@ -1030,6 +1027,10 @@ static uint64_t reconcile_step(struct agent *a, uint64_t now, bool can_reconcile
 	 * the agent try again). */
 	if (a->handover.wake_at)
 		next = min_u64(next, a->handover.wake_at);
+	/* desired.json written, but not picked up (pickup.h); after the
+	 * reconcile, so that a write made just now sets its deadline too. */
+	if (!a->opts->once && pickup_due(&a->handover.pickup, now, &next))
+		handover_rewrite(a->state_fd, a->cfg.state_dir);
 	return next;
 }
 
