@@ -83,16 +83,12 @@ check "empty key set refused, logged" grep -q "Refusing the new key set of garde
 check "empty key set: keys kept in authorized_keys" grep -q "$CUR" "$AK"
 check "empty key set: keys kept in the snapshot" test "$(akc gardener | grep -c ssh-ed25519)" -eq 2
 mkdir -p "$R/var/lib/node-agent"
-desired() { # desired OSC-FILE SSHACCESS [RESTART-ID UNIT]
-	python3 - "$@" <<'PY'
-import hashlib, json, sys
-osc = open(sys.argv[1]).read()
-d = {"version": 1, "checksum": hashlib.sha256(osc.encode()).hexdigest(), "osc": osc,
-     "sshAccess": sys.argv[2] == "true", "generation": 7}
-if len(sys.argv) > 4:
-    d["restart"] = {"id": sys.argv[3], "units": [sys.argv[4]]}
-print(json.dumps(d))
-PY
+desired() { # desired OSC-FILE SSHACCESS(true|false) [RESTART-ID UNIT]
+	if [ $# -gt 3 ]; then
+		desired_json "$1" 7 '{"sshAccess": '"$2"', "restart": {"id": "'"$3"'", "units": ["'"$4"'"]}}'
+	else
+		desired_json "$1" 7 '{"sshAccess": '"$2"'}'
+	fi
 }
 desired "$W/empty.json" false >"$R/var/lib/node-agent/desired.json"
 check "apply-desired with sshAccess=false" cce "$R" apply-desired

@@ -108,16 +108,10 @@ check_not "... and it is not mentioned" mentions_adoption
 mkdir -p "$GNA/credentials" "$R/var/lib/node-agent"
 printf 'abcdef.0123456789abcdef\n' >"$GNA/credentials/bootstrap-token"
 desired() { # REGISTERED(true|false) GENERATION
-	python3 - "$W/v2.yaml" "$R/var/lib/node-agent/desired.json" "$1" "$2" <<-'PY'
-	import hashlib, json, sys
-	osc = open(sys.argv[1], "rb").read()
-	d = {"version": 1, "checksum": hashlib.sha256(osc).hexdigest(), "osc": osc.decode(), "generation": int(sys.argv[4]),
-	     "kubeletBootstrap": {"server": "https://api.example.com:443",
-	                          "caFile": "/var/lib/gardener-node-agent/cluster-ca.crt",
-	                          "tokenFile": "/var/lib/gardener-node-agent/credentials/bootstrap-token",
-	                          "nodeRegistered": sys.argv[3] == "true"}}
-	open(sys.argv[2], "w").write(json.dumps(d))
-	PY
+	desired_json "$W/v2.yaml" "$2" '{"kubeletBootstrap": {"server": "https://api.example.com:443",
+		"caFile": "/var/lib/gardener-node-agent/cluster-ca.crt",
+		"tokenFile": "/var/lib/gardener-node-agent/credentials/bootstrap-token", "nodeRegistered": '"$1"'}}' \
+		>"$R/var/lib/node-agent/desired.json"
 }
 KB=$R/var/lib/kubelet/kubeconfig-bootstrap
 desired false 1
@@ -140,13 +134,8 @@ check "the kubelet has its own kubeconfig: no bootstrap kubeconfig" test ! -e "$
 
 # --- token sync through desired.json: written 0640, only when it differs, again
 # when removed on the node
-python3 - "$W/v2.yaml" "$R/var/lib/node-agent/desired.json" <<-'PY'
-	import hashlib, json, sys
-	osc = open(sys.argv[1], "rb").read()
-	d = {"version": 1, "checksum": hashlib.sha256(osc).hexdigest(), "osc": osc.decode(), "generation": 9,
-	     "tokens": [{"path": "/var/lib/otelcol/auth-token", "token": "otel-token-1"}]}
-	open(sys.argv[2], "w").write(json.dumps(d))
-	PY
+desired_json "$W/v2.yaml" 9 '{"tokens": [{"path": "/var/lib/otelcol/auth-token", "token": "otel-token-1"}]}' \
+	>"$R/var/lib/node-agent/desired.json"
 TOK=$R/var/lib/otelcol/auth-token
 check "token sync: apply-desired succeeds" cce "$R" apply-desired 2>"$W/tok.log"
 check "... the token is written, 0640 ($(stat -c %a "$TOK" 2>&1))" \

@@ -20,16 +20,11 @@ SO=$B/tools/faultfs.so
 [ -f "$SO" ] || skip_all "faultfs.so not built ($SO)"
 
 osc() { printf 'spec:\n  files:\n  - path: /etc/pickup/version\n    permissions: 420\n    content:\n      inline:\n        data: "%s"\n' "$1"; }
-# put_desired ROOT OSCFILE GENERATION: desired.json as node-agent writes it.
+# put_desired ROOT OSCFILE GENERATION: desired.json, replaced atomically.
 put_desired() {
 	mkdir -p "$1/var/lib/node-agent"
-	python3 - "$2" "$1/var/lib/node-agent/desired.json" "$3" <<-'PY'
-	import hashlib, json, os, sys
-	osc = open(sys.argv[1], "rb").read()
-	d = {"version": 1, "checksum": hashlib.sha256(osc).hexdigest(), "osc": osc.decode(), "generation": int(sys.argv[3])}
-	open(sys.argv[2] + ".tmp", "w").write(json.dumps(d))
-	os.rename(sys.argv[2] + ".tmp", sys.argv[2])
-	PY
+	desired_json "$2" "$3" >"$1/var/lib/node-agent/desired.json.tmp" &&
+		mv "$1/var/lib/node-agent/desired.json.tmp" "$1/var/lib/node-agent/desired.json"
 }
 
 # --- 1. the executor -----------------------------------------------------------

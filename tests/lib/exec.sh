@@ -16,6 +16,19 @@ exec_init() {
 	echo '{}' >"$d/config.json"
 }
 
+# desired_json OSC-FILE GENERATION [JSON]: prints desired.json as node-agent
+# writes it for OSC-FILE (version, checksum, osc, generation), with the
+# members of the JSON object merged in (sshAccess, restart, tokens, ...).
+desired_json() {
+	python3 - "$@" <<-'PY'
+	import hashlib, json, sys
+	osc = open(sys.argv[1], "rb").read()
+	d = {"version": 1, "checksum": hashlib.sha256(osc).hexdigest(), "osc": osc.decode(), "generation": int(sys.argv[2])}
+	d.update(json.loads(sys.argv[3]) if len(sys.argv) > 3 else {})
+	print(json.dumps(d))
+	PY
+}
+
 cce() {
 	local root=$1
 	shift
