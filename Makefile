@@ -49,7 +49,7 @@ PKG_LIBS   := $(shell $(PKG_CONFIG) --libs $(PKGS))
 CMOCKA_CFLAGS := $(shell $(PKG_CONFIG) --cflags cmocka)
 CMOCKA_LIBS   := $(shell $(PKG_CONFIG) --libs cmocka)
 
-ALL_CFLAGS := -std=gnu11 -D_GNU_SOURCE $(WARN) $(HARDEN) -Ilib $(PKG_CFLAGS) $(CFLAGS) -MMD -MP
+ALL_CFLAGS := -std=gnu11 -D_GNU_SOURCE $(WARN) $(HARDEN) $(PKG_CFLAGS) $(CFLAGS) -MMD -MP
 ALL_LDFLAGS := $(HARDEN_LD) $(LDFLAGS)
 
 # Sanitizer build: `make check-sanitize` re-runs everything from $(B)-sanitize.
@@ -61,7 +61,39 @@ endif
 # ---- sources ---------------------------------------------------------------
 # Every directory contributes all of its .c files; main.c is the only file
 # that is not put in the directory's archive, so unit tests can link the rest.
-LIB_SRCS   := $(wildcard lib/*.c)
+#
+# lib/ is split by domain, one archive each, and a folder sees only the
+# headers of the domains it may use (the include path below is the only way
+# to reach another folder's headers; tests/lint refuses "../" includes):
+#   lib/base  errors, files, logging, JSON, base64, seccomp   sees base
+#   lib/ssh   key lines, SSH wire format, certificates, KRL,  sees base ssh
+#             the key snapshot, the key document
+#   lib/kube  the Kubernetes API: watch, Lease, CSR, Events,  sees base kube
+#             the health listener's request parser
+#   lib/node  the node's configuration: OSC, YAML, criConfig, sees base kube node
+#             images, gardener-node-agent's config, desired
+#             state, result, pacing, config.json
+# authkeys-cmd (static, runs at every ssh login) sees and links base and ssh
+# only: a kube or node header does not compile there, and its link line
+# names neither their archives nor OpenSSL, curl, cJSON (only libseccomp and
+# libxxhash), so a base or ssh object that needed them would not link.
+# cloud-config-exec (root, no network) sees base, ssh and node (no kube
+# header: the Kubernetes API is node-agent's); it links all four archives
+# because lib/node/gnaconfig.c uses lib/kube. node-agent sees everything.
+BASE_SRCS  := $(wildcard lib/base/*.c)
+SSH_SRCS   := $(wildcard lib/ssh/*.c)
+KUBE_SRCS  := $(wildcard lib/kube/*.c)
+NODE_SRCS  := $(wildcard lib/node/*.c)
+LIB_SRCS   := $(BASE_SRCS) $(SSH_SRCS) $(KUBE_SRCS) $(NODE_SRCS)
+LIB_HDRS   := $(wildcard lib/*/*.h)
+
+INC_BASE := -Ilib/base
+INC_SSH  := $(INC_BASE) -Ilib/ssh
+INC_KUBE := $(INC_BASE) -Ilib/kube
+INC_NODE := $(INC_BASE) -Ilib/kube -Ilib/node
+INC_AKC  := $(INC_SSH)
+INC_EXEC := $(INC_BASE) -Ilib/ssh -Ilib/node
+INC_ALL  := $(INC_BASE) -Ilib/ssh -Ilib/kube -Ilib/node
 AGENT_SRCS := $(filter-out agent/main.c,$(wildcard agent/*.c))
 AKC_SRCS   := $(filter-out authkeys-cmd/main.c,$(wildcard authkeys-cmd/*.c))
 EXEC_SRCS  := $(filter-out cloud-config-exec/main.c,$(wildcard cloud-config-exec/*.c))
@@ -72,7 +104,12 @@ FUZZ_SRCS  := $(wildcard tests/fuzz/fuzz-*.c)
 # Objects live under $(B)/obj/: $(B)/<program> is the program itself.
 obj = $(patsubst %.c,$(B)/obj/%.o,$(1))
 
-LIB_A   := $(B)/libnodeagent.a
+BASE_A  := $(B)/lib-base.a
+SSH_A   := $(B)/lib-ssh.a
+KUBE_A  := $(B)/lib-kube.a
+NODE_A  := $(B)/lib-node.a
+# All of lib/, in link order (a domain before those it uses).
+LIB_A   := $(NODE_A) $(SSH_A) $(KUBE_A) $(BASE_A)
 AGENT_A := $(B)/agent.a
 AKC_A   := $(B)/authkeys-cmd.a
 EXEC_A  := $(B)/cloud-config-exec.a
@@ -95,17 +132,30 @@ TOOLS += $(B)/tools/faultfs.so
 
 all: $(PROGS) $(TESTS) $(TOOLS)
 
+# Each folder's include path (see "sources").
+$(B)/obj/lib/base/%.o:          INC := $(INC_BASE)
+$(B)/obj/lib/ssh/%.o:           INC := $(INC_SSH)
+$(B)/obj/lib/kube/%.o:          INC := $(INC_KUBE)
+$(B)/obj/lib/node/%.o:          INC := $(INC_NODE)
+$(B)/obj/authkeys-cmd/%.o:      INC := $(INC_AKC)
+$(B)/obj/cloud-config-exec/%.o: INC := $(INC_EXEC)
+$(B)/obj/agent/%.o:             INC := $(INC_ALL)
+$(B)/obj/tests/%.o:             INC := $(INC_ALL)
+
 $(B)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CC      $<")
-	$(Q)$(CC) $(ALL_CFLAGS) -c -o $@ $<
+	$(Q)$(CC) $(ALL_CFLAGS) $(INC) -c -o $@ $<
 
 $(B)/%.a:
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  AR      $@")
 	$(Q)rm -f $@ && ar rcs $@ $^
 
-$(LIB_A):   $(call obj,$(LIB_SRCS))
+$(BASE_A):  $(call obj,$(BASE_SRCS))
+$(SSH_A):   $(call obj,$(SSH_SRCS))
+$(KUBE_A):  $(call obj,$(KUBE_SRCS))
+$(NODE_A):  $(call obj,$(NODE_SRCS))
 $(AGENT_A): $(call obj,$(AGENT_SRCS))
 $(AKC_A):   $(call obj,$(AKC_SRCS))
 $(EXEC_A):  $(call obj,$(EXEC_SRCS))
@@ -125,8 +175,9 @@ $(B)/cloud-config-exec: $(B)/obj/cloud-config-exec/main.o $(EXEC_A) $(LIB_A)
 # libseccomp and libxxhash 1.3 ms -- loading the shared libraries alone
 # would break the goal (<= 1.5 x cat). So it is linked -static-pie against
 # libseccomp.a and libxxhash.a (Full RELRO, PIE, canary as everything else)
-# and logs like the other programs through lib/log.c, which speaks the
-# journal's native protocol (lib/journal.c) rather than loading libsystemd.
+# and logs like the other programs through lib/base/log.c, which speaks the
+# journal's native protocol (lib/base/journal.c) rather than loading
+# libsystemd. It links lib/ssh and lib/base only (see "sources").
 # Sanitizer builds cannot be static: they link dynamically.
 ifeq ($(SANITIZE),1)
 AKC_LDFLAGS := $(ALL_LDFLAGS)
@@ -135,7 +186,7 @@ else
 AKC_LDFLAGS := -static-pie -Wl,-z,relro,-z,now,-z,noexecstack $(LDFLAGS)
 AKC_LIBS ?= $(shell $(PKG_CONFIG) --libs --static libseccomp libxxhash)
 endif
-$(B)/authkeys-cmd: $(B)/obj/authkeys-cmd/main.o $(AKC_A) $(LIB_A)
+$(B)/authkeys-cmd: $(B)/obj/authkeys-cmd/main.o $(AKC_A) $(SSH_A) $(BASE_A)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(ALL_CFLAGS) $(AKC_LDFLAGS) -o $@ $^ $(AKC_LIBS)
 
@@ -185,11 +236,11 @@ check-sanitize:
 		PREFIXES="$(filter-out all,$(SANITIZE_INTEGRATION))" check-integration
 
 # ---- fuzzing ---------------------------------------------------------------
-FUZZ_CFLAGS := -std=gnu11 -D_GNU_SOURCE -g -O1 -Ilib $(PKG_CFLAGS) \
+FUZZ_CFLAGS := -std=gnu11 -D_GNU_SOURCE -g -O1 $(INC_ALL) $(PKG_CFLAGS) \
                -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -DNA_FUZZING=1
 FUZZ_BINS := $(patsubst tests/fuzz/%.c,$(B)/fuzz/%,$(FUZZ_SRCS))
 
-$(B)/fuzz/%: tests/fuzz/%.c $(LIB_SRCS) $(wildcard lib/*.h)
+$(B)/fuzz/%: tests/fuzz/%.c $(LIB_SRCS) $(LIB_HDRS)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  FUZZ    $@")
 	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $< $(LIB_SRCS) $(PKG_LIBS)
@@ -208,11 +259,11 @@ fuzz-replay: fuzz-build
 
 # The line, branch and function coverage each target's seed corpus reaches
 # in the files it tests (clang source-based coverage, llvm-cov).
-FUZZ_COV_CFLAGS := -std=gnu11 -D_GNU_SOURCE -g -O0 -Ilib $(PKG_CFLAGS) -fsanitize=fuzzer \
+FUZZ_COV_CFLAGS := -std=gnu11 -D_GNU_SOURCE -g -O0 $(INC_ALL) $(PKG_CFLAGS) -fsanitize=fuzzer \
                    -fprofile-instr-generate -fcoverage-mapping -DNA_FUZZING=1
 FUZZ_COV_BINS := $(patsubst tests/fuzz/%.c,$(B)/fuzz-cov/%,$(FUZZ_SRCS))
 
-$(B)/fuzz-cov/%: tests/fuzz/%.c $(LIB_SRCS) $(wildcard lib/*.h)
+$(B)/fuzz-cov/%: tests/fuzz/%.c $(LIB_SRCS) $(LIB_HDRS)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  FUZZCOV $@")
 	$(Q)$(FUZZ_CC) $(FUZZ_COV_CFLAGS) -o $@ $< $(LIB_SRCS) $(PKG_LIBS)
