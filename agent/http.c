@@ -12,6 +12,7 @@
 #include "fsx.h"
 #include "http.h"
 #include "log.h"
+#include "urlx.h"
 
 #ifndef NA_VERSION
 #define NA_VERSION "0.1"
@@ -398,7 +399,7 @@ fail:
 int http_probe_start(struct http_client *c, const char *url, unsigned timeout_ms, size_t max, http_done_cb done,
 		     void *userdata, struct http_request **ret)
 {
-	if (!config_loopback_url_is_valid(url))
+	if (!urlx_loopback_is_valid(url))
 		return -EINVAL;
 	struct http_request *r = calloc(1, sizeof(*r));
 	if (!r)

@@ -91,7 +91,7 @@ int http_start(struct http_client *c, const char *method, const char *path, cons
 	       http_done_cb done, void *userdata, struct http_request **ret);
 
 /* Starts a plain-HTTP GET of url for a health probe (agent/health.h); url
- * must pass config_loopback_url_is_valid() (-EINVAL otherwise, checked
+ * must pass urlx_loopback_is_valid() (-EINVAL otherwise, checked
  * again here). No credential, no proxy whatever the environment or the
  * config says, no redirect, http only, a fresh connection that is not kept
  * (the API server's connections stay in libcurl's small cache), connect and

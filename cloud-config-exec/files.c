@@ -10,7 +10,6 @@
 
 #include "cleanup.h"
 #include "files.h"
-#include "images.h"
 #include "fsx.h"
 #include "log.h"
 
@@ -36,6 +35,15 @@ static const struct osc_file *find_file(const struct osc *osc, const char *path)
 			hi = mid;
 	}
 	return NULL;
+}
+
+/* gardener-node-agent's own binary (its component writes it to
+ * /opt/bin/gardener-node-agent: gardener/gardener pkg/component/extensions/
+ * operatingsystemconfig/original/components/nodeagent/) is superseded with
+ * its unit (units.c): never pulled or written (images.c) nor owned here. */
+bool files_image_superseded(const char *path)
+{
+	return strcmp(path, "/opt/bin/gardener-node-agent") == 0;
 }
 
 int files_strv_add(char ***v, const char *s)
@@ -180,7 +188,7 @@ int files_apply(int rootfd, const struct osc *new, const struct files_plan *plan
 	 * image provided (present before us) is not ours and stays. */
 	for (size_t i = 0; i < new->n_files; i++) {
 		const char *path = new->files[i].path;
-		if (new->files[i].source == OSC_SOURCE_IMAGE && images_file_superseded(path))
+		if (new->files[i].source == OSC_SOURCE_IMAGE && files_image_superseded(path))
 			continue; /* never written (images.c) */
 		if (state_owns(st, path))
 			continue;

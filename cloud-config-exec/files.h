@@ -66,6 +66,11 @@ int files_check(int rootfd, const struct osc *new, const struct files_plan *plan
 int files_remove_stale_temps(int dfd, const char *dir, bool (*ours)(const char *path, void *userdata),
 			     void *userdata);
 
+/* True for an image file the images step never writes and the files step
+ * never owns (superseded; defined here so that files.c needs nothing of
+ * images.c, which uses files.h). */
+bool files_image_superseded(const char *path);
+
 /* Appends a copy of s to the NULL-terminated *v (sorted insert, unique). */
 int files_strv_add(char ***v, const char *s);
 

@@ -530,15 +530,6 @@ static void strv_remove(char **v, const char *s)
 		v[j] = NULL;
 }
 
-/* gardener-node-agent's own binary (its component writes it to
- * /opt/bin/gardener-node-agent: gardener/gardener pkg/component/extensions/
- * operatingsystemconfig/original/components/nodeagent/) is superseded with
- * its unit (units.c): never pulled or written. */
-bool images_file_superseded(const char *path)
-{
-	return strcmp(path, "/opt/bin/gardener-node-agent") == 0;
-}
-
 int images_apply(const struct images_ctx *ic, int rootfd, int statefd, const struct osc *new, char ***changed,
 		 char **ret_error)
 {
@@ -551,7 +542,7 @@ int images_apply(const struct images_ctx *ic, int rootfd, int statefd, const str
 		const struct osc_file *f = &new->files[i];
 		if (f->source != OSC_SOURCE_IMAGE)
 			continue;
-		if (images_file_superseded(f->path)) {
+		if (files_image_superseded(f->path)) {
 			log_info("Image file %s (%s) not written: gardener-node-agent's binary, superseded with its unit "
 				 "by node-agent", f->path, f->image);
 			continue;

@@ -16,7 +16,7 @@
  *  - the executor (confined, AF_UNIX only) reads the image with `ctr images
  *    ls` and `ctr content get`: every blob is checked against its SHA-256
  *    digest, every layer after gunzip against the config's diff_ids, then
- *    filePathInImage is looked up from the top layer down (lib/ociimage.h);
+ *    filePathInImage is looked up from the top layer down (lib/node/ociimage.h);
  *  - the file is written atomically with the OSC's mode only when its bytes
  *    differ; images.json in the state directory records, per path, the
  *    reference, the manifest digest and the SHA-256 of the file written, so
@@ -56,9 +56,6 @@ struct images_ctx {
  * after %I), -ENAMETOOLONG when the name
  * would exceed IMAGES_UNIT_NAME_MAX or size. */
 int images_pull_unit_name(const char *ref, char *buf, size_t size);
-
-/* True for an image file the images step never writes (superseded). */
-bool images_file_superseded(const char *path);
 
 /* Forks the puller (before confine_install()): hosts_dir is the certs.d
  * directory to pass to ctr. Returns 0 and the executor's end of the

@@ -16,12 +16,12 @@
 
 #include "b64.h"
 #include "cleanup.h"
-#include "config.h"
 #include "errbuf.h"
 #include "fsx.h"
 #include "gnaconfig.h"
 #include "kube.h"
 #include "osc.h"
+#include "urlx.h"
 #include "ytree.h"
 
 #define GNA_API_VERSION "nodeagent.config.gardener.cloud/v1alpha1"
@@ -260,7 +260,7 @@ static int parse_root(struct ctx *c, const struct ynode *root, struct gnaconfig 
 		    (r = get_str(c, apiserver, "apiServer.", "caFile", &g->ca_file)) < 0 ||
 		    (r = get_str(c, apiserver, "apiServer.", "caBundle", &bundle)) < 0)
 			return r;
-		if (g->server && !config_url_is_valid(g->server))
+		if (g->server && !urlx_https_is_valid(g->server))
 			return fail(c, -EINVAL, "apiServer.server: expected an https:// URL: '%s'",
 				    ytree_quote(q, sizeof(q), g->server, strlen(g->server)));
 		if (g->ca_file && !fsx_path_is_safe(g->ca_file, PATH_MAX))

@@ -2,7 +2,7 @@
  * starter: the one-minute threshold, the repair limit, the hand-over of a
  * repair and its confirmation by the executor's result, the Events and
  * their texts (gardener-node-agent's), Ready flapping in a floating window;
- * and the health.* settings of lib/config.c (loopback only). */
+ * and the health.* settings of lib/node/config.c (loopback only). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -25,6 +25,7 @@
 #include "../../agent/health.h"
 #include "config.h"
 #include "osc.h"
+#include "urlx.h"
 
 struct fixture {
 	struct config cfg;
@@ -325,9 +326,9 @@ static void config_loopback_only(void **state)
 		"http://",
 	};
 	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++)
-		assert_true(config_loopback_url_is_valid(good[i]));
+		assert_true(urlx_loopback_is_valid(good[i]));
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		if (config_loopback_url_is_valid(bad[i]))
+		if (urlx_loopback_is_valid(bad[i]))
 			fail_msg("accepted \"%s\"", bad[i]);
 	}
 

@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "../../cloud-config-exec/files.h"
 #include "../../cloud-config-exec/images.h"
 
 static void escapes_like_systemd(void **state)
@@ -65,8 +66,8 @@ static void refusals(void **state)
 static void superseded(void **state)
 {
 	(void)state;
-	assert_true(images_file_superseded("/opt/bin/gardener-node-agent"));
-	assert_false(images_file_superseded("/opt/bin/kubelet"));
+	assert_true(files_image_superseded("/opt/bin/gardener-node-agent"));
+	assert_false(files_image_superseded("/opt/bin/kubelet"));
 }
 
 int main(void)
