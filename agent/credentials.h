@@ -1,5 +1,5 @@
 /* node-agent's own client certificate through the CertificateSigningRequest
- * API, as gardener-node-agent gets it (lib/csr.h has the contract and its
+ * API, as gardener-node-agent gets it (lib/kube/csr.h has the contract and its
  * sources in gardener/gardener).
  *
  * Active when node.machineName is known (node-agent.conf or stock user

@@ -1,4 +1,4 @@
-/* The Events duty: Node Events (lib/nodeevent.h) for what an operator wants
+/* The Events duty: Node Events (lib/kube/nodeevent.h) for what an operator wants
  * in `kubectl describe node`: an OSC applied (with its checksum), an apply
  * that failed, an OSC refused and why. Queued (at most EVENTS_QUEUE, the
  * oldest dropped beyond that) and sent one at a time by POST with the

@@ -1,6 +1,6 @@
 /* The executor's state directory as the agent sees it: opened below the
  * root (it may not exist yet, or be removed and come back), watched with
- * inotify for result.json, and result.json as last read (lib/result.h).
+ * inotify for result.json, and result.json as last read (lib/node/result.h).
  * What a result means for the other duties is the agent's (agent.c). */
 #ifndef NA_AGENT_EXECDIR_H
 #define NA_AGENT_EXECDIR_H

@@ -1,4 +1,4 @@
-/* node-agent's seccomp allow-list (through lib/sandbox.h).
+/* node-agent's seccomp allow-list (through lib/base/sandbox.h).
  *
  * Installed by agent_run() after the configuration, the state directories,
  * inotify, the signalfd and libcurl are set up and before the first request,

@@ -1,5 +1,5 @@
 /* The hand-over of the desired state to the executor: <state dir>/desired.json
- * (its format is lib/desired.h), written only when its content changed, with
+ * (its format is lib/node/desired.h), written only when its content changed, with
  * a generation that bumps on every write, and written again after a backoff
  * when the disk refused it (nothing else may come along to wake the agent).
  *

@@ -2,7 +2,7 @@
  * kube-system/gardener-node-agent-<node> renewed, so gardenlet's
  * CheckNodeAgentLeases (gardener/gardener
  * pkg/gardenlet/controller/shoot/care/health.go) sees the node's agent
- * alive; the Lease's content is gardener-node-agent's (lib/kubelease.h).
+ * alive; the Lease's content is gardener-node-agent's (lib/kube/kubelease.h).
  *
  * Timing: gardenlet calls the agent dead when renewTime + 40 s lies in the
  * past. gardener-node-agent renews every 10 s (40/4, 6 writes a minute).

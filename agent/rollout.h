@@ -12,7 +12,7 @@
  *  - a first apply (nothing written before) never waits, like GNA's Create
  *    event; neither does a restart request or a key document from the Node:
  *    the agent writes them with the OSC already in force;
- *  - a change that restarts no unit (lib/pacing.h: the executor's rules) is
+ *  - a change that restarts no unit (lib/node/pacing.h: the executor's rules) is
  *    written at once: files no unit depends on, SSH keys (the gardener-user
  *    units are superseded by the executor's own key handling). This goes
  *    beyond GNA, which delays every change of osc.yaml;

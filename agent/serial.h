@@ -1,7 +1,7 @@
 /* The serial rollout duty: with the OSC Secret's annotation
  * reconciliation.osc.node-agent.gardener.cloud/serial: "true", one node of
  * the pool at a time applies an OSC change that restarts units, through the
- * Lease named like the Secret (lib/kubelease.h has the contract and the
+ * Lease named like the Secret (lib/kube/kubelease.h has the contract and the
  * gardener/gardener paths: pkg/nodeagent/controller/operatingsystemconfig/
  * serial.go and reconciler.go). The decision which change needs the Lease is
  * the rollout duty's (rollout.h); this duty only takes, keeps and gives back

@@ -1,4 +1,4 @@
-/* node-agent's settings: the configuration file (lib/config.h) completed
+/* node-agent's settings: the configuration file (lib/node/config.h) completed
  * from gardener-node-agent's stock user data (stock.h) and checked for what
  * the daemon needs. Used at start, on SIGHUP and by --check-config. */
 #ifndef NA_AGENT_SETTINGS_H

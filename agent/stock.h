@@ -12,7 +12,7 @@
  * LoadCredential=gardener-node-agent:/var/lib/gardener-node-agent
  * (node-agent.service): under $CREDENTIALS_DIRECTORY the file <rel> of the
  * directory is "gardener-node-agent_<rel with / as _>" (systemd 251+
- * execute.c, load_cred_recurse_dir_cb). Parsing is lib/gnaconfig.c. */
+ * execute.c, load_cred_recurse_dir_cb). Parsing is lib/node/gnaconfig.c. */
 #ifndef NA_AGENT_STOCK_H
 #define NA_AGENT_STOCK_H
 

@@ -15,7 +15,7 @@
  * never the CA's, and sshd matches a certificate only against
  * cert-authority lines. So when %t is a certificate type, the answer is the
  * user's valid cert-authority line whose key signed the certificate in %k
- * (lib/sshcert.h; sshd would accept no other), and when %k does not parse
+ * (lib/ssh/sshcert.h; sshd would accept no other), and when %k does not parse
  * as a certificate of type %t, every valid cert-authority line of the user
  * (cert_error says why); sshd checks signature, principals and validity. */
 struct akc_request {

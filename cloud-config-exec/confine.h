@@ -1,4 +1,4 @@
-/* The executor's seccomp allow-list (lib/sandbox.h) plus a second filter
+/* The executor's seccomp allow-list (lib/base/sandbox.h) plus a second filter
  * that restricts socket() to AF_UNIX: the system bus and the journal. An
  * Internet socket kills the process with SIGSYS; AF_NETLINK (useradd's audit
  * messages) is answered with EAFNOSUPPORT, which useradd tolerates. The

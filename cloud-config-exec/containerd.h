@@ -1,5 +1,5 @@
 /* The containerd step: the OSC's criConfig as containerd's config.toml and
- * certs.d/<upstream>/hosts.toml (lib/criconfig.h renders them), as
+ * certs.d/<upstream>/hosts.toml (lib/node/criconfig.h renders them), as
  * gardener-node-agent's ReconcileContainerdConfig and
  * ReconcileContainerdRegistries do (Gardener
  * pkg/nodeagent/controller/operatingsystemconfig/containerd.go). */

@@ -1,4 +1,4 @@
-/* Revocation that sticks: the node's OpenSSH KRL (lib/krl.h), which sshd
+/* Revocation that sticks: the node's OpenSSH KRL (lib/ssh/krl.h), which sshd
  * checks before any other key source through `RevokedKeys` in the sshd
  * drop-in, for keys node-agent serves and for copies it never wrote (a
  * user's own authorized_keys, root's, a break-glass file).

@@ -12,7 +12,7 @@
  *                      units changed so far). Rewritten after each step, and
  *                      before files are created (ownership is recorded first,
  *                      so a crash can never leak a created file: #10972);
- *   result.json        lib/result.h, for node-agent.
+ *   result.json        lib/node/result.h, for node-agent.
  *
  * Every write is atomic (fsx_write_atomic_at) and skipped when the bytes
  * are unchanged. Functions return -errno and do not log above debug; the

@@ -125,7 +125,7 @@ const char *units_actions_to_string(unsigned actions, char *buf, size_t size);
  *     would leave it "failed"), and disables the dropped units we created;
  *  2. writes unit files (/etc/systemd/system/<name>, 0644) and drop-ins
  *     (<name>.d/<dropin>, 0644, dir 0755) only where the content differs,
- *     atomically via lib/fsx.h, for every unit of the new OSC (so drift is
+ *     atomically via lib/base/fsx.h, for every unit of the new OSC (so drift is
  *     repaired: a unit whose file had to be rewritten although the OSC did
  *     not change it is restarted too), removes dropped files and drop-ins;
  *  3. EnableUnitFiles (force) / DisableUnitFiles for new and changed units

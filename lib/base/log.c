@@ -1,7 +1,7 @@
 /* Journal + stderr logger; see log.h.
  *
  * One way to the journal for all three programs: the journal's native
- * protocol through lib/journal.c, on a datagram socket opened by log_open()
+ * protocol through lib/base/journal.c, on a datagram socket opened by log_open()
  * and written with a non-blocking sendmsg(). The reason is authkeys-cmd: it
  * runs twice per ssh login, is linked -static-pie, and loading libsystemd
  * would cost it about 0.5 ms per call, more than its whole lookup. Once it

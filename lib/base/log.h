@@ -1,7 +1,7 @@
 /* Logging to the journal with structured fields.
  *
  * Every program calls log_open() once with its identifier. Messages go to the
- * journal (its native protocol, lib/journal.h, never blocking) with MESSAGE,
+ * journal (its native protocol, lib/base/journal.h, never blocking) with MESSAGE,
  * PRIORITY, SYSLOG_IDENTIFIER, CODE_FILE/CODE_LINE and any extra "KEY=value"
  * fields the caller passes; when stderr is a terminal or log_open() was told so, they are
  * also printed to stderr as "ident: message". Library code in lib/ logs only

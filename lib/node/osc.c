@@ -820,7 +820,7 @@ static int check_header(struct ctx *c, const struct ynode *root)
 /* Gardener: pkg/apis/extensions/v1alpha1/types_operatingsystemconfig.go
  * (CRIConfig, ContainerdConfig, RegistryConfig, RegistryHost, PluginConfig);
  * rendered by pkg/nodeagent/controller/operatingsystemconfig/containerd.go
- * and containerd_config.go, which lib/criconfig.c follows. */
+ * and containerd_config.go, which lib/node/criconfig.c follows. */
 
 static void tval_free(struct osc_tval *v)
 {

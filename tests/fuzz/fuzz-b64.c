@@ -1,4 +1,4 @@
-/* libFuzzer target for lib/b64.c. The first byte picks the flags and the
+/* libFuzzer target for lib/base/b64.c. The first byte picks the flags and the
  * size ceiling; the rest is used three ways:
  *
  *  - comparison: b64_decode() must agree with a small reference decoder

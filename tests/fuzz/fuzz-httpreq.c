@@ -1,4 +1,4 @@
-/* libFuzzer target for lib/httpreq.c, the request heads node-agent's
+/* libFuzzer target for lib/kube/httpreq.c, the request heads node-agent's
  * healthz/metrics listener reads (agent/httpd.c). Never a crash; a head
  * accepted has a path that starts with "/", holds no '?' and fits; and the
  * listener's incremental use is sound: when the whole input is accepted,

@@ -1,4 +1,4 @@
-/* libFuzzer target for the key documents (lib/keydoc.c): the JSON document
+/* libFuzzer target for the key documents (lib/ssh/keydoc.c): the JSON document
  * and Gardener's lines. Every accepted key must render to a line that
  * parses back with the same fingerprint and expiry; anything else aborts. */
 #include <stdint.h>

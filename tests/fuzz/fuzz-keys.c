@@ -1,4 +1,4 @@
-/* libFuzzer target for the key line parser (lib/keys.c).
+/* libFuzzer target for the key line parser (lib/ssh/keys.c).
  *
  * Every input is parsed as an authorized_keys line with and without options
  * allowed and as a bare public key. Whatever is accepted must render to a

@@ -1,4 +1,4 @@
-/* libFuzzer target for lib/krl.c: the reader on arbitrary bytes, and the
+/* libFuzzer target for lib/ssh/krl.c: the reader on arbitrary bytes, and the
  * writer round trip. Whatever krl_read() accepts must be sorted and unique
  * and must be written back by krl_write() to exactly the same bytes (the
  * reader accepts nothing but the writer's output); the hashes it found

@@ -1,4 +1,4 @@
-/* libFuzzer target for lib/kube.c: the input is a watch stream. The first
+/* libFuzzer target for lib/kube/kube.c: the input is a watch stream. The first
  * byte picks the watched kind and seeds the chunk sizes; the stream is fed
  * to the splitter once whole and once at pseudo-random chunk boundaries, the
  * two must yield the same lines and hold back the same unfinished tail, and

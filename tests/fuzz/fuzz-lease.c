@@ -1,4 +1,4 @@
-/* libFuzzer target for lib/kubelease.c: the input is the API server's answer
+/* libFuzzer target for lib/kube/kubelease.c: the input is the API server's answer
  * to a Lease request (agent/lease.c). Never a crash or a leak; what the
  * parser keeps respects its ceilings; and a body the agent builds from what
  * it parsed parses back to the same holder and owner. The renewTime goes

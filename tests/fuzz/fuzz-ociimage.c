@@ -1,4 +1,4 @@
-/* libFuzzer target for lib/ociimage.c: what a registry hands the executor
+/* libFuzzer target for lib/node/ociimage.c: what a registry hands the executor
  * through containerd. The first byte picks the parser: tar lookup of a few
  * paths, gunzip then tar lookup, index/manifest, image config. Invariants:
  * a FILE result points inside the input with a mode <= 07777; a manifest

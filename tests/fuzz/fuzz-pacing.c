@@ -1,4 +1,4 @@
-/* libFuzzer target for lib/pacing.c. The input is a delay annotation value
+/* libFuzzer target for lib/node/pacing.c. The input is a delay annotation value
  * (up to the first newline) and then up to two OSC documents separated by
  * a line "---8<---". The delay parser never crashes and stays within its
  * ceiling; the restart decision of an OSC against itself is always "no

@@ -1,4 +1,4 @@
-/* libFuzzer target for lib/result.c: result.json is written by
+/* libFuzzer target for lib/node/result.c: result.json is written by
  * cloud-config-exec but read by node-agent as outside input (a compromised
  * or buggy executor, a damaged disk). Never a crash or a leak; what parses
  * respects the ceilings and formats back to a document that parses to the

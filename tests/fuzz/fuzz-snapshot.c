@@ -1,4 +1,4 @@
-/* libFuzzer target for the snapshot reader (lib/snapshot.c): any bytes are
+/* libFuzzer target for the snapshot reader (lib/ssh/snapshot.c): any bytes are
  * parsed as a snapshot and, if accepted, looked up by user and by
  * fingerprint. Never a crash, an out-of-bounds read or a leak; every record
  * returned must be what authkeys-cmd may print (one line, key fields inside

@@ -1,4 +1,4 @@
-/* libFuzzer target for lib/sshcert.c, the reader of the certificate sshd
+/* libFuzzer target for lib/ssh/sshcert.c, the reader of the certificate sshd
  * passes authkeys-cmd in %k (client-controlled): any bytes as a blob and,
  * base64-encoded, through the decoder. Whatever parses must point inside
  * the input; encode -> decode must give the bytes back. Seeds:

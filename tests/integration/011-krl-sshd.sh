@@ -4,7 +4,7 @@
 # the key-document keys whose `until` passed and those revoked explicitly
 # ("revoked": true); the KRL never shrinks by accident (refused sources,
 # lost records, an older OSC naming a key as previous); ssh-keygen -Q agrees
-# with lib/krl.c's writer and reader for every key; and a real sshd with
+# with lib/ssh/krl.c's writer and reader for every key; and a real sshd with
 # RevokedKeys refuses a revoked key found in a user's OWN authorized_keys
 # (not written by node-agent) while the current key logs in.
 # Runs in private mount + network namespaces (lo only), with scratch
@@ -82,12 +82,12 @@ agree() {
 
 # --- the writer alone: ssh-keygen -Q agrees with mkkrl for keys of two types
 printf '%s\n%s\n' "$(fp g0)" "$(fp rsa)" | "$MKKRL" "$W/direct.krl"
-check "lib/krl.c KRL: ssh-keygen -Q finds both listed keys REVOKED" \
+check "lib/ssh/krl.c KRL: ssh-keygen -Q finds both listed keys REVOKED" \
 	bash -c "ssh-keygen -Q -f '$W/direct.krl' '$W/g0.pub' '$W/rsa.pub' | grep -c ': REVOKED$' | grep -qx 2"
-check "lib/krl.c KRL: and the others not" \
+check "lib/ssh/krl.c KRL: and the others not" \
 	bash -c "ssh-keygen -Q -f '$W/direct.krl' '$W/g1.pub' '$W/own.pub' | grep -c ': ok$' | grep -qx 2"
 "$MKKRL" "$W/empty.krl" </dev/null
-check "an empty KRL from lib/krl.c: ssh-keygen -Q accepts it, nothing revoked" \
+check "an empty KRL from lib/ssh/krl.c: ssh-keygen -Q accepts it, nothing revoked" \
 	bash -c "ssh-keygen -Q -f '$W/empty.krl' '$W/g0.pub' >/dev/null"
 
 # --- rotation: g0 rotates out when g2 arrives

@@ -1,6 +1,6 @@
 #!/bin/bash
 # What cloud-config-exec and node-agent log reaches the journal, through the
-# native protocol client every program uses (lib/log.c, lib/journal.c): one
+# native protocol client every program uses (lib/base/log.c, lib/base/journal.c): one
 # datagram per entry with MESSAGE, PRIORITY, SYSLOG_IDENTIFIER, CODE_FILE,
 # ERRNO and the caller's fields, sent after cloud-config-exec's seccomp filter
 # is on (the socket is opened before it). 010 checks authkeys-cmd's entries.

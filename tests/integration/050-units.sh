@@ -5,7 +5,7 @@
 #    stub binaries for ExecStart=): ANY output fails, because unknown keys and
 #    bad values are only warnings with rc 0;
 #  - `systemd-analyze security --offline=yes` exposure thresholds
-#    (node-agent <= 1.5, cloud-config-exec <= 1.5, see README "Hardening");
+#    (node-agent <= 1.5, cloud-config-exec <= 1.5, see docs/security.md "Hardening");
 #  - systemd-sysusers/-tmpfiles --root create the users and directories with
 #    the exact owners and modes;
 #  - sshd -T with the drop-in: the command, its user, and the default

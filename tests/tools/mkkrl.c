@@ -1,4 +1,4 @@
-/* mkkrl: test-only front end of lib/krl.c, so that the tests can hold
+/* mkkrl: test-only front end of lib/ssh/krl.c, so that the tests can hold
  * ssh-keygen -Q against the writer directly (the real user is
  * cloud-config-exec).
  *

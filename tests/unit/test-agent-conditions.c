@@ -1,6 +1,6 @@
 /* Unit tests for agent/conditions.c (the SystemdUnitsReady patch: when, and
  * the exact request body), the Node parser's reading of the condition
- * (lib/kube.c) and the unit Events of agent/events.c. */
+ * (lib/kube/kube.c) and the unit Events of agent/events.c. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>

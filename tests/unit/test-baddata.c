@@ -1,6 +1,6 @@
 /* Bad data, field by field, for the two documents that come from outside
- * and decide what lands on a node: the OSC (lib/osc.h) and the key document
- * (lib/keydoc.h). For each field: wrong JSON/YAML types, a missing required
+ * and decide what lands on a node: the OSC (lib/node/osc.h) and the key document
+ * (lib/ssh/keydoc.h). For each field: wrong JSON/YAML types, a missing required
  * field, giant values, and Unicode tricks in paths, unit names and user
  * names (right-to-left override U+202E, zero-width space U+200B, a Cyrillic
  * homoglyph, the C1 control NEL U+0085, overlong and invalid UTF-8, NUL).

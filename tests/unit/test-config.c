@@ -1,4 +1,4 @@
-/* Unit tests for lib/config.c: defaults, every field parsed, strict errors
+/* Unit tests for lib/node/config.c: defaults, every field parsed, strict errors
  * (unknown keys, wrong types, duplicates, ranges) and the file checks. */
 #include <stdarg.h>
 #include <stddef.h>

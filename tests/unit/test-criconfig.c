@@ -1,5 +1,5 @@
-/* Unit tests for spec.criConfig: lib/osc.c's strict parsing into the model
- * and lib/criconfig.c's renderers (containerd config version 2, 3, 4, the
+/* Unit tests for spec.criConfig: lib/node/osc.c's strict parsing into the model
+ * and lib/node/criconfig.c's renderers (containerd config version 2, 3, 4, the
  * containerd 2.2 bin_dirs switch, hosts.toml), compared with what Gardener's
  * pkg/nodeagent/controller/operatingsystemconfig/containerd_config.go and
  * templates/containerd-hosts.toml.tpl produce for the same input. */

@@ -1,4 +1,4 @@
-/* Unit tests for lib/csr.c: the key, the request's subject, the digested
+/* Unit tests for lib/kube/csr.c: the key, the request's subject, the digested
  * name (vector computed independently with Python's hashlib), the CSR JSON,
  * status parsing (pending, approved, issued, denied, failed, bad input) and
  * the checks of an issued certificate: right one, another key, another CN,

@@ -1,4 +1,4 @@
-/* Unit tests for lib/desired.c: round trips, the checksum check, strictness
+/* Unit tests for lib/node/desired.c: round trips, the checksum check, strictness
  * (unknown keys, wrong types, duplicates), restart unit names and ceilings. */
 #include <stdarg.h>
 #include <stddef.h>

@@ -1,4 +1,4 @@
-/* Unit tests for lib/fsx.c: atomic replacement, no-op detection, bounded
+/* Unit tests for lib/base/fsx.c: atomic replacement, no-op detection, bounded
  * reads, directory walks that refuse symlinks and "..", and with
  * FSX_FOLLOW_ROOT_SYMLINKS follow only links that root alone can have made,
  * inside the root fd. */

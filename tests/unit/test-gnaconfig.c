@@ -1,4 +1,4 @@
-/* Unit tests for lib/gnaconfig.c: gardener-node-agent's configuration as
+/* Unit tests for lib/node/gnaconfig.c: gardener-node-agent's configuration as
  * Gardener renders it (v1.149 and v1.92), unknown fields ignored, wrong
  * types refused, durations, machine names, the newest config-<v>.yaml. */
 #include <stdarg.h>

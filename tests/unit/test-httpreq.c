@@ -1,4 +1,4 @@
-/* Unit tests for lib/httpreq.c: request heads as Prometheus and the
+/* Unit tests for lib/kube/httpreq.c: request heads as Prometheus and the
  * kubelet's probes send them, incremental arrival, and what is refused. */
 #include <stdarg.h>
 #include <stddef.h>

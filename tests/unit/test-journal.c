@@ -1,4 +1,4 @@
-/* Unit tests for lib/journal.c: the datagrams it sends are the journal's
+/* Unit tests for lib/base/journal.c: the datagrams it sends are the journal's
  * native protocol, byte for byte, including the binary form for values with
  * a newline; malformed field names are refused before anything is sent. */
 #include <stdarg.h>

@@ -1,4 +1,4 @@
-/* Unit tests for the document helpers of lib/jsonx.c that desired.c,
+/* Unit tests for the document helpers of lib/base/jsonx.c that desired.c,
  * result.c and cloud-config-exec/state.c share: the strict, versioned
  * document prologue, string arrays both ways with their ceiling, and the
  * printed form with its final newline. */

@@ -1,4 +1,4 @@
-/* Unit tests for lib/keydoc.c: the expiring-key JSON document and Gardener's
+/* Unit tests for lib/ssh/keydoc.c: the expiring-key JSON document and Gardener's
  * authorized-keys lines, good and bad, with the exact error each reports. */
 #include <stdarg.h>
 #include <stddef.h>

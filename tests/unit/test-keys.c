@@ -1,4 +1,4 @@
-/* Unit tests for lib/keys.c: every supported type against ssh-keygen -lf
+/* Unit tests for lib/ssh/keys.c: every supported type against ssh-keygen -lf
  * (keys and certificates generated at test time), injection attempts, blob
  * structure, options, expiry, render round trips. */
 #include <stdarg.h>

@@ -1,4 +1,4 @@
-/* Unit tests for lib/krl.c: the exact bytes of a KRL against PROTOCOL.krl,
+/* Unit tests for lib/ssh/krl.c: the exact bytes of a KRL against PROTOCOL.krl,
  * round trips, sorting and deduplication, the strict reader, bounds, and
  * fingerprint decoding. (ssh-keygen -Q agreeing with the writer is checked
  * in tests/integration/011-krl-sshd.sh.) */

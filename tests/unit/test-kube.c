@@ -1,4 +1,4 @@
-/* Unit tests for lib/kube.c, on the exact bodies a real kube-apiserver sent
+/* Unit tests for lib/kube/kube.c, on the exact bodies a real kube-apiserver sent
  * (shared/notes/kube-api-responses.md): Status bodies, Secrets, Nodes, watch
  * events (BOOKMARK, ERROR 410), the stream splitter at every chunk boundary,
  * names and merge patches. */

@@ -1,4 +1,4 @@
-/* Unit tests for lib/kubelease.c: the Lease node-agent writes (the fields
+/* Unit tests for lib/kube/kubelease.c: the Lease node-agent writes (the fields
  * gardener-node-agent sets, pkg/nodeagent/controller/lease/reconciler.go),
  * MicroTime, the name, and parsing the server's answers. */
 #include <stdarg.h>

@@ -1,4 +1,4 @@
-/* Unit tests for lib/nodeevent.c: the core/v1 Event node-agent records on
+/* Unit tests for lib/kube/nodeevent.c: the core/v1 Event node-agent records on
  * its Node. */
 #include <stdarg.h>
 #include <stddef.h>

@@ -1,4 +1,4 @@
-/* Unit tests for lib/ociimage.c: tar lookup (files, directories, links,
+/* Unit tests for lib/node/ociimage.c: tar lookup (files, directories, links,
  * whiteouts, opaque directories, PAX long names, the last entry winning,
  * malformed archives), gunzip, digests, manifest / index / config parsing,
  * on the fixtures in tests/fixtures/oci/ (see their README). */

@@ -1,4 +1,4 @@
-/* Unit tests for lib/osc.c: the realistic Gardener fixture in YAML and JSON,
+/* Unit tests for lib/node/osc.c: the realistic Gardener fixture in YAML and JSON,
  * the spec/status merge, node filtering, scalar typing, and a table of bad
  * documents each rejected with the field named in the message.
  *

@@ -1,4 +1,4 @@
-/* Unit tests for lib/pacing.c: Go durations as gardener-resource-manager
+/* Unit tests for lib/node/pacing.c: Go durations as gardener-resource-manager
  * writes them, and the restart decision, checked against
  * cloud-config-exec's own plan (units_plan_compute()) on every case so the
  * agent's "no unit restarts" can never disagree with what the executor then

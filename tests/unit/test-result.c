@@ -1,4 +1,4 @@
-/* Unit tests for lib/result.c: round trips of success and failure records,
+/* Unit tests for lib/node/result.c: round trips of success and failure records,
  * error sanitising, strictness and ceilings. */
 #include <stdarg.h>
 #include <stddef.h>

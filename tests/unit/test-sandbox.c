@@ -1,4 +1,4 @@
-/* Unit tests for lib/sandbox.c: each case forks, installs a filter in the
+/* Unit tests for lib/base/sandbox.c: each case forks, installs a filter in the
  * child and reports through the child's wait status. */
 #include <stdarg.h>
 #include <stddef.h>

@@ -1,4 +1,4 @@
-/* Unit tests for lib/snapshot.c: round trips, lookups over many users and
+/* Unit tests for lib/ssh/snapshot.c: round trips, lookups over many users and
  * keys, writer input validation, and a reader that never serves a damaged,
  * truncated, foreign-version or wrongly owned file. */
 #include <stdarg.h>

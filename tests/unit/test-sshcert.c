@@ -1,4 +1,4 @@
-/* Unit tests for lib/sshcert.c: real certificates made by ssh-keygen
+/* Unit tests for lib/ssh/sshcert.c: real certificates made by ssh-keygen
  * (tests/fixtures/certs/: an ed25519 CA signed ed25519 and ecdsa keys, an
  * RSA CA an RSA key) read back with their serial, key id and CA key; the
  * strict base64; every truncation and a few malformed blobs refused. */
