@@ -80,6 +80,10 @@ endif
 # cloud-config-exec (root, no network) sees base, ssh and node (no kube
 # header: the Kubernetes API is node-agent's); it links all four archives
 # because lib/node/gnaconfig.c uses lib/kube. node-agent sees everything.
+# A file left at the top of lib/ would be built into nothing: say where it goes.
+ifneq ($(wildcard lib/*.c lib/*.h),)
+$(error $(wildcard lib/*.c lib/*.h): lib/ files belong in a domain folder (lib/base, lib/ssh, lib/kube or lib/node; see above))
+endif
 BASE_SRCS  := $(wildcard lib/base/*.c)
 SSH_SRCS   := $(wildcard lib/ssh/*.c)
 KUBE_SRCS  := $(wildcard lib/kube/*.c)
