@@ -318,6 +318,7 @@ sys.exit(not (r['success'] is False and r['failedStep'] == 'keys' and
 import json, sys; s = json.load(open('$ST/state.json'))
 m = [k['line'] for k in s['managedKeys']['gardener']]; st = [k['line'] for k in s['staleKeys']['gardener']]
 sys.exit(not (len(m) == 1 and '$PREV' not in m[0] and len(st) == 1 and '$PREV' in st[0]))"
+	check "$name: status names the dropped key still in the file" bash -c "cce_status | grep -q \"dropped key of gardener: $PREV_FP \""
 	umount "$H/.ssh"
 	check "$name: the planted names are untouched" test "$(stat -c %h "$H/planted")" = "$links"
 	cce "$R" apply "$W/v2.json" >"$W/$name-fixed.log" 2>&1
@@ -327,6 +328,10 @@ sys.exit(not (len(m) == 1 and '$PREV' not in m[0] and len(st) == 1 and '$PREV' i
 	check "$name: ... and no stale keys are left in state.json" python3 -c "
 import json, sys; sys.exit('staleKeys' in json.load(open('$ST/state.json')))"
 }
+PREV_FP=$(ssh-keygen -lf "$K/gardener-previous.pub" | cut -d' ' -f2)
+cce_status() { "$CCE" --root "$R" --config "$W/config.json" --no-systemd --log stderr status 2>/dev/null; }
+export -f cce_status
+export CCE R W
 stuck stuck-ro '{}'
 check "stuck-ro: the user's own line is kept (not exclusive)" grep -q "user-own" "$AK"
 stuck stuck-ro-exclusive '{"ssh": {"exclusive": true}}'
