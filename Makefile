@@ -251,6 +251,8 @@ $(B)/fuzz/%: tests/fuzz/%.c $(LIB_SRCS) $(LIB_HDRS)
 
 # fuzz-restart compiles agent/node.c into itself (see the target).
 $(B)/fuzz/fuzz-restart: agent/node.c agent/node.h
+# fuzz-desired compiles cloud-config-exec/bounds.c into itself.
+$(B)/fuzz/fuzz-desired: cloud-config-exec/bounds.c cloud-config-exec/bounds.h
 
 fuzz-build: $(FUZZ_BINS)
 

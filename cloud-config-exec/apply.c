@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "apply.h"
+#include "bounds.h"
 #include "cleanup.h"
 #include "containerd.h"
 #include "desired.h"
@@ -359,6 +360,21 @@ int apply_osc(const struct apply_ctx *c, const char *osc, size_t len, const stru
 	char old_checksum[65];
 	_cleanup_(osc_donep) struct osc *old = load_old(c, statefd, old_checksum);
 	bool same_as_last = old && strcmp(old_checksum, res.checksum) == 0;
+
+	/* Every field of desired.json beyond the OSC stays within what the OSC
+	 * and the stock user data allow (bounds.h); anything else refuses the
+	 * whole document before any step: the last good state stays. */
+	struct bounds b = { .gna_dir = c->cfg->gna_dir, .exec_state_dir = c->cfg->exec_state_dir,
+			    .snapshot_path = c->cfg->snapshot_path, .osc = new, .last = old };
+	char berr[BOUNDS_ERROR_MAX];
+	r = bounds_check(d, &b, berr, sizeof(berr));
+	if (r == -ENOMEM)
+		return fail_result(statefd, &res, "validate", "out of memory");
+	if (r < 0) {
+		char msg[BOUNDS_ERROR_MAX + 64];
+		snprintf(msg, sizeof(msg), "desired.json refused: %s", berr);
+		return fail_result(statefd, &res, "validate", msg);
+	}
 
 	if (same_as_last && st.progress_checksum[0] && strcmp(st.progress_checksum, res.checksum) == 0) {
 		/* Crashed after last-applied was replaced: the apply had finished. */

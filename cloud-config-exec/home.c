@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -28,7 +29,7 @@ static int refuse(const struct account *a, char *why, size_t why_size, int r, co
 				what);
 }
 
-int home_moved_name(const char *name, time_t now, unsigned attempt, char *buf, size_t size)
+int home_moved_name(const char *name, time_t now, uint64_t rnd, char *buf, size_t size)
 {
 	struct tm tm;
 	if (!gmtime_r(&now, &tm))
@@ -36,17 +37,32 @@ int home_moved_name(const char *name, time_t now, unsigned attempt, char *buf, s
 	char ts[32];
 	if (strftime(ts, sizeof(ts), "%Y%m%dT%H%M%SZ", &tm) == 0)
 		return -EINVAL;
-	int n = attempt ? snprintf(buf, size, "%s.node-agent-moved-%s-%u", name, ts, attempt) :
-			  snprintf(buf, size, "%s.node-agent-moved-%s", name, ts);
+	int n = snprintf(buf, size, "%s.node-agent-moved-%s-%016llx", name, ts, (unsigned long long)rnd);
 	return n < 0 || (size_t)n >= size ? -ENAMETOOLONG : 0;
 }
 
+/* A fresh moved-aside name for name. The user owns the directory and can
+ * plant anything under any name they can predict (a hard link costs no
+ * inode): 64 bits from getrandom() make the name one they cannot. */
+static int fresh_name(const char *name, time_t now, char *buf, size_t size)
+{
+	uint64_t rnd;
+	if (getrandom(&rnd, sizeof(rnd), 0) != sizeof(rnd))
+		return negerrno();
+	return home_moved_name(name, now, rnd, buf, size);
+}
+
+/* How often a taken random name is retried: a collision means the user
+ * guessed 64 random bits, so a few attempts are plenty; the bound only
+ * keeps a broken getrandom() from looping. */
+#define MOVE_ATTEMPTS 8
+
 /* Renames dirfd/name (whatever it is: never opened, never followed) to a
- * fresh visible name next to it; the new name goes to moved. */
+ * fresh unpredictable name next to it; the new name goes to moved. */
 static int move_aside(int dirfd, const char *name, time_t now, char *moved, size_t moved_size)
 {
-	for (unsigned attempt = 0; attempt < 100; attempt++) {
-		int r = home_moved_name(name, now, attempt, moved, moved_size);
+	for (unsigned attempt = 0; attempt < MOVE_ATTEMPTS; attempt++) {
+		int r = fresh_name(name, now, moved, moved_size);
 		if (r < 0)
 			return r;
 		if (renameat2(dirfd, name, dirfd, moved, RENAME_NOREPLACE) == 0)
@@ -257,6 +273,84 @@ int home_move_aside(int sshfd, const struct account *a, const char *name, time_t
 	return r < 0 ? REFUSE(r, "cannot move a file in ~/.ssh aside") : 1;
 }
 
+static int write_all(int fd, const char *p, size_t len)
+{
+	while (len > 0) {
+		ssize_t k = write(fd, p, len);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0)
+			return negerrno();
+		p += k;
+		len -= (size_t)k;
+	}
+	return 0;
+}
+
+/* Puts data at sshfd/authorized_keys and keeps whatever was there (never
+ * opened, never followed) under a fresh unpredictable name, which goes to
+ * moved ("" when nothing was there). The new file is made under that name
+ * (O_CREAT|O_EXCL: a planted name is never opened), written, chowned,
+ * fsynced, then swapped with the old name by renameat2(RENAME_EXCHANGE):
+ * no other name has to be free and sshd never finds the name missing. A
+ * crash before the swap leaves the new keys under the moved name (ours, no
+ * loss); after it, the old content is already under it. */
+static int replace_moving_aside(int sshfd, const struct account *a, const char *data, size_t len, time_t now,
+				char *moved, size_t moved_size)
+{
+	_cleanup_close_ int fd = -1;
+	for (unsigned attempt = 0; fd < 0; attempt++) {
+		if (attempt >= MOVE_ATTEMPTS)
+			return -EEXIST;
+		int r = fresh_name(AUTHORIZED_KEYS, now, moved, moved_size);
+		if (r < 0)
+			return r;
+		fd = openat(sshfd, moved, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY, 0600);
+		if (fd < 0 && errno != EEXIST)
+			return negerrno();
+	}
+	int r = write_all(fd, data, len);
+	if (r >= 0)
+		r = RET_NERRNO(fchown(fd, a->uid, a->gid));
+	if (r >= 0)
+		r = RET_NERRNO(fchmod(fd, 0600));
+	if (r >= 0)
+		r = RET_NERRNO(fsync(fd));
+	if (r >= 0) {
+		r = RET_NERRNO(renameat2(sshfd, moved, sshfd, AUTHORIZED_KEYS, RENAME_EXCHANGE));
+		if (r == -ENOENT) {
+			/* Nothing there (any more): ours simply takes the name. */
+			r = RET_NERRNO(renameat2(sshfd, moved, sshfd, AUTHORIZED_KEYS, RENAME_NOREPLACE));
+			if (r >= 0)
+				moved[0] = '\0';
+		} else if (r == -EINVAL || r == -ENOTSUP) {
+			/* A file system without RENAME_EXCHANGE: what is there
+			 * goes to a second fresh name, then ours takes its place. */
+			char other[NAME_MAX + 1];
+			r = move_aside(sshfd, AUTHORIZED_KEYS, now, other, sizeof(other));
+			if (r >= 0 || r == -ENOENT) {
+				bool none = r == -ENOENT;
+				r = RET_NERRNO(renameat2(sshfd, moved, sshfd, AUTHORIZED_KEYS, RENAME_NOREPLACE));
+				if (r >= 0)
+					snprintf(moved, moved_size, "%s", none ? "" : other);
+			}
+		}
+	}
+	if (r < 0) {
+		(void)unlinkat(sshfd, moved, 0);
+		moved[0] = '\0';
+		return r;
+	}
+	/* The user may swap the name again at once (it is their directory);
+	 * what counts for the report is that our file took it. */
+	struct stat ours, there;
+	if (fstat(fd, &ours) < 0 || fstatat(sshfd, AUTHORIZED_KEYS, &there, AT_SYMLINK_NOFOLLOW) < 0 ||
+	    ours.st_dev != there.st_dev || ours.st_ino != there.st_ino)
+		return -EAGAIN;
+	r = fsx_fsync_dir(sshfd);
+	return r < 0 ? r : 1;
+}
+
 int home_write_keys(int sshfd, const struct account *a, const char *data, size_t len, bool move, time_t now,
 		    char *moved, size_t moved_size, char *why, size_t why_size)
 {
@@ -266,14 +360,14 @@ int home_write_keys(int sshfd, const struct account *a, const char *data, size_t
 	if (!move && fstatat(sshfd, AUTHORIZED_KEYS, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode))
 		move = true; /* became a directory since it was read */
 	if (move) {
-		int r = move_aside(sshfd, AUTHORIZED_KEYS, now, moved, moved_size);
-		if (r == -ENOENT)
-			moved[0] = '\0';
-		else if (r < 0)
-			return REFUSE(r, "cannot move ~/.ssh/authorized_keys aside");
+		int r = replace_moving_aside(sshfd, a, data, len, now, moved, moved_size);
+		if (r < 0)
+			return REFUSE(r, r == -EAGAIN ? "~/.ssh/authorized_keys was replaced again while it was written"
+						      : "cannot replace ~/.ssh/authorized_keys, keeping its old content aside");
+		return 1;
 	}
 	int r = fsx_write_atomic_at(sshfd, AUTHORIZED_KEYS, data, len, 0600, a->uid, a->gid, FSX_SKIP_IF_SAME);
 	if (r < 0)
 		return REFUSE(r, "cannot replace ~/.ssh/authorized_keys");
-	return move ? 1 : r;
+	return r;
 }

@@ -12,17 +12,21 @@
  *   - .ssh is opened with O_NOFOLLOW|O_DIRECTORY (created 0700 when
  *     missing); a symlink or non-directory there (sshd would follow the link
  *     to whatever keys it finds) is moved aside to
- *     .ssh.node-agent-moved-<UTC time>, never followed or removed; owner and
- *     mode are fixed through the fd (user, 0700);
+ *     .ssh.node-agent-moved-<UTC time>-<16 hex from getrandom()>, never
+ *     followed or removed; owner and mode are fixed through the fd (user,
+ *     0700);
  *   - the old authorized_keys is read only when it is a regular file with
  *     one link, owned by the user or root, opened O_NOFOLLOW|O_NONBLOCK, at
  *     most HOME_KEYS_MAX bytes. Otherwise its "content" is not read: a
  *     symlink or hard link is replaced (nothing is lost, the data has another
  *     name); anything else (over the ceiling, leased, a FIFO, a directory,
- *     another user's, unreadable) is renamed aside to
- *     authorized_keys.node-agent-moved-<UTC time> in .ssh, never deleted, and
- *     the managed keys go into a new file: no obstacle the user can plant
- *     keeps sshd reading keys the executor dropped;
+ *     another user's, unreadable) is kept aside as
+ *     authorized_keys.node-agent-moved-<UTC time>-<16 random hex> in .ssh,
+ *     never deleted: the new file is made under that fresh name and swapped
+ *     with the old one by renameat2(RENAME_EXCHANGE). Moved-aside names are
+ *     unpredictable (64 bits of getrandom()), so no name the user can plant
+ *     in advance (a hard link costs them no inode) blocks the move, and no
+ *     free predictable name is ever needed;
  *   - the new file is a temporary in .ssh, fchown'ed, fchmod'ed 0600,
  *     fsync'ed and renamed over the old name: a planted link is replaced,
  *     not followed. Temporaries of an interrupted write (.#authorized_keys.
@@ -34,6 +38,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <time.h>
 
 #include "account.h"
@@ -59,8 +64,10 @@ int home_read_keys(int sshfd, const struct account *a, char **ret, size_t *ret_l
 		   bool *ret_keys_only, bool *ret_move_aside, char *why, size_t why_size);
 
 /* Replaces ~/.ssh/authorized_keys with data (0600, a's uid/gid); with move,
- * what is there is first renamed aside and its new name put in moved ("" if
- * nothing was there). Returns 1 written, 0 already identical, -errno. */
+ * what is there is kept under a fresh moved-aside name, put in moved ("" if
+ * nothing was there), by the exchange described above. Returns 1 written, 0
+ * already identical, -errno (-EAGAIN: the name was replaced again under us;
+ * refusals are logged, why says what failed). */
 int home_write_keys(int sshfd, const struct account *a, const char *data, size_t len, bool move, time_t now,
 		    char *moved, size_t moved_size, char *why, size_t why_size);
 
@@ -70,8 +77,8 @@ int home_write_keys(int sshfd, const struct account *a, const char *data, size_t
 int home_move_aside(int sshfd, const struct account *a, const char *name, time_t now, char *moved,
 		    size_t moved_size, char *why, size_t why_size);
 
-/* Pure, for tests: "<name>.node-agent-moved-<YYYYmmddTHHMMSSZ>" for now,
- * with "-<attempt>" appended when attempt > 0. -ENAMETOOLONG, -EINVAL. */
-int home_moved_name(const char *name, time_t now, unsigned attempt, char *buf, size_t size);
+/* Pure, for tests: "<name>.node-agent-moved-<YYYYmmddTHHMMSSZ>-<rnd as 16
+ * lowercase hex>" for now. -ENAMETOOLONG, -EINVAL. */
+int home_moved_name(const char *name, time_t now, uint64_t rnd, char *buf, size_t size);
 
 #endif

@@ -150,7 +150,8 @@ int keymerge_compute(const struct keymerge_line *lines, size_t n_lines, const st
 	for (size_t i = 0; i < n_lines; i++) {
 		const char *fp = lines[i].fingerprint;
 		bool ours = fp && (find_key(prev_keys, n_prev, fp) || find_key(want, n_want, fp) ||
-				   find_key(r.managed, r.n_managed, fp));
+				   find_key(r.managed, r.n_managed, fp) ||
+				   (prev && find_key(prev->stale, prev->n_stale, fp)));
 		if (ours)
 			continue;
 		if (p->exclusive || (p->keys_only && !fp)) {

@@ -5,7 +5,8 @@
  * to manage; keymerge_compute() decides what stays, what goes and what the
  * new file is:
  *   - a line is "ours" when its key's fingerprint is one the executor managed
- *     before (state) or manages now; ours are replaced by the rendering of
+ *     before (state), dropped while the file could not be rewritten (the
+ *     state's stale keys), or manages now; ours are replaced by the rendering of
  *     the wanted keys, everything else is kept verbatim and in order (in
  *     exclusive mode everything else is dropped, like Gardener's overwrite);
  *     ownership is remembered by fingerprint in the executor's own state,

@@ -738,6 +738,10 @@ void revoke_print_status(const struct config *cfg, const struct osc *osc, const 
 			printf("managed key of %s: %s until %s%s from %s\n", st->users[i].user, k->fingerprint, t,
 			       k->expiry && k->expiry <= now ? " (expired)" : "", x ? x->where : "an earlier source");
 		}
+	for (size_t i = 0; i < st->n_users; i++)
+		for (size_t j = 0; j < st->users[i].n_stale; j++)
+			printf("dropped key of %s: %s (its authorized_keys could not be rewritten yet; the line goes with "
+			       "the next write)\n", st->users[i].user, st->users[i].stale[j].fingerprint);
 	_cleanup_free_ char *data = NULL;
 	size_t len = 0;
 	struct krl k = { 0 };

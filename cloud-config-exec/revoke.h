@@ -17,7 +17,11 @@
  *   explicit  an entry of a key document with "revoked": true (keydoc.h);
  *   dropped   a key the executor managed for some user before this run and
  *             manages for nobody now: the Gardener key that rotated out
- *             (the previous-previous key), a key-document entry removed;
+ *             (the previous-previous key), a key-document entry removed.
+ *             The managed set follows the desired keys even when a home
+ *             could not be written (sshkeys.h), so a key is revoked in the
+ *             run that drops it, whatever the login user did to block the
+ *             rewrite of their authorized_keys;
  *   expired   a key-document key whose `until` passed (managed before or
  *             never), or a managed key that expired;
  *   kept      a hash found in the previous KRL without a record (the

@@ -365,7 +365,10 @@ static int apply_login_user(int rootfd, const struct config *cfg, const struct a
 			   m.n_managed, m.unmanaged_kept, cfg->keys_exclusive ? " (exclusive)" : "");
 	else
 		log_fields(LOG_DEBUG, LOG_FIELDS(ufield), "~%s/.ssh/authorized_keys unchanged", acct->name);
+	/* The file holds the managed keys now and nothing else of ours. */
 	int k = state_set_user(st, acct->name, m.managed, m.n_managed);
+	if (k >= 0)
+		k = state_set_stale(st, acct->name, NULL, 0);
 	if (k < 0) {
 		keymerge_result_done(&m);
 		return k;
@@ -477,22 +480,25 @@ static void owned_freep(struct state_key **p)
 	free(*p);
 }
 
-/* The keys of prev (may be NULL) and of add[0..n), each fingerprint once,
- * as copies: what an authorized_keys file that could not be rewritten may
- * hold of ours. */
-static int keys_union(const struct state_user *prev, const struct state_key *add, size_t n,
+/* What an authorized_keys file that could not be rewritten may still hold
+ * of ours beyond the managed set now: prev's stale keys (oldest first),
+ * then prev's managed keys, less managed[0..n), each fingerprint once, as
+ * copies (a NULL-fingerprint-terminated array). */
+static int keys_stale(const struct state_user *prev, const struct state_key *managed, size_t n,
 		      struct state_key **ret, size_t *ret_n)
 {
-	size_t np = prev ? prev->n_keys : 0, k = 0;
-	_cleanup_(owned_freep) struct state_key *v = calloc(np + n + 1, sizeof(*v));
+	size_t ns = prev ? prev->n_stale : 0, np = prev ? prev->n_keys : 0, k = 0;
+	_cleanup_(owned_freep) struct state_key *v = calloc(ns + np + 1, sizeof(*v));
 	if (!v)
 		return -ENOMEM;
-	for (size_t i = 0; i < np + n; i++) {
-		const struct state_key *x = i < np ? &prev->keys[i] : &add[i - np];
-		bool dup = false;
-		for (size_t j = 0; j < k && !dup; j++)
-			dup = strcmp(v[j].fingerprint, x->fingerprint) == 0;
-		if (dup)
+	for (size_t i = 0; i < ns + np; i++) {
+		const struct state_key *x = i < ns ? &prev->stale[i] : &prev->keys[i - ns];
+		bool skip = false;
+		for (size_t j = 0; j < n && !skip; j++)
+			skip = strcmp(managed[j].fingerprint, x->fingerprint) == 0;
+		for (size_t j = 0; j < k && !skip; j++)
+			skip = strcmp(v[j].fingerprint, x->fingerprint) == 0;
+		if (skip)
 			continue;
 		v[k].line = strdup(x->line);
 		v[k].fingerprint = strdup(x->fingerprint);
@@ -583,9 +589,6 @@ int sshkeys_apply(int rootfd, const char *root, const struct config *cfg, const 
 
 	_cleanup_free_ struct snapshot_entry *entries = NULL;
 	size_t n_entries = 0;
-	_cleanup_(owned_freep) struct state_key *owned = NULL;
-	size_t n_owned = 0;
-	bool have_owned = false;
 
 	/* The login user. */
 	const char *login = cfg->login_user;
@@ -628,13 +631,15 @@ int sshkeys_apply(int rootfd, const char *root, const struct config *cfg, const 
 		else if (r == -ENOMEM)
 			return log_error_errno(r, "Out of memory");
 		else {
-			/* The home refused the write (logged): the keys still go to
-			 * the snapshot, so authkeys-cmd serves them. But the file
-			 * still holds what we wrote before, so the state remembers
-			 * the old and the new keys as ours (below, after the
-			 * snapshot): otherwise a key dropped now would count as
-			 * somebody else's line next time and stay for good. The
-			 * step fails: sshd may still read a key that was dropped. */
+			/* The home refused the write (logged). The managed set
+			 * follows the desired keys all the same: a key dropped now
+			 * is dropped now, so revoke.c puts it into the KRL (root's
+			 * file, outside the home) in this very run, and the
+			 * snapshot serves only the desired keys. What the file may
+			 * still hold of ours is remembered as stale, so that the
+			 * next write that succeeds removes those lines even in
+			 * non-exclusive mode. The step fails: the home is not in
+			 * the desired state. */
 			int werr = r;
 			struct keymerge_params mp = { .ssh_access = in->ssh_access, .max_shrink = cfg->max_key_shrink,
 						      .now = in->now, .exclusive = true };
@@ -642,13 +647,16 @@ int sshkeys_apply(int rootfd, const char *root, const struct config *cfg, const 
 			if (r < 0)
 				return log_error_errno(r, "Out of memory");
 			log_changes(login, lprev, &m, lw, in->now);
-			r = keys_union(lprev, m.managed, m.n_managed, &owned, &n_owned);
-			if (r >= 0)
+			_cleanup_(owned_freep) struct state_key *stale = NULL;
+			size_t n_stale = 0;
+			r = keys_stale(lprev, m.managed, m.n_managed, &stale, &n_stale);
+			if (r >= 0) /* lprev is not used after this: state_set_* may move it */
 				r = state_set_user(st, login, m.managed, m.n_managed);
+			if (r >= 0)
+				r = state_set_stale(st, login, stale, n_stale);
 			keymerge_result_done(&m);
 			if (r < 0)
 				return log_error_errno(r, "Out of memory");
-			have_owned = true;
 			if (ret == 0)
 				ret = werr;
 			char lwhy[SSHKEYS_ERROR_MAX];
@@ -740,8 +748,6 @@ int sshkeys_apply(int rootfd, const char *root, const struct config *cfg, const 
 		snprintf(why + strlen(why), sizeof(why) - strlen(why), "%sthe key snapshot %s could not be written",
 			 why[0] ? "; " : "", cfg->snapshot_path);
 	}
-	if (have_owned && (r = state_set_user(st, login, owned, n_owned)) < 0)
-		return log_error_errno(r, "Out of memory");
 	int k = state_save(statefd, st);
 	if (k < 0 && ret == 0)
 		ret = log_error_errno(k, "Failed to save %s", STATE_FILE);

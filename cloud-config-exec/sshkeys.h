@@ -40,7 +40,10 @@ struct sshkeys_input {
  * force), the login user's authorized_keys could not be brought to the
  * managed keys even by moving what is there aside (home.h), a user could
  * not be created, the snapshot could not be written. The snapshot is still
- * written in each case it can be. On failure err (err_size bytes, may be
+ * written in each case it can be. The managed set in st follows the desired
+ * keys even when the home could not be written (the keys it may still hold
+ * are recorded as stale), so that a dropped key is revoked at once
+ * (revoke.h), whatever the user did to their home. On failure err (err_size bytes, may be
  * 0) says in one line which user, which source and why. */
 int sshkeys_apply(int rootfd, const char *root, const struct config *cfg, const struct sshkeys_input *in,
 		  struct state *st, int statefd, bool *ret_changed, char *err, size_t err_size);

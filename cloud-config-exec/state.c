@@ -72,15 +72,70 @@ void state_disown(struct state *s, const char *path)
 		strv_sorted_remove(s->owned_files, &s->n_owned, (size_t)i);
 }
 
+static void keys_free(struct state_key *k, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		free(k[i].fingerprint);
+		free(k[i].line);
+	}
+	free(k);
+}
+
 static void user_done(struct state_user *u)
 {
-	for (size_t i = 0; i < u->n_keys; i++) {
-		free(u->keys[i].fingerprint);
-		free(u->keys[i].line);
-	}
-	free(u->keys);
+	keys_free(u->keys, u->n_keys);
+	keys_free(u->stale, u->n_stale);
 	free(u->user);
 	*u = (struct state_user){ 0 };
+}
+
+/* A deep copy of keys[0..n) (skipping fingerprints already copied when
+ * unique) in *ret, the count in *ret_n. */
+static int keys_copy(const struct state_key *keys, size_t n, bool unique, struct state_key **ret, size_t *ret_n)
+{
+	struct state_key *v = calloc(n ? n : 1, sizeof(*v));
+	size_t k = 0;
+	if (!v)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		bool dup = false;
+		for (size_t j = 0; unique && j < k && !dup; j++)
+			dup = strcmp(v[j].fingerprint, keys[i].fingerprint) == 0;
+		if (dup)
+			continue;
+		v[k].fingerprint = strdup(keys[i].fingerprint);
+		v[k].line = strdup(keys[i].line);
+		v[k].expiry = keys[i].expiry;
+		k++;
+		if (!v[k - 1].fingerprint || !v[k - 1].line) {
+			keys_free(v, k);
+			return -ENOMEM;
+		}
+	}
+	*ret = v;
+	*ret_n = k;
+	return 0;
+}
+
+/* The user's entry, created (without keys) when missing; NULL: -ENOMEM. */
+static struct state_user *user_get(struct state *s, const char *user)
+{
+	for (size_t i = 0; i < s->n_users; i++)
+		if (strcmp(s->users[i].user, user) == 0)
+			return &s->users[i];
+	struct state_user nu = { .user = strdup(user), .keys = calloc(1, sizeof(struct state_key)) };
+	if (!nu.user || !nu.keys) {
+		user_done(&nu);
+		return NULL;
+	}
+	struct state_user *v = realloc(s->users, (s->n_users + 1) * sizeof(*v));
+	if (!v) {
+		user_done(&nu);
+		return NULL;
+	}
+	s->users = v;
+	s->users[s->n_users] = nu;
+	return &s->users[s->n_users++];
 }
 
 const struct state_user *state_find_user(const struct state *s, const char *user)
@@ -93,36 +148,48 @@ const struct state_user *state_find_user(const struct state *s, const char *user
 
 int state_set_user(struct state *s, const char *user, const struct state_key *keys, size_t n)
 {
-	struct state_user nu = { 0 };
-	nu.user = strdup(user);
-	nu.keys = calloc(n ? n : 1, sizeof(*nu.keys));
-	if (!nu.user || !nu.keys) {
-		user_done(&nu);
+	struct state_key *v;
+	size_t nv;
+	int r = keys_copy(keys, n, false, &v, &nv);
+	if (r < 0)
+		return r;
+	struct state_user *u = user_get(s, user);
+	if (!u) {
+		keys_free(v, nv);
 		return -ENOMEM;
 	}
-	for (size_t i = 0; i < n; i++) {
-		nu.keys[i].fingerprint = strdup(keys[i].fingerprint);
-		nu.keys[i].line = strdup(keys[i].line);
-		nu.keys[i].expiry = keys[i].expiry;
-		nu.n_keys++;
-		if (!nu.keys[i].fingerprint || !nu.keys[i].line) {
-			user_done(&nu);
-			return -ENOMEM;
-		}
+	keys_free(u->keys, u->n_keys);
+	u->keys = v;
+	u->n_keys = nv;
+	return 0;
+}
+
+int state_set_stale(struct state *s, const char *user, const struct state_key *keys, size_t n)
+{
+	if (n > STATE_STALE_MAX) {
+		keys += n - STATE_STALE_MAX;
+		n = STATE_STALE_MAX;
 	}
-	for (size_t i = 0; i < s->n_users; i++)
-		if (strcmp(s->users[i].user, user) == 0) {
-			user_done(&s->users[i]);
-			s->users[i] = nu;
-			return 0;
-		}
-	struct state_user *v = realloc(s->users, (s->n_users + 1) * sizeof(*v));
-	if (!v) {
-		user_done(&nu);
+	struct state_key *v;
+	size_t nv;
+	int r = keys_copy(keys, n, true, &v, &nv);
+	if (r < 0)
+		return r;
+	struct state_user *u = NULL;
+	for (size_t i = 0; i < s->n_users && !u; i++)
+		if (strcmp(s->users[i].user, user) == 0)
+			u = &s->users[i];
+	if (!u && nv == 0) {
+		keys_free(v, nv);
+		return 0; /* nothing to record for a user we do not know */
+	}
+	if (!u && !(u = user_get(s, user))) {
+		keys_free(v, nv);
 		return -ENOMEM;
 	}
-	s->users = v;
-	s->users[s->n_users++] = nu;
+	keys_free(u->stale, u->n_stale);
+	u->stale = v;
+	u->n_stale = nv;
 	return 0;
 }
 
@@ -140,6 +207,66 @@ void state_done(struct state *s)
 static int cmp_str(const void *a, const void *b)
 {
 	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* {"<user>": [{"fingerprint", "line", "expiry"}...]...} (NULL: none) into s
+ * through set (state_set_user or state_set_stale). */
+static int parse_keys(const cJSON *keys, struct state *s,
+		      int (*set)(struct state *, const char *, const struct state_key *, size_t))
+{
+	if (!keys)
+		return 0;
+	if (!cJSON_IsObject(keys))
+		return -EINVAL;
+	const cJSON *u;
+	cJSON_ArrayForEach(u, keys) {
+		if (!cJSON_IsArray(u))
+			return -EINVAL;
+		size_t n = (size_t)cJSON_GetArraySize(u), i = 0;
+		_cleanup_free_ struct state_key *k = calloc(n ? n : 1, sizeof(*k));
+		if (!k)
+			return -ENOMEM;
+		const cJSON *e;
+		cJSON_ArrayForEach(e, u) {
+			const cJSON *fp = cJSON_GetObjectItemCaseSensitive(e, "fingerprint");
+			const cJSON *line = cJSON_GetObjectItemCaseSensitive(e, "line");
+			const cJSON *exp = cJSON_GetObjectItemCaseSensitive(e, "expiry");
+			if (!cJSON_IsString(fp) || !cJSON_IsString(line) || (exp && !cJSON_IsNumber(exp)))
+				return -EINVAL;
+			k[i].fingerprint = fp->valuestring;
+			k[i].line = line->valuestring;
+			k[i].expiry = exp ? (time_t)exp->valuedouble : 0;
+			i++;
+		}
+		int r = set(s, u->string, k, n); /* deep copies */
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+static int format_keys(cJSON *root, const char *name, const struct state *s, bool stale)
+{
+	cJSON *keys = cJSON_AddObjectToObject(root, name);
+	if (!keys)
+		return -ENOMEM;
+	for (size_t i = 0; i < s->n_users; i++) {
+		const struct state_key *v = stale ? s->users[i].stale : s->users[i].keys;
+		size_t n = stale ? s->users[i].n_stale : s->users[i].n_keys;
+		if (stale && n == 0)
+			continue;
+		cJSON *u = cJSON_AddArrayToObject(keys, s->users[i].user);
+		if (!u)
+			return -ENOMEM;
+		for (size_t j = 0; j < n; j++) {
+			cJSON *e = cJSON_CreateObject();
+			if (!e || !cJSON_AddItemToArray(u, e) || !cJSON_AddStringToObject(e, "fingerprint", v[j].fingerprint) ||
+			    !cJSON_AddStringToObject(e, "line", v[j].line) ||
+			    !cJSON_AddNumberToObject(e, "expiry", (double)v[j].expiry))
+				return -ENOMEM;
+		}
+	}
+	return 0;
 }
 
 int state_parse(const char *data, size_t len, struct state *ret)
@@ -178,43 +305,9 @@ int state_parse(const char *data, size_t len, struct state *ret)
 		qsort(s.owned_units, n, sizeof(char *), cmp_str);
 	}
 
-	const cJSON *keys = cJSON_GetObjectItemCaseSensitive(root, "managedKeys");
-	if (keys) {
-		if (!cJSON_IsObject(keys)) {
-			r = -EINVAL;
-			goto fail;
-		}
-		const cJSON *u;
-		cJSON_ArrayForEach(u, keys) {
-			if (!cJSON_IsArray(u)) {
-				r = -EINVAL;
-				goto fail;
-			}
-			size_t n = (size_t)cJSON_GetArraySize(u), i = 0;
-			_cleanup_free_ struct state_key *k = calloc(n ? n : 1, sizeof(*k));
-			if (!k) {
-				r = -ENOMEM;
-				goto fail;
-			}
-			const cJSON *e;
-			cJSON_ArrayForEach(e, u) {
-				const cJSON *fp = cJSON_GetObjectItemCaseSensitive(e, "fingerprint");
-				const cJSON *line = cJSON_GetObjectItemCaseSensitive(e, "line");
-				const cJSON *exp = cJSON_GetObjectItemCaseSensitive(e, "expiry");
-				if (!cJSON_IsString(fp) || !cJSON_IsString(line) || (exp && !cJSON_IsNumber(exp))) {
-					r = -EINVAL;
-					goto fail;
-				}
-				k[i].fingerprint = fp->valuestring;
-				k[i].line = line->valuestring;
-				k[i].expiry = exp ? (time_t)exp->valuedouble : 0;
-				i++;
-			}
-			r = state_set_user(&s, u->string, k, n); /* deep copies */
-			if (r < 0)
-				goto fail;
-		}
-	}
+	if ((r = parse_keys(cJSON_GetObjectItemCaseSensitive(root, "managedKeys"), &s, state_set_user)) < 0 ||
+	    (r = parse_keys(cJSON_GetObjectItemCaseSensitive(root, "staleKeys"), &s, state_set_stale)) < 0)
+		goto fail;
 
 	const cJSON *p = cJSON_GetObjectItemCaseSensitive(root, "progress");
 	if (p) {
@@ -259,23 +352,13 @@ int state_format(const struct state *s, char **ret, size_t *ret_len)
 		return -ENOMEM;
 	if (s->owned_units && !jsonx_add_strv(root, "ownedUnits", s->owned_units))
 		return -ENOMEM;
-	cJSON *keys = cJSON_AddObjectToObject(root, "managedKeys");
-	if (!keys)
+	if (format_keys(root, "managedKeys", s, false) < 0)
 		return -ENOMEM;
-	for (size_t i = 0; i < s->n_users; i++) {
-		cJSON *u = cJSON_AddArrayToObject(keys, s->users[i].user);
-		if (!u)
-			return -ENOMEM;
-		for (size_t j = 0; j < s->users[i].n_keys; j++) {
-			const struct state_key *k = &s->users[i].keys[j];
-			cJSON *e = cJSON_CreateObject();
-			if (!e || !cJSON_AddItemToArray(u, e) ||
-			    !cJSON_AddStringToObject(e, "fingerprint", k->fingerprint) ||
-			    !cJSON_AddStringToObject(e, "line", k->line) ||
-			    !cJSON_AddNumberToObject(e, "expiry", (double)k->expiry))
-				return -ENOMEM;
-		}
-	}
+	bool any_stale = false;
+	for (size_t i = 0; i < s->n_users; i++)
+		any_stale = any_stale || s->users[i].n_stale;
+	if (any_stale && format_keys(root, "staleKeys", s, true) < 0)
+		return -ENOMEM;
 	if (s->progress_checksum[0]) {
 		cJSON *p = cJSON_AddObjectToObject(root, "progress");
 		if (!p || !cJSON_AddStringToObject(p, "checksum", s->progress_checksum) ||

@@ -29,6 +29,7 @@
 #define STATE_FILE "state.json"
 #define STATE_RESULT "result.json"
 #define STATE_MAX (16u << 20)
+#define STATE_STALE_MAX 256
 
 enum {
 	STATE_STEP_FILES = 1 << 0,
@@ -44,8 +45,16 @@ struct state_key {
 
 struct state_user {
 	char *user;
-	struct state_key *keys;
+	struct state_key *keys;     /* managed: the desired set in force, whether or not the home took it */
 	size_t n_keys;
+	/* Keys the executor managed and dropped while the user's
+	 * authorized_keys could not be rewritten: they may still sit in that
+	 * file, so its lines with these fingerprints are still ours (removed
+	 * by the next write that succeeds, then the list is emptied). They
+	 * are revoked (revoke.h) the moment they are dropped, not when the
+	 * file is fixed. At most STATE_STALE_MAX, the oldest dropped first. */
+	struct state_key *stale;
+	size_t n_stale;
 };
 
 struct state {
@@ -87,8 +96,12 @@ void state_disown(struct state *s, const char *path);
 
 /* Managed keys of user, NULL when none are recorded. */
 const struct state_user *state_find_user(const struct state *s, const char *user);
-/* Replaces the managed keys of user with a deep copy of keys[0..n). */
+/* Replaces the managed keys of user with a deep copy of keys[0..n); the
+ * user's stale keys stay. */
 int state_set_user(struct state *s, const char *user, const struct state_key *keys, size_t n);
+/* Replaces the stale keys of user (see struct state_user) with a deep copy
+ * of keys[0..n), each fingerprint once, the last STATE_STALE_MAX of them. */
+int state_set_stale(struct state *s, const char *user, const struct state_key *keys, size_t n);
 
 /* Reads last-applied.yaml: -ENOENT when absent, -EBADMSG when the header is
  * missing or the body does not match it. *ret is the osc body (malloc'ed,

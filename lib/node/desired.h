@@ -31,6 +31,13 @@
  * names and de-duplicates before writing). osc must not contain NUL bytes.
  * generation is at most DESIRED_GENERATION_MAX (exact in a JSON number).
  *
+ * What these fields may ask of root is bounded beyond this syntax by the
+ * executor (cloud-config-exec/bounds.h: the stock bootstrap token and CA
+ * files only, token paths only those the OSC's gardener-node-agent
+ * configuration names and never in the executor's state, unit directories
+ * or account databases, restarts only of units), since node-agent, which
+ * writes this document, is not trusted by root beyond the OSC itself.
+ *
  * Pure functions: no I/O, no logging. */
 #ifndef NA_DESIRED_H
 #define NA_DESIRED_H

@@ -1,14 +1,21 @@
 /* libFuzzer target for desired_parse() and result_parse(): any bytes, never
  * a crash or a leak; every accepted document formats again, and the
  * formatted text parses back to the same values (a fixed point after one
- * round). A rejected document always names the field. */
+ * round). A rejected document always names the field. Every accepted
+ * desired.json whose OSC parses also goes through the executor's bounds
+ * (cloud-config-exec/bounds.c, compiled into this target): a refusal
+ * always says why. */
+#include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "desired.h"
+#include "osc.h"
 #include "result.h"
+
+#include "../../cloud-config-exec/bounds.c"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -35,6 +42,17 @@ static void desired_round_trip(const char *data, size_t size)
 		if (!err || !*err)
 			abort();
 		return;
+	}
+	struct osc o;
+	struct osc_error oe;
+	if (osc_parse(d.osc, d.osc_len, "/var/lib/cloud-config-exec", &o, &oe) >= 0) {
+		struct bounds b = { .exec_state_dir = "/var/lib/cloud-config-exec",
+				    .snapshot_path = "/var/lib/cloud-config-exec/authkeys.snap", .osc = &o, .last = &o };
+		char berr[BOUNDS_ERROR_MAX];
+		int r = bounds_check(&d, &b, berr, sizeof(berr));
+		if ((r < 0 && r != -ENOMEM && !berr[0]) || (r >= 0 && berr[0]))
+			abort();
+		osc_done(&o);
 	}
 	char *out = NULL;
 	size_t len;

@@ -13,6 +13,16 @@
 # user and the reason in result.json), a failing files step that does not
 # hold back the rotation, and crash temporaries cleaned (only
 # ours: regular, the user's or root's, the exact name pattern).
+# Issue 21: every rotation above also runs with the names taken (the user
+# hard-links a file of theirs to every predictable moved-aside name, the
+# UTC second and -1..-99, for the seconds around the run: what blocked the
+# move before); sshd also checks the executor's KRL (RevokedKeys, as the
+# shipped drop-in), which must hold the rotated-out key after each rotation.
+# And when the home really cannot be written (~/.ssh a read-only bind mount,
+# so sshd still reads the old file): the run fails naming it in
+# result.json, yet sshd refuses the rotated-out key at once (KRL), the
+# current key logs in, and the next run that can write removes the line;
+# in exclusive mode too.
 # Runs in private mount + network namespaces (lo only; scratch passwd,
 # group and shadow bind-mounted over /etc's; a tmpfs on /run for sshd).
 if [ -z "${CCE_KO_IN_NS:-}" ]; then
@@ -60,6 +70,7 @@ PREV=$(cut -d' ' -f2 "$K/gardener-previous.pub")
 PORT=2222
 sshd_start "$PORT" <<EOF
 LogLevel DEBUG1
+RevokedKeys $ST/revoked-keys.krl
 EOF
 
 login() { ssh_login gardener "$1"; } # login KEY: a full ssh connection as gardener
@@ -72,17 +83,63 @@ check "apply current+previous" cce "$R" apply "$W/v1.json" 2>/dev/null
 check "the previous key logs in before the rotation" login gardener-previous
 check "the current key logs in" login gardener-current
 
+# The rotated-out key is in the executor's KRL (what sshd checks first).
+revoked() { [[ $(ssh-keygen -Q -f "$ST/revoked-keys.krl" "$K/gardener-previous.pub" 2>/dev/null) == *": REVOKED" ]]; }
+
+# Each case starts from a node that trusts both keys: the KRL is emptied
+# (root's state, as tmpfiles.d creates it) since the previous key, once
+# rotated out, stays revoked when it comes back as the PREVIOUS key.
 reset() {
-	rm -rf "$H/.ssh" "$H"/.ssh.node-agent-moved-* "$H/other"
+	rm -rf "$H/.ssh" "$H"/.ssh.node-agent-moved-* "$H/other" "$H/planted"
+	rm -f "$ST/revocations"
+	[ -d "$ST" ] && : >"$ST/revoked-keys.krl"
 	cce "$R" apply "$W/v1.json" >/dev/null 2>&1
 	grep -q "$PREV" "$AK" || fail "reset: previous key not in authorized_keys"
+	revoked && fail "reset: previous key still revoked"
 }
+
+# The names-taken obstacle: as the user, a file of theirs hard-linked to
+# every name the executor used to try when moving something aside
+# (<name>.node-agent-moved-<UTC second> and -1..-99) for the seconds from
+# 2 s before to 60 s after now, in ~/.ssh (authorized_keys, authorized_keys2)
+# and in the home (.ssh). Hard links cost no inode. Prints the link count.
+plant_names() {
+	as_user /usr/bin/python3 - "$H" <<'PY'
+import os, sys, time
+home = sys.argv[1]
+plant = os.path.join(home, "planted")
+if not os.path.exists(plant):
+    with open(plant, "w") as f:
+        f.write("mine\n")
+t0 = int(time.time())
+dirs = [(home, [".ssh"])]
+ssh = os.path.join(home, ".ssh")
+if os.path.isdir(ssh) and not os.path.islink(ssh):
+    dirs.append((ssh, ["authorized_keys", "authorized_keys2"]))
+for d, names in dirs:
+    for name in names:
+        for t in range(t0 - 2, t0 + 61):
+            ts = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(t))
+            for a in range(100):
+                n = "%s.node-agent-moved-%s%s" % (name, ts, "-%d" % a if a else "")
+                try:
+                    os.link(plant, os.path.join(d, n))
+                except FileExistsError:
+                    pass
+print(os.stat(plant).st_nlink)
+PY
+}
+# The names the executor picks now: "-<16 hex>" after the UTC second.
+HEX16=$(printf '[0-9a-f]%.0s' $(seq 16))
+MV="node-agent-moved-*Z-$HEX16"
 
 # rotate NAME MOVED-GLOB: apply the rotated OSC after the obstacle was
 # planted; the run succeeds, sshd refuses the rotated-out key and takes
 # the current one, and (MOVED-GLOB not empty) what was there was moved aside.
 rotate() {
-	local name=$1 moved=$2
+	local name=$1 moved=$2 links
+	links=$(plant_names)
+	check "$name: names taken: $links hard links on the predictable names" test "${links:-0}" -gt 6000
 	timeout 60 "$CCE" --root "$R" --config "$W/config.json" --no-systemd --log stderr apply "$W/v2.json" \
 		>"$W/$name.log" 2>&1
 	local rc=$?
@@ -93,6 +150,8 @@ rotate() {
 	check_not "$name: the rotated-out key is gone from authorized_keys" grep -q "$PREV" "$AK"
 	check_not "$name: sshd refuses the rotated-out key" login gardener-previous
 	check "$name: the current key logs in" login gardener-current
+	check "$name: the rotated-out key is in the KRL" revoked
+	check "$name: the planted names are untouched" test "$(stat -c %h "$H/planted")" = "$links"
 	if [ -n "$moved" ]; then
 		# shellcheck disable=SC2086
 		check "$name: what was there was moved aside, not deleted" bash -c "ls -d $moved >/dev/null 2>&1"
@@ -111,8 +170,8 @@ PY
 size_before=$(stat -c %s "$AK")
 check "huge: the planted file is over 1 MiB" test "$size_before" -gt 1048576
 check "huge: before the fix's run, sshd takes the previous key from it" login gardener-previous
-rotate huge "$AK.node-agent-moved-*"
-check "huge: the moved-aside file is whole" test "$(stat -c %s "$AK".node-agent-moved-*)" -eq "$size_before"
+rotate huge "$AK.$MV"
+check "huge: the moved-aside file is whole" test "$(stat -c %s "$AK".$MV)" -eq "$size_before"
 
 # --- a write lease held by a process of the user (SIGIO ignored)
 reset
@@ -129,7 +188,7 @@ on_exit "kill $LEASE 2>/dev/null"
 for _ in $(seq 100); do grep -q leased "$W/lease.out" && break; sleep 0.1; done
 check "lease: the user's process holds a write lease" grep -q leased "$W/lease.out"
 check "lease: /proc/locks shows it" grep -q "LEASE.*WRITE" /proc/locks
-rotate lease "$AK.node-agent-moved-*"
+rotate lease "$AK.$MV"
 check "lease: logged as leased" grep -q "leased by another process" "$W/lease.log"
 kill "$LEASE" 2>/dev/null
 wait "$LEASE" 2>/dev/null
@@ -137,18 +196,18 @@ wait "$LEASE" 2>/dev/null
 # --- a FIFO, a directory, a file of another user, a symlink
 reset
 rm -f "$AK"; as_user mkfifo "$AK"
-rotate fifo "$AK.node-agent-moved-*"
-check "fifo: moved aside as it was" test -p "$AK".node-agent-moved-*
+rotate fifo "$AK.$MV"
+check "fifo: moved aside as it was" test -p "$AK".$MV
 
 reset
 rm -f "$AK"; as_user mkdir "$AK"; cp "$W/keys1" "$AK/inside"
-rotate directory "$AK.node-agent-moved-*"
-check "directory: moved aside with its content" cmp -s "$W/keys1" "$AK".node-agent-moved-*/inside
+rotate directory "$AK.$MV"
+check "directory: moved aside with its content" cmp -s "$W/keys1" "$AK".$MV/inside
 
 reset
 chown 4242:4242 "$AK"
-rotate other-owner "$AK.node-agent-moved-*"
-check "other-owner: moved aside, owner kept" test "$(stat -c %u "$AK".node-agent-moved-*)" = 4242
+rotate other-owner "$AK.$MV"
+check "other-owner: moved aside, owner kept" test "$(stat -c %u "$AK".$MV)" = 4242
 
 reset
 as_user cp "$AK" "$H/.ssh/mine"; rm -f "$AK"; as_user ln -s mine "$AK"
@@ -160,9 +219,9 @@ reset
 as_user mkdir "$H/other"; as_user cp "$AK" "$H/other/authorized_keys"
 rm -rf "$H/.ssh"; as_user ln -s other "$H/.ssh"
 check "ssh-symlink: sshd follows ~/.ssh to the previous key" login gardener-previous
-rotate ssh-symlink "$H/.ssh.node-agent-moved-*"
+rotate ssh-symlink "$H/.ssh.$MV"
 check "ssh-symlink: ~/.ssh is a directory again" test -d "$H/.ssh" -a ! -L "$H/.ssh"
-check "ssh-symlink: the moved link still points where it did" test "$(readlink "$H"/.ssh.node-agent-moved-*)" = other
+check "ssh-symlink: the moved link still points where it did" test "$(readlink "$H"/.ssh.$MV)" = other
 
 # --- exclusive mode: a huge file, the user's own line gone too
 reset
@@ -172,10 +231,10 @@ import sys
 with open(sys.argv[1], 'a') as f: f.write(('#' * 1023 + '\n') * 1100)" "$AK"
 cp "$K/gardener-previous.pub" "$H/.ssh/authorized_keys2"; chown $UID_G:$UID_G "$H/.ssh/authorized_keys2"
 echo '{"ssh": {"exclusive": true}}' >"$W/config.json"
-rotate exclusive-huge "$AK.node-agent-moved-*"
+rotate exclusive-huge "$AK.$MV"
 check "exclusive-huge: only the managed key" test "$(grep -c . "$AK")" -eq 1
 check "exclusive: authorized_keys2 (sshd reads it too) moved aside" \
-	bash -c "test ! -e '$H/.ssh/authorized_keys2' && grep -q '$PREV' '$H'/.ssh/authorized_keys2.node-agent-moved-*"
+	bash -c "test ! -e '$H/.ssh/authorized_keys2' && grep -q '$PREV' '$H'/.ssh/authorized_keys2.$MV"
 echo '{}' >"$W/config.json"
 
 # --- crash temporaries: ours removed, anything else with the name kept
@@ -226,5 +285,56 @@ sys.exit(not (r['success'] is False and r['failedStep'] == 'keys' and
 check "home-refused: the snapshot still carries the current key only" bash -c \
 	"'$B/authkeys-cmd' --root '$R' gardener 2>/dev/null | grep -q '$(cut -d' ' -f2 "$K/gardener-current.pub")' &&
 	! '$B/authkeys-cmd' --root '$R' gardener 2>/dev/null | grep -q '$PREV'"
+check "home-refused: the rotated-out key is in the KRL all the same" revoked
 chown $UID_G "$H"
+
+# --- issue 21: a home that really cannot be written while sshd still reads
+# it (~/.ssh a read-only bind mount), names taken as well: the run fails and
+# says so, but the rotated-out key is revoked in the same run, so sshd
+# refuses it although the file still holds it; the current key logs in; the
+# first run that can write removes the line. Normal, then exclusive mode.
+# stuck NAME CONFIG: one such case with CONFIG as the executor's config.
+stuck() {
+	local name=$1 config=$2 links
+	echo '{}' >"$W/config.json"
+	reset
+	echo "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGhW6nRj4zTgIvQ+OvMsGXhP5cp3q6aBt1cP3wS0bW6Q user-own" >>"$AK"
+	echo "$config" >"$W/config.json"
+	links=$(plant_names)
+	mount --bind -o ro "$H/.ssh" "$H/.ssh" || { fail "$name: cannot bind-mount ~/.ssh read-only"; return; }
+	timeout 60 "$CCE" --root "$R" --config "$W/config.json" --no-systemd --log stderr apply "$W/v2.json" \
+		>"$W/$name.log" 2>&1
+	check "$name: the run fails (exit 1)" test $? -eq 1
+	check "$name: result.json: failedStep keys, the user and why" python3 -c "
+import json, sys; r = json.load(open('$ST/result.json'))
+sys.exit(not (r['success'] is False and r['failedStep'] == 'keys' and
+    'keys of gardener: ~gardener/.ssh/authorized_keys not updated: cannot replace ~/.ssh/authorized_keys' in r['error']
+    and 'Read-only file system' in r['error']))"
+	check "$name: the file still holds the rotated-out key" grep -q "$PREV" "$AK"
+	check "$name: the rotated-out key is in the KRL" revoked
+	check_not "$name: sshd refuses the rotated-out key" login gardener-previous
+	check "$name: the current key logs in" login gardener-current
+	check "$name: state.json: managed = the desired key only, the dropped one stale" python3 -c "
+import json, sys; s = json.load(open('$ST/state.json'))
+m = [k['line'] for k in s['managedKeys']['gardener']]; st = [k['line'] for k in s['staleKeys']['gardener']]
+sys.exit(not (len(m) == 1 and '$PREV' not in m[0] and len(st) == 1 and '$PREV' in st[0]))"
+	check "$name: status names the dropped key still in the file" bash -c "cce_status | grep -q \"dropped key of gardener: $PREV_FP \""
+	umount "$H/.ssh"
+	check "$name: the planted names are untouched" test "$(stat -c %h "$H/planted")" = "$links"
+	cce "$R" apply "$W/v2.json" >"$W/$name-fixed.log" 2>&1
+	check "$name: once writable, the next run succeeds" result_ok
+	check_not "$name: ... and removes the rotated-out key's line" grep -q "$PREV" "$AK"
+	check "$name: ... and it stays revoked" revoked
+	check "$name: ... and no stale keys are left in state.json" python3 -c "
+import json, sys; sys.exit('staleKeys' in json.load(open('$ST/state.json')))"
+}
+PREV_FP=$(ssh-keygen -lf "$K/gardener-previous.pub" | cut -d' ' -f2)
+cce_status() { "$CCE" --root "$R" --config "$W/config.json" --no-systemd --log stderr status 2>/dev/null; }
+export -f cce_status
+export CCE R W
+stuck stuck-ro '{}'
+check "stuck-ro: the user's own line is kept (not exclusive)" grep -q "user-own" "$AK"
+stuck stuck-ro-exclusive '{"ssh": {"exclusive": true}}'
+check_not "stuck-ro-exclusive: the user's own line is gone once writable" grep -q "user-own" "$AK"
+echo '{}' >"$W/config.json"
 finish

@@ -10,7 +10,8 @@
 # The kubelet's bootstrap kubeconfig from desired.json: written 0600 from the
 # bootstrap token, removed with the token once the Node is registered, not
 # written when the kubelet has its own kubeconfig. Synced tokens from
-# desired.json: 0640, written only when they differ or are gone.
+# desired.json: 0640, written only when they differ or are gone (the path
+# is one the OSC's gardener-node-agent configuration names: bounds.h).
 source "$TESTS_DIR/lib/common.sh"
 source "$TESTS_DIR/lib/exec.sh"
 require_root
@@ -35,7 +36,7 @@ osc() {
 	    permissions: 384
 	    content:
 	      inline:
-	        data: "apiVersion: nodeagent.config.gardener.cloud/v1alpha1\nkind: NodeAgentConfiguration\n"
+	        data: "apiVersion: nodeagent.config.gardener.cloud/v1alpha1\nkind: NodeAgentConfiguration\ncontrollers:\n  token:\n    syncConfigs:\n    - secretName: shoot-access-otelcol\n      path: /var/lib/otelcol/auth-token\n"
 	  - path: /opt/bin/gardener-node-agent
 	    permissions: 493
 	    content:

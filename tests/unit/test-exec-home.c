@@ -24,11 +24,20 @@ static void test_moved_name(void **state)
 {
 	(void)state;
 	char buf[128];
-	assert_int_equal(home_moved_name("authorized_keys", 1800000000, 0, buf, sizeof(buf)), 0);
-	assert_string_equal(buf, "authorized_keys.node-agent-moved-20270115T080000Z");
+	assert_int_equal(home_moved_name("authorized_keys", 1800000000, 0x0123456789abcdefULL, buf, sizeof(buf)), 0);
+	assert_string_equal(buf, "authorized_keys.node-agent-moved-20270115T080000Z-0123456789abcdef");
 	assert_int_equal(home_moved_name(".ssh", 0, 3, buf, sizeof(buf)), 0);
-	assert_string_equal(buf, ".ssh.node-agent-moved-19700101T000000Z-3");
+	assert_string_equal(buf, ".ssh.node-agent-moved-19700101T000000Z-0000000000000003");
 	assert_int_equal(home_moved_name("authorized_keys", 0, 0, buf, 20), -ENAMETOOLONG);
+}
+
+/* name is "<prefix>-<16 lowercase hex>" and carries prefix's time. */
+static void assert_moved(const char *name, const char *prefix)
+{
+	size_t n = strlen(prefix);
+	if (strncmp(name, prefix, n) != 0 || name[n] != '-' || strlen(name + n + 1) != 16 ||
+	    strspn(name + n + 1, "0123456789abcdef") != 16)
+		fail_msg("moved-aside name '%s' is not '%s-<16 hex>'", name, prefix);
 }
 
 static struct account me(void)
@@ -61,21 +70,77 @@ static void test_directory_moved_aside(void **state)
 	assert_int_equal(len, 0);
 	assert_int_equal(home_write_keys(s->fd, &a, "k\n", 2, move, 1800000000, moved, sizeof(moved), why,
 					 sizeof(why)), 1);
-	assert_string_equal(moved, "authorized_keys.node-agent-moved-20270115T080000Z");
+	assert_moved(moved, "authorized_keys.node-agent-moved-20270115T080000Z");
 	struct stat st;
 	assert_int_equal(fstatat(s->fd, moved, &st, AT_SYMLINK_NOFOLLOW), 0);
 	assert_true(S_ISDIR(st.st_mode));
 	_cleanup_free_ char *now = slurp(s->fd, "authorized_keys");
 	assert_string_equal(now, "k\n");
 	/* A second obstacle in the same second gets its own name. */
+	char first[256];
+	snprintf(first, sizeof(first), "%s", moved);
 	assert_int_equal(mkdirat(s->fd, "authorized_keys.tmp", 0700), 0);
 	assert_int_equal(unlinkat(s->fd, "authorized_keys", 0), 0);
 	assert_int_equal(renameat(s->fd, "authorized_keys.tmp", s->fd, "authorized_keys"), 0);
 	assert_int_equal(home_write_keys(s->fd, &a, "k\n", 2, true, 1800000000, moved, sizeof(moved), why,
 					 sizeof(why)), 1);
-	assert_string_equal(moved, "authorized_keys.node-agent-moved-20270115T080000Z-1");
+	assert_moved(moved, "authorized_keys.node-agent-moved-20270115T080000Z");
+	assert_string_not_equal(moved, first);
 	assert_int_equal(fstatat(s->fd, moved, &st, AT_SYMLINK_NOFOLLOW), 0);
 	assert_true(S_ISDIR(st.st_mode));
+}
+
+/* Issue 21: the user hard-links a file of theirs to every name the old
+ * code would try (the UTC second, then -1..-99); the move still succeeds,
+ * the planted names are untouched and the new file is ours, not theirs. */
+static void test_names_taken(void **state)
+{
+	struct scratch *s = *state;
+	struct account a = me();
+	char why[HOME_WHY_MAX], moved[256], name[256];
+	int fd = openat(s->fd, "planted", O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, "mine\n", 5), 5);
+	close(fd);
+	for (unsigned i = 0; i < 100; i++) {
+		if (i == 0)
+			snprintf(name, sizeof(name), "authorized_keys.node-agent-moved-20270115T080000Z");
+		else
+			snprintf(name, sizeof(name), "authorized_keys.node-agent-moved-20270115T080000Z-%u", i);
+		assert_int_equal(linkat(s->fd, "planted", s->fd, name, 0), 0);
+	}
+	fd = openat(s->fd, "authorized_keys", O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	assert_true(fd >= 0);
+	assert_int_equal(ftruncate(fd, HOME_KEYS_MAX + 1), 0);
+	close(fd);
+	assert_int_equal(home_write_keys(s->fd, &a, "k\n", 2, true, 1800000000, moved, sizeof(moved), why,
+					 sizeof(why)), 1);
+	assert_moved(moved, "authorized_keys.node-agent-moved-20270115T080000Z");
+	struct stat st;
+	assert_int_equal(fstatat(s->fd, moved, &st, AT_SYMLINK_NOFOLLOW), 0);
+	assert_int_equal(st.st_size, HOME_KEYS_MAX + 1);
+	assert_int_equal(fstatat(s->fd, "authorized_keys", &st, AT_SYMLINK_NOFOLLOW), 0);
+	assert_int_equal(st.st_nlink, 1);
+	assert_int_equal(st.st_mode & 07777, 0600);
+	_cleanup_free_ char *now = slurp(s->fd, "authorized_keys");
+	assert_string_equal(now, "k\n");
+	assert_int_equal(fstatat(s->fd, "planted", &st, AT_SYMLINK_NOFOLLOW), 0);
+	assert_int_equal(st.st_nlink, 101);
+	_cleanup_free_ char *mine = slurp(s->fd, "planted");
+	assert_string_equal(mine, "mine\n");
+	/* authorized_keys2 (exclusive mode) and nothing there at all. */
+	assert_int_equal(linkat(s->fd, "planted", s->fd, "authorized_keys2", 0), 0);
+	assert_int_equal(home_move_aside(s->fd, &a, "authorized_keys2", 1800000000, moved, sizeof(moved), why,
+					 sizeof(why)), 1);
+	assert_moved(moved, "authorized_keys2.node-agent-moved-20270115T080000Z");
+	assert_int_equal(home_move_aside(s->fd, &a, "authorized_keys2", 1800000000, moved, sizeof(moved), why,
+					 sizeof(why)), 0);
+	assert_int_equal(unlinkat(s->fd, "authorized_keys", 0), 0);
+	assert_int_equal(home_write_keys(s->fd, &a, "j\n", 2, true, 1800000000, moved, sizeof(moved), why,
+					 sizeof(why)), 1);
+	assert_string_equal(moved, "");
+	_cleanup_free_ char *again = slurp(s->fd, "authorized_keys");
+	assert_string_equal(again, "j\n");
 }
 
 static void test_huge_moved_aside(void **state)
@@ -95,6 +160,7 @@ static void test_huge_moved_aside(void **state)
 	assert_non_null(strstr(ignored, "larger than the ceiling"));
 	assert_true(move);
 	assert_int_equal(home_write_keys(s->fd, &a, "k\n", 2, move, 0, moved, sizeof(moved), why, sizeof(why)), 1);
+	assert_moved(moved, "authorized_keys.node-agent-moved-19700101T000000Z");
 	struct stat st;
 	assert_int_equal(fstatat(s->fd, moved, &st, AT_SYMLINK_NOFOLLOW), 0);
 	assert_int_equal(st.st_size, HOME_KEYS_MAX + 1);
@@ -141,6 +207,7 @@ int main(void)
 		cmocka_unit_test(test_moved_name),
 		cmocka_unit_test_setup_teardown(test_directory_moved_aside, setup, scratch_teardown),
 		cmocka_unit_test_setup_teardown(test_huge_moved_aside, setup, scratch_teardown),
+		cmocka_unit_test_setup_teardown(test_names_taken, setup, scratch_teardown),
 		cmocka_unit_test_setup_teardown(test_remove_temps, setup, scratch_teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -41,6 +41,8 @@ struct tcase {
 	size_t n_prev;
 	struct state_key want[4];
 	size_t n_want;
+	struct state_key stale[2];
+	size_t n_stale;
 	bool exclusive, ssh_off;
 	const char *expect;
 	bool refused;
@@ -86,6 +88,11 @@ static const struct tcase cases[] = {
 	  .expired = 1 },
 	{ .name = "duplicate wanted fingerprints written once", .file = "", .want = { K("A", 0), K("A", 0) },
 	  .n_want = 2, .expect = "key-A\n", .added = 1 },
+	/* Issue 21: keys dropped while the file could not be rewritten are no
+	 * longer managed (revoked at once) but still ours in the file. */
+	{ .name = "stale keys (dropped while the file was stuck) are removed, not kept as the user's",
+	  .file = "key-U\nkey-A\nkey-P\nkey-Q\n", .prev = { K("A", 0) }, .n_prev = 1, .stale = { K("P", 0), K("Q", 0) },
+	  .n_stale = 2, .want = { K("A", 0) }, .n_want = 1, .expect = "key-U\nkey-A\n" },
 	{ .name = "last line without newline is kept", .file = "key-U", .want = { K("A", 0) }, .n_want = 1,
 	  .expect = "key-U\nkey-A\n", .added = 1 },
 };
@@ -98,11 +105,12 @@ static void test_table(void **state)
 		_cleanup_free_ struct keymerge_line *lines = NULL;
 		size_t n = classify(t->file, &lines);
 		struct state_user prev = { .user = (char *)(uintptr_t)"u",
-					   .keys = (struct state_key *)(uintptr_t)t->prev, .n_keys = t->n_prev };
+					   .keys = (struct state_key *)(uintptr_t)t->prev, .n_keys = t->n_prev,
+					   .stale = (struct state_key *)(uintptr_t)t->stale, .n_stale = t->n_stale };
 		struct keymerge_params p = { .exclusive = t->exclusive, .ssh_access = !t->ssh_off, .max_shrink = 0.5,
 					     .now = NOW };
 		struct keymerge_result r = { 0 };
-		assert_int_equal(keymerge_compute(lines, n, t->n_prev ? &prev : NULL, t->want, t->n_want, &p, &r), 0);
+		assert_int_equal(keymerge_compute(lines, n, t->n_prev || t->n_stale ? &prev : NULL, t->want, t->n_want, &p, &r), 0);
 		if (strcmp(r.content, t->expect) != 0)
 			fail_msg("%s: got\n%s\nwant\n%s", t->name, r.content, t->expect);
 		if (r.refused != t->refused || r.added != t->added || r.dropped != t->dropped || r.expired != t->expired)

@@ -32,6 +32,14 @@ static void test_roundtrip(void **state)
 	struct state_key k[2] = { { (char *)(uintptr_t)"SHA256:x", (char *)(uintptr_t)"ssh-ed25519 AAAA c", 0 },
 				  { (char *)(uintptr_t)"SHA256:y", (char *)(uintptr_t)"ssh-ed25519 BBBB", 1800000000 } };
 	assert_int_equal(state_set_user(&s, "gardener", k, 2), 0);
+	/* Stale keys (issue 21): kept apart from the managed ones, which a
+	 * later state_set_user() replaces without touching them. */
+	struct state_key st3[3] = { k[0], k[1], k[0] };
+	assert_int_equal(state_set_stale(&s, "gardener", st3, 3), 0);
+	assert_int_equal(state_set_user(&s, "gardener", k + 1, 1), 0);
+	assert_int_equal(state_set_user(&s, "gardener", k, 2), 0);
+	assert_int_equal(state_set_stale(&s, "nobody-known", NULL, 0), 0);
+	assert_null(state_find_user(&s, "nobody-known"));
 	memcpy(s.progress_checksum, "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", 65);
 	s.progress_steps = STATE_STEP_FILES;
 	memcpy(s.snapshot_digest, s.progress_checksum, 65);
@@ -51,6 +59,9 @@ static void test_roundtrip(void **state)
 	assert_non_null(u);
 	assert_int_equal(u->n_keys, 2);
 	assert_int_equal(u->keys[1].expiry, 1800000000);
+	assert_int_equal(u->n_stale, 2); /* each fingerprint once */
+	assert_string_equal(u->stale[0].fingerprint, "SHA256:x");
+	assert_int_equal(u->stale[1].expiry, 1800000000);
 	assert_string_equal(t.progress_checksum, s.progress_checksum);
 	assert_int_equal(t.progress_steps, STATE_STEP_FILES);
 	assert_int_equal(t.snapshot_generation, 7);
@@ -62,6 +73,14 @@ static void test_roundtrip(void **state)
 	size_t len2;
 	assert_int_equal(state_format(&t, &text2, &len2), 0);
 	assert_string_equal(text, text2);
+
+	assert_non_null(strstr(text, "\"staleKeys\""));
+	assert_int_equal(state_set_stale(&t, "gardener", NULL, 0), 0);
+	assert_int_equal(state_find_user(&t, "gardener")->n_stale, 0);
+	assert_int_equal(state_find_user(&t, "gardener")->n_keys, 2);
+	_cleanup_free_ char *text3 = NULL;
+	assert_int_equal(state_format(&t, &text3, &len2), 0);
+	assert_null(strstr(text3, "staleKeys"));
 
 	state_disown(&t, "/a");
 	assert_false(state_owns(&t, "/a"));
