@@ -99,6 +99,11 @@ static int find_target(const char *bin, struct state *st, struct cri_target *ret
 	return 0;
 }
 
+static int discard(void *userdata, const void *data, size_t len)
+{
+	return 0;
+}
+
 /* containerd's own verdict on a candidate config.toml (host path): `bin
  * --config PATH config dump` loads it as containerd would at start (TOML
  * parse, version, plugin URIs, each plugin's config decoded into its
@@ -108,14 +113,10 @@ static int containerd_accepts(const char *bin, const char *path, char **ret_erro
 {
 	char a0[] = "containerd", a1[] = "--config", a3[] = "config", a4[] = "dump";
 	char *argv[] = { a0, a1, (char *)(uintptr_t)path, a3, a4, NULL };
-	_cleanup_free_ char *out = NULL;
-	size_t len = 0;
 	int status = 0;
-	/* Its stdout (the whole effective configuration) is captured and
+	/* Its stdout (the whole effective configuration) is read and
 	 * dropped; its complaint goes to stderr, which is the journal. */
-	int r = child_run(bin, argv, child_env, CONTAINERD_VERSION_TIMEOUT_MS, 4u << 20, &out, &len, &status);
-	if (r == -EFBIG)
-		r = 0;
+	int r = child_run_sink(bin, argv, child_env, CONTAINERD_VERSION_TIMEOUT_MS, discard, NULL, &status);
 	if (r < 0) {
 		log_error_errno(r, "Cannot run %s config dump", bin);
 		return errorf(ret_error, r, "cannot run %s --config %s config dump: %s", bin, path, strerror(-r));
