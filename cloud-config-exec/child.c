@@ -29,8 +29,41 @@ static void reap(pid_t pid, bool kill_it, int *status)
 		;
 }
 
+struct buf_sink {
+	char *buf;
+	size_t len, max;
+};
+
+static int buf_append(void *userdata, const void *data, size_t len)
+{
+	struct buf_sink *b = userdata;
+	if (len > b->max - b->len)
+		return -EFBIG;
+	memcpy(b->buf + b->len, data, len);
+	b->len += len;
+	return 0;
+}
+
 int child_run(const char *path, char *const argv[], char *const envp[], unsigned timeout_ms, size_t out_max,
 	      char **ret_out, size_t *ret_len, int *ret_status)
+{
+	_cleanup_free_ char *buf = malloc(out_max + 1);
+	if (!buf)
+		return -ENOMEM;
+	struct buf_sink b = { .buf = buf, .max = out_max };
+	int r = child_run_sink(path, argv, envp, timeout_ms, buf_append, &b, ret_status);
+	if (r < 0)
+		return r;
+	buf[b.len] = '\0';
+	if (ret_out) {
+		*ret_out = TAKE_PTR(buf);
+		*ret_len = b.len;
+	}
+	return 0;
+}
+
+int child_run_sink(const char *path, char *const argv[], char *const envp[], unsigned timeout_ms,
+		   int (*sink)(void *userdata, const void *data, size_t len), void *userdata, int *ret_status)
 {
 	int p[2];
 	if (pipe2(p, O_CLOEXEC) < 0)
@@ -55,13 +88,7 @@ int child_run(const char *path, char *const argv[], char *const envp[], unsigned
 
 	struct timespec start;
 	clock_gettime(CLOCK_MONOTONIC, &start);
-	_cleanup_free_ char *buf = malloc(out_max + 1);
-	size_t len = 0;
 	int status = 0, r = 0;
-	if (!buf) {
-		reap(pid, true, &status);
-		return -ENOMEM;
-	}
 	for (;;) {
 		long left = (long)timeout_ms - ms_since(&start);
 		if (left <= 0) {
@@ -77,18 +104,18 @@ int child_run(const char *path, char *const argv[], char *const envp[], unsigned
 		}
 		if (n <= 0)
 			continue;
-		char tmp[4096];
+		/* One pipe's worth at a time: memory stays this buffer
+		 * whatever the child writes. */
+		char tmp[64 * 1024];
 		ssize_t k = read(rfd, tmp, sizeof(tmp));
 		if (k < 0 && (errno == EINTR || errno == EAGAIN))
 			continue;
 		if (k <= 0)
 			break; /* EOF: the child (and anything it started) closed stdout */
-		if (len + (size_t)k > out_max) {
+		if ((r = sink(userdata, tmp, (size_t)k)) < 0) {
 			reap(pid, true, &status);
-			return -EFBIG;
+			return r;
 		}
-		memcpy(buf + len, tmp, (size_t)k);
-		len += (size_t)k;
 	}
 	/* stdout closed; the child must still end within the deadline. */
 	for (;;) {
@@ -104,11 +131,6 @@ int child_run(const char *path, char *const argv[], char *const envp[], unsigned
 		struct timespec d = { 0, 10 * 1000 * 1000 };
 		nanosleep(&d, NULL);
 	}
-	buf[len] = '\0';
 	*ret_status = status;
-	if (ret_out) {
-		*ret_out = TAKE_PTR(buf);
-		*ret_len = len;
-	}
 	return 0;
 }

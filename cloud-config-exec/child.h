@@ -18,4 +18,10 @@
 int child_run(const char *path, char *const argv[], char *const envp[], unsigned timeout_ms, size_t out_max,
 	      char **ret_out, size_t *ret_len, int *ret_status);
 
+/* As child_run(), but what the child writes to stdout goes to sink as it
+ * comes, in pieces of at most 64 KiB (memory bounded whatever it writes); a
+ * sink error kills the child and is returned. */
+int child_run_sink(const char *path, char *const argv[], char *const envp[], unsigned timeout_ms,
+		   int (*sink)(void *userdata, const void *data, size_t len), void *userdata, int *ret_status);
+
 #endif

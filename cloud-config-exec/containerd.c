@@ -2,9 +2,11 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -14,6 +16,7 @@
 #include "criconfig.h"
 #include "fsx.h"
 #include "log.h"
+#include "state.h"
 
 static int errorf(char **ret_error, int r, const char *fmt, ...) _printf_(3, 4);
 static int errorf(char **ret_error, int r, const char *fmt, ...)
@@ -29,16 +32,37 @@ static int errorf(char **ret_error, int r, const char *fmt, ...)
 	return r;
 }
 
-static int find_target(const char *bin, struct cri_target *ret, char **ret_error)
+const char *containerd_cached_version(const struct state *s, const struct stat *st)
 {
+	char stamp[STATE_STAMP_MAX];
+	if (!s->containerd_stamp || !s->containerd_version || !S_ISREG(st->st_mode))
+		return NULL;
+	state_stamp(st, stamp);
+	return strcmp(stamp, s->containerd_stamp) == 0 ? s->containerd_version : NULL;
+}
+
+static char e_path[] = "PATH=/usr/sbin:/usr/bin:/sbin:/bin", e_lang[] = "LANG=C", e_lc[] = "LC_ALL=C";
+static char *const child_env[] = { e_path, e_lang, e_lc, NULL };
+
+/* Asks bin --version, or takes the answer st's cache holds for this very
+ * binary (issue 27: a 32 MB Go child and ~20 ms on every no-op apply).
+ * The binary is stat()ed before and after the child: only an answer of a
+ * binary that did not change meanwhile is cached. */
+static int find_target(const char *bin, struct state *st, struct cri_target *ret, char **ret_error)
+{
+	struct stat before, after;
+	bool have_stat = stat(bin, &before) == 0;
+	const char *cached = have_stat ? containerd_cached_version(st, &before) : NULL;
+	if (cached && cri_target_from_version(cached, strlen(cached), ret) == 0) {
+		log_debug("%s unchanged since it said '%s': not asked again", bin, cached);
+		return 0;
+	}
 	char a0[] = "containerd", a1[] = "--version";
 	char *argv[] = { a0, a1, NULL };
-	char e0[] = "PATH=/usr/sbin:/usr/bin:/sbin:/bin", e1[] = "LANG=C", e2[] = "LC_ALL=C";
-	char *envp[] = { e0, e1, e2, NULL };
 	_cleanup_free_ char *out = NULL;
 	size_t len = 0;
 	int status = 0;
-	int r = child_run(bin, argv, envp, CONTAINERD_VERSION_TIMEOUT_MS, CRI_VERSION_OUTPUT_MAX, &out, &len,
+	int r = child_run(bin, argv, child_env, CONTAINERD_VERSION_TIMEOUT_MS, CRI_VERSION_OUTPUT_MAX, &out, &len,
 			  &status);
 	if (r < 0) {
 		log_error_errno(r, "Cannot run %s --version", bin);
@@ -51,11 +75,61 @@ static int find_target(const char *bin, struct cri_target *ret, char **ret_error
 			      WIFEXITED(status) ? "exit status" : "signal",
 			      WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
 	}
+	size_t n = strcspn(out, "\n");
 	r = cri_target_from_version(out, len, ret);
 	if (r < 0) {
-		size_t n = strcspn(out, "\n");
 		log_error("%s --version printed '%.*s': not containerd 1.x or 2.x", bin, (int)(n > 120 ? 120 : n), out);
 		return errorf(ret_error, r, "unknown containerd version '%.*s'", (int)(n > 120 ? 120 : n), out);
+	}
+	char b[STATE_STAMP_MAX], a[STATE_STAMP_MAX];
+	if (have_stat && stat(bin, &after) == 0 && S_ISREG(after.st_mode)) {
+		state_stamp(&before, b);
+		state_stamp(&after, a);
+		char *stamp = strcmp(a, b) == 0 ? strdup(a) : NULL, *version = stamp ? strndup(out, n) : NULL;
+		if (stamp && version) {
+			free(st->containerd_stamp);
+			free(st->containerd_version);
+			st->containerd_stamp = stamp;
+			st->containerd_version = version;
+		} else {
+			free(stamp);
+			free(version);
+		}
+	}
+	return 0;
+}
+
+static int discard(void *userdata, const void *data, size_t len)
+{
+	return 0;
+}
+
+/* containerd's own verdict on a candidate config.toml (host path): `bin
+ * --config PATH config dump` loads it as containerd would at start (TOML
+ * parse, version, plugin URIs, each plugin's config decoded into its
+ * type). 0 accepted; -EBADMSG refused, the first line of its complaint in
+ * *ret_error. */
+static int containerd_accepts(const char *bin, const char *path, char **ret_error)
+{
+	char a0[] = "containerd", a1[] = "--config", a3[] = "config", a4[] = "dump";
+	char *argv[] = { a0, a1, (char *)(uintptr_t)path, a3, a4, NULL };
+	int status = 0;
+	/* Its stdout (the whole effective configuration) is read and
+	 * dropped; its complaint goes to stderr, which is the journal. */
+	int r = child_run_sink(bin, argv, child_env, CONTAINERD_VERSION_TIMEOUT_MS, discard, NULL, &status);
+	if (r < 0) {
+		log_error_errno(r, "Cannot run %s config dump", bin);
+		return errorf(ret_error, r, "cannot run %s --config %s config dump: %s", bin, path, strerror(-r));
+	}
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+		log_error("containerd refuses the new %s (%s --config %s config dump: %s %d; its reason above); "
+			  "the old one stays and containerd is not restarted",
+			  CRI_CONFIG_FILE, bin, path, WIFEXITED(status) ? "exit status" : "signal",
+			  WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
+		return errorf(ret_error, -EBADMSG,
+			      "containerd refuses the rendered %s (`containerd config dump` failed, see the journal); "
+			      "the old file stays, containerd not restarted",
+			      CRI_CONFIG_FILE);
 	}
 	return 0;
 }
@@ -117,14 +191,62 @@ static int remove_registry(int rootfd, const char *upstream, bool *ret_changed, 
 	return 0;
 }
 
-int containerd_apply(int rootfd, const char *containerd_bin, const struct osc *old, const struct osc *new,
-		     bool *ret_restart, char **ret_error)
+/* Replaces config.toml by config once containerd accepted it: the bytes go
+ * to CANDIDATE next to it, `config dump` reads that (its host path below
+ * root), then it is renamed over config.toml. 1 written, 0 already the
+ * same (and accepted when check is set), -errno (old file kept). */
+static int write_config(int rootfd, const char *root, const char *bin, const char *config, bool check,
+			char **ret_error)
+{
+	const char *base;
+	_cleanup_close_ int dfd =
+		fsx_open_parent_at(rootfd, CRI_CONFIG_FILE, FSX_MKDIR | FSX_FOLLOW_ROOT_SYMLINKS, 0755, &base);
+	if (dfd < 0) {
+		log_error_errno(dfd, "Cannot open the directory of %s", CRI_CONFIG_FILE);
+		return errorf(ret_error, dfd, "cannot open the directory of %s: %s", CRI_CONFIG_FILE, strerror(-dfd));
+	}
+	_cleanup_free_ char *cur = NULL;
+	size_t cur_len = 0;
+	bool same = fsx_read_at(dfd, base, 4u << 20, &cur, &cur_len) >= 0 && cur_len == strlen(config) &&
+		    memcmp(cur, config, cur_len) == 0;
+	if (same && !check)
+		return 0;
+	const char *name = same ? base : CONTAINERD_CANDIDATE;
+	int r;
+	if (!same && (r = fsx_write_atomic_at(dfd, name, config, strlen(config), 0644, 0, 0, 0)) < 0) {
+		log_error_errno(r, "Cannot write %s/%s", CRI_CONFIG_DIR, name);
+		return errorf(ret_error, r, "cannot write %s/%s: %s", CRI_CONFIG_DIR, name, strerror(-r));
+	}
+	_cleanup_free_ char *hostpath = NULL;
+	if (asprintf(&hostpath, "%s%s/%s", strcmp(root, "/") == 0 ? "" : root, CRI_CONFIG_DIR, name) < 0)
+		return errorf(ret_error, -ENOMEM, "out of memory");
+	r = containerd_accepts(bin, hostpath, ret_error);
+	if (r < 0) {
+		if (!same)
+			(void)unlinkat(dfd, name, 0);
+		return r;
+	}
+	if (same)
+		return 0;
+	if (renameat(dfd, name, dfd, base) < 0) {
+		r = negerrno();
+		(void)unlinkat(dfd, name, 0);
+		log_error_errno(r, "Cannot rename %s over %s", name, CRI_CONFIG_FILE);
+		return errorf(ret_error, r, "cannot replace %s: %s", CRI_CONFIG_FILE, strerror(-r));
+	}
+	(void)fsync(dfd);
+	log_info("Wrote %s (containerd accepts it)", CRI_CONFIG_FILE);
+	return 1;
+}
+
+int containerd_apply(int rootfd, const char *root, const char *containerd_bin, struct state *st,
+		     const struct osc *old, const struct osc *new, bool *ret_restart, char **ret_error)
 {
 	*ret_restart = false;
 	if (!new->cri.present)
 		return 0;
 	struct cri_target t;
-	int r = find_target(containerd_bin, &t, ret_error);
+	int r = find_target(containerd_bin, st, &t, ret_error);
 	if (r < 0)
 		return r;
 	log_info("containerd %u.%u: configuration version %d", t.major, t.minor, t.config_version);
@@ -149,7 +271,17 @@ int containerd_apply(int rootfd, const char *containerd_bin, const struct osc *o
 			return errorf(ret_error, dfd, "cannot create %s: %s", dirs[i], strerror(-dfd));
 		}
 	}
-	if ((r = write_file(rootfd, CRI_CONFIG_FILE, config, ret_error)) < 0)
+	/* Whether containerd must restart: as GNA's computeChanges
+	 * (changes.go, ConfigFileChanged): sandbox image, plugins and cgroup
+	 * driver restart containerd; registries do not, containerd reads
+	 * hosts.toml at each pull. A file that differs from the model's
+	 * rendering of the old OSC restarts it too (a crash between the write
+	 * and the restart). Whatever restarts containerd is first read by
+	 * containerd itself: a file it refuses would keep it down. */
+	_cleanup_free_ char *old_config = NULL;
+	bool differs = !old || !old->cri.present || cri_render_config(&old->cri, &t, &old_config) < 0 ||
+		       strcmp(old_config, config) != 0 || old->cri.n_plugins != new->cri.n_plugins;
+	if ((r = write_config(rootfd, root, containerd_bin, config, differs, ret_error)) < 0)
 		return r;
 	bool config_written = r > 0;
 	for (size_t i = 0; i < new->cri.n_registries; i++) {
@@ -168,12 +300,6 @@ int containerd_apply(int rootfd, const char *containerd_bin, const struct osc *o
 			return r;
 	}
 
-	/* As GNA's computeChanges (changes.go, ConfigFileChanged): sandbox
-	 * image, plugins and cgroup driver restart containerd; registries do
-	 * not, containerd reads hosts.toml at each pull. */
-	_cleanup_free_ char *old_config = NULL;
-	bool differs = !old || !old->cri.present || cri_render_config(&old->cri, &t, &old_config) < 0 ||
-		       strcmp(old_config, config) != 0 || old->cri.n_plugins != new->cri.n_plugins;
 	if (written)
 		log_debug("hosts.toml changed: containerd reads it at each pull, no restart");
 	*ret_restart = config_written || differs;

@@ -13,23 +13,38 @@
 #define CONTAINERD_BIN "/usr/bin/containerd"
 #define CONTAINERD_UNIT "containerd.service"
 #define CONTAINERD_VERSION_TIMEOUT_MS 10000
+/* The candidate config.toml containerd is asked about, next to it. */
+#define CONTAINERD_CANDIDATE ".config.toml.node-agent-candidate"
 
-/* Nothing when new has no criConfig. Otherwise asks containerd_bin
- * ("containerd --version", a child with a deadline, see child.h) which
- * configuration version it reads, writes CRI_CONFIG_FILE and one hosts.toml
- * per registry below rootfd (atomically, 0644, only when the bytes differ;
- * conf.d and certs.d created 0755) and removes the hosts.toml of registries
- * old had and new has not. *ret_restart: containerd must be restarted,
- * because config.toml was written or because the two models' config.toml
- * differ (so a re-run after a crash between the write and the restart
- * still restarts it); never for hosts.toml alone (containerd reads it at
- * each pull; GNA's changes.go) nor on a reconcile that changes nothing
- * (Gardener #11120). Plugins
- * (criConfig.containerd.plugins) are not supported: everything else is
- * written, then the step fails naming them. On failure returns -errno and
- * *ret_error (free()) says why in one line; logs each file written and
- * each error. */
-int containerd_apply(int rootfd, const char *containerd_bin, const struct osc *old, const struct osc *new,
-		     bool *ret_restart, char **ret_error);
+struct state;
+struct stat;
+
+/* The cache decision (pure): the version line s holds for the binary st
+ * describes, or NULL when s has none or it was learnt from another binary
+ * (another device, inode, size, mtime or ctime: replaced, upgraded,
+ * rewritten in place). */
+const char *containerd_cached_version(const struct state *s, const struct stat *st);
+
+/* Nothing when new has no criConfig. Otherwise learns from containerd_bin
+ * which configuration version it reads ("containerd --version", a child
+ * with a deadline, see child.h; the answer is cached in st per binary,
+ * containerd_cached_version(), and asked again only when the binary
+ * changed), writes CRI_CONFIG_FILE and one hosts.toml per registry below
+ * rootfd (atomically, 0644, only when the bytes differ; conf.d and certs.d
+ * created 0755) and removes the hosts.toml of registries old had and new
+ * has not. A config.toml that would restart containerd is first loaded by
+ * containerd itself (`containerd_bin --config CANDIDATE config dump`, the
+ * candidate's host path below root): one it refuses never replaces the old
+ * file, the step fails and containerd is not restarted. *ret_restart:
+ * containerd must be restarted, because config.toml was written or because
+ * the two models' config.toml differ (so a re-run after a crash between
+ * the write and the restart still restarts it); never for hosts.toml alone
+ * (containerd reads it at each pull; GNA's changes.go) nor on a reconcile
+ * that changes nothing (Gardener #11120). Plugins that cri_plugins_check()
+ * refuses fail the step before anything is written. On failure returns
+ * -errno and *ret_error (free()) says why in one line; logs each file
+ * written and each error. */
+int containerd_apply(int rootfd, const char *root, const char *containerd_bin, struct state *st,
+		     const struct osc *old, const struct osc *new, bool *ret_restart, char **ret_error);
 
 #endif

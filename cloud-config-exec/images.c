@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <limits.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -13,6 +15,7 @@
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
+#include <openssl/evp.h>
 
 #include "child.h"
 #include "cleanup.h"
@@ -305,9 +308,105 @@ static int blob(const struct images_ctx *ic, const char *digest, size_t max, cha
 	return 0;
 }
 
-/* The bytes and mode of path_in_image in the image whose top digest is top. */
-static int extract(const struct images_ctx *ic, const char *top, const char *path_in_image, unsigned char **ret,
-		   size_t *ret_len, char *why, size_t why_size)
+/* The file being copied out: a temporary next to its target, written as
+ * the layer streams by (a later tar entry of the path starts it over), and
+ * its SHA-256. */
+struct out_file {
+	int fd;
+	EVP_MD_CTX *md;
+	uint64_t len;
+	const char *path;           /* the OSC's path, for messages */
+	int write_error;            /* the temporary could not be written */
+};
+
+static int out_sink(void *userdata, const void *data, size_t len, bool start)
+{
+	struct out_file *o = userdata;
+	if (start) {
+		o->len = 0;
+		if (ftruncate(o->fd, 0) < 0 || lseek(o->fd, 0, SEEK_SET) < 0)
+			return (o->write_error = negerrno());
+		return EVP_DigestInit_ex(o->md, EVP_sha256(), NULL) ? 0 : -ENOMEM;
+	}
+	const char *p = data;
+	for (size_t done = 0; done < len;) {
+		ssize_t k = write(o->fd, p + done, len - done);
+		if (k < 0) {
+			if (errno == EINTR)
+				continue;
+			return (o->write_error = negerrno());
+		}
+		done += (size_t)k;
+	}
+	o->len += len;
+	return EVP_DigestUpdate(o->md, data, len) ? 0 : -ENOMEM;
+}
+
+struct layer_feed {
+	struct oci_layer *l;
+	uint64_t n;
+};
+
+static int layer_sink(void *userdata, const void *data, size_t len)
+{
+	struct layer_feed *f = userdata;
+	if (len > IMAGES_BLOB_MAX - f->n)
+		return -EFBIG;
+	f->n += len;
+	return oci_layer_feed(f->l, data, len);
+}
+
+/* One layer streamed from `ctr content get` through the layer reader
+ * (ociimage.h): memory stays a pipe buffer, the inflate window and the tar
+ * header, whatever the layer's size. */
+static int layer(const struct images_ctx *ic, const char *digest, bool gzip, const char *diff_id, const char *path,
+		 struct out_file *o, uint64_t *ret_size, char *why, size_t why_size)
+{
+	struct oci_layer *l = NULL;
+	int r = oci_layer_new(gzip, path, IMAGES_BLOB_MAX, out_sink, o, &l);
+	if (r < 0) {
+		snprintf(why, why_size, "%s", r == -ENOMEM ? "out of memory" : "not a path in an image");
+		return r;
+	}
+	char a0[] = "ctr", a1[] = "--address", a3[] = "--namespace", a4[] = IMAGES_NAMESPACE, a5[] = "content",
+	     a6[] = "get";
+	char d[OCI_DIGEST_LEN + 1];
+	memcpy(d, digest, sizeof(d));
+	char *argv[] = { a0, a1, (char *)(uintptr_t)ic->address, a3, a4, a5, a6, d, NULL };
+	struct layer_feed f = { .l = l };
+	int status = 0;
+	r = child_run_sink(IMAGES_CTR, argv, child_env, IMAGES_CTR_TIMEOUT_MS, layer_sink, &f, &status);
+	if (r < 0) {
+		if (r == -EFBIG)
+			snprintf(why, why_size, "layer %.19s: more than %u MiB (compressed or not)", digest,
+				 IMAGES_BLOB_MAX >> 20);
+		else if (o->write_error)
+			snprintf(why, why_size, "cannot write %s: %s", o->path, strerror(-r));
+		else
+			snprintf(why, why_size, "ctr content get %.19s: %s", digest, strerror(-r));
+		oci_layer_free(l);
+		return r;
+	}
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+		snprintf(why, why_size, "ctr content get failed (containerd not running?)");
+		oci_layer_free(l);
+		return -EIO;
+	}
+	mode_t mode = 0;
+	const char *which = NULL;
+	r = oci_layer_finish(l, digest, diff_id, ret_size, &mode, &which);
+	oci_layer_free(l);
+	if (r == -EBADMSG)
+		snprintf(why, why_size, "%s %.19s does not match its %s", strcmp(which, "digest") == 0 ? "content of" : "layer",
+			 digest, which);
+	else if (r < 0)
+		snprintf(why, why_size, "layer %.19s: corrupt gzip or malformed tar", digest);
+	return r;
+}
+
+/* Copies path_in_image of the image whose top digest is top into o. */
+static int extract(const struct images_ctx *ic, const char *top, const char *path_in_image, struct out_file *o,
+		   char *why, size_t why_size)
 {
 	char next[OCI_DIGEST_LEN + 1];
 	memcpy(next, top, sizeof(next));
@@ -333,47 +432,32 @@ static int extract(const struct images_ctx *ic, const char *top, const char *pat
 	_cleanup_free_ char(*diff_ids)[OCI_DIGEST_LEN + 1] = calloc(m.n_layers, sizeof(*diff_ids));
 	_cleanup_free_ char *config = NULL;
 	size_t clen = 0;
+	char got[160];
 	if (!diff_ids)
 		r = -ENOMEM;
 	else if ((r = blob(ic, m.config, OCI_JSON_MAX, &config, &clen, why, why_size)) >= 0 &&
 		 (r = oci_parse_config(config, clen, m.n_layers, diff_ids)) < 0)
 		snprintf(why, why_size, "image config without matching rootfs.diff_ids");
+	/* A manifest on its own (no index choosing the platform) says what it
+	 * is for in its config: gardener-node-agent's CopyFromImage
+	 * (pkg/nodeagent/registry/containerd_extractor.go) pulls with
+	 * containerd.WithPullUnpack, and containerd's unpacker refuses a
+	 * config of another platform ("unpacker does not support platform",
+	 * core/unpack in 1.7; 2.x unpacks nothing and the mount fails), so an
+	 * s390x binary never lands on an amd64 node. Same for an index entry
+	 * whose config contradicts it. */
+	if (r >= 0 && (r = oci_config_platform(config, clen, IMAGES_ARCH, got, sizeof(got))) < 0) {
+		if (r == -EXDEV)
+			snprintf(why, why_size, "the image is for %s, this node is linux/" IMAGES_ARCH, got);
+		else
+			snprintf(why, why_size, "image config is not a JSON object");
+	}
 	for (size_t i = m.n_layers; r >= 0 && i-- > 0;) {
-		_cleanup_free_ char *raw = NULL;
-		_cleanup_free_ unsigned char *tar = NULL;
-		size_t rlen = 0, tlen = 0;
-		if ((r = blob(ic, m.layers[i], IMAGES_BLOB_MAX, &raw, &rlen, why, why_size)) < 0)
-			break;
-		if (m.layer_gzip[i]) {
-			if ((r = oci_gunzip((unsigned char *)raw, rlen, IMAGES_BLOB_MAX, &tar, &tlen)) < 0) {
-				snprintf(why, why_size, "layer %.19s: cannot gunzip", m.layers[i]);
-				break;
-			}
-		} else {
-			tar = (unsigned char *)TAKE_PTR(raw);
-			tlen = rlen;
-		}
-		if (!oci_digest_matches(diff_ids[i], tar, tlen)) {
-			snprintf(why, why_size, "layer %.19s does not match its diff_id", m.layers[i]);
-			r = -EBADMSG;
-			break;
-		}
-		const unsigned char *data;
-		size_t size;
-		mode_t mode;
-		int e = oci_tar_find(tar, tlen, path_in_image, &data, &size, &mode);
-		if (e < 0) {
-			snprintf(why, why_size, "layer %.19s: malformed tar", m.layers[i]);
+		uint64_t size = 0;
+		int e = layer(ic, m.layers[i], m.layer_gzip[i], diff_ids[i], path_in_image, o, &size, why, why_size);
+		if (e < 0)
 			r = e;
-		} else if (e == OCI_ENTRY_FILE) {
-			unsigned char *copy = malloc(size ? size : 1);
-			if (!copy) {
-				r = -ENOMEM;
-				break;
-			}
-			memcpy(copy, data, size);
-			*ret = copy;
-			*ret_len = size;
+		else if (e == OCI_ENTRY_FILE) {
 			oci_manifest_done(&m);
 			return 0;
 		} else if (e == OCI_ENTRY_OTHER) {
@@ -415,9 +499,56 @@ static const char *rec_str(const cJSON *rec, const char *name)
 	return cJSON_IsString(v) ? v->valuestring : NULL;
 }
 
-static void sha256_hex(const void *data, size_t len, char out[static 65])
+
+static void md_freep(EVP_MD_CTX **p)
 {
-	desired_sha256_hex(data, len, out);
+	EVP_MD_CTX_free(*p);
+}
+
+/* The SHA-256 (hex) of fd's content, read in pieces. */
+static int fd_sha256(int fd, char out[static 65])
+{
+	static const char hex[] = "0123456789abcdef";
+	_cleanup_(md_freep) EVP_MD_CTX *md = EVP_MD_CTX_new();
+	if (!md || !EVP_DigestInit_ex(md, EVP_sha256(), NULL))
+		return -ENOMEM;
+	if (lseek(fd, 0, SEEK_SET) < 0)
+		return negerrno();
+	for (;;) {
+		unsigned char buf[64 * 1024];
+		ssize_t k = read(fd, buf, sizeof(buf));
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0)
+			return negerrno();
+		if (k == 0)
+			break;
+		if (!EVP_DigestUpdate(md, buf, (size_t)k))
+			return -ENOMEM;
+	}
+	unsigned char v[EVP_MAX_MD_SIZE];
+	unsigned n = 0;
+	if (!EVP_DigestFinal_ex(md, v, &n) || n != 32)
+		return -ENOMEM;
+	for (unsigned i = 0; i < 32; i++) {
+		out[2 * i] = hex[v[i] >> 4];
+		out[2 * i + 1] = hex[v[i] & 15];
+	}
+	out[64] = '\0';
+	return 0;
+}
+
+/* True when name in dfd is a regular file of root's, of mode, whose
+ * SHA-256 is hex (read in pieces: a large binary costs no memory). */
+static bool file_is(int dfd, const char *name, mode_t mode, const char *hex)
+{
+	_cleanup_close_ int fd = openat(dfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	struct stat st;
+	char sum[65];
+	if (!hex || fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || (st.st_mode & 07777) != mode ||
+	    st.st_uid != 0 || st.st_gid != 0 || (uint64_t)st.st_size > IMAGES_BLOB_MAX)
+		return false;
+	return fd_sha256(fd, sum) >= 0 && strcmp(sum, hex) == 0;
 }
 
 /* True when path below rootfd is a regular file of mode whose SHA-256 is hex. */
@@ -425,19 +556,7 @@ static bool on_disk_is(int rootfd, const char *path, mode_t mode, const char *he
 {
 	const char *base;
 	_cleanup_close_ int dfd = fsx_open_parent_at(rootfd, path, FSX_FOLLOW_ROOT_SYMLINKS, 0, &base);
-	if (dfd < 0 || !hex)
-		return false;
-	_cleanup_close_ int fd = openat(dfd, base, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
-	struct stat st;
-	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || (st.st_mode & 07777) != mode)
-		return false;
-	_cleanup_free_ char *data = NULL;
-	size_t len = 0;
-	if (fsx_read_fd(fd, IMAGES_BLOB_MAX, &data, &len) < 0)
-		return false;
-	char sum[65];
-	sha256_hex(data, len, sum);
-	return strcmp(sum, hex) == 0;
+	return dfd >= 0 && file_is(dfd, base, mode, hex);
 }
 
 /* The directory a file goes to must be root's and not writable by group or
@@ -490,19 +609,47 @@ static int one(const struct images_ctx *ic, int rootfd, const struct osc_file *f
 	}
 	if (r < 0)
 		return r;
-	_cleanup_free_ unsigned char *data = NULL;
-	size_t len = 0;
-	if ((r = extract(ic, digest, f->path_in_image, &data, &len, why, why_size)) < 0)
-		return r;
-	r = fsx_write_atomic_at(dfd, base, data, len, f->mode, 0, 0, FSX_SKIP_IF_SAME);
-	if (r < 0) {
-		snprintf(why, why_size, "cannot write %s: %s", f->path, strerror(-r));
-		return r;
+	/* The file streams into a temporary next to it (".#NAME.<hex>", the
+	 * names fsx_write_atomic_at() uses), renamed over it once complete and
+	 * checked, unless the bytes on disk are the same already. */
+	char tmp[NAME_MAX + 1];
+	_cleanup_close_ int ofd = -1;
+	for (int attempt = 0; ofd < 0; attempt++) {
+		uint64_t rnd;
+		if (getrandom(&rnd, sizeof(rnd), 0) != sizeof(rnd))
+			return negerrno();
+		int n = snprintf(tmp, sizeof(tmp), ".#%.*s.%016llx", 200, base, (unsigned long long)rnd);
+		if (n < 0 || (size_t)n >= sizeof(tmp))
+			return -ENAMETOOLONG;
+		ofd = openat(dfd, tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+		if (ofd < 0 && (errno != EEXIST || attempt > 16)) {
+			r = negerrno();
+			snprintf(why, why_size, "cannot create a temporary file next to %s: %s", f->path, strerror(-r));
+			return r;
+		}
 	}
+	struct out_file o = { .fd = ofd, .path = f->path };
 	char sum[65];
-	sha256_hex(data, len, sum);
-	if (r > 0) {
-		log_info("Wrote %s from %s (%s, %zu bytes)", f->path, f->image, digest, len);
+	o.md = EVP_MD_CTX_new();
+	r = o.md ? extract(ic, digest, f->path_in_image, &o, why, why_size) : -ENOMEM;
+	if (r >= 0)
+		r = fd_sha256(o.fd, sum); /* what is on disk, not what was meant to be */
+	EVP_MD_CTX_free(o.md);
+	bool same = r >= 0 && file_is(dfd, base, f->mode, sum);
+	if (r >= 0 && !same) {
+		if (fchown(o.fd, 0, 0) < 0 || fchmod(o.fd, f->mode & 07777) < 0 || fsync(o.fd) < 0 ||
+		    renameat(dfd, tmp, dfd, base) < 0) {
+			r = negerrno();
+			snprintf(why, why_size, "cannot write %s: %s", f->path, strerror(-r));
+		} else
+			(void)fsx_fsync_dir(dfd);
+	}
+	if (r < 0 || same)
+		(void)unlinkat(dfd, tmp, 0);
+	if (r < 0)
+		return r;
+	if (!same) {
+		log_info("Wrote %s from %s (%s, %llu bytes)", f->path, f->image, digest, (unsigned long long)o.len);
 		if (files_strv_add(changed, f->path) < 0)
 			return -ENOMEM;
 	}

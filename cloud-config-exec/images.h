@@ -17,6 +17,11 @@
  *    ls` and `ctr content get`: every blob is checked against its SHA-256
  *    digest, every layer after gunzip against the config's diff_ids, then
  *    filePathInImage is looked up from the top layer down (lib/node/ociimage.h);
+ *    layers are streamed (child_run_sink, oci_layer_*), the file going to a
+ *    temporary next to its path, so memory stays bounded whatever the
+ *    image's size; a config naming another platform than linux/<this
+ *    machine's GOARCH> is refused (containerd's unpacker refuses it under
+ *    gardener-node-agent);
  *  - the file is written atomically with the OSC's mode only when its bytes
  *    differ; images.json in the state directory records, per path, the
  *    reference, the manifest digest and the SHA-256 of the file written, so
@@ -36,7 +41,7 @@
 #define IMAGES_STATE_FILE "images.json"
 #define IMAGES_PULL_TIMEOUT_MS (300u * 1000) /* containerd's image_pull_progress_timeout */
 #define IMAGES_CTR_TIMEOUT_MS (60u * 1000)
-#define IMAGES_BLOB_MAX (1024u << 20)        /* bytes of one layer, compressed or not */
+#define IMAGES_BLOB_MAX (1024u << 20)        /* bytes of one layer, compressed or not (time, disk) */
 #define IMAGES_PULL_UNIT_PREFIX "cloud-config-exec-pull@"
 #define IMAGES_UNIT_NAME_MAX 255              /* systemd's UNIT_NAME_MAX - 1 */
 

@@ -201,6 +201,8 @@ void state_done(struct state *s)
 	free(s->users);
 	strv_free(s->progress_units);
 	strv_free(s->owned_units);
+	free(s->containerd_stamp);
+	free(s->containerd_version);
 	*s = (struct state){ 0 };
 }
 
@@ -336,6 +338,20 @@ int state_parse(const char *data, size_t len, struct state *ret)
 		s.snapshot_generation = (uint64_t)g->valuedouble;
 		s.snapshot_created_at = (int64_t)t->valuedouble;
 	}
+	/* The version cache: a malformed one is dropped (asked again), never
+	 * a reason to refuse the record. */
+	const cJSON *ctd = cJSON_GetObjectItemCaseSensitive(root, "containerd");
+	const cJSON *cb = cJSON_GetObjectItemCaseSensitive(ctd, "binary");
+	const cJSON *cv = cJSON_GetObjectItemCaseSensitive(ctd, "version");
+	if (cJSON_IsString(cb) && cJSON_IsString(cv) && strlen(cb->valuestring) < STATE_STAMP_MAX &&
+	    strlen(cv->valuestring) <= 4096) {
+		s.containerd_stamp = strdup(cb->valuestring);
+		s.containerd_version = strdup(cv->valuestring);
+		if (!s.containerd_stamp || !s.containerd_version) {
+			r = -ENOMEM;
+			goto fail;
+		}
+	}
 	*ret = s;
 	return 0;
 fail:
@@ -374,7 +390,20 @@ int state_format(const struct state *s, char **ret, size_t *ret_len)
 		    !cJSON_AddNumberToObject(p, "createdAt", (double)s->snapshot_created_at))
 			return -ENOMEM;
 	}
+	if (s->containerd_stamp && s->containerd_version) {
+		cJSON *p = cJSON_AddObjectToObject(root, "containerd");
+		if (!p || !cJSON_AddStringToObject(p, "binary", s->containerd_stamp) ||
+		    !cJSON_AddStringToObject(p, "version", s->containerd_version))
+			return -ENOMEM;
+	}
 	return jsonx_print(root, ret, ret_len);
+}
+
+void state_stamp(const struct stat *st, char buf[static STATE_STAMP_MAX])
+{
+	snprintf(buf, STATE_STAMP_MAX, "%llu:%llu:%lld:%lld.%09ld:%lld.%09ld", (unsigned long long)st->st_dev,
+		 (unsigned long long)st->st_ino, (long long)st->st_size, (long long)st->st_mtim.tv_sec,
+		 st->st_mtim.tv_nsec, (long long)st->st_ctim.tv_sec, st->st_ctim.tv_nsec);
 }
 
 int state_load(int dirfd, struct state *ret)

@@ -12,6 +12,7 @@
  *                      units changed so far). Rewritten after each step, and
  *                      before files are created (ownership is recorded first,
  *                      so a crash can never leak a created file: #10972);
+ *                      It also caches `containerd --version` per binary;
  *   result.json        lib/node/result.h, for node-agent.
  *
  * Every write is atomic (fsx_write_atomic_at) and skipped when the bytes
@@ -23,6 +24,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #define STATE_LAST_APPLIED "last-applied.yaml"
@@ -75,7 +77,20 @@ struct state {
 	char snapshot_digest[65];
 	uint64_t snapshot_generation;
 	int64_t snapshot_created_at;
+	/* What `containerd --version` printed (its first line) for the binary
+	 * whose stat stamp (state_stamp()) is containerd_stamp: asked again
+	 * only when the binary changed (containerd.c). NULL when unknown. */
+	char *containerd_stamp;
+	char *containerd_version;
 };
+
+#define STATE_STAMP_MAX 128
+
+/* The identity of a file for a cache: device, inode, size, mtime and
+ * ctime in nanoseconds ("dev:ino:size:mtime:ctime"; ctime cannot be set
+ * back by a user, so an in-place rewrite that restores mtime still
+ * changes it). Pure. */
+void state_stamp(const struct stat *st, char buf[static STATE_STAMP_MAX]);
 
 /* Parses state.json bytes (pure). -EINVAL on malformed input. */
 int state_parse(const char *data, size_t len, struct state *ret);

@@ -186,11 +186,79 @@ static void join(char *buf, size_t size, const char *const *comp, size_t n)
 	}
 }
 
+/* The bytes a key (a plugin path component, a table or value key) may
+ * have. containerd 1.6 and 1.7 read config.toml with pelletier/go-toml v1,
+ * whose table-header lexer ends a quoted key at its first "]" and refuses
+ * a "[" ("invalid table array key: unclosed double-quoted key", found with
+ * Debian's containerd 1.6.20 `containerd --config F config dump`);
+ * osc_parse() already refused spaces, quotes, backslashes and control
+ * bytes. An allow-list rather than those two bytes: what every TOML parser
+ * containerd ever used reads the same, and every key Gardener and its
+ * extensions write (plugin URIs, runtime handler names, Go field names)
+ * fits. */
+static const char key_chars[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-:/@+";
+
+bool cri_key_is_safe(const char *key)
+{
+	return key && key[0] && strspn(key, key_chars) == strlen(key);
+}
+
+/* A plugin's key URI as containerd's Config.ValidateV2() wants it: at least
+ * four dot-separated parts ("io.containerd.x.vx"), else "invalid plugin key
+ * URI". */
+static bool plugin_uri_ok(const char *uri)
+{
+	size_t dots = 0;
+	for (const char *p = uri; *p; p++)
+		dots += *p == '.';
+	return dots >= 3;
+}
+
+static int tval_keys_check(const struct osc_tval *v, size_t i, char *why, size_t why_size)
+{
+	for (size_t k = 0; k < v->n_items; k++) {
+		const struct osc_tval *e = &v->items[k];
+		if (!e->key)
+			continue;
+		if (!cri_key_is_safe(e->key)) {
+			snprintf(why, why_size, "plugins[%zu]: key '%s' has a byte outside [A-Za-z0-9._:/@+-] "
+				 "(containerd could not read the file)", i, e->key);
+			return -EINVAL;
+		}
+		if (e->type == OSC_TV_TABLE && tval_keys_check(e, i, why, why_size) < 0)
+			return -EINVAL;
+	}
+	return 0;
+}
+
+static int keys_check(const struct osc_cri *cri, char *why, size_t why_size)
+{
+	for (size_t i = 0; i < cri->n_plugins; i++) {
+		const struct osc_plugin *pl = &cri->plugins[i];
+		for (size_t j = 0; j < pl->n_path; j++)
+			if (!cri_key_is_safe(pl->path[j])) {
+				snprintf(why, why_size, "plugins[%zu].path[%zu]: '%s' has a byte outside "
+					 "[A-Za-z0-9._:/@+-] (containerd could not read the file)", i, j, pl->path[j]);
+				return -EINVAL;
+			}
+		if (pl->n_path && !plugin_uri_ok(pl->path[0])) {
+			snprintf(why, why_size, "plugins[%zu].path[0]: '%s' is not a plugin URI as containerd wants "
+				 "it (io.containerd.x.vx)", i, pl->path[0]);
+			return -EINVAL;
+		}
+		if (!pl->remove && tval_keys_check(&pl->values, i, why, why_size) < 0)
+			return -EINVAL;
+	}
+	return 0;
+}
+
 int cri_plugins_check(const struct osc_cri *cri, const struct cri_target *t, bool *ret_active, char *why,
 		      size_t why_size)
 {
 	_cleanup_free_ struct tnode *keep = NULL;
 	struct tnodes ns = { 0 };
+	if (keys_check(cri, why, why_size) < 0)
+		return -EINVAL;
 	int r = own_nodes(cri, t, &ns);
 	for (size_t i = 0; r >= 0 && i < cri->n_plugins; i++) {
 		const struct osc_plugin *pl = &cri->plugins[i];

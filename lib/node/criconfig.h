@@ -51,13 +51,21 @@ int cri_render_config(const struct osc_cri *cri, const struct cri_target *t, cha
  * table plugins.<path> (version >= 3: Gardener's path replacement for
  * io.containerd.grpc.v1.cri.containerd.runtimes) with its values, nested
  * mappings as nested tables; a remove drops earlier plugins at or below its
- * path. Refused (-EINVAL, the reason in why): a table or key set twice (by
+ * path. Refused (-EINVAL, the reason in why): a key with a byte
+ * cri_key_is_safe() refuses (containerd 1.6's parser refuses "]" and "["
+ * in a table header), a first path component that is not a plugin URI of
+ * four dotted parts (containerd's ValidateV2), a table or key set twice (by
  * node-agent's own keys or another plugin: no merging), a value that is also
  * a table, a remove of something node-agent renders itself or of a part of
  * an earlier plugin's values. ret_active (may be NULL; n_plugins entries)
  * tells which plugins are rendered. */
 int cri_plugins_check(const struct osc_cri *cri, const struct cri_target *t, bool *ret_active, char *why,
 		      size_t why_size);
+
+/* True when key (a plugin path component, a table or value key) has only
+ * bytes of [A-Za-z0-9._:/@+-] and at least one: what every TOML parser
+ * containerd reads config.toml with accepts in a quoted key. */
+bool cri_key_is_safe(const char *key);
 
 /* CRI_CERTS_DIR/<upstream>/hosts.toml for one registry: server, then one
  * [host."URL"] table per host with capabilities (pull, resolve when none

@@ -3,6 +3,8 @@
  * config.md, layer.md: whiteouts), the Docker v2 schema 2 media types, and
  * POSIX.1-2001 pax / ustar (Go's archive/tar writes them, GNU 'L' too). */
 #include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -408,4 +410,369 @@ int oci_tar_find(const unsigned char *tar, size_t len, const char *path, const u
 		*ret_mode = mode;
 	}
 	return found;
+}
+
+/* ---- platform ------------------------------------------------------------- */
+
+static void lower(const char *in_s, char *out, size_t size)
+{
+	size_t i = 0;
+	for (; in_s && in_s[i] && i + 1 < size; i++) {
+		unsigned char ch = (unsigned char)in_s[i];
+		out[i] = ch >= 'A' && ch <= 'Z' ? (char)(ch - 'A' + 'a') : (ch < 0x20 || ch >= 0x7f ? '?' : (char)ch);
+	}
+	out[i] = '\0';
+}
+
+int oci_config_platform(const char *json, size_t len, const char *arch, char *got, size_t got_size)
+{
+	if (len > OCI_JSON_MAX)
+		return -EFBIG;
+	_cleanup_(cJSON_Deletep) cJSON *root = jsonx_parse(json, len);
+	if (!cJSON_IsObject(root))
+		return -EINVAL;
+	char os[64], a[64];
+	lower(str_member(root, "os"), os, sizeof(os));
+	lower(str_member(root, "architecture"), a, sizeof(a));
+	/* containerd's platforms.normalizeArch() for the spellings seen */
+	if (strcmp(a, "x86_64") == 0 || strcmp(a, "x86-64") == 0)
+		snprintf(a, sizeof(a), "amd64");
+	else if (strcmp(a, "aarch64") == 0)
+		snprintf(a, sizeof(a), "arm64");
+	if (strcmp(os, "linux") == 0 && strcmp(a, arch) == 0)
+		return 0;
+	snprintf(got, got_size, "%s/%s", os[0] ? os : "(no os)", a[0] ? a : "(no architecture)");
+	return -EXDEV;
+}
+
+/* ---- a layer as a stream ---------------------------------------------------- */
+
+enum tar_state { T_HDR, T_META, T_BODY, T_PAD, T_END };
+
+struct oci_layer {
+	bool gzip, member_done, failed;
+	int broken;                 /* corrupt gzip or tar: the rest is only hashed */
+	z_stream z;
+	bool z_init;
+	EVP_MD_CTX *blob_md, *tar_md;
+	uint64_t total, max;
+	oci_sink_fn sink;
+	void *userdata;
+	/* the tar, as oci_tar_find() reads it */
+	char want[4096], name[4096], next_name[4096];
+	enum tar_state state;
+	unsigned char hdr[512];
+	size_t hdr_n;
+	unsigned char *meta;
+	size_t meta_n, meta_len;
+	char meta_type;
+	uint64_t entry_size, body_left, pad_left;
+	bool to_sink;
+	bool have_next_name, have_next_size;
+	uint64_t next_size;
+	int found;
+	uint64_t file_size;
+	mode_t mode;
+	unsigned char out[64 * 1024];
+};
+
+void oci_layer_free(struct oci_layer *l)
+{
+	if (!l)
+		return;
+	if (l->z_init)
+		inflateEnd(&l->z);
+	EVP_MD_CTX_free(l->blob_md);
+	EVP_MD_CTX_free(l->tar_md);
+	free(l->meta);
+	free(l);
+}
+
+int oci_layer_new(bool gzip, const char *path, uint64_t max, oci_sink_fn sink, void *userdata, struct oci_layer **ret)
+{
+	struct oci_layer *l = calloc(1, sizeof(*l));
+	if (!l)
+		return -ENOMEM;
+	if (!normalise(path, strlen(path), l->want, sizeof(l->want)) || !l->want[0]) {
+		free(l);
+		return -EINVAL;
+	}
+	l->gzip = gzip;
+	l->max = max;
+	l->sink = sink;
+	l->userdata = userdata;
+	l->found = OCI_ENTRY_ABSENT;
+	l->blob_md = EVP_MD_CTX_new();
+	l->tar_md = EVP_MD_CTX_new();
+	if (!l->blob_md || !l->tar_md || !EVP_DigestInit_ex(l->blob_md, EVP_sha256(), NULL) ||
+	    !EVP_DigestInit_ex(l->tar_md, EVP_sha256(), NULL)) {
+		oci_layer_free(l);
+		return -ENOMEM;
+	}
+	if (gzip) {
+		if (inflateInit2(&l->z, 16 + MAX_WBITS) != Z_OK) {
+			oci_layer_free(l);
+			return -ENOMEM;
+		}
+		l->z_init = true;
+	}
+	*ret = l;
+	return 0;
+}
+
+static void to_pad(struct oci_layer *l, uint64_t size)
+{
+	l->pad_left = ((size + 511) & ~(uint64_t)511) - size;
+	l->state = l->pad_left ? T_PAD : T_HDR;
+}
+
+/* The meta record (pax 'x' or GNU 'L') just read completely. */
+static int meta_done(struct oci_layer *l)
+{
+	bool bad = false;
+	if (l->meta_type == 'x')
+		pax_records(l->meta, l->meta_len, l->next_name, sizeof(l->next_name), &l->have_next_name,
+			    &l->next_size, &l->have_next_size, &bad);
+	else {
+		size_t n = strnlen((const char *)l->meta, l->meta_len);
+		l->have_next_name = normalise((const char *)l->meta, n, l->next_name, sizeof(l->next_name));
+		bad = !l->have_next_name;
+	}
+	free(l->meta);
+	l->meta = NULL;
+	if (bad)
+		return -EINVAL;
+	to_pad(l, l->meta_len);
+	return 0;
+}
+
+/* One complete header, as one turn of oci_tar_find()'s loop. */
+static int header(struct oci_layer *l)
+{
+	const unsigned char *h = l->hdr;
+	bool zero = true;
+	for (size_t i = 0; i < 512 && zero; i++)
+		zero = h[i] == 0;
+	if (zero) {
+		l->state = T_END;
+		return 0;
+	}
+	uint64_t size, m, sum;
+	if (!octal(h + 124, 12, &size) || !octal(h + 100, 8, &m) || !octal(h + 148, 8, &sum))
+		return -EINVAL;
+	uint64_t s = 0;
+	for (size_t i = 0; i < 512; i++)
+		s += (i >= 148 && i < 156) ? ' ' : h[i];
+	if (s != sum)
+		return -EINVAL;
+	char type = (char)h[156];
+	if (l->have_next_size && type != 'x' && type != 'L')
+		size = l->next_size;
+	if (type == 'x' || type == 'L') {
+		if (size > OCI_TAR_META_MAX)
+			return -EINVAL;
+		l->meta_type = type;
+		l->meta_len = (size_t)size;
+		l->meta_n = 0;
+		l->meta = malloc(l->meta_len ? l->meta_len : 1);
+		if (!l->meta)
+			return -ENOMEM;
+		l->state = T_META;
+		return l->meta_len ? 0 : meta_done(l);
+	}
+	l->entry_size = l->body_left = size;
+	l->to_sink = false;
+	l->state = T_BODY;
+	if (type == 'g')
+		return 0;
+	if (l->have_next_name)
+		memcpy(l->name, l->next_name, sizeof(l->name));
+	else {
+		char full[260];
+		size_t pl = strnlen((const char *)h + 345, 155), nl = strnlen((const char *)h, 100);
+		size_t fl = 0;
+		if (memcmp(h + 257, "ustar", 5) == 0 && pl) {
+			memcpy(full, h + 345, pl);
+			full[pl] = '/';
+			fl = pl + 1;
+		}
+		memcpy(full + fl, h, nl);
+		fl += nl;
+		if (!normalise(full, fl, l->name, sizeof(l->name)))
+			return -EINVAL;
+	}
+	l->have_next_name = l->have_next_size = false;
+	if (whiteout_hides(l->name, l->want)) {
+		if (l->found == OCI_ENTRY_ABSENT)
+			l->found = OCI_ENTRY_WHITEOUT;
+		return 0;
+	}
+	if (strcmp(l->name, l->want) != 0) {
+		size_t nl = strlen(l->name);
+		if (type != '5' && strncmp(l->want, l->name, nl) == 0 && l->want[nl] == '/')
+			l->found = OCI_ENTRY_OTHER;
+		return 0;
+	}
+	if (type == '0' || type == '\0' || type == '7') {
+		l->found = OCI_ENTRY_FILE;
+		l->file_size = size;
+		l->mode = (mode_t)(m & 07777);
+		l->to_sink = true;
+		return l->sink(l->userdata, NULL, 0, true);
+	}
+	l->found = OCI_ENTRY_OTHER;
+	return 0;
+}
+
+static int tar_feed(struct oci_layer *l, const unsigned char *p, size_t n)
+{
+	while (n > 0 && l->state != T_END) {
+		size_t k;
+		int r = 0;
+		switch (l->state) {
+		case T_HDR:
+			k = n < 512 - l->hdr_n ? n : 512 - l->hdr_n;
+			memcpy(l->hdr + l->hdr_n, p, k);
+			l->hdr_n += k;
+			if (l->hdr_n == 512) {
+				l->hdr_n = 0;
+				r = header(l);
+			}
+			break;
+		case T_META:
+			k = n < l->meta_len - l->meta_n ? n : l->meta_len - l->meta_n;
+			memcpy(l->meta + l->meta_n, p, k);
+			l->meta_n += k;
+			if (l->meta_n == l->meta_len)
+				r = meta_done(l);
+			break;
+		case T_BODY:
+			k = (uint64_t)n < l->body_left ? n : (size_t)l->body_left;
+			if (l->to_sink && k)
+				r = l->sink(l->userdata, p, k, false);
+			l->body_left -= k;
+			if (l->body_left == 0 && r >= 0)
+				to_pad(l, l->entry_size);
+			break;
+		case T_PAD:
+			k = (uint64_t)n < l->pad_left ? n : (size_t)l->pad_left;
+			l->pad_left -= k;
+			if (l->pad_left == 0)
+				l->state = T_HDR;
+			break;
+		default:
+			return 0;
+		}
+		if (r < 0)
+			return r;
+		p += k;
+		n -= k;
+	}
+	return 0;
+}
+
+/* n bytes of tar: counted against max, hashed for the diff_id, scanned. */
+static int emit(struct oci_layer *l, const unsigned char *p, size_t n)
+{
+	if (n > l->max - l->total)
+		return -EFBIG;
+	l->total += n;
+	if (!EVP_DigestUpdate(l->tar_md, p, n))
+		return -ENOMEM;
+	return tar_feed(l, p, n);
+}
+
+int oci_layer_feed(struct oci_layer *l, const void *data, size_t len)
+{
+	if (l->failed)
+		return -EINVAL;
+	int r = 0;
+	if (!EVP_DigestUpdate(l->blob_md, data, len))
+		r = -ENOMEM;
+	else if (l->broken)
+		return 0; /* only hashed: a blob that is not its digest says so first */
+	else if (!l->gzip)
+		r = emit(l, data, len);
+	else {
+		l->z.next_in = (unsigned char *)(uintptr_t)data;
+		size_t left = len;
+		do {
+			if (l->member_done) {
+				if (left == 0)
+					break;
+				/* another gzip member follows (pigz, concatenated) */
+				if (inflateReset(&l->z) != Z_OK) {
+					r = -EINVAL;
+					break;
+				}
+				l->member_done = false;
+			}
+			uInt in_chunk = left > (1u << 30) ? (1u << 30) : (uInt)left;
+			l->z.avail_in = in_chunk;
+			l->z.next_out = l->out;
+			l->z.avail_out = sizeof(l->out);
+			int zr = inflate(&l->z, Z_NO_FLUSH);
+			left -= in_chunk - l->z.avail_in;
+			size_t produced = sizeof(l->out) - l->z.avail_out;
+			if (produced && (r = emit(l, l->out, produced)) < 0)
+				break;
+			if (zr == Z_STREAM_END) {
+				l->member_done = true;
+				continue;
+			}
+			if (zr == Z_BUF_ERROR && l->z.avail_in == 0)
+				break; /* all taken, more to come */
+			if (zr != Z_OK) {
+				r = zr == Z_MEM_ERROR ? -ENOMEM : -EINVAL;
+				break;
+			}
+		} while (left > 0 || l->z.avail_out == 0);
+	}
+	if (r == -EINVAL) {
+		l->broken = r;
+		return 0;
+	}
+	if (r < 0)
+		l->failed = true;
+	return r;
+}
+
+static bool md_matches(EVP_MD_CTX *md, const char *digest)
+{
+	static const char hex[] = "0123456789abcdef";
+	unsigned char v[EVP_MAX_MD_SIZE];
+	unsigned v_len = 0;
+	if (!oci_digest_is_valid(digest) || !EVP_DigestFinal_ex(md, v, &v_len) || v_len != 32)
+		return false;
+	for (unsigned i = 0; i < 32; i++)
+		if (digest[7 + 2 * i] != hex[v[i] >> 4] || digest[7 + 2 * i + 1] != hex[v[i] & 15])
+			return false;
+	return true;
+}
+
+int oci_layer_finish(struct oci_layer *l, const char *digest, const char *diff_id, uint64_t *ret_size,
+		     mode_t *ret_mode, const char **ret_which)
+{
+	if (l->failed)
+		return -EINVAL;
+	l->failed = true; /* once */
+	*ret_which = "digest";
+	if (!md_matches(l->blob_md, digest))
+		return -EBADMSG;
+	if (l->broken)
+		return l->broken;
+	*ret_which = NULL;
+	if (l->gzip && !l->member_done)
+		return -EINVAL; /* truncated gzip */
+	if (l->state == T_META || (l->state == T_BODY && l->body_left > 0))
+		return -EINVAL; /* truncated tar */
+	*ret_which = "diff_id";
+	if (!md_matches(l->tar_md, diff_id))
+		return -EBADMSG;
+	*ret_which = NULL;
+	if (l->found == OCI_ENTRY_FILE) {
+		*ret_size = l->file_size;
+		*ret_mode = l->mode;
+	}
+	return l->found;
 }

@@ -31,6 +31,16 @@ static void check_toml(const char *s)
 	}
 }
 
+static void check_keys(const struct osc_tval *v)
+{
+	for (size_t i = 0; i < v->n_items; i++) {
+		if (v->items[i].key && !cri_key_is_safe(v->items[i].key))
+			abort();
+		if (v->items[i].type == OSC_TV_TABLE)
+			check_keys(&v->items[i]);
+	}
+}
+
 static void check_cri(const struct osc_cri *cri)
 {
 	if (!cri->present) {
@@ -61,6 +71,15 @@ static void check_cri(const struct osc_cri *cri)
 		struct cri_target t = { .config_version = v, .cni_bin_dirs = v > 2 };
 		char *c = NULL, why[256];
 		int ok = cri_plugins_check(cri, &t, NULL, why, sizeof(why));
+		/* accepted plugins have only keys every TOML parser containerd
+		 * uses reads in a table header (issue 21: "]" broke 1.6) */
+		for (size_t i = 0; ok >= 0 && i < cri->n_plugins; i++) {
+			for (size_t j = 0; j < cri->plugins[i].n_path; j++)
+				if (!cri_key_is_safe(cri->plugins[i].path[j]))
+					abort();
+			if (!cri->plugins[i].remove)
+				check_keys(&cri->plugins[i].values);
+		}
 		/* plugins the check refuses are never rendered; all others are */
 		if ((cri_render_config(cri, &t, &c) < 0) != (ok < 0))
 			abort();

@@ -13,7 +13,12 @@
 # not matching its digest; containerd not running; a path in the image
 # that is a symlink, a directory, missing; an OSC path in a user-writable
 # directory; TLS registry with its CA in hosts.toml; the image file dropped
-# from the OSC: removed (it is ours), its record gone.
+# from the OSC: removed (it is ours), its record gone. Issue 21: a
+# single-manifest image whose config says linux/s390x is refused on this
+# node naming both platforms (old binary kept); a decompression bomb (a
+# file of BOMB_MB MiB of zeros, ~1/1000 of it compressed) is copied out with
+# the executor's peak RSS bounded (streamed: pipe buffer, inflate window,
+# tar header), the figure printed.
 source "$TESTS_DIR/lib/common.sh"
 source "$TESTS_DIR/lib/exec.sh"
 source "$TESTS_DIR/lib/kube.sh"
@@ -86,9 +91,14 @@ mkimg v1 'printf "#!/bin/sh\necho kubelet v1\n" >kubelet; chmod 755 kubelet'
 mkimg v2 'printf "#!/bin/sh\necho kubelet v2\n" >kubelet; chmod 755 kubelet'
 mkimg v3 'printf "#!/bin/sh\necho kubelet v3\n" >kubelet; chmod 755 kubelet'
 mkimg bad 'ln -s /bin/sh klink; mkdir kdir; echo x >kdir/x'
+mkimg s390x 'printf "#!/bin/sh\necho kubelet s390x\n" >kubelet; chmod 755 kubelet'
+umoci config --image "$L:s390x" --architecture s390x
+BOMB_MB=${BOMB_MB:-256}
+mkimg bomb "head -c ${BOMB_MB}M /dev/zero >kubelet; chmod 755 kubelet"
+rm -rf "$W/b-bomb"
 tar -C "$L" -cf "$W/images.tar" .
 "${CTR[@]}" images import --base-name 127.0.0.1:5000/kubelet "$W/images.tar" >/dev/null
-for t in v1 v2 v3 bad; do
+for t in v1 v2 v3 bad s390x bomb; do
 	"${CTR[@]}" images push --plain-http 127.0.0.1:5000/kubelet:$t >/dev/null
 	"${CTR[@]}" images tag 127.0.0.1:5000/kubelet:$t 127.0.0.1:5443/kubelet:$t >/dev/null
 done
@@ -97,7 +107,8 @@ mkdir -p "$W/pushhosts/127.0.0.1:5443"
 printf 'server = "https://127.0.0.1:5443"\n\n[host."https://127.0.0.1:5443"]\n  capabilities = ["pull","resolve","push"]\n  ca = ["%s"]\n' \
 	"$W/ca.pem" >"$W/pushhosts/127.0.0.1:5443/hosts.toml"
 "${CTR[@]}" images push --hosts-dir "$W/pushhosts" 127.0.0.1:5443/kubelet:v1 >/dev/null
-for t in v1 v2 v3 bad; do "${CTR[@]}" images rm 127.0.0.1:5000/kubelet:$t 127.0.0.1:5443/kubelet:$t >/dev/null; done
+rm -rf "$L" "$W/images.tar"
+for t in v1 v2 v3 bad s390x bomb; do "${CTR[@]}" images rm 127.0.0.1:5000/kubelet:$t 127.0.0.1:5443/kubelet:$t >/dev/null; done
 check "images pushed, nothing left in containerd" test -z "$("${CTR[@]}" images ls -q)"
 
 # osc FILE IMAGE PATH-IN-IMAGE KEYFILE [EXTRA-FILES]
@@ -234,6 +245,25 @@ osc "$W/uw.yaml" registry.example:5000/kubelet:v3 /kubelet "$KPREV" "  - path: /
 cci apply "$W/uw.yaml" 2>"$W/uw.log"
 check "OSC path in a world-writable directory: refused" grep -q 'the directory of /opt/shared/tool is writable by a user' "$RES"
 check "  ... not written" test ! -e "$R/opt/shared/tool"
+
+# --- a single manifest for another platform: refused as containerd's
+# unpacker refuses it under gardener-node-agent
+osc "$W/s390x.yaml" registry.example:5000/kubelet:s390x /kubelet "$KPREV"
+cci apply "$W/s390x.yaml" 2>"$W/s390x.log"
+check "image for linux/s390x: apply fails" test $? -eq 1
+check "  ... naming both platforms" grep -q 'the image is for linux/s390x, this node is linux/amd64' "$RES"
+check "  ... old binary kept" grep -q 'echo kubelet v3' "$KB"
+check "  ... no temporary left" test "$(ls -A "$R/opt/bin")" = kubelet
+
+# --- a decompression bomb: memory stays bounded (streamed to disk)
+osc "$W/bomb.yaml" registry.example:5000/kubelet:bomb /kubelet "$KPREV"
+/usr/bin/time -f '%M' -o "$W/bomb.rss" "$CCE" --root "$R" --config "$W/config.json" --no-systemd --log stderr \
+	--containerd-address "$SOCK" apply "$W/bomb.yaml" 2>"$W/bomb.log"
+check "bomb image ($BOMB_MB MiB file): applies" test $? -eq 0
+check "  ... the whole file copied out" test "$(stat -c %s "$KB")" -eq $((BOMB_MB << 20))
+rss=$(tail -1 "$W/bomb.rss")
+echo "# bench: peak RSS of cloud-config-exec (and its ctr children) copying a $BOMB_MB MiB file out: $((rss / 1024)) MiB"
+check "  ... peak RSS below 64 MiB (was twice the file)" test "$rss" -lt $((64 * 1024))
 
 # --- TLS registry with its CA in hosts.toml
 osc "$W/tls.yaml" 127.0.0.1:5443/kubelet:v1 /kubelet "$KPREV"

@@ -283,17 +283,37 @@ static void render_plugins(void **state)
 		  "  {path: [io.containerd.grpc.v1.cri], values: {registry: x}}]}}}\n",
 		  "plugins[0]: plugins.io.containerd.grpc.v1.cri.registry is set by node-agent itself too" },
 		{ "spec: {criConfig: {name: containerd, containerd: {plugins: [\n"
-		  "  {path: [a, b], values: {c: 1}}, {path: [a, b], values: {d: 1}}]}}}\n",
-		  "plugins[1]: plugins.a.b is set by another plugin too" },
+		  "  {path: [i.o.x.v1, b], values: {c: 1}}, {path: [i.o.x.v1, b], values: {d: 1}}]}}}\n",
+		  "plugins[1]: plugins.i.o.x.v1.b is set by another plugin too" },
 		{ "spec: {criConfig: {name: containerd, containerd: {plugins: [\n"
-		  "  {path: [a], values: {b: 1}}, {path: [a, b, c]}]}}}\n",
-		  "plugins[1]: plugins.a.b.c is set by another plugin too" },
+		  "  {path: [i.o.x.v1], values: {b: 1}}, {path: [i.o.x.v1, b, c]}]}}}\n",
+		  "plugins[1]: plugins.i.o.x.v1.b.c is set by another plugin too" },
 		{ "spec: {criConfig: {name: containerd, containerd: {plugins: [\n"
 		  "  {path: [io.containerd.grpc.v1.cri], op: remove}]}}}\n",
 		  "plugins[0]: removing plugins.io.containerd.grpc.v1.cri would remove what node-agent renders" },
 		{ "spec: {criConfig: {name: containerd, containerd: {plugins: [\n"
-		  "  {path: [a], values: {b: {c: 1}}}, {path: [a, b], op: remove}]}}}\n",
-		  "plugins[1]: removing plugins.a.b inside plugins[0]'s values is not supported" },
+		  "  {path: [i.o.x.v1], values: {b: {c: 1}}}, {path: [i.o.x.v1, b], op: remove}]}}}\n",
+		  "plugins[1]: removing plugins.i.o.x.v1.b inside plugins[0]'s values is not supported" },
+		/* what containerd 1.6's TOML parser (go-toml v1) refuses in a
+		 * table header, and the allow-list around it (issue 21) */
+		{ "spec: {criConfig: {name: containerd, containerd: {plugins: [\n"
+		  "  {path: [io.containerd.grpc.v1.cri, containerd, runtimes, 'a]b'], values: {runtime_type: x}}]}}}\n",
+		  "plugins[0].path[3]: 'a]b' has a byte outside [A-Za-z0-9._:/@+-]" },
+		{ "spec: {criConfig: {name: containerd, containerd: {plugins: [\n"
+		  "  {path: [io.containerd.grpc.v1.cri, 'c[d'], op: remove}]}}}\n",
+		  "plugins[0].path[1]: 'c[d' has a byte outside" },
+		{ "spec: {criConfig: {name: containerd, containerd: {plugins: [\n"
+		  "  {path: [io.containerd.grpc.v1.cri, containerd, runtimes, x], values: {options: {'k]': 1}}}]}}}\n",
+		  "plugins[0]: key 'k]' has a byte outside" },
+		{ "spec: {criConfig: {name: containerd, containerd: {plugins: [\n"
+		  "  {path: [io.containerd.grpc.v1.cri, containerd, runtimes, x], values: {'it''s': 1}}]}}}\n",
+		  "plugins[0]: key 'it's' has a byte outside" },
+		{ "spec: {criConfig: {name: containerd, containerd: {plugins: [\n"
+		  "  {path: [io.containerd.grpc.v1.cri, containerd, runtimes, 'a#b']}]}}}\n",
+		  "plugins[0].path[3]: 'a#b' has a byte outside" },
+		{ "spec: {criConfig: {name: containerd, containerd: {plugins: [\n"
+		  "  {path: [cri, containerd], values: {x: 1}}]}}}\n",
+		  "plugins[0].path[0]: 'cri' is not a plugin URI as containerd wants it" },
 	};
 	for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
 		parse_ok(bad[i].yaml, &o);
@@ -321,6 +341,22 @@ static void render_plugins(void **state)
 		if (osc_parse(refused[i], strlen(refused[i]), NULL, &o, &err) != -EINVAL)
 			fail_msg("accepted: %s", refused[i]);
 	}
+}
+
+static void key_allow_list(void **state)
+{
+	(void)state;
+	static const char *const ok[] = { "runsc", "io.containerd.grpc.v1.cri", "gvisor:runsc/v1@x+y_z-1.2",
+					  "SystemdCgroup", "0" };
+	static const char *const no[] = { "", "a]b", "[", "]", "a[b", "a#b", "a=b", "it's", "a,b", "{}", "a b",
+					  "a\"b", "a\\b", "a\tb", "\x7f", "\xc3\xa9" };
+	for (size_t i = 0; i < ELEMENTSOF(ok); i++)
+		if (!cri_key_is_safe(ok[i]))
+			fail_msg("refused: '%s'", ok[i]);
+	for (size_t i = 0; i < ELEMENTSOF(no); i++)
+		if (cri_key_is_safe(no[i]))
+			fail_msg("accepted: '%s'", no[i]);
+	assert_false(cri_key_is_safe(NULL));
 }
 
 static void render_hosts(void **state)
@@ -370,7 +406,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(parse_model),  cmocka_unit_test(parse_rejects), cmocka_unit_test(versions),
-		cmocka_unit_test(render_config), cmocka_unit_test(render_plugins), cmocka_unit_test(render_hosts),  cmocka_unit_test(equality),
+		cmocka_unit_test(render_config), cmocka_unit_test(render_plugins), cmocka_unit_test(key_allow_list), cmocka_unit_test(render_hosts),  cmocka_unit_test(equality),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
