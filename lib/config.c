@@ -393,6 +393,29 @@ static void init_unset(struct config *c)
 	};
 }
 
+
+/* An IPv4 literal, or an IPv6 one bare or in brackets ("::1", "[::1]"), as
+ * agent/httpd.c binds to. */
+static bool bind_address_is_valid(const char *s)
+{
+	struct in_addr ia;
+	struct in6_addr i6;
+	char buf[INET6_ADDRSTRLEN + 2];
+	size_t len = strlen(s);
+	if (inet_pton(AF_INET, s, &ia) == 1)
+		return true;
+	if (len >= sizeof(buf))
+		return false;
+	if (s[0] == '[') {
+		if (len < 3 || s[len - 1] != ']')
+			return false;
+		memcpy(buf, s + 1, len - 2);
+		buf[len - 2] = '\0';
+	} else
+		memcpy(buf, s, len + 1);
+	return inet_pton(AF_INET6, buf, &i6) == 1;
+}
+
 static int check_consistency(const struct config *c, char *err, size_t errlen)
 {
 	if (!!c->client_cert_file != !!c->client_key_file)
@@ -420,9 +443,8 @@ static int check_consistency(const struct config *c, char *err, size_t errlen)
 		return fail(err, errlen, "node.zone: not a valid label value: \"%s\"", c->zone);
 	if (c->login_user && !*c->login_user)
 		return fail(err, errlen, "ssh.loginUser: must not be empty");
-	struct in_addr ia;
-	if (c->server_bind_address && inet_pton(AF_INET, c->server_bind_address, &ia) != 1)
-		return fail(err, errlen, "server.bindAddress: expected an IPv4 address: \"%s\"",
+	if (c->server_bind_address && !bind_address_is_valid(c->server_bind_address))
+		return fail(err, errlen, "server.bindAddress: expected an IPv4 or IPv6 address: \"%s\"",
 			    c->server_bind_address);
 	return 0;
 }

@@ -149,6 +149,46 @@ else
 	check "200 scrapes: VmRSS grows less than 512 kB" [ $((rss1 - rss0)) -lt 512 ]
 fi
 
+check "metrics: build_info and process_* (resident memory, CPU, open fds, start time)" \
+	[ "$(grep -cE '^(node_agent_build_info\{version="[^"]+"\}|process_(resident_memory_bytes|cpu_seconds_total|open_fds|start_time_seconds)) ' "$W/metrics")" = 5 ]
+check "metrics: responses counted per listener" \
+	grep -qE '^node_agent_http_responses_total\{listener="healthz"\} [1-9]' "$W/metrics"
+dur=$(metric node_agent_apply_duration_seconds)
+check "metrics: apply duration with sub-second resolution ($dur s)" grep -qE '^[0-9]+\.[0-9]{3}$' <<<"$dur"
+
+# A restart of the agent (every package upgrade does one) keeps what the
+# metrics say about the apply: picked up from desired.json and result.json.
+agent_stop
+mark=$(log_mark)
+agent_start
+wait_log "serving metrics" "$mark" 10
+get 2752 /metrics >"$W/metrics"
+check "after a restart: applied generation $gen, desired generation $gen" \
+	[ "$(metric node_agent_applied_generation)" = "$gen" -a "$(metric node_agent_desired_generation)" = "$gen" ]
+check "after a restart: apply_success 1, applied checksum" \
+	[ "$(metric node_agent_apply_success)" = 1 -a "$(metric "node_agent_applied_info\{checksum=\"$sum\"\}")" = 1 ]
+ready200() { [ "$(get 2751 /readyz 2>/dev/null | sed -n 1p)" = 200 ]; }
+check "after a restart: readyz 200 once the API server answered" wait_for 10 ready200
+
+# IPv6: bindAddress "[::1]" (where the namespace has IPv6 loopback).
+if ip -6 addr show dev lo 2>/dev/null | grep -q '::1/128'; then
+	agent_config "$AGENT_CONF" '{"lease": {"enabled": true}, "server": {"bindAddress": "[::1]"}}'
+	mark=$(log_mark)
+	kill -HUP "$AGENT_PID"
+	wait_log "serving metrics on http://[::1]:2752/" "$mark" 10
+	check "bindAddress [::1]: healthz served on IPv6 loopback" python3 -c '
+import http.client
+c = http.client.HTTPConnection("::1", 2751, timeout=5)
+c.request("GET", "/healthz")
+assert c.getresponse().status == 200'
+	agent_config "$AGENT_CONF" '{"lease": {"enabled": true}}'
+	mark=$(log_mark)
+	kill -HUP "$AGENT_PID"
+	wait_log "serving metrics on http://127.0.0.1:2752/" "$mark" 10
+else
+	echo "# no IPv6 loopback in the namespace: [::1] not tried"
+fi
+
 # Off switch: SIGHUP with healthPort 0.
 agent_config "$AGENT_CONF" '{"lease": {"enabled": true}, "server": {"healthPort": 0}}'
 mark=$(log_mark)

@@ -148,7 +148,9 @@ static const struct {
 	{ "{\"paths\": {\"stateDir\": \"/var/lib/na/\"}}", "paths.stateDir: not an absolute normalised path: \"/var/lib/na/\"" },
 	{ "{\"node\": {\"name\": true}}", "node.name: expected a string" },
 	{ "{\"server\": {\"healthPort\": 65536}}", "server.healthPort: expected an integer from 0 (off) to 65535" },
-	{ "{\"server\": {\"bindAddress\": \"::1\"}}", "server.bindAddress: expected an IPv4 address: \"::1\"" },
+	{ "{\"server\": {\"bindAddress\": \"::1x\"}}", "server.bindAddress: expected an IPv4 or IPv6 address: \"::1x\"" },
+	{ "{\"server\": {\"bindAddress\": \"[::1\"}}", "server.bindAddress: expected an IPv4 or IPv6 address: \"[::1\"" },
+	{ "{\"server\": {\"bindAddress\": \"localhost\"}}", "server.bindAddress: expected an IPv4 or IPv6 address: \"localhost\"" },
 	{ "{\"lease\": {\"enabled\": 1}}", "lease.enabled: expected true or false" },
 };
 
@@ -232,6 +234,21 @@ static void load_file(void **state)
 	rmdir(dir);
 }
 
+/* IPv6 listen addresses, bare or in brackets (agent/httpd.c binds both). */
+static void ipv6_bind_address(void **state)
+{
+	(void)state;
+	static const char *const ok[] = { "::1", "[::1]", "::", "0.0.0.0", "fd00::2" };
+	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+		struct config c;
+		char err[256], json[128];
+		snprintf(json, sizeof(json), "{\"server\": {\"bindAddress\": \"%s\"}}", ok[i]);
+		assert_int_equal(config_parse(json, strlen(json), &c, err, sizeof(err)), 0);
+		assert_string_equal(c.server_bind_address, ok[i]);
+		config_done(&c);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -241,6 +258,7 @@ int main(void)
 		cmocka_unit_test(null_means_default),
 		cmocka_unit_test(too_large),
 		cmocka_unit_test(load_file),
+		cmocka_unit_test(ipv6_bind_address),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
