@@ -913,8 +913,15 @@ static int agent_start(struct agent *a)
  * credentials. Fails only when the client cannot be set up again. */
 static int take_requests(struct agent *a)
 {
-	if (a->reload)
+	if (a->reload) {
+		/* systemctl reload waits for READY=1 after RELOADING=1 (only
+		 * once READY=1 was sent: before, the start is not over). */
+		if (a->ready)
+			notify_reloading(&a->notify);
 		reload_config(a);
+		if (a->ready)
+			notify_send(&a->notify, "READY=1");
+	}
 	if (a->reconnect) {
 		a->reconnect = false;
 		log_info("connecting again: API server %s, CA %s, Secret %s", a->cfg.server, a->cfg.ca_file,
