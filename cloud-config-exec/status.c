@@ -69,10 +69,9 @@ static void print_pending(FILE *out, const struct status_view *v)
 	}
 	bool in_progress = v->st && v->st->progress_checksum[0];
 	if (in_progress && res && !res->success && strcmp(res->checksum, v->st->progress_checksum) == 0) {
-		fprintf(out, "pending: the failed apply of %.12s is tried again by %s (steps it got through: ",
-			v->st->progress_checksum, retry);
+		fprintf(out, "pending: the failed apply of %.12s (steps it got through: ", v->st->progress_checksum);
 		print_steps(out, v->st->progress_steps);
-		fprintf(out, ")\n");
+		fprintf(out, ") is tried again by %s\n", retry);
 		n++;
 	} else if (in_progress) {
 		/* The progress record names an apply no result reports on: it
