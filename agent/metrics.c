@@ -38,11 +38,19 @@ void metrics_restore(struct metrics *m, uint64_t generation, const char *checksu
 	m->desired_wall = 0;
 }
 
-bool metrics_ready(const struct metrics *m, uint64_t now)
+/* The last contact with the API server, monotonic ms (0: never): an
+ * answer the agent noted, or a Lease renewal. */
+static uint64_t last_contact(const struct metrics *m)
 {
 	uint64_t last = m->last_contact_ms;
 	if (m->lease && m->lease->last_renew_ms > last)
 		last = m->lease->last_renew_ms;
+	return last;
+}
+
+bool metrics_ready(const struct metrics *m, uint64_t now)
+{
+	uint64_t last = last_contact(m);
 	return last && now >= last && now - last <= m->ready_window_ms;
 }
 
@@ -199,10 +207,8 @@ void metrics_render(const struct metrics *m, struct httpd_body *b)
 	     "1 while the last contact with the API server is within the readiness window (as /readyz).");
 	httpd_printf(b, "node_agent_ready %d\n", metrics_ready(m, now_ms()));
 	HELP(b, "node_agent_last_contact_age_seconds", "gauge", "Seconds since the last contact with the API server.");
-	if (m->last_contact_ms) {
-		uint64_t now = now_ms(), last = m->last_contact_ms;
-		if (m->lease && m->lease->last_renew_ms > last)
-			last = m->lease->last_renew_ms;
+	if (last_contact(m)) {
+		uint64_t now = now_ms(), last = last_contact(m);
 		httpd_printf(b, "node_agent_last_contact_age_seconds %.3f\n", now > last ? (double)(now - last) / 1e3 : 0.0);
 	}
 	HELP(b, "node_agent_start_time_seconds", "gauge", "Start of the process, unix seconds.");
@@ -319,11 +325,12 @@ int metrics_handle(enum httpd_listener listener, const struct httpreq *req, stru
 			httpd_printf(body, "ok\n");
 			return 200;
 		}
-		if (!m->last_contact_ms)
+		uint64_t last = last_contact(m);
+		if (!last)
 			httpd_printf(body, "no contact with the API server yet\n");
 		else
 			httpd_printf(body, "no contact with the API server for %llu s (more than %llu s)\n",
-				     (unsigned long long)(now - m->last_contact_ms) / 1000u,
+				     (unsigned long long)(now > last ? now - last : 0) / 1000u,
 				     (unsigned long long)m->ready_window_ms / 1000u);
 		return 503;
 	}

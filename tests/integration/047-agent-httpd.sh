@@ -7,7 +7,9 @@
 # methods and ports; then the bad inputs: a head larger than 1 KiB (431),
 # binary garbage (400), 20 silent connections and a byte-a-second trickle
 # (closed at the 3 s deadline, the listener serves again afterwards), 200
-# scrapes without memory growth; SIGHUP with healthPort 0 turns it off.
+# scrapes without memory growth; build_info, process_* and per-listener
+# counts; the metrics after a restart of the agent; an IPv6 listener;
+# readyz following the last contact; SIGHUP with healthPort 0 turns it off.
 source "$TESTS_DIR/lib/common.sh"
 source "$TESTS_DIR/lib/kube.sh"
 source "$TESTS_DIR/lib/agent.sh"
@@ -62,6 +64,11 @@ for l in lines[1:]:
         ok = False
 sys.exit(0 if ok else 1)
 PY
+if command -v promtool >/dev/null; then
+	check "metrics: promtool check metrics finds nothing" sh -c "tail -n +2 '$W/metrics' | promtool check metrics"
+else
+	echo "# promtool not installed: its lint not run (the format check above stands)"
+fi
 metric() { grep -E "^$1 " "$W/metrics" | awk '{print $NF}'; }
 check "metrics: applied checksum" [ "$(metric "node_agent_applied_info\{checksum=\"$sum\"\}")" = 1 ]
 check "metrics: applied generation = desired generation ($gen)" \
@@ -188,6 +195,24 @@ assert c.getresponse().status == 200'
 else
 	echo "# no IPv6 loopback in the namespace: [::1] not tried"
 fi
+
+# readyz follows the last contact: with the API server down it turns 503
+# once the window (watchIdleMs + requestMs, here 2 s) has passed, and 200
+# again when the server answers.
+agent_config "$AGENT_CONF" '{"lease": {"enabled": true}, "timeouts": {"watchIdleMs": 1000, "requestMs": 1000}}'
+mark=$(log_mark)
+kill -HUP "$AGENT_PID"
+wait_log "reloading configuration" "$mark" 10
+wait_for 10 ready200
+kctl POST /down >/dev/null
+not_ready() { [ "$(get 2751 /readyz 2>/dev/null | sed -n 1p)" = 503 ]; }
+check "readyz: 503 once the API server has not answered for the window" wait_for 15 not_ready
+out=$(get 2751 /readyz)
+check "  ... saying for how long ($(sed -n 2p <<<"$out"))" grep -q "no contact with the API server for [0-9]* s (more than 2 s)" <<<"$out"
+get 2752 /metrics >"$W/metrics"
+check "  ... node_agent_ready 0" [ "$(metric node_agent_ready)" = 0 ]
+kctl POST /up >/dev/null
+check "readyz: 200 again once the API server answers" wait_for 15 ready200
 
 # Off switch: SIGHUP with healthPort 0.
 agent_config "$AGENT_CONF" '{"lease": {"enabled": true}, "server": {"healthPort": 0}}'
