@@ -358,6 +358,7 @@ else
 		ok "systemctl reload node-agent.service succeeds"
 	else
 		fail "systemctl reload node-agent.service succeeds"; dump "reload" cat "$S/reload.log"
+		dump "node-agent journal" box journalctl -q --no-pager -u node-agent.service
 	fi
 	reloaded() { box journalctl -q --no-pager -u node-agent.service | grep -q 'reloading configuration from'; }
 	check "  ... the same process (pid $pid) reloaded its configuration and is active" \
