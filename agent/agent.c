@@ -141,18 +141,17 @@ static void set_error(struct agent *a, const char *fmt, ...)
 static void notify_status(struct agent *a, uint64_t now)
 {
 	char status[512];
-	char age[32] = "never";
-	if (a->last_contact_ms)
-		snprintf(age, sizeof(age), "%llus", (unsigned long long)((now - a->last_contact_ms) / 1000u));
+	char age[48] = "no API contact yet";
 	/* Age is coarse on purpose: STATUS changes when something happened,
 	 * not every second. */
 	if (a->last_contact_ms && now - a->last_contact_ms < 60000u)
-		snprintf(age, sizeof(age), "<1m");
+		snprintf(age, sizeof(age), "API contact <1m ago");
 	else if (a->last_contact_ms)
-		snprintf(age, sizeof(age), "%llum", (unsigned long long)((now - a->last_contact_ms) / 60000u));
+		snprintf(age, sizeof(age), "API contact %llum ago",
+			 (unsigned long long)((now - a->last_contact_ms) / 60000u));
 	char held[160];
 	rollout_describe(&a->rollout, now, held, sizeof(held));
-	snprintf(status, sizeof(status), "STATUS=applied %.12s (generation %llu); API contact %s ago%s%s%s",
+	snprintf(status, sizeof(status), "STATUS=applied %.12s (generation %llu); %s%s%s%s",
 		 a->exec.valid && a->exec.result.success ? a->exec.result.checksum : "none",
 		 (unsigned long long)a->handover.generation, age, held, a->last_error[0] ? "; last error: " : "",
 		 a->last_error);
@@ -727,6 +726,7 @@ static void reload_config(struct agent *a)
 		handover_forget(&a->handover);
 		handover_load(&a->handover, a->state_fd, a->cfg.state_dir, a->req.restart_id,
 			      sizeof(a->req.restart_id), &a->req.restart_units, now_ms());
+		metrics_restore(&a->metrics, a->handover.generation, a->handover.checksum);
 	}
 	read_result(a);
 	refresh_host_keys(a);
@@ -867,8 +867,12 @@ static int agent_start(struct agent *a)
 	r = open_state(a);
 	if (r < 0)
 		return r;
+	/* The metrics start empty before the state of an earlier run is
+	 * picked up into them (desired.json, result.json). */
+	metrics_init(&a->metrics);
 	handover_load(&a->handover, a->state_fd, a->cfg.state_dir, a->req.restart_id,
 		      sizeof(a->req.restart_id), &a->req.restart_units, now_ms());
+	metrics_restore(&a->metrics, a->handover.generation, a->handover.checksum);
 	/* (a result that names the generation loaded ends its wait) */
 	read_result(a);
 	refresh_host_keys(a);
@@ -876,7 +880,6 @@ static int agent_start(struct agent *a)
 		log_error("cannot initialise libcurl");
 		return -EIO;
 	}
-	metrics_init(&a->metrics);
 	r = start_watches(a);
 	if (r < 0)
 		return r;
@@ -910,8 +913,15 @@ static int agent_start(struct agent *a)
  * credentials. Fails only when the client cannot be set up again. */
 static int take_requests(struct agent *a)
 {
-	if (a->reload)
+	if (a->reload) {
+		/* systemctl reload waits for READY=1 after RELOADING=1 (only
+		 * once READY=1 was sent: before, the start is not over). */
+		if (a->ready)
+			notify_reloading(&a->notify);
 		reload_config(a);
+		if (a->ready)
+			notify_send(&a->notify, "READY=1");
+	}
 	if (a->reconnect) {
 		a->reconnect = false;
 		log_info("connecting again: API server %s, CA %s, Secret %s", a->cfg.server, a->cfg.ca_file,
@@ -1048,6 +1058,8 @@ static uint64_t tell_manager(struct agent *a, uint64_t now, uint64_t start)
 	}
 	if (!a->opts->once)
 		notify_status(a, now);
+	a->metrics.last_contact_ms = a->last_contact_ms;
+	a->metrics.ready_window_ms = (uint64_t)a->cfg.watch_idle_timeout_ms + a->cfg.request_timeout_ms;
 	if (!a->watchdog_ms)
 		return UINT64_MAX;
 	if (now >= a->next_watchdog) {

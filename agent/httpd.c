@@ -51,17 +51,57 @@ void httpd_printf(struct httpd_body *b, const char *fmt, ...)
 	}
 }
 
+const char *httpd_listener_name(enum httpd_listener l)
+{
+	return l == HTTPD_HEALTH ? "healthz" : "metrics";
+}
+
+int httpd_parse_address(const char *addr, unsigned port, struct sockaddr_storage *sa, socklen_t *salen)
+{
+	if (!addr || port > 65535)
+		return -EINVAL;
+	struct sockaddr_in v4 = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+	if (inet_pton(AF_INET, addr, &v4.sin_addr) == 1) {
+		memset(sa, 0, sizeof(*sa));
+		memcpy(sa, &v4, sizeof(v4));
+		*salen = sizeof(v4);
+		return 0;
+	}
+	char buf[INET6_ADDRSTRLEN + 2];
+	size_t len = strlen(addr);
+	if (len >= sizeof(buf))
+		return -EINVAL;
+	if (addr[0] == '[') {
+		if (len < 3 || addr[len - 1] != ']')
+			return -EINVAL;
+		memcpy(buf, addr + 1, len - 2);
+		buf[len - 2] = '\0';
+	} else
+		memcpy(buf, addr, len + 1);
+	struct sockaddr_in6 v6 = { .sin6_family = AF_INET6, .sin6_port = htons((uint16_t)port) };
+	if (inet_pton(AF_INET6, buf, &v6.sin6_addr) != 1)
+		return -EINVAL;
+	memset(sa, 0, sizeof(*sa));
+	memcpy(sa, &v6, sizeof(v6));
+	*salen = sizeof(v6);
+	return 0;
+}
+
 static int open_listener(const char *addr, unsigned port)
 {
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
-	if (inet_pton(AF_INET, addr, &sa.sin_addr) != 1)
+	struct sockaddr_storage sa;
+	socklen_t salen;
+	if (httpd_parse_address(addr, port, &sa, &salen) < 0)
 		return -EINVAL;
-	_cleanup_close_ int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	_cleanup_close_ int fd = socket(sa.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return negerrno();
 	int one = 1;
 	(void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, HTTPD_CONNS) < 0)
+	/* "::" means IPv6 only: 0.0.0.0 is its own address to configure. */
+	if (sa.ss_family == AF_INET6)
+		(void)setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+	if (bind(fd, (struct sockaddr *)&sa, salen) < 0 || listen(fd, HTTPD_CONNS) < 0)
 		return negerrno();
 	return TAKE_FD(fd);
 }
@@ -73,19 +113,21 @@ void httpd_init(struct httpd *h, const char *addr, unsigned health_port, unsigne
 	for (size_t i = 0; i < HTTPD_CONNS; i++)
 		h->conn[i].fd = -1;
 	const unsigned ports[_HTTPD_LISTENERS] = { health_port, metrics_port };
-	static const char *const what[_HTTPD_LISTENERS] = { "healthz", "metrics" };
+	/* An IPv6 literal in a URL goes in brackets. */
+	bool v6 = addr && strchr(addr, ':') && addr[0] != '[';
 	for (size_t i = 0; i < _HTTPD_LISTENERS; i++) {
+		const char *what = httpd_listener_name((enum httpd_listener)i);
 		h->lfd[i] = -1;
 		if (!ports[i])
 			continue;
 		int fd = open_listener(addr, ports[i]);
 		if (fd < 0) {
-			log_error_errno(fd, "cannot listen on %s:%u for %s; serving it not at all", addr, ports[i],
-					what[i]);
+			log_error_errno(fd, "cannot listen on %s%s%s:%u for %s; serving it not at all", v6 ? "[" : "",
+					addr, v6 ? "]" : "", ports[i], what);
 			continue;
 		}
 		h->lfd[i] = fd;
-		log_info("serving %s on http://%s:%u/", what[i], addr, ports[i]);
+		log_info("serving %s on http://%s%s%s:%u/", what, v6 ? "[" : "", addr, v6 ? "]" : "", ports[i]);
 	}
 }
 
@@ -159,7 +201,7 @@ static void respond(struct httpd *h, struct httpd_conn *c, int status, const str
 	*body = (struct httpd_body){};
 	if (out.overflow) {
 		free(out.buf);
-		h->dropped++;
+		h->dropped[c->listener]++;
 		conn_close(c);
 		return;
 	}
@@ -174,7 +216,7 @@ static void on_readable(struct httpd *h, struct httpd_conn *c)
 	if (n < 0 && (errno == EAGAIN || errno == EINTR))
 		return;
 	if (n <= 0) { /* gone before asking */
-		h->dropped++;
+		h->dropped[c->listener]++;
 		conn_close(c);
 		return;
 	}
@@ -210,13 +252,13 @@ static void on_writable(struct httpd *h, struct httpd_conn *c)
 	if (n < 0 && (errno == EAGAIN || errno == EINTR))
 		return;
 	if (n <= 0) {
-		h->dropped++;
+		h->dropped[c->listener]++;
 		conn_close(c);
 		return;
 	}
 	c->out_off += (size_t)n;
 	if (c->out_off == c->out_len) {
-		h->served++;
+		h->served[c->listener]++;
 		/* Half-close and go: the client reads to the end. */
 		shutdown(c->fd, SHUT_WR);
 		conn_close(c);
@@ -235,7 +277,7 @@ static void on_accept(struct httpd *h, enum httpd_listener which, uint64_t now)
 			if (h->conn[i].fd < 0)
 				c = &h->conn[i];
 		if (!c) {
-			h->dropped++;
+			h->dropped[which]++;
 			close(fd);
 			continue;
 		}
@@ -274,9 +316,9 @@ uint64_t httpd_tick(struct httpd *h, uint64_t now)
 		if (c->fd < 0)
 			continue;
 		if (now >= c->deadline) {
-			log_debug("closing a %s connection past its %u ms deadline",
-				  c->listener == HTTPD_HEALTH ? "healthz" : "metrics", HTTPD_CONN_MS);
-			h->dropped++;
+			log_debug("closing a %s connection past its %u ms deadline", httpd_listener_name(c->listener),
+				  HTTPD_CONN_MS);
+			h->dropped[c->listener]++;
 			conn_close(c);
 			continue;
 		}

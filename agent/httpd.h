@@ -23,6 +23,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/socket.h>
 
 #include "httpreq.h"
 
@@ -71,11 +72,19 @@ struct httpd {
 	struct httpd_conn conn[HTTPD_CONNS];
 	httpd_handler handler;
 	void *userdata;
-	uint64_t served;            /* responses written whole */
-	uint64_t dropped;           /* connections closed early: full, deadline, bad head */
+	uint64_t served[_HTTPD_LISTENERS];  /* responses written whole, per listener */
+	uint64_t dropped[_HTTPD_LISTENERS]; /* connections closed early: full, deadline, bad head */
 };
 
-/* Opens the listeners on the IPv4 address addr ("127.0.0.1"); a port of 0
+/* The listener's name in logs and metric labels ("healthz", "metrics"). */
+const char *httpd_listener_name(enum httpd_listener l);
+
+/* Parses a listen address: an IPv4 literal ("127.0.0.1") or an IPv6 one,
+ * bare or in brackets ("::1", "[::1]"), into *sa with port; returns 0 or
+ * -EINVAL. Pure. */
+int httpd_parse_address(const char *addr, unsigned port, struct sockaddr_storage *sa, socklen_t *salen);
+
+/* Opens the listeners on addr (httpd_parse_address()); a port of 0
  * leaves that one off. A listener that cannot be opened is logged and
  * left off (the agent's real work does not depend on it). */
 void httpd_init(struct httpd *h, const char *addr, unsigned health_port, unsigned metrics_port,

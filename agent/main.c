@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "agent.h"
+#include "checkconfig.h"
 #include "config.h"
 #include "fsx.h"
 #include "health.h"
@@ -23,6 +24,8 @@ static struct agent_options arg = {
 	.config_path = CONFIG_PATH_DEFAULT,
 };
 static int arg_log_level = -1;
+static bool arg_config_given = false;
+static const char *arg_service_user = CHECKCONFIG_USER_DEFAULT;
 
 static void help(void)
 {
@@ -33,13 +36,16 @@ static void help(void)
 	       "  --root DIR           prefix for the state paths (paths.*), for tests\n"
 	       "  --once               one full reconcile, then exit: 0 applied, 1 apply failed,\n"
 	       "                       2 configuration error, 3 API server or network failure\n"
-	       "  --check-config       check the configuration and the files it names, then exit\n"
+	       "  --check-config       check the configuration as the service would see it: every\n"
+	       "                       setting with its source, the credential, what the service\n"
+	       "                       user can read; then exit (0 OK, 1 not)\n"
+	       "  --service-user USER  the user --check-config checks for (default %s)\n"
 	       "  --log-level LEVEL    debug, info, notice, warning or err (default info)\n"
 	       "  --no-sandbox         no seccomp filter of its own (debugging under valgrind/strace)\n"
 	       "  --help               show this help\n"
 	       "  --version            show the version\n\n"
 	       "See node-agent(8) and node-agent.conf(5).\n",
-	       CONFIG_PATH_DEFAULT);
+	       CONFIG_PATH_DEFAULT, CHECKCONFIG_USER_DEFAULT);
 }
 
 static int parse_level(const char *s)
@@ -61,12 +67,13 @@ static int parse_level(const char *s)
  * a usage error. */
 static int parse_argv(int argc, char *argv[])
 {
-	enum { ARG_CONFIG = 0x100, ARG_ROOT, ARG_ONCE, ARG_CHECK, ARG_LEVEL, ARG_VERSION, ARG_NO_SANDBOX };
+	enum { ARG_CONFIG = 0x100, ARG_ROOT, ARG_ONCE, ARG_CHECK, ARG_LEVEL, ARG_VERSION, ARG_NO_SANDBOX, ARG_USER };
 	static const struct option options[] = {
 		{ "config", required_argument, NULL, ARG_CONFIG },
 		{ "root", required_argument, NULL, ARG_ROOT },
 		{ "once", no_argument, NULL, ARG_ONCE },
 		{ "check-config", no_argument, NULL, ARG_CHECK },
+		{ "service-user", required_argument, NULL, ARG_USER },
 		{ "log-level", required_argument, NULL, ARG_LEVEL },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, ARG_VERSION },
@@ -84,6 +91,10 @@ static int parse_argv(int argc, char *argv[])
 			return 0;
 		case ARG_CONFIG:
 			arg.config_path = optarg;
+			arg_config_given = true;
+			break;
+		case ARG_USER:
+			arg_service_user = optarg;
 			break;
 		case ARG_ROOT:
 			arg.root = optarg;
@@ -121,22 +132,8 @@ static int parse_argv(int argc, char *argv[])
 
 static int run(void)
 {
-	if (arg.check_config) {
-		struct config c;
-		struct stock stock;
-		char err[1024];
-		if (settings_load(arg.config_path, true, &c, &stock, err, sizeof(err)) < 0) {
-			fprintf(stderr, "%s\n", err);
-			return 1;
-		}
-		if (c.gna_dir)
-			stock_print(&stock, &c, stdout);
-		health_print_config(&c, stdout);
-		stock_done(&stock);
-		config_done(&c);
-		printf("configuration OK\n");
-		return 0;
-	}
+	if (arg.check_config)
+		return checkconfig_run(arg.config_path, arg_config_given, arg_service_user);
 	return agent_run(&arg);
 }
 

@@ -2,7 +2,9 @@
 #include <errno.h>
 #include <stddef.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cleanup.h"
@@ -33,6 +35,17 @@ int notify_send(const struct notify *n, const char *msg)
 	ssize_t k = sendto(n->fd, msg, strlen(msg), MSG_NOSIGNAL | MSG_DONTWAIT, (const struct sockaddr *)&n->addr,
 			   n->addr_len);
 	return k < 0 ? negerrno() : 0;
+}
+
+int notify_reloading(const struct notify *n)
+{
+	struct timespec ts;
+	char msg[64];
+	if (clock_gettime(CLOCK_MONOTONIC, &ts) < 0)
+		return negerrno();
+	snprintf(msg, sizeof(msg), "RELOADING=1\nMONOTONIC_USEC=%llu",
+		 (unsigned long long)ts.tv_sec * 1000000ull + (unsigned long long)ts.tv_nsec / 1000u);
+	return notify_send(n, msg);
 }
 
 void notify_close(struct notify *n)

@@ -1,6 +1,6 @@
 /* The service manager's notification protocol (sd_notify(3)) without
- * libsystemd: node-agent needs only READY=1, STATUS=, WATCHDOG=1 and
- * STOPPING=1, and linking libsystemd for them would load it and four
+ * libsystemd: node-agent needs only READY=1, STATUS=, WATCHDOG=1,
+ * RELOADING=1 and STOPPING=1, and linking libsystemd for them would load it and four
  * compression/crypto libraries into a daemon meant to stay small.
  *
  * notify_open() reads $NOTIFY_SOCKET (a path, or "@name" for the abstract
@@ -26,6 +26,12 @@ int notify_open(struct notify *n);
 
 /* Sends one datagram of "KEY=value" lines. Returns 0, or -errno. */
 int notify_send(const struct notify *n, const char *msg);
+
+/* A reload starts (SIGHUP, systemctl reload): "RELOADING=1" with
+ * MONOTONIC_USEC= (CLOCK_MONOTONIC now, as systemd's Type=notify-reload
+ * asks for); the service manager counts the reload as done at the next
+ * READY=1. Returns 0, or -errno. */
+int notify_reloading(const struct notify *n);
 
 void notify_close(struct notify *n);
 

@@ -101,7 +101,10 @@ static void closedirp(DIR **d)
  * relative to the stock directory; NULL when there is none. */
 static int find_config(bool creds, int dfd, char **ret)
 {
-	int fd = dup(dfd);
+	/* A descriptor of its own for the DIR: openat(".") and not dup(),
+	 * which the agent's seccomp allow-list (filter.c) does not have: a
+	 * reload (SIGHUP) with stock data was killed by SIGSYS. */
+	int fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
 	_cleanup_(closedirp) DIR *d = fdopendir(fd);

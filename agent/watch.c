@@ -268,6 +268,10 @@ static int on_line(const char *line, size_t len, void *userdata)
 		kube_event_done(&e);
 		return w->stream_error;
 	case KUBE_EVENT_BOOKMARK:
+		/* A bookmark is the API server's sign of life on a quiet
+		 * stream: contact (readyz). */
+		if (w->ops->on_contact)
+			w->ops->on_contact(w, w->userdata);
 		set_rv(w, e.resource_version);
 		log_debug("watch of %s %s: bookmark at resourceVersion %s", w->what, w->name, w->rv);
 		break;

@@ -40,6 +40,7 @@
 #include "sshkeys.h"
 #include "tokens.h"
 #include "state.h"
+#include "status.h"
 #include "units.h"
 
 
@@ -716,52 +717,59 @@ int apply_check(const struct apply_ctx *c, const char *osc, size_t len)
 
 int apply_status(const struct apply_ctx *c)
 {
+	/* Local times: the zone is read before anything is printed. */
+	tzset();
 	_cleanup_close_ int statefd = open_state_dir(c, false);
-	if (statefd < 0) {
-		printf("never applied (no %s)\n", c->cfg->exec_state_dir);
-		return APPLY_EXIT_OK;
-	}
-	char checksum[65];
-	_cleanup_(osc_donep) struct osc *old = load_old(c, statefd, checksum);
-	printf("last applied: %s\n", old ? checksum : "none");
+	struct status_view v = { .exec_state_dir = c->cfg->exec_state_dir, .state_dir = c->cfg->state_dir,
+				 .exec_dir_missing = statefd < 0,
+				 .timer_hint = "the next run (cloud-config-exec.timer, or a new desired.json)" };
+	char checksum[65] = "";
+	_cleanup_(osc_donep) struct osc *old = statefd >= 0 ? load_old(c, statefd, checksum) : NULL;
+	v.applied_checksum = checksum;
 	_cleanup_(state_done) struct state st = { 0 };
-	if (state_load(statefd, &st) >= 0) {
-		printf("owned files: %zu\n", st.n_owned);
-		for (size_t i = 0; i < st.n_users; i++)
-			printf("managed keys of %s: %zu\n", st.users[i].user, st.users[i].n_keys);
-		revoke_print_status(c->cfg, old, &st, statefd, time(NULL));
-		if (st.progress_checksum[0])
-			printf("unfinished apply: %s (steps done: %s%s%s)\n", st.progress_checksum,
-			       st.progress_steps & STATE_STEP_FILES ? "files " : "",
-			       st.progress_steps & STATE_STEP_UNITS ? "units " : "",
-			       st.progress_steps & STATE_STEP_KEYS ? "keys" : "");
-	}
+	if (statefd >= 0 && state_load(statefd, &st) >= 0)
+		v.st = &st;
 	_cleanup_free_ char *data = NULL;
 	size_t len;
-	if (fsx_read_at(statefd, STATE_RESULT, RESULT_MAX, &data, &len) < 0) {
-		printf("result: none\n");
-		return APPLY_EXIT_OK;
-	}
 	struct result res = { 0 };
-	if (result_parse(data, len, &res, NULL) < 0) {
-		printf("result: unreadable\n");
-		return APPLY_EXIT_FAILED;
+	char res_why[128];
+	int r = statefd < 0 ? -ENOENT : fsx_read_at(statefd, STATE_RESULT, RESULT_MAX, &data, &len);
+	if (r >= 0) {
+		const char *err = NULL;
+		if (result_parse(data, len, &res, &err) >= 0)
+			v.res = &res;
+		else {
+			snprintf(res_why, sizeof(res_why), "%s", err ? err : "invalid");
+			v.res_problem = res_why;
+		}
+	} else if (r != -ENOENT) {
+		snprintf(res_why, sizeof(res_why), "%s", strerror(-r));
+		v.res_problem = res_why;
 	}
-	printf("result: %s for %s (generation %llu)\n", res.success ? "success" : "FAILED", res.checksum,
-	       (unsigned long long)res.generation);
-	if (!res.success)
-		printf("failed step: %s: %s\n", res.failed_step ? res.failed_step : "?", res.error ? res.error : "?");
-	printf("changed units:");
-	for (char **u = res.changed_units; u && *u; u++)
-		printf(" %s", *u);
-	printf("\nrestart request: %s\nfinished at: %lld\n", res.restart_id ? res.restart_id : "none",
-	       (long long)res.finished_at);
-	if (res.units_ready.present)
-		printf("SystemdUnitsReady: %s (%s): %s\n", res.units_ready.ready ? "True" : "False", res.units_ready.reason,
-		       res.units_ready.message);
-	else
-		printf("SystemdUnitsReady: not reported\n");
-	int ok = res.success;
+	struct desired d = { 0 };
+	char d_why[160];
+	{
+		_cleanup_close_ int dfd = fsx_open_dir_at(c->rootfd, c->cfg->state_dir, 0, 0);
+		_cleanup_free_ char *ddata = NULL;
+		size_t dlen;
+		r = dfd < 0 ? dfd : fsx_read_at(dfd, "desired.json", DESIRED_MAX, &ddata, &dlen);
+		if (r >= 0) {
+			const char *err = NULL;
+			r = desired_parse(ddata, dlen, &d, &err);
+			if (r >= 0)
+				v.desired = &d;
+			else
+				snprintf(d_why, sizeof(d_why), "%s", err ? err : strerror(-r));
+		} else
+			snprintf(d_why, sizeof(d_why), "%s", strerror(-r));
+		if (!v.desired && r != -ENOENT)
+			v.desired_problem = d_why;
+	}
+	int ret = status_print(stdout, &v, time(NULL));
+	if (v.st)
+		revoke_print_status(c->cfg, old, &st, statefd, time(NULL));
 	result_done(&res);
-	return ok ? APPLY_EXIT_OK : APPLY_EXIT_FAILED;
+	if (v.desired)
+		desired_done(&d);
+	return ret ? APPLY_EXIT_FAILED : APPLY_EXIT_OK;
 }

@@ -13,6 +13,7 @@
 #include "krl.h"
 #include "log.h"
 #include "revoke.h"
+#include "status.h"
 
 #define RECORDS_HEADER "# cloud-config-exec revocations v1\n"
 #define RECORDS_MAX ((size_t)(REVOKE_MAX + 1) * 101 + sizeof(RECORDS_HEADER))
@@ -706,18 +707,16 @@ static void log_attribution(const struct config *cfg, const struct sshkeys_input
 		}
 }
 
-static void fmt_time(time_t t, char buf[static 32])
+static void fmt_time(time_t t, char buf[static 64])
 {
-	struct tm tm;
-	if (t <= 0 || !gmtime_r(&t, &tm) || strftime(buf, 32, "%Y-%m-%dT%H:%M:%SZ", &tm) == 0)
-		snprintf(buf, 32, "-");
+	status_fmt_time(t, buf, 64);
 }
 
 void revoke_print_status(const struct config *cfg, const struct osc *osc, const struct state *st, int statefd,
 			 time_t now)
 {
 	_cleanup_(srcs_done) struct srcs srcs = { 0 };
-	char t[32];
+	char t[64];
 	(void)collect_sources(cfg, osc, NULL, &srcs);
 	printf("key snapshot: generation %llu\n", (unsigned long long)st->snapshot_generation);
 	printf("key sources of the last applied OSC: %zu key(s)\n", srcs.n);
@@ -747,6 +746,12 @@ void revoke_print_status(const struct config *cfg, const struct osc *osc, const 
 	struct krl k = { 0 };
 	if (statefd < 0 || fsx_read_at(statefd, REVOKE_KRL_FILE, KRL_SIZE_MAX, &data, &len) < 0) {
 		printf("revoked keys: no KRL (%s/%s)\n", cfg->exec_state_dir, REVOKE_KRL_FILE);
+		return;
+	}
+	if (len == 0) {
+		/* The package creates it empty (tmpfiles.d), for sshd's
+		 * RevokedKeys: nothing revoked yet. */
+		printf("revoked keys: none (empty KRL %s/%s)\n", cfg->exec_state_dir, REVOKE_KRL_FILE);
 		return;
 	}
 	if (krl_read(data, len, &k) < 0) {

@@ -333,6 +333,29 @@ static void init_unset(struct config *c)
 	};
 }
 
+
+/* An IPv4 literal, or an IPv6 one bare or in brackets ("::1", "[::1]"), as
+ * agent/httpd.c binds to. */
+static bool bind_address_is_valid(const char *s)
+{
+	struct in_addr ia;
+	struct in6_addr i6;
+	char buf[INET6_ADDRSTRLEN + 2];
+	size_t len = strlen(s);
+	if (inet_pton(AF_INET, s, &ia) == 1)
+		return true;
+	if (len >= sizeof(buf))
+		return false;
+	if (s[0] == '[') {
+		if (len < 3 || s[len - 1] != ']')
+			return false;
+		memcpy(buf, s + 1, len - 2);
+		buf[len - 2] = '\0';
+	} else
+		memcpy(buf, s, len + 1);
+	return inet_pton(AF_INET6, buf, &i6) == 1;
+}
+
 static int check_consistency(const struct config *c, char *err, size_t errlen)
 {
 	if (!!c->client_cert_file != !!c->client_key_file)
@@ -360,9 +383,8 @@ static int check_consistency(const struct config *c, char *err, size_t errlen)
 		return fail(err, errlen, "node.zone: not a valid label value: \"%s\"", c->zone);
 	if (c->login_user && !*c->login_user)
 		return fail(err, errlen, "ssh.loginUser: must not be empty");
-	struct in_addr ia;
-	if (c->server_bind_address && inet_pton(AF_INET, c->server_bind_address, &ia) != 1)
-		return fail(err, errlen, "server.bindAddress: expected an IPv4 address: \"%s\"",
+	if (c->server_bind_address && !bind_address_is_valid(c->server_bind_address))
+		return fail(err, errlen, "server.bindAddress: expected an IPv4 or IPv6 address: \"%s\"",
 			    c->server_bind_address);
 	return 0;
 }
@@ -508,4 +530,65 @@ void config_done(struct config *c)
 			*slot = NULL;
 		}
 	}
+}
+
+/* The text of field f's value in c into buf; NULL for an unset string. */
+static const char *field_text(const struct config *c, const struct field *f, char *buf, size_t size)
+{
+	const char *base = (const char *)c;
+	switch (f->type) {
+	case FIELD_STRING:
+	case FIELD_PATH:
+	case FIELD_URL:
+	case FIELD_LOOPBACK: {
+		const char *v = *(char *const *)(base + f->offset);
+		if (!v || strcmp(f->key, "httpsProxy") != 0)
+			return v;
+		/* A proxy URL may carry a password: never printed. */
+		const char *at = strrchr(v, '@'), *scheme = strstr(v, "://");
+		if (!at)
+			return v;
+		const char *user = scheme && scheme < at ? scheme + 3 : v;
+		snprintf(buf, size, "%.*s***%s", (int)(user - v), v, at);
+		return buf;
+	}
+	case FIELD_BOOL:
+		return *(const bool *)(base + f->offset) ? "true" : "false";
+	case FIELD_RATIO: {
+		double d;
+		memcpy(&d, base + f->offset, sizeof(d));
+		snprintf(buf, size, "%g", d);
+		return buf;
+	}
+	case FIELD_SIZE:
+		snprintf(buf, size, "%zu", *(const size_t *)(base + f->offset));
+		return buf;
+	case FIELD_MS:
+	case FIELD_RSA_BITS:
+	case FIELD_PORT:
+	case FIELD_TOGGLES:
+		snprintf(buf, size, "%u", *(const unsigned *)(base + f->offset));
+		return buf;
+	}
+	return NULL;
+}
+
+int config_each(const struct config *c, const char *data, size_t len, config_setting_fn fn, void *userdata)
+{
+	cJSON *root = NULL;
+	if (data) {
+		root = cJSON_ParseWithLength(data, len);
+		if (!root)
+			return -EINVAL;
+	}
+	for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
+		const struct field *f = &fields[i];
+		const cJSON *sec = root ? cJSON_GetObjectItemCaseSensitive(root, f->section) : NULL;
+		const cJSON *item = cJSON_IsObject(sec) ? cJSON_GetObjectItemCaseSensitive(sec, f->key) : NULL;
+		char name[64], buf[STRING_MAX + 8];
+		snprintf(name, sizeof(name), "%s.%s", f->section, f->key);
+		fn(name, field_text(c, f, buf, sizeof(buf)), item && !cJSON_IsNull(item), userdata);
+	}
+	cJSON_Delete(root);
+	return 0;
 }

@@ -107,4 +107,16 @@ int config_defaults(struct config *ret);
 
 void config_done(struct config *c);
 
+/* Called by config_each() for one setting: "section.key", its value as
+ * text (NULL: unset), and whether the configuration file sets it. */
+typedef void (*config_setting_fn)(const char *name, const char *value, bool in_file, void *userdata);
+
+/* Every setting of c in the order of node-agent.conf(5), with whether the
+ * JSON document data (len bytes, the file c was loaded from; NULL: none)
+ * sets it (a JSON null does not: it means the default). Values: strings as
+ * they are, except the userinfo of apiServer.httpsProxy ("user:password@"),
+ * shown as "***@"; booleans "true"/"false"; numbers in decimal. Returns 0,
+ * -EINVAL for data that does not parse, -ENOMEM. Pure. */
+int config_each(const struct config *c, const char *data, size_t len, config_setting_fn fn, void *userdata);
+
 #endif

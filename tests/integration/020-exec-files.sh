@@ -109,6 +109,20 @@ check "bad OSCs: tree unchanged" test "$before" = "$(tree_hash "$R")"
 check "bad OSCs: last-applied unchanged" test "$la_before" = "$(sha256sum <"$ST/last-applied.yaml")"
 check "result records the failure" grep -q '"success":[[:space:]]*false' "$ST/result.json"
 check "status exits 1 after a failure" bash -c "! '$CCE' --root '$R' --config '$W/config.json' status >/dev/null"
+"$CCE" --root "$R" --config "$W/config.json" status >"$W/status" 2>/dev/null
+check "status: the last run in local time with its age, no epoch seconds" \
+	grep -qE '^last run: finished [0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2} [A-Za-z0-9+-]+ \([0-9]+ (s|min) ago\)$' "$W/status"
+check "status: a failed apply as FAILED with its step and the error" \
+	sh -c "grep -q '^result: FAILED in step [a-z-]* for ' '$W/status' && grep -q '^error: .' '$W/status'"
+check "status: a failed apply is not called unfinished, and its retry is pending" \
+	sh -c "! grep -qi 'unfinished\|did not finish\|interrupted' '$W/status' && grep -q '^pending: the failed apply' '$W/status'"
+# The package's tmpfiles.d creates the KRL empty (for sshd's RevokedKeys).
+[ -e "$ST/revoked-keys.krl" ] && mv "$ST/revoked-keys.krl" "$W/krl.saved"
+: >"$ST/revoked-keys.krl"
+check "status: an empty KRL is 'none revoked', not damaged" \
+	sh -c "'$CCE' --root '$R' --config '$W/config.json' status 2>/dev/null | grep -q '^revoked keys: none (empty KRL'"
+rm -f "$ST/revoked-keys.krl"
+[ -e "$W/krl.saved" ] && mv "$W/krl.saved" "$ST/revoked-keys.krl"
 
 # --- check: reports, writes nothing (not even the state dir)
 before=$(tree_state "$R"; stat -c '%n %i %y %z' "$ST"/*)

@@ -195,6 +195,14 @@ kill -HUP $PID
 sleep 1
 check "SIGHUP with a broken config: still running" kill -0 $PID
 check "  ... and says why" grep -q 'keeping the old one: .*apiServer.server: expected a string' "$S/agent.log"
+# systemctl reload (ExecReload=) waits for READY=1 after RELOADING=1: both
+# come for a reload that failed too, or the unit would stay "reloading".
+check "SIGHUP: sd_notify RELOADING=1 with MONOTONIC_USEC, then READY=1" python3 -c '
+import sys
+l = open(sys.argv[1]).read().split("\n")
+i = l.index("RELOADING=1")
+assert l[i + 1].startswith("MONOTONIC_USEC=") and int(l[i + 1].split("=")[1]) > 0
+assert "READY=1" in l[i + 2:]' "$S/notify.log"
 cp "$S/agent.json.good" "$CONF"
 
 # An outage that ends with the watch history forgotten (a restarted API

@@ -285,6 +285,13 @@ python3 - "$DES" "$ROOT/var/lib/cloud-config-exec/result.json" <<-'PY'
 label_is() { test "$(kube_label worker.gardener.cloud/kubernetes-version node-late)" = "$1"; }
 check "kubernetes-version label from gardener-node-agent's config in the OSC (1.33.3), not the static one" \
 	wait_for 20 label_is 1.33.3
+# SIGHUP (systemctl reload) with stock data: the agent reloads under its
+# seccomp filter (reading the stock directory used dup(), not on the
+# allow-list: the reload was killed by SIGSYS).
+kill -HUP "$APID"
+check "SIGHUP with stock data: configuration reloaded" logged "reloading configuration from"
+sleep 1
+check "  ... and the agent is still running (not killed by its seccomp filter)" kill -0 "$APID"
 
 # Token sync: the OSC's config names two token Secrets; one has a token, the
 # other none (one clear line, nothing handed over for it).

@@ -7,7 +7,9 @@
 # methods and ports; then the bad inputs: a head larger than 1 KiB (431),
 # binary garbage (400), 20 silent connections and a byte-a-second trickle
 # (closed at the 3 s deadline, the listener serves again afterwards), 200
-# scrapes without memory growth; SIGHUP with healthPort 0 turns it off.
+# scrapes without memory growth; build_info, process_* and per-listener
+# counts; the metrics after a restart of the agent; an IPv6 listener;
+# readyz following the last contact; SIGHUP with healthPort 0 turns it off.
 source "$TESTS_DIR/lib/common.sh"
 source "$TESTS_DIR/lib/kube.sh"
 source "$TESTS_DIR/lib/agent.sh"
@@ -62,6 +64,11 @@ for l in lines[1:]:
         ok = False
 sys.exit(0 if ok else 1)
 PY
+if command -v promtool >/dev/null; then
+	check "metrics: promtool check metrics finds nothing" sh -c "tail -n +2 '$W/metrics' | promtool check metrics"
+else
+	echo "# promtool not installed: its lint not run (the format check above stands)"
+fi
 metric() { grep -E "^$1 " "$W/metrics" | awk '{print $NF}'; }
 check "metrics: applied checksum" [ "$(metric "node_agent_applied_info\{checksum=\"$sum\"\}")" = 1 ]
 check "metrics: applied generation = desired generation ($gen)" \
@@ -148,6 +155,64 @@ if sanitized "$AGENT"; then
 else
 	check "200 scrapes: VmRSS grows less than 512 kB" [ $((rss1 - rss0)) -lt 512 ]
 fi
+
+check "metrics: build_info and process_* (resident memory, CPU, open fds, start time)" \
+	[ "$(grep -cE '^(node_agent_build_info\{version="[^"]+"\}|process_(resident_memory_bytes|cpu_seconds_total|open_fds|start_time_seconds)) ' "$W/metrics")" = 5 ]
+check "metrics: responses counted per listener" \
+	grep -qE '^node_agent_http_responses_total\{listener="healthz"\} [1-9]' "$W/metrics"
+dur=$(metric node_agent_apply_duration_seconds)
+check "metrics: apply duration with sub-second resolution ($dur s)" grep -qE '^[0-9]+\.[0-9]{3}$' <<<"$dur"
+
+# A restart of the agent (every package upgrade does one) keeps what the
+# metrics say about the apply: picked up from desired.json and result.json.
+agent_stop
+mark=$(log_mark)
+agent_start
+wait_log "serving metrics" "$mark" 10
+get 2752 /metrics >"$W/metrics"
+check "after a restart: applied generation $gen, desired generation $gen" \
+	[ "$(metric node_agent_applied_generation)" = "$gen" -a "$(metric node_agent_desired_generation)" = "$gen" ]
+check "after a restart: apply_success 1, applied checksum" \
+	[ "$(metric node_agent_apply_success)" = 1 -a "$(metric "node_agent_applied_info\{checksum=\"$sum\"\}")" = 1 ]
+ready200() { [ "$(get 2751 /readyz 2>/dev/null | sed -n 1p)" = 200 ]; }
+check "after a restart: readyz 200 once the API server answered" wait_for 10 ready200
+
+# IPv6: bindAddress "[::1]" (where the namespace has IPv6 loopback).
+if ip -6 addr show dev lo 2>/dev/null | grep -q '::1/128'; then
+	agent_config "$AGENT_CONF" '{"lease": {"enabled": true}, "server": {"bindAddress": "[::1]"}}'
+	mark=$(log_mark)
+	kill -HUP "$AGENT_PID"
+	wait_log "serving metrics on http://[::1]:2752/" "$mark" 10
+	check "bindAddress [::1]: healthz served on IPv6 loopback" python3 -c '
+import http.client
+c = http.client.HTTPConnection("::1", 2751, timeout=5)
+c.request("GET", "/healthz")
+assert c.getresponse().status == 200'
+	agent_config "$AGENT_CONF" '{"lease": {"enabled": true}}'
+	mark=$(log_mark)
+	kill -HUP "$AGENT_PID"
+	wait_log "serving metrics on http://127.0.0.1:2752/" "$mark" 10
+else
+	echo "# no IPv6 loopback in the namespace: [::1] not tried"
+fi
+
+# readyz follows the last contact: with the API server down it turns 503
+# once the window (watchIdleMs + requestMs, here 2 s) has passed, and 200
+# again when the server answers.
+agent_config "$AGENT_CONF" '{"lease": {"enabled": true}, "timeouts": {"watchIdleMs": 1000, "requestMs": 1000}}'
+mark=$(log_mark)
+kill -HUP "$AGENT_PID"
+wait_log "reloading configuration" "$mark" 10
+wait_for 10 ready200
+kctl POST /down >/dev/null
+not_ready() { [ "$(get 2751 /readyz 2>/dev/null | sed -n 1p)" = 503 ]; }
+check "readyz: 503 once the API server has not answered for the window" wait_for 15 not_ready
+out=$(get 2751 /readyz)
+check "  ... saying for how long ($(sed -n 2p <<<"$out"))" grep -q "no contact with the API server for [0-9]* s (more than 2 s)" <<<"$out"
+get 2752 /metrics >"$W/metrics"
+check "  ... node_agent_ready 0" [ "$(metric node_agent_ready)" = 0 ]
+kctl POST /up >/dev/null
+check "readyz: 200 again once the API server answers" wait_for 15 ready200
 
 # Off switch: SIGHUP with healthPort 0.
 agent_config "$AGENT_CONF" '{"lease": {"enabled": true}, "server": {"healthPort": 0}}'

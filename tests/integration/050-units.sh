@@ -37,8 +37,8 @@ stage() {
 		mkdir -p "$r/etc/systemd/system/node-agent.service.d"
 		cp "$2" "$r/etc/systemd/system/node-agent.service.d/api-server.conf"
 	fi
-	grep -ho '^ExecStart=[-+!@:]*[^ ]*' "$r"/etc/systemd/system/*.service |
-		sed 's/^ExecStart=[-+!@:]*//' | sort -u |
+	grep -ho '^Exec\(Start\|Reload\)=[-+!@:]*[^ ]*' "$r"/etc/systemd/system/*.service |
+		sed 's/^Exec[A-Za-z]*=[-+!@:]*//' | sort -u |
 		while read -r b; do install -D -m 0755 /dev/null "$r$b"; done
 }
 units=(node-agent.service cloud-config-exec.service cloud-config-exec.path cloud-config-exec.timer
@@ -133,6 +133,8 @@ check_not "threshold rejects an unhardened unit (exposure $(score "$W/plain" bar
 check "node-agent.service: stock user data as a credential, with the fallback a missing directory needs" \
 	sh -c 'grep -qx "LoadCredential=gardener-node-agent:/var/lib/gardener-node-agent" "$1" &&
 		grep -q "^SetCredential=gardener-node-agent:" "$1"' sh "$U/node-agent.service"
+check "node-agent.service: systemctl reload sends SIGHUP to the main process (ExecReload=)" \
+	grep -qx 'ExecReload=/bin/kill -HUP \$MAINPID' "$U/node-agent.service"
 check "timer: periodic (OnUnitInactiveSec=) with RandomizedDelaySec=" \
 	sh -c 'grep -q "^OnUnitInactiveSec=" "$1" && grep -q "^RandomizedDelaySec=" "$1"' sh "$U/cloud-config-exec.timer"
 check "path unit watches /var/lib/node-agent/desired.json" \

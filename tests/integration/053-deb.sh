@@ -1,5 +1,6 @@
 #!/bin/bash
-# The Debian package (debian/, scripts/build-deb, `make deb`): it builds with
+# The Debian package (debian/, scripts/build-deb, `make deb`): `make deb
+# B=<dir>` builds it (and leaves <dir>'s other files alone) with
 # dpkg-buildpackage from a copy of the tree, lintian reports no error or
 # warning (and does fail on a broken package), it ships exactly what
 # `make install PREFIX=/usr` installs plus the compiled SELinux module and
@@ -19,8 +20,13 @@ sanitized "$B/cloud-config-exec" && skip_all "sanitizer build: the package is bu
 W=$(scratch)
 
 t0=$(date +%s)
-if "$TOP/scripts/build-deb" "$W/out" >"$W/build-deb.log" 2>&1; then
-	ok "scripts/build-deb: dpkg-buildpackage -us -uc -b and lintian (no error, no warning) in $(($(date +%s) - t0)) s"
+# Through `make deb B=<dir>` with a file of its own in <dir>: B= reaches
+# debian/rules through MAKEFLAGS unless build-deb clears it, and the
+# rules' clean would remove the directory.
+mkdir -p "$W/b"
+echo keep >"$W/b/marker"
+if make -s -C "$TOP" deb B="$W/b" >"$W/build-deb.log" 2>&1 && mv "$W/b/deb" "$W/out"; then
+	ok "make deb (scripts/build-deb): dpkg-buildpackage -us -uc -b and lintian (no error, no warning) in $(($(date +%s) - t0)) s"
 else
 	sed 's/^/#   /' "$W/build-deb.log" | tail -40
 	fail "scripts/build-deb: package builds and lintian is clean"
@@ -28,6 +34,7 @@ else
 	exit 1
 fi
 grep -v '^running with root privileges' "$W/out/lintian.txt" | sed 's/^/#   lintian: /'
+check "make deb B=<dir> leaves the other files in <dir> alone" test "$(cat "$W/b/marker" 2>/dev/null)" = keep
 DEB=$(ls "$W"/out/node-agent_*.deb)
 check "the checkout stays clean (built in a copy)" \
 	test -z "$(cd "$TOP" && git status --porcelain --ignored=matching debian 2>/dev/null)"

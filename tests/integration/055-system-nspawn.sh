@@ -352,6 +352,18 @@ else
 		test "$(field CapEff)$(field CapPrm)$(field CapBnd)" = 000000000000000000000000000000000000000000000000
 	check "node-agent: NoNewPrivs 1, Seccomp 2 (got $(field NoNewPrivs), $(field Seccomp))" \
 		test "$(field NoNewPrivs) $(field Seccomp)" = "1 2"
+	# systemctl reload (ExecReload= SIGHUP; RELOADING=1 ... READY=1): the
+	# same process re-reads its configuration.
+	if ctl reload node-agent.service >"$S/reload.log" 2>&1; then
+		ok "systemctl reload node-agent.service succeeds"
+	else
+		fail "systemctl reload node-agent.service succeeds"; dump "reload" cat "$S/reload.log"
+		dump "node-agent journal" box journalctl -q --no-pager -u node-agent.service
+	fi
+	reloaded() { box journalctl -q --no-pager -u node-agent.service | grep -q 'reloading configuration from'; }
+	check "  ... the same process (pid $pid) reloaded its configuration and is active" \
+		sh -c "test \"\$('$SDBOX' ctl show -p MainPID --value node-agent.service) \$('$SDBOX' ctl is-active node-agent.service)\" = '$pid active'"
+	check "  ... its journal says so" wait_for 10 reloaded
 	if kube_wait_annotation checksum/cloud-config-data "$sum2" "$t0" 30 >/dev/null; then
 		ok "node-agent -> desired.json -> path unit -> cloud-config-exec -> Node annotated with the checksum"
 	else

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "../../agent/notify.h"
@@ -50,6 +51,19 @@ static void path_socket(void **state)
 	expect_datagram(fd, "READY=1");
 	assert_int_equal(notify_send(&n, "STATUS=applied x"), 0);
 	expect_datagram(fd, "STATUS=applied x");
+	/* RELOADING=1 with the monotonic clock in microseconds. */
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	unsigned long long before = (unsigned long long)ts.tv_sec * 1000000ull + (unsigned long long)ts.tv_nsec / 1000u;
+	assert_int_equal(notify_reloading(&n), 0);
+	char buf[256];
+	ssize_t k = recv(fd, buf, sizeof(buf) - 1, MSG_DONTWAIT);
+	assert_true(k > 0);
+	buf[k] = '\0';
+	unsigned long long usec = 0;
+	assert_int_equal(strncmp(buf, "RELOADING=1\nMONOTONIC_USEC=", 27), 0);
+	usec = strtoull(buf + 27, NULL, 10);
+	assert_true(usec >= before && usec < before + 10000000ull);
 	notify_close(&n);
 	close(fd);
 	unlink(path);

@@ -148,7 +148,9 @@ static const struct {
 	{ "{\"paths\": {\"stateDir\": \"/var/lib/na/\"}}", "paths.stateDir: not an absolute normalised path: \"/var/lib/na/\"" },
 	{ "{\"node\": {\"name\": true}}", "node.name: expected a string" },
 	{ "{\"server\": {\"healthPort\": 65536}}", "server.healthPort: expected an integer from 0 (off) to 65535" },
-	{ "{\"server\": {\"bindAddress\": \"::1\"}}", "server.bindAddress: expected an IPv4 address: \"::1\"" },
+	{ "{\"server\": {\"bindAddress\": \"::1x\"}}", "server.bindAddress: expected an IPv4 or IPv6 address: \"::1x\"" },
+	{ "{\"server\": {\"bindAddress\": \"[::1\"}}", "server.bindAddress: expected an IPv4 or IPv6 address: \"[::1\"" },
+	{ "{\"server\": {\"bindAddress\": \"localhost\"}}", "server.bindAddress: expected an IPv4 or IPv6 address: \"localhost\"" },
 	{ "{\"lease\": {\"enabled\": 1}}", "lease.enabled: expected true or false" },
 };
 
@@ -232,6 +234,68 @@ static void load_file(void **state)
 	rmdir(dir);
 }
 
+/* IPv6 listen addresses, bare or in brackets (agent/httpd.c binds both). */
+static void ipv6_bind_address(void **state)
+{
+	(void)state;
+	static const char *const ok[] = { "::1", "[::1]", "::", "0.0.0.0", "fd00::2" };
+	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+		struct config c;
+		char err[256], json[128];
+		snprintf(json, sizeof(json), "{\"server\": {\"bindAddress\": \"%s\"}}", ok[i]);
+		assert_int_equal(config_parse(json, strlen(json), &c, err, sizeof(err)), 0);
+		assert_string_equal(c.server_bind_address, ok[i]);
+		config_done(&c);
+	}
+}
+
+struct seen {
+	unsigned n, in_file;
+	char token[64], proxy[128], ns[32], port[8];
+};
+
+static void collect(const char *name, const char *value, bool in_file, void *userdata)
+{
+	struct seen *s = userdata;
+	s->n++;
+	s->in_file += in_file;
+	if (strcmp(name, "apiServer.tokenFile") == 0)
+		snprintf(s->token, sizeof(s->token), "%s %d", value ? value : "(null)", in_file);
+	if (strcmp(name, "apiServer.httpsProxy") == 0)
+		snprintf(s->proxy, sizeof(s->proxy), "%s", value ? value : "(null)");
+	if (strcmp(name, "osc.secretNamespace") == 0)
+		snprintf(s->ns, sizeof(s->ns), "%s %d", value, in_file);
+	if (strcmp(name, "server.healthPort") == 0)
+		snprintf(s->port, sizeof(s->port), "%s", value);
+}
+
+/* --check-config's table: every setting, whether the file sets it (a JSON
+ * null does not), the proxy's password hidden. */
+static void each_setting(void **state)
+{
+	(void)state;
+	static const char json[] = "{\"apiServer\": {\"tokenFile\": \"/t\", \"httpsProxy\": "
+				   "\"http://u:secret@proxy:3128\"}, \"osc\": {\"secretNamespace\": null}, "
+				   "\"server\": {\"healthPort\": 0}}";
+	struct config c;
+	char err[256];
+	assert_int_equal(config_parse(json, strlen(json), &c, err, sizeof(err)), 0);
+	struct seen s = {};
+	assert_int_equal(config_each(&c, json, strlen(json), collect, &s), 0);
+	assert_true(s.n >= 49);
+	assert_int_equal(s.in_file, 3);
+	assert_string_equal(s.token, "/t 1");
+	assert_string_equal(s.proxy, "http://***@proxy:3128");
+	assert_string_equal(s.ns, "kube-system 0");
+	assert_string_equal(s.port, "0");
+	/* Without a file: nothing from it. */
+	s = (struct seen){};
+	assert_int_equal(config_each(&c, NULL, 0, collect, &s), 0);
+	assert_int_equal(s.in_file, 0);
+	assert_int_equal(config_each(&c, "{", 1, collect, &s), -EINVAL);
+	config_done(&c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -241,6 +305,8 @@ int main(void)
 		cmocka_unit_test(null_means_default),
 		cmocka_unit_test(too_large),
 		cmocka_unit_test(load_file),
+		cmocka_unit_test(ipv6_bind_address),
+		cmocka_unit_test(each_setting),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
