@@ -83,6 +83,11 @@ static int parse_osc(const struct apply_ctx *c, const char *data, size_t len, co
 		free(TAKE_PTR(o));
 		return log_error_errno(r, "%s rejected: %s", what, err.message[0] ? err.message : "invalid");
 	}
+	/* gardener-node-agent adds containerd's PATH drop-in to the OSC before
+	 * it computes its changes and keeps it in its last-applied OSC
+	 * (containerd.h): every model, old and new, gets it the same way. */
+	if (c->service_path && (r = containerd_env_dropin(o, c->service_path)) < 0)
+		return log_error_errno(r, "%s: cannot add containerd's drop-in %s", what, CONTAINERD_ENV_DROPIN);
 	for (size_t i = 0; i < o->n_files; i++) {
 		const char *p = o->files[i].path;
 		/* The agent's state directory is off limits, except the key

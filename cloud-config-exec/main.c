@@ -14,6 +14,7 @@
 #include "cleanup.h"
 #include "config.h"
 #include "confine.h"
+#include "containerd.h"
 #include "criconfig.h"
 #include "fsx.h"
 #include "images.h"
@@ -232,12 +233,18 @@ static int run(void)
 			return APPLY_EXIT_FAILED;
 	}
 
+	/* What gardener-node-agent's os.Getenv("PATH") is on a node, read
+	 * before the filter (containerd.h). */
+	_cleanup_free_ char *service_path = containerd_service_path(bus);
+	if (!service_path)
+		return APPLY_EXIT_FAILED;
+
 	if (!arg_no_seccomp && (r = confine_install()) < 0)
 		return APPLY_EXIT_FAILED;
 
 	struct apply_ctx c = { .root = arg_root, .rootfd = rootfd, .cfg = cfg, .bus = bus,
 			       .job_timeout_ms = arg_job_timeout_ms, .containerd_address = address,
-			       .puller_fd = puller_fd };
+			       .puller_fd = puller_fd, .service_path = service_path };
 	if (strcmp(arg_verb, "apply-desired") == 0)
 		return apply_desired(&c);
 	if (strcmp(arg_verb, "apply") == 0)

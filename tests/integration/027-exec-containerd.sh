@@ -11,7 +11,10 @@
 # containerd; a dropped registry loses its hosts.toml; plugins (gVisor,
 # Kata) become tables containerd reads, a later remove drops one, and one
 # that would set what node-agent renders itself fails the step "containerd"
-# (config.toml untouched) without holding back the other files.
+# (config.toml untouched) without holding back the other files;
+# containerd.service gets gardener-node-agent's PATH drop-in
+# 30-env_config.conf and /var/bin/containerruntimes exists while the OSC has
+# a criConfig, and the drop-in goes with the criConfig.
 source "$TESTS_DIR/lib/common.sh"
 source "$TESTS_DIR/lib/exec.sh"
 source "$TESTS_DIR/lib/kube.sh"
@@ -77,6 +80,13 @@ check "hosts.toml of the registry" grep -qxF '[host."http://127.0.0.1:5001"]' "$
 check "hosts.toml server" grep -qxF 'server = "http://127.0.0.1:5000"' "$H"
 check "hosts.toml with the CA" grep -qxF '  ca = ["/etc/containerd/certs.d/docker.io/ca.pem"]' "$R/etc/containerd/certs.d/docker.io/hosts.toml"
 check "containerd restart planned" grep -q 'Units:.*containerd.service' "$W/a1.log"
+# Gardener's addContainerdEnvironmentDropIn (containerd.go): the drop-in with
+# the runtimes dir before the PATH the executor runs with (--root: its $PATH),
+# byte for byte, and the directory itself
+printf '[Service]\nEnvironment="PATH=/var/bin/containerruntimes:%s"\n' "$PATH" >"$W/env.expected"
+check "drop-in 30-env_config.conf: Gardener's bytes" cmp "$W/env.expected" "$R/etc/systemd/system/containerd.service.d/30-env_config.conf"
+check "/var/bin/containerruntimes created 0755" test "$(stat -c %a "$R/var/bin/containerruntimes" 2>/dev/null)" = 755
+check "drop-in named in the plan" grep -q 'containerd.service.*30-env_config.conf\|Wrote unit containerd.service' "$W/a1.log"
 
 # --- the real containerd accepts the file
 D=$W/ctd
@@ -143,5 +153,11 @@ check "  ... failed step containerd named" grep -q '"failedStep":[[:space:]]*"co
 check "  ... reason in the result" grep -q 'plugins\[0\]: plugins.io.containerd.grpc.v1.cri.containerd.runtimes.runc.options is set by node-agent itself too' "$ST/result.json"
 check "  ... config.toml left as it was" test "$(sha256sum <"$CFG")" = "$sum3"
 check "  ... other files still applied" grep -q 'plain cgroupfs' "$R/etc/na-test/plain.conf"
+
+# --- the criConfig goes: the drop-in goes with it (containerd.service is an
+# OS unit: only our drop-in is removed)
+printf 'spec:\n  files:\n  - path: /etc/na-test/plain.conf\n    permissions: 420\n    content: {inline: {data: "plain\\n"}}\n' >"$W/v5.yaml"
+check "no criConfig: apply succeeds" cce "$R" apply "$W/v5.yaml" 2>"$W/a7.log"
+check_not "  ... drop-in 30-env_config.conf removed" test -e "$R/etc/systemd/system/containerd.service.d/30-env_config.conf"
 
 finish
