@@ -37,7 +37,7 @@ print(json.dumps(v) if isinstance(v, (list, dict)) else v)' "$R/var/lib/cloud-co
 out=$(cce "$R" "${NOSOCK[@]}" check "$OSC" 2>&1)
 rc=$?
 check "check: valid (rc $rc): $(grep -o '[0-9]* files, [0-9]* units: valid' <<<"$out")" \
-	grep -q '^17 files, 15 units: valid$' <<<"$out"
+	grep -q '^17 files, 14 units: valid$' <<<"$out"
 check "check: gardener-node-agent's and gardener-user's units superseded" \
 	grep -q 'superseded: gardener-node-agent.service gardener-user.path gardener-user.service$' <<<"$out"
 check "check: the three image files named, not materialised" \
@@ -66,10 +66,12 @@ check "no image file written (/opt/bin/kubelet, gardener-node-agent, opentelemet
 U=$R/etc/systemd/system
 units=$(cd "$U" && ls | tr '\n' ' ')
 check "units written: $units" test "$units" = \
-	"containerd-logrotate.service containerd-logrotate.timer containerd.service.d custom-mtu.service kubelet.service opentelemetry-collector-auth-token.path opentelemetry-collector-healthcheck.service opentelemetry-collector-healthcheck.timer opentelemetry-collector.service sshd-ensurer.service "
+	"containerd-logrotate.service containerd-logrotate.timer containerd.service.d custom-mtu.service kubelet.service opentelemetry-collector-healthcheck.service opentelemetry-collector-healthcheck.timer opentelemetry-collector.service sshd-ensurer.service "
 check "... gardener-node-agent.service and gardener-user.* never written" \
 	test ! -e "$U/gardener-node-agent.service" -a ! -e "$U/gardener-user.service" -a ! -e "$U/gardener-user.path"
 check "... the OS extension's containerd drop-in (status.extensionUnits)" grep -qx 'LimitNOFILE=1048576' "$U/containerd.service.d/override.conf"
+check "... gardener-node-agent's PATH drop-in with the criConfig (containerd.go)" \
+	grep -qx "Environment=\"PATH=/var/bin/containerruntimes:$PATH\"" "$U/containerd.service.d/30-env_config.conf"
 check "... the kubelet unit as published (continuation lines, the version label)" \
 	grep -q -- '--node-labels=worker.gardener.cloud/kubernetes-version=1.33.4 \\$' "$U/kubelet.service"
 if command -v containerd >/dev/null; then
