@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -160,6 +161,42 @@ int account_create(const char *root, const char *name)
 	return 0;
 }
 
+bool account_legacy_sudoers_is_ours(const struct stat *st, const char *content, size_t len, const char *name,
+				    const char *spec)
+{
+	if (!S_ISREG(st->st_mode) || st->st_nlink != 1 || st->st_uid != 0 || (st->st_mode & 07777) != 0440)
+		return false;
+	size_t n = strlen(name), m = strlen(spec);
+	return len == n + 1 + m + 1 && memcmp(content, name, n) == 0 && content[n] == ' ' &&
+	       memcmp(content + n + 1, spec, m) == 0 && content[n + 1 + m] == '\n';
+}
+
+/* Removes <dir>/99-<name> when account_legacy_sudoers_is_ours(). Returns 1
+ * removed, 0 nothing (absent, or not ours: a notice), -errno (logged). */
+static int remove_legacy_sudoers(int dfd, const char *name, const char *spec)
+{
+	_cleanup_free_ char *base = NULL, *data = NULL;
+	if (asprintf(&base, "99-%s", name) < 0)
+		return log_error_errno(-ENOMEM, "Out of memory");
+	_cleanup_close_ int fd = openat(dfd, base, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK);
+	if (fd < 0 && errno == ENOENT)
+		return 0;
+	struct stat st;
+	size_t len = 0;
+	bool ours = fd >= 0 && fstat(fd, &st) >= 0 && S_ISREG(st.st_mode) && fsx_read_fd(fd, 4096, &data, &len) >= 0 &&
+		    account_legacy_sudoers_is_ours(&st, data, len, name, spec);
+	if (!ours) {
+		log_notice("%s/%s is not the entry cloud-config-exec wrote there: left alone", ACCOUNT_SUDOERS_DIR, base);
+		return 0;
+	}
+	if (unlinkat(dfd, base, 0) < 0)
+		return log_error_errno(negerrno(), "Cannot remove %s/%s", ACCOUNT_SUDOERS_DIR, base);
+	(void)fsx_fsync_dir(dfd);
+	log_notice("Removed %s/%s: the entry is %s/99-%s-user now, Gardener's name", ACCOUNT_SUDOERS_DIR, base,
+		   ACCOUNT_SUDOERS_DIR, name);
+	return 1;
+}
+
 int account_sudoers(int rootfd, const char *name, const char *spec)
 {
 	if (!spec || !*spec)
@@ -167,7 +204,7 @@ int account_sudoers(int rootfd, const char *name, const char *spec)
 	if (!account_name_is_valid(name) || strpbrk(spec, "\n\r") || strlen(spec) > 1024)
 		return log_error_errno(-EINVAL, "Refusing sudoers entry for '%s': invalid name or spec", name);
 	_cleanup_free_ char *path = NULL, *content = NULL, *ffield = NULL;
-	if (asprintf(&path, "/etc/sudoers.d/99-%s", name) < 0 || asprintf(&content, "%s %s\n", name, spec) < 0 ||
+	if (asprintf(&path, ACCOUNT_SUDOERS_DIR "/99-%s-user", name) < 0 || asprintf(&content, "%s %s\n", name, spec) < 0 ||
 	    asprintf(&ffield, "FILE=%s", path) < 0)
 		return log_error_errno(-ENOMEM, "Out of memory");
 	const char *base;
@@ -179,5 +216,8 @@ int account_sudoers(int rootfd, const char *name, const char *spec)
 		return log_fields_errno(LOG_ERR, r, LOG_FIELDS(ffield), "Failed to write %s", path);
 	if (r > 0)
 		log_fields(LOG_INFO, LOG_FIELDS(ffield), "Sudoers entry %s written", path);
-	return r;
+	int k = remove_legacy_sudoers(dfd, name, spec);
+	if (k < 0)
+		return k;
+	return r > 0 || k > 0;
 }

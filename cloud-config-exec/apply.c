@@ -30,6 +30,7 @@
 #include "desired.h"
 #include "files.h"
 #include "kubelet.h"
+#include "kubeletvol.h"
 #include "fsx.h"
 #include "images.h"
 #include "log.h"
@@ -85,6 +86,11 @@ static int parse_osc(const struct apply_ctx *c, const char *data, size_t len, co
 		free(TAKE_PTR(o));
 		return log_error_errno(r, "%s rejected: %s", what, err.message[0] ? err.message : "invalid");
 	}
+	/* gardener-node-agent adds containerd's PATH drop-in to the OSC before
+	 * it computes its changes and keeps it in its last-applied OSC
+	 * (containerd.h): every model, old and new, gets it the same way. */
+	if (c->service_path && (r = containerd_env_dropin(o, c->service_path)) < 0)
+		return log_error_errno(r, "%s: cannot add containerd's drop-in %s", what, CONTAINERD_ENV_DROPIN);
 	for (size_t i = 0; i < o->n_files; i++) {
 		const char *p = o->files[i].path;
 		/* The agent's state directory is off limits, except the key
@@ -402,19 +408,36 @@ int apply_osc(const struct apply_ctx *c, const char *osc, size_t len, const stru
 	log_fields(LOG_INFO, LOG_FIELDS(cfield), "Applying OSC %.12s: %zu files, %zu units (last applied: %.12s)",
 		   res.checksum, new->n_files, new->n_units, old ? old_checksum : "none");
 
+	/* 0. The kubelet data volume, once, before any file or unit (Gardener
+	 * formats it in gardener-node-agent's bootstrap, before its first
+	 * reconcile; kubeletvol.h). Without it nothing else goes on, as
+	 * there: the kubelet would fill the root disk. Keys still apply. */
+	if (c->gna_dir) {
+		_cleanup_free_ char *dv_error = NULL;
+		r = datavol_step(c->rootfd, statefd, c->gna_dir, c->bus, &dv_error);
+		if (r < 0) {
+			keys_anyway(c, new, d, &st, statefd);
+			return fail_result(statefd, &res, "kubelet-data-volume",
+					   dv_error ? dv_error : "the kubelet data volume was not formatted");
+		}
+	}
+
 	/* 1. Files. */
 	struct files_plan fplan = { 0 };
 	r = files_plan_compute(old, new, st.owned_files, &fplan);
 	if (r < 0)
 		return fail_result(statefd, &res, "files", "out of memory");
 	_cleanup_strv_free_ char **written = NULL;
+	/* Files the OSC dropped are removed after the units step (below), as
+	 * gardener-node-agent's removeDeletedFiles comes last. */
+	_cleanup_strv_free_ char **dropped_files = TAKE_PTR(fplan.remove);
 	r = files_apply(c->rootfd, new, &fplan, &st, statefd, &written);
 	if (r < 0) {
 		files_plan_done(&fplan);
 		keys_anyway(c, new, d, &st, statefd);
 		return fail_result(statefd, &res, "files", "a file could not be written or removed (see the journal)");
 	}
-	bool changed = (written && written[0]) || (fplan.remove && fplan.remove[0]);
+	bool changed = written && written[0];
 	_cleanup_strv_free_ char **changed_files = TAKE_PTR(fplan.changed);
 	for (char **p = written; p && *p; p++)
 		if (files_strv_add(&changed_files, *p) < 0) {
@@ -450,11 +473,26 @@ int apply_osc(const struct apply_ctx *c, const char *osc, size_t len, const stru
 	int cri_r = containerd_apply(c->rootfd, c->root, CONTAINERD_BIN, &st, old, new, &restart_containerd, &cri_error);
 	(void)state_save(statefd, &st); /* the version cache, if it was learnt (unchanged bytes: no write) */
 	/* 1e. Image files (images.h): a failed pull keeps the old file and
-	 * fails the step "images" at the end, after units and keys. */
+	 * holds back what gardener-node-agent holds back when
+	 * applyChangedImageRefFiles fails (gardener/gardener
+	 * pkg/nodeagent/controller/operatingsystemconfig/reconciler.go: it
+	 * returns before applyChangedUnits, removeDeletedUnits, the
+	 * daemon-reload, executeUnitCommands, removeDeletedFiles and the
+	 * last-applied record): no unit of the OSC is written, removed,
+	 * enabled, restarted or stopped (units_plan_compute_held()), containerd
+	 * is not restarted for its config, no dropped file is removed, and
+	 * last-applied.yaml stays, so the next run plans the same changes.
+	 * Files, the bootstrap kubeconfig, tokens, containerd's files, the
+	 * other image files, the Node's restart requests (Gardener's node
+	 * controller) and the SSH keys still apply; the run fails in the
+	 * step "images". A new kubelet.service never starts an old
+	 * /opt/bin/kubelet. */
 	struct images_ctx ic = { .address = c->containerd_address ? c->containerd_address : IMAGES_ADDRESS_DEFAULT,
 				 .puller_fd = c->puller_fd, .bus = c->bus };
 	_cleanup_free_ char *img_error = NULL;
 	int img_r = images_apply(&ic, c->rootfd, statefd, new, &changed_files, &img_error);
+	bool held = img_r < 0;
+	_cleanup_free_ char *held_units = NULL; /* "a.service b.service": what the plan held back */
 
 	/* 2. Units (and the Node's restart request). */
 	_cleanup_free_ char *prev_restart = previous_restart_id(statefd);
@@ -465,7 +503,7 @@ int apply_osc(const struct apply_ctx *c, const char *osc, size_t len, const stru
 	for (char *const *q = requests; q && *q; q++)
 		if (files_strv_add(&unit_requests, *q) < 0)
 			return fail_result(statefd, &res, "units", "out of memory");
-	if (restart_containerd && files_strv_add(&unit_requests, CONTAINERD_UNIT) < 0)
+	if (restart_containerd && !held && files_strv_add(&unit_requests, CONTAINERD_UNIT) < 0)
 		return fail_result(statefd, &res, "units", "out of memory");
 	_cleanup_strv_free_ char **changed_units = NULL, **restarted = NULL, **stopped = NULL;
 	if ((st.progress_steps & STATE_STEP_UNITS) && !unit_requests) {
@@ -481,14 +519,27 @@ int apply_osc(const struct apply_ctx *c, const char *osc, size_t len, const stru
 		 * The plan is computed with the record as it was, so a unit this
 		 * apply adds reads "new unit", not "left by an unfinished apply". */
 		_cleanup_(units_plan_freep) struct units_plan *uplan = NULL;
-		r = units_plan_compute_owned(old, new, changed_files, unit_requests, st.owned_units, &uplan);
+		r = units_plan_compute_held(old, new, changed_files, unit_requests, st.owned_units,
+					    held ? "an image file was not written" : NULL, &uplan);
 		if (r < 0)
 			return fail_result(statefd, &res, "units", "out of memory");
+		for (size_t i = 0; held && i < units_plan_size(uplan); i++) {
+			const struct units_plan_entry *e = units_plan_get(uplan, i);
+			if (!(e->actions & UNITS_HELD) || !e->held)
+				continue;
+			char *h = NULL;
+			if (asprintf(&h, "%s%s%s", held_units ? held_units : "", held_units ? " " : "", e->unit) < 0)
+				return fail_result(statefd, &res, "units", "out of memory");
+			free(held_units);
+			held_units = h;
+		}
 		_cleanup_strv_free_ char **unit_paths = NULL;
 		bool grew = false;
 		if (units_owned_paths(new, &unit_paths) < 0)
 			return fail_result(statefd, &res, "units", "out of memory");
-		for (char **p = unit_paths; *p; p++) {
+		/* Held back: nothing of this OSC's is written, so nothing new
+		 * is ours yet. */
+		for (char **p = unit_paths; !held && *p; p++) {
 			r = files_strv_add(&st.owned_units, *p);
 			if (r < 0)
 				return fail_result(statefd, &res, "units", "out of memory");
@@ -521,9 +572,11 @@ int apply_osc(const struct apply_ctx *c, const char *osc, size_t len, const stru
 			return x;
 		}
 		/* Applied: what we own is now exactly what this OSC has. */
-		strv_free(st.owned_units);
-		st.owned_units = TAKE_PTR(unit_paths);
-		if (!same_as_last || (changed_units && changed_units[0])) {
+		if (!held) {
+			strv_free(st.owned_units);
+			st.owned_units = TAKE_PTR(unit_paths);
+		}
+		if (!held && (!same_as_last || (changed_units && changed_units[0]))) {
 			strv_free(st.progress_units);
 			st.progress_units = NULL;
 			for (char **u = changed_units; u && *u; u++)
@@ -538,6 +591,21 @@ int apply_osc(const struct apply_ctx *c, const char *osc, size_t len, const stru
 	}
 	if (changed_units && changed_units[0])
 		changed = true;
+	/* 2b. Files the OSC dropped, now that their units are stopped or
+	 * rewritten (not while units are held back). */
+	if (!held && dropped_files && dropped_files[0]) {
+		struct files_plan rplan = { .remove = dropped_files };
+		r = files_remove_dropped(c->rootfd, &rplan, &st, statefd);
+		if (r < 0) {
+			keys_anyway(c, new, d, &st, statefd);
+			res.changed_units = changed_units;
+			int x = fail_result(statefd, &res, "files", "a dropped file could not be removed (see the journal)");
+			res.changed_units = NULL;
+			res.restarted_units = res.stopped_units = NULL;
+			return x;
+		}
+		changed = true;
+	}
 	if (requests) {
 		res.restart_id = d->restart_id;
 		changed = true;
@@ -557,6 +625,24 @@ int apply_osc(const struct apply_ctx *c, const char *osc, size_t len, const stru
 	}
 	changed = changed || keys_changed;
 
+	if (held) {
+		/* Nothing committed: last-applied.yaml and the progress record
+		 * stay, so the next run plans the held-back changes again. The
+		 * condition is that of the units in force (Gardener's
+		 * systemdunitcheck reads the last-applied OSC). */
+		_cleanup_free_ char *msg = NULL;
+		if (asprintf(&msg, "%s; held back until it is written: %s%s", img_error ? img_error : "an image file was not written",
+			     held_units ? "units " : "unit changes (none planned)", held_units ? held_units : "") < 0)
+			msg = NULL;
+		res.changed_units = changed_units;
+		check_units(c, old, &res);
+		int x = fail_result(statefd, &res, "images", msg ? msg : "an image file was not written");
+		res.changed_units = NULL;
+		res.restarted_units = res.stopped_units = NULL;
+		result_done_units_ready(&res);
+		return x;
+	}
+
 	/* 4. Commit: last-applied, then the progress record. */
 	if (!same_as_last) {
 		r = state_save_last_applied(statefd, osc, len);
@@ -574,14 +660,6 @@ int apply_osc(const struct apply_ctx *c, const char *osc, size_t len, const stru
 		return fail_result(statefd, &res, "commit", "cannot save the progress record");
 	}
 
-	if (img_r < 0) {
-		res.changed_units = changed_units;
-		check_units(c, new, &res);
-		int x = fail_result(statefd, &res, "images", img_error ? img_error : "an image file was not written");
-		res.changed_units = NULL;
-		result_done_units_ready(&res);
-		return x;
-	}
 	if (cri_r < 0) {
 		res.changed_units = changed_units;
 		check_units(c, new, &res);

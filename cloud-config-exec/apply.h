@@ -19,6 +19,9 @@ struct apply_ctx {
 	unsigned job_timeout_ms;
 	const char *containerd_address; /* containerd's socket (images.h); NULL: the default */
 	int puller_fd;              /* images_puller_start(), or -1: image files are not pulled */
+	const char *service_path;   /* PATH for containerd's drop-in (containerd_service_path());
+				     * NULL: the drop-in is not added */
+	const char *gna_dir;        /* gardener-node-agent's directory (kubeletvol.h); NULL: no data volume */
 };
 
 /* Exit statuses of the program. */

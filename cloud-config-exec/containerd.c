@@ -10,6 +10,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <systemd/sd-bus.h>
+
 #include "child.h"
 #include "cleanup.h"
 #include "containerd.h"
@@ -263,7 +265,7 @@ int containerd_apply(int rootfd, const char *root, const char *containerd_bin, s
 	if ((r = cri_render_config(&new->cri, &t, &config)) < 0)
 		return errorf(ret_error, r, "cannot render %s: %s", CRI_CONFIG_FILE, strerror(-r));
 	/* Gardener's ensureContainerdConfigDirectories(). */
-	static const char *const dirs[] = { CRI_IMPORTS_DIR, CRI_CERTS_DIR };
+	static const char *const dirs[] = { CONTAINERD_RUNTIMES_BIN_DIR, CRI_IMPORTS_DIR, CRI_CERTS_DIR };
 	for (size_t i = 0; i < ELEMENTSOF(dirs); i++) {
 		_cleanup_close_ int dfd = fsx_open_dir_at(rootfd, dirs[i], FSX_MKDIR | FSX_FOLLOW_ROOT_SYMLINKS, 0755);
 		if (dfd < 0) {
@@ -304,4 +306,58 @@ int containerd_apply(int rootfd, const char *root, const char *containerd_bin, s
 		log_debug("hosts.toml changed: containerd reads it at each pull, no restart");
 	*ret_restart = config_written || differs;
 	return 0;
+}
+
+int containerd_env_dropin(struct osc *osc, const char *path)
+{
+	if (!osc->cri.present)
+		return 0;
+	_cleanup_free_ char *content = NULL;
+	if (asprintf(&content, "[Service]\nEnvironment=\"PATH=%s:%s\"\n", CONTAINERD_RUNTIMES_BIN_DIR, path) < 0)
+		return -ENOMEM;
+	return osc_set_dropin(osc, CONTAINERD_UNIT, CONTAINERD_ENV_DROPIN, content);
+}
+
+static bool path_is_plain(const char *s)
+{
+	if (!s || !*s || strlen(s) > CONTAINERD_PATH_MAX)
+		return false;
+	for (; *s; s++)
+		if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') ||
+		      strchr("/._:+-", *s)))
+			return false;
+	return true;
+}
+
+/* PATH=... from the manager's Environment property, or NULL. */
+static char *manager_path(sd_bus *bus)
+{
+	_cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+	_cleanup_strv_free_ char **env = NULL;
+	int r = sd_bus_get_property_strv(bus, "org.freedesktop.systemd1", "/org/freedesktop/systemd1",
+					 "org.freedesktop.systemd1.Manager", "Environment", &error, &env);
+	if (r < 0) {
+		log_debug("Cannot read the manager's environment: %s", error.message ? error.message : strerror(-r));
+		return NULL;
+	}
+	for (char **e = env; e && *e; e++)
+		if (strncmp(*e, "PATH=", 5) == 0)
+			return path_is_plain(*e + 5) ? strdup(*e + 5) : NULL;
+	return NULL;
+}
+
+char *containerd_service_path(struct sd_bus *bus)
+{
+	char *p = bus ? manager_path(bus) : NULL;
+	if (p) {
+		log_debug("containerd's PATH drop-in: the manager's PATH %s", p);
+		return p;
+	}
+	const char *env = getenv("PATH");
+	if (path_is_plain(env)) {
+		log_debug("containerd's PATH drop-in: $PATH %s", env);
+		return strdup(env);
+	}
+	log_debug("containerd's PATH drop-in: the fallback %s", CONTAINERD_PATH_FALLBACK);
+	return strdup(CONTAINERD_PATH_FALLBACK);
 }

@@ -10,6 +10,8 @@
 
 #include "osc.h"
 
+struct sd_bus;
+
 #define CONTAINERD_BIN "/usr/bin/containerd"
 #define CONTAINERD_UNIT "containerd.service"
 #define CONTAINERD_VERSION_TIMEOUT_MS 10000
@@ -46,5 +48,41 @@ const char *containerd_cached_version(const struct state *s, const struct stat *
  * written and each error. */
 int containerd_apply(int rootfd, const char *root, const char *containerd_bin, struct state *st,
 		     const struct osc *old, const struct osc *new, bool *ret_restart, char **ret_error);
+
+/* Where extensions install container runtime shims (gVisor's runsc, Kata):
+ * gardener/gardener pkg/apis/extensions/v1alpha1/
+ * types_operatingsystemconfig.go ContainerDRuntimeContainersBinFolder.
+ * containerd_apply() creates it 0755 (ensureContainerdConfigDirectories). */
+#define CONTAINERD_RUNTIMES_BIN_DIR "/var/bin/containerruntimes"
+#define CONTAINERD_ENV_DROPIN "30-env_config.conf"
+/* When neither the manager nor the environment gives a usable PATH:
+ * systemd's default for a split-/usr system. */
+#define CONTAINERD_PATH_FALLBACK "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+#define CONTAINERD_PATH_MAX 4096
+
+/* As gardener-node-agent's addContainerdEnvironmentDropIn (gardener/gardener
+ * pkg/nodeagent/controller/operatingsystemconfig/containerd.go): when osc
+ * has a criConfig, containerd.service (added without content when the OSC
+ * lacks it) gets the drop-in CONTAINERD_ENV_DROPIN
+ *   [Service]
+ *   Environment="PATH=/var/bin/containerruntimes:<path>"
+ * byte for byte as Gardener renders it, so shims installed there are found
+ * and a node gardener-node-agent configured keeps the same file (no
+ * restart). A drop-in of that name the OSC already has is replaced (systemd
+ * would read the one gardener-node-agent appends last). Nothing without a
+ * criConfig. path: containerd_service_path(). Pure. Returns 0, -ENOMEM,
+ * -EMSGSIZE (osc unchanged on failure). */
+int containerd_env_dropin(struct osc *osc, const char *path);
+
+/* The PATH a service without Environment= gets, i.e. what
+ * gardener-node-agent's own os.Getenv("PATH") is: the system manager's
+ * environment (org.freedesktop.systemd1.Manager.Environment, what
+ * `systemctl show-environment` prints) when bus is non-NULL; else this
+ * process's $PATH; else CONTAINERD_PATH_FALLBACK. A value with a byte
+ * outside [A-Za-z0-9/._:+-] (a quote, "%" or "$" that systemd would
+ * interpret in the drop-in) or longer than CONTAINERD_PATH_MAX is not used
+ * (the next source is). Returns a new string or NULL (out of memory); logs
+ * at debug level which source it took. */
+char *containerd_service_path(struct sd_bus *bus);
 
 #endif

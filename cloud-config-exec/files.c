@@ -248,7 +248,16 @@ int files_apply(int rootfd, const struct osc *new, const struct files_plan *plan
 	}
 	if (ret < 0)
 		return ret;
+	if ((r = files_remove_dropped(rootfd, plan, st, statefd)) < 0)
+		return r;
+	remove_stale_file_temps(rootfd, new, plan);
+	*ret_written = TAKE_PTR(written);
+	return 0;
+}
 
+int files_remove_dropped(int rootfd, const struct files_plan *plan, struct state *st, int statefd)
+{
+	int r, ret = 0;
 	for (char **p = plan->remove; p && *p; p++) {
 		_cleanup_free_ char *ffield = NULL;
 		if (asprintf(&ffield, "FILE=%s", *p) < 0)
@@ -266,11 +275,7 @@ int files_apply(int rootfd, const struct osc *new, const struct files_plan *plan
 		if ((r = state_save(statefd, st)) < 0)
 			return log_error_errno(r, "Failed to save %s", STATE_FILE);
 	}
-	if (ret < 0)
-		return ret;
-	remove_stale_file_temps(rootfd, new, plan);
-	*ret_written = TAKE_PTR(written);
-	return 0;
+	return ret;
 }
 
 struct temps_ctx {

@@ -54,6 +54,15 @@ void files_plan_done(struct files_plan *p);
 int files_apply(int rootfd, const struct osc *new, const struct files_plan *plan, struct state *st,
 		int statefd, char ***ret_written);
 
+/* The second half of files_apply(): removes plan->remove (files we
+ * created that the OSC dropped), each disowned in *st and st saved to
+ * statefd once it is gone. The executor calls it after the units step, as
+ * gardener-node-agent's removeDeletedFiles runs last (gardener/gardener
+ * pkg/nodeagent/controller/operatingsystemconfig/reconciler.go), so a unit
+ * still running (or held back) keeps its files. Logs each file; returns
+ * the first error after trying every file. */
+int files_remove_dropped(int rootfd, const struct files_plan *plan, struct state *st, int statefd);
+
 /* Dry run for "check": prints one line per file that would be written,
  * created or removed, and one per image file ("image   PATH: ..."), to
  * stdout. Writes nothing. */

@@ -14,9 +14,12 @@
 #include "cleanup.h"
 #include "config.h"
 #include "confine.h"
+#include "containerd.h"
 #include "criconfig.h"
 #include "fsx.h"
+#include "gnaconfig.h"
 #include "images.h"
+#include "kubeletvol.h"
 #include "log.h"
 #include "units.h"
 
@@ -34,6 +37,7 @@ static unsigned arg_job_timeout_ms = 0;
 static enum log_target arg_log = LOG_TARGET_AUTO;
 static const char *arg_verb = "apply-desired";
 static const char *arg_file = NULL;
+static bool arg_allow_loop = false;
 
 static void help(void)
 {
@@ -48,6 +52,9 @@ static void help(void)
 	       "  keys               reconcile only the SSH keys and the snapshot (expired-key purge)\n"
 	       "  check FILE         validate an OSC and print what an apply would change; writes nothing\n"
 	       "  status             print the last result\n"
+	       "  kubelet-data-volume  format the disk of gardener-node-agent's\n"
+	       "                     bootstrap.kubeletDataVolumeSize as ext4 KUBEDEV and mount it\n"
+	       "                     on /var/lib/kubelet (cloud-config-exec-kubelet-data-volume.service)\n"
 	       "\n"
 	       "Options:\n"
 	       "  --root DIR         prefix every path on the node with DIR (implies --no-systemd)\n"
@@ -60,6 +67,7 @@ static void help(void)
 	       "  --no-seccomp       do not install the seccomp filter (debugging only)\n"
 	       "  --containerd-address SOCKET  containerd's socket for image files\n"
 	       "                     (default " IMAGES_ADDRESS_DEFAULT ")\n"
+	       "  --data-volume-allow-loop  kubelet-data-volume also takes loop devices (tests)\n"
 	       "  -h --help          show this help\n"
 	       "     --version       show the version\n"
 	       "\n"
@@ -70,7 +78,7 @@ static void help(void)
 static int parse_argv(int argc, char *argv[])
 {
 	enum { ARG_ROOT = 0x100, ARG_CONFIG, ARG_NO_SYSTEMD, ARG_SYSTEMD, ARG_JOB_TIMEOUT, ARG_LOG, ARG_NO_SECCOMP, ARG_VERSION,
-	       ARG_CONTAINERD_ADDRESS };
+	       ARG_CONTAINERD_ADDRESS, ARG_ALLOW_LOOP };
 	static const struct option options[] = {
 		{ "root", required_argument, NULL, ARG_ROOT },
 		{ "config", required_argument, NULL, ARG_CONFIG },
@@ -80,6 +88,7 @@ static int parse_argv(int argc, char *argv[])
 		{ "log", required_argument, NULL, ARG_LOG },
 		{ "no-seccomp", no_argument, NULL, ARG_NO_SECCOMP },
 		{ "containerd-address", required_argument, NULL, ARG_CONTAINERD_ADDRESS },
+		{ "data-volume-allow-loop", no_argument, NULL, ARG_ALLOW_LOOP },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, ARG_VERSION },
 		{ 0 },
@@ -139,6 +148,9 @@ static int parse_argv(int argc, char *argv[])
 			}
 			arg_containerd_address = optarg;
 			break;
+		case ARG_ALLOW_LOOP:
+			arg_allow_loop = true;
+			break;
 		case 'h':
 			help();
 			return 0;
@@ -153,7 +165,7 @@ static int parse_argv(int argc, char *argv[])
 		arg_verb = argv[optind++];
 	bool needs_file = strcmp(arg_verb, "apply") == 0 || strcmp(arg_verb, "check") == 0;
 	if (strcmp(arg_verb, "apply-desired") != 0 && strcmp(arg_verb, "keys") != 0 &&
-	    strcmp(arg_verb, "status") != 0 && !needs_file) {
+	    strcmp(arg_verb, "status") != 0 && strcmp(arg_verb, "kubelet-data-volume") != 0 && !needs_file) {
 		fprintf(stderr, "cloud-config-exec: unknown verb '%s' (see --help)\n", arg_verb);
 		return -EINVAL;
 	}
@@ -203,6 +215,12 @@ static int run(void)
 	}
 	bool scratch = strcmp(arg_root, "/") != 0;
 	bool readonly = strcmp(arg_verb, "check") == 0 || strcmp(arg_verb, "status") == 0;
+	const char *gna_dir = cfg->gna_dir ? cfg->gna_dir : GNA_DIR_DEFAULT;
+	/* Runs in its own unit (kubeletvol.h), not under the executor's
+	 * filter: the children it execs (mkfs.ext4, mount, cp) need syscalls
+	 * the filter denies and would inherit it. */
+	if (strcmp(arg_verb, "kubelet-data-volume") == 0)
+		return datavol_format(arg_root, rootfd, gna_dir, arg_allow_loop) < 0 ? APPLY_EXIT_FAILED : APPLY_EXIT_OK;
 	_cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
 	if (!arg_no_systemd && (!scratch || arg_systemd) && !readonly && strcmp(arg_verb, "keys") != 0) {
 		r = sd_bus_open_system(&bus);
@@ -232,12 +250,18 @@ static int run(void)
 			return APPLY_EXIT_FAILED;
 	}
 
+	/* What gardener-node-agent's os.Getenv("PATH") is on a node, read
+	 * before the filter (containerd.h). */
+	_cleanup_free_ char *service_path = containerd_service_path(bus);
+	if (!service_path)
+		return APPLY_EXIT_FAILED;
+
 	if (!arg_no_seccomp && (r = confine_install()) < 0)
 		return APPLY_EXIT_FAILED;
 
 	struct apply_ctx c = { .root = arg_root, .rootfd = rootfd, .cfg = cfg, .bus = bus,
 			       .job_timeout_ms = arg_job_timeout_ms, .containerd_address = address,
-			       .puller_fd = puller_fd };
+			       .puller_fd = puller_fd, .service_path = service_path, .gna_dir = gna_dir };
 	if (strcmp(arg_verb, "apply-desired") == 0)
 		return apply_desired(&c);
 	if (strcmp(arg_verb, "apply") == 0)

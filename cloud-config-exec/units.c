@@ -478,6 +478,32 @@ int units_plan_compute(const struct osc *old, const struct osc *new, char *const
 int units_plan_compute_owned(const struct osc *old, const struct osc *new, char *const *changed_files,
 			     char *const *restart_requests, char *const *owned, struct units_plan **ret)
 {
+	return units_plan_compute_held(old, new, changed_files, restart_requests, owned, NULL, ret);
+}
+
+/* Holds back every non-request, non-superseded entry (see units.h). */
+static int plan_hold(struct units_plan *p, const char *hold)
+{
+	for (size_t i = 0; i < p->n; i++) {
+		struct plan_item *it = &p->items[i];
+		if (it->e.actions & (UNITS_REQUESTED | UNITS_SUPERSEDED))
+			continue;
+		char *reason = NULL;
+		if (asprintf(&reason, "held back (%s): %s", hold, it->reason) < 0)
+			return -ENOMEM;
+		free(it->reason);
+		it->reason = reason;
+		it->e.reason = reason;
+		it->e.held = it->e.actions;
+		it->e.actions = UNITS_HELD;
+	}
+	return 0;
+}
+
+int units_plan_compute_held(const struct osc *old, const struct osc *new, char *const *changed_files,
+			    char *const *restart_requests, char *const *owned, const char *hold,
+			    struct units_plan **ret)
+{
 	_cleanup_units_plan_ struct units_plan *p = calloc(1, sizeof(*p));
 	int r;
 
@@ -500,6 +526,10 @@ int units_plan_compute_owned(const struct osc *old, const struct osc *new, char 
 		if (r < 0)
 			return r;
 	}
+	/* Before the requests: a unit held back is not restarted by this
+	 * apply, so its request restarts it. */
+	if (hold && (r = plan_hold(p, hold)) < 0)
+		return r;
 	for (char *const *q = restart_requests; q && *q; q++) {
 		r = plan_request(p, *q);
 		if (r < 0)
@@ -587,7 +617,7 @@ const char *units_actions_to_string(unsigned actions, char *buf, size_t size)
 		{ UNITS_WRITE, "write" },     { UNITS_REMOVE, "remove" },   { UNITS_REMOVE_DROPINS, "remove-dropins" },
 		{ UNITS_ENABLE, "enable" },   { UNITS_DISABLE, "disable" }, { UNITS_RESTART, "restart" },
 		{ UNITS_STOP, "stop" },       { UNITS_REQUESTED, "requested" },
-		{ UNITS_SUPERSEDED, "superseded" },
+		{ UNITS_SUPERSEDED, "superseded" }, { UNITS_HELD, "held" },
 	};
 	size_t len = 0;
 
@@ -649,6 +679,8 @@ static const char *summary_group(const struct units_plan_entry *e)
 		return (a & UNITS_RESTART) ? "restart requested" : NULL;
 	if (a & UNITS_SUPERSEDED)
 		return e->new ? "superseded" : NULL;
+	if (a & UNITS_HELD)
+		return e->held ? "held back" : NULL;
 	if ((a & UNITS_REMOVE) && !e->new)
 		return "remove";
 	if (a & UNITS_STOP)
@@ -660,7 +692,8 @@ static const char *summary_group(const struct units_plan_entry *e)
 
 int units_plan_format(const struct units_plan *plan, char **ret)
 {
-	static const char *const labels[] = { "restart", "stop", "remove", "restart requested", "superseded" };
+	static const char *const labels[] = { "restart", "stop", "remove", "restart requested", "superseded",
+					      "held back" };
 	struct sbuf b = {};
 	size_t unchanged = 0;
 
@@ -677,7 +710,7 @@ int units_plan_format(const struct units_plan *plan, char **ret)
 		}
 	}
 	for (size_t i = 0; i < plan->n; i++)
-		if (plan->items[i].e.actions == 0 && plan->items[i].e.new)
+		if ((plan->items[i].e.actions & ~UNITS_HELD) == 0 && plan->items[i].e.held == 0 && plan->items[i].e.new)
 			unchanged++;
 	if (unchanged)
 		sbuf_addf(&b, "%sunchanged: %zu", b.len ? "; " : "", unchanged);
@@ -903,7 +936,7 @@ static void apply_files(struct apply *a)
 {
 	for (size_t i = 0; i < a->plan->n; i++) {
 		const struct units_plan_entry *e = &a->plan->items[i].e;
-		if ((e->actions & (UNITS_REQUESTED | UNITS_SUPERSEDED)) || a->run[i].failed)
+		if ((e->actions & (UNITS_REQUESTED | UNITS_SUPERSEDED | UNITS_HELD)) || a->run[i].failed)
 			continue;
 		if (!e->new) {
 			/* Dropped by the OSC. */
@@ -970,7 +1003,7 @@ static bool wants_job(const struct apply *a, size_t i, enum job_phase phase, enu
 	const struct units_plan_entry *e = &a->plan->items[i].e;
 	unsigned act = e->actions;
 
-	if (a->run[i].failed)
+	if (a->run[i].failed || (act & UNITS_HELD))
 		return false;
 	if (act & UNITS_SUPERSEDED) {
 		if (phase != PHASE_DROPPED || !a->run[i].superseded_active)

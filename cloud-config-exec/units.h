@@ -51,6 +51,8 @@ enum {
 	UNITS_STOP = 1 << 6,           /* StopUnit, waited for */
 	UNITS_REQUESTED = 1 << 7,      /* entry comes from a restart request */
 	UNITS_SUPERSEDED = 1 << 8,     /* gardener-user.{service,path}: left alone */
+	UNITS_HELD = 1 << 9,           /* held back (units_plan_compute_held()): nothing
+					* written, removed, enabled, restarted or stopped */
 };
 
 struct units_plan_entry {
@@ -65,6 +67,8 @@ struct units_plan_entry {
 	const struct osc_unit *new; /* in the new one; borrowed from the OSCs
 				     * given to units_plan_compute(), which must
 				     * outlive the plan */
+	unsigned held;              /* UNITS_HELD entries: the actions held back (0:
+				     * the unit was unchanged anyway) */
 };
 
 /* Computes the plan. old: the last applied OSC or NULL (first apply: every
@@ -91,6 +95,23 @@ int units_plan_compute(const struct osc *old, const struct osc *new, char *const
 int units_plan_compute_owned(const struct osc *old, const struct osc *new, char *const *changed_files,
 			     char *const *restart_requests, char *const *owned, struct units_plan **ret);
 
+/* As units_plan_compute_owned(), with every unit of the OSCs held back
+ * (when hold is non-NULL, a phrase such as "an image file was not
+ * written"): each non-request entry other than the superseded ones becomes
+ * UNITS_HELD alone, its planned actions kept in `held` and its reason
+ * prefixed "held back (<hold>): ", so units_apply() writes, removes,
+ * enables, restarts and stops nothing of the OSC's and repairs no drift,
+ * as gardener-node-agent returns before applyChangedUnits,
+ * removeDeletedUnits, the daemon-reload and executeUnitCommands when
+ * applyChangedImageRefFiles fails (gardener/gardener
+ * pkg/nodeagent/controller/operatingsystemconfig/reconciler.go). Restart
+ * requests (the Node's annotation, a separate controller in Gardener:
+ * controller/node) are still planned, and restart what is there. hold NULL:
+ * units_plan_compute_owned(). */
+int units_plan_compute_held(const struct osc *old, const struct osc *new, char *const *changed_files,
+			    char *const *restart_requests, char *const *owned, const char *hold,
+			    struct units_plan **ret);
+
 /* The unit files and drop-ins that applying osc writes, as sorted absolute
  * paths ("/etc/systemd/system/a.service",
  * "/etc/systemd/system/b.service.d/10-x.conf"; gardener-user units are never
@@ -111,7 +132,8 @@ const struct units_plan_entry *units_plan_find(const struct units_plan *plan, co
 						bool requested);
 
 /* One-line summary, e.g. "restart: a.service b.service; stop: c.service;
- * remove: d.service; superseded: gardener-user.service; unchanged: 12"
+ * remove: d.service; superseded: gardener-user.service; held back:
+ * kubelet.service; unchanged: 12"
  * (only the non-empty groups; "nothing to do" when all are empty). Returns 0
  * and a malloc'ed string in *ret, or -ENOMEM. */
 int units_plan_format(const struct units_plan *plan, char **ret);

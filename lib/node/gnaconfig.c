@@ -251,10 +251,21 @@ static int parse_root(struct ctx *c, const struct ynode *root, struct gnaconfig 
 		return fail(c, -EINVAL, "kind: '%s' is not " GNA_KIND,
 			    kind ? ytree_quote(q, sizeof(q), kind, strlen(kind)) : "");
 
-	const struct ynode *apiserver, *controllers, *osc = NULL, *token = NULL;
+	const struct ynode *apiserver, *controllers, *osc = NULL, *token = NULL, *bootstrap, *dv = NULL;
 	if ((r = get_map(c, root, "", "apiServer", &apiserver)) < 0 ||
-	    (r = get_map(c, root, "", "controllers", &controllers)) < 0)
+	    (r = get_map(c, root, "", "controllers", &controllers)) < 0 ||
+	    (r = get_map(c, root, "", "bootstrap", &bootstrap)) < 0)
 		return r;
+	if (bootstrap && (r = map_get(c, bootstrap, "bootstrap.", "kubeletDataVolumeSize", &dv)) < 0)
+		return r;
+	if (dv) {
+		if (dv->type != Y_SCALAR || dv->kind != YS_INT)
+			return wrong_type(c, "bootstrap.", "kubeletDataVolumeSize", dv, "an integer");
+		if (dv->int_value <= 0)
+			return fail(c, -EINVAL, "bootstrap.kubeletDataVolumeSize: expected a size in bytes > 0, got %lld (line %zu)",
+				    (long long)dv->int_value, dv->line);
+		g->kubelet_data_volume_size = (uint64_t)dv->int_value;
+	}
 	if (apiserver) {
 		if ((r = get_str(c, apiserver, "apiServer.", "server", &g->server)) < 0 ||
 		    (r = get_str(c, apiserver, "apiServer.", "caFile", &g->ca_file)) < 0 ||

@@ -42,6 +42,10 @@ struct gnaconfig {
 	struct gna_token_sync *token_syncs; /* controllers.token.syncConfigs */
 	size_t n_token_syncs;
 	uint64_t token_sync_period_ms; /* controllers.token.syncPeriod (0: not given) */
+	uint64_t kubelet_data_volume_size; /* bootstrap.kubeletDataVolumeSize in bytes (*int64 in
+					    * gardener/gardener pkg/apis/config/nodeagent/v1alpha1/
+					    * types.go BootstrapConfiguration; 0: not given); a
+					    * negative or zero size is an error */
 };
 
 /* Parses len bytes of a NodeAgentConfiguration (YAML or JSON). apiVersion

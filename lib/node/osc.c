@@ -1261,6 +1261,61 @@ const struct osc_unit *osc_find_unit(const struct osc *osc, const char *name)
 	return NULL;
 }
 
+int osc_set_dropin(struct osc *osc, const char *unit, const char *name, const char *content)
+{
+	if (!osc_unit_name_is_valid(unit) || !osc_dropin_name_is_valid(name))
+		return -EINVAL;
+	size_t ui = 0;
+	while (ui < osc->n_units && strcmp(osc->units[ui].name, unit) < 0)
+		ui++;
+	bool have_unit = ui < osc->n_units && strcmp(osc->units[ui].name, unit) == 0;
+	if (!have_unit && osc->n_units >= OSC_UNITS_MAX)
+		return -EMSGSIZE;
+	struct osc_unit *u = have_unit ? &osc->units[ui] : NULL;
+	size_t di = 0;
+	while (u && di < u->n_dropins && strcmp(u->dropins[di].name, name) < 0)
+		di++;
+	bool have_dropin = u && di < u->n_dropins && strcmp(u->dropins[di].name, name) == 0;
+	if (u && !have_dropin && u->n_dropins >= OSC_DROPINS_MAX)
+		return -EMSGSIZE;
+
+	char *c = strdup(content);
+	if (!c)
+		return -ENOMEM;
+	if (have_dropin) {
+		free(u->dropins[di].content);
+		u->dropins[di].content = c;
+		return 0;
+	}
+	char *n = strdup(name);
+	struct osc_dropin *d = n ? malloc(sizeof(*d) * ((u ? u->n_dropins : 0) + 1)) : NULL;
+	char *un = d && !u ? strdup(unit) : NULL;
+	struct osc_unit *units = d && !u && un ? reallocarray(osc->units, osc->n_units + 1, sizeof(*units)) : NULL;
+	if (!d || (!u && (!un || !units))) {
+		free(c);
+		free(n);
+		free(d);
+		free(un);
+		return -ENOMEM;
+	}
+	if (!u) {
+		osc->units = units;
+		memmove(&units[ui + 1], &units[ui], (osc->n_units - ui) * sizeof(*units));
+		units[ui] = (struct osc_unit){ .name = un, .enable = -1 };
+		osc->n_units++;
+		u = &units[ui];
+	}
+	if (u->n_dropins) {
+		memcpy(d, u->dropins, di * sizeof(*d));
+		memcpy(&d[di + 1], &u->dropins[di], (u->n_dropins - di) * sizeof(*d));
+	}
+	d[di] = (struct osc_dropin){ .name = n, .content = c };
+	free(u->dropins);
+	u->dropins = d;
+	u->n_dropins++;
+	return 0;
+}
+
 void osc_done(struct osc *osc)
 {
 	if (!osc)

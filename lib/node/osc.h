@@ -249,6 +249,16 @@ bool osc_unit_name_is_valid(const char *name);
  * ".conf" with at least one byte before it. */
 bool osc_dropin_name_is_valid(const char *name);
 
+/* Sets the drop-in `name` of `unit` to a copy of content, as a drop-in the
+ * OSC itself listed: adds the unit (an OS unit the OSC only adds drop-ins
+ * to: no content, enable unset) when osc has none, replaces the content of
+ * a drop-in of that name, keeps units and drop-ins sorted. For what the
+ * executor adds to every OSC it applies (gardener-node-agent adds such
+ * drop-ins to the OSC in memory before it computes its changes). Returns 0,
+ * -EINVAL for an invalid unit or drop-in name, -EMSGSIZE beyond
+ * OSC_UNITS_MAX or OSC_DROPINS_MAX, -ENOMEM (osc unchanged on failure). */
+int osc_set_dropin(struct osc *osc, const char *unit, const char *name, const char *content);
+
 /* Frees everything osc owns and zeroes it; NULL and a zeroed struct are fine. */
 void osc_done(struct osc *osc);
 

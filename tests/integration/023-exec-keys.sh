@@ -49,14 +49,19 @@ AK=$R/home/gardener/.ssh/authorized_keys
 akc() { "$B/authkeys-cmd" --root "$R" "$@" 2>/dev/null; }
 
 # --- the user, sudoers, keys
+# the entry an earlier version wrote under its own name (upgrade)
+mkdir -p "$R/etc/sudoers.d"
+printf 'gardener ALL=(ALL) NOPASSWD:ALL\n' >"$R/etc/sudoers.d/99-gardener"
+chmod 0440 "$R/etc/sudoers.d/99-gardener"
 check "apply with Gardener's key file" cce "$R" apply "$W/v1.json"
+check_not "the earlier name 99-gardener removed (it held our entry)" test -e "$R/etc/sudoers.d/99-gardener"
 check "user created in the scratch root" grep -q '^gardener:x:' "$R/etc/passwd"
 check "private group created" grep -q '^gardener:x:' "$R/etc/group"
 check "home created and owned by the user" test "$(stat -c %U "$R/home/gardener" 2>/dev/null)" != root -a \
 	"$(stat -c %u "$R/home/gardener")" = "$(grep '^gardener:' "$R/etc/passwd" | cut -d: -f3)"
 check "host's passwd/group/shadow untouched" test "$host_sum" = "$(cat "$W"/hostetc/* | sha256sum)"
-check "sudoers entry 0440" test "$(stat -c %a "$R/etc/sudoers.d/99-gardener")" = 440
-check "sudoers content" grep -qx 'gardener ALL=(ALL) NOPASSWD:ALL' "$R/etc/sudoers.d/99-gardener"
+check "sudoers entry 0440" test "$(stat -c %a "$R/etc/sudoers.d/99-gardener-user")" = 440
+check "sudoers content" grep -qx 'gardener ALL=(ALL) NOPASSWD:ALL' "$R/etc/sudoers.d/99-gardener-user"
 check "current key in authorized_keys" grep -q "$CUR" "$AK"
 check "previous key in authorized_keys" grep -q "$PREV" "$AK"
 check "snapshot root-owned 0644" test "$(stat -c '%a %u' "$ST/authkeys.snap")" = "644 0"

@@ -11,7 +11,10 @@
 # containerd; a dropped registry loses its hosts.toml; plugins (gVisor,
 # Kata) become tables containerd reads, a later remove drops one, and one
 # that would set what node-agent renders itself fails the step "containerd"
-# (config.toml untouched) without holding back the other files.
+# (config.toml untouched) without holding back the other files;
+# containerd.service gets gardener-node-agent's PATH drop-in
+# 30-env_config.conf and /var/bin/containerruntimes exists while the OSC has
+# a criConfig, and the drop-in goes with the criConfig.
 # Issue 21: a key containerd 1.6's TOML parser refuses ("]" in a table
 # header) is refused up front naming it; a config.toml containerd refuses
 # for another reason (a value of the wrong type) is caught by the
@@ -87,6 +90,13 @@ check "hosts.toml of the registry" grep -qxF '[host."http://127.0.0.1:5001"]' "$
 check "hosts.toml server" grep -qxF 'server = "http://127.0.0.1:5000"' "$H"
 check "hosts.toml with the CA" grep -qxF '  ca = ["/etc/containerd/certs.d/docker.io/ca.pem"]' "$R/etc/containerd/certs.d/docker.io/hosts.toml"
 check "containerd restart planned" grep -q 'Units:.*containerd.service' "$W/a1.log"
+# Gardener's addContainerdEnvironmentDropIn (containerd.go): the drop-in with
+# the runtimes dir before the PATH the executor runs with (--root: its $PATH),
+# byte for byte, and the directory itself
+printf '[Service]\nEnvironment="PATH=/var/bin/containerruntimes:%s"\n' "$PATH" >"$W/env.expected"
+check "drop-in 30-env_config.conf: Gardener's bytes" cmp "$W/env.expected" "$R/etc/systemd/system/containerd.service.d/30-env_config.conf"
+check "/var/bin/containerruntimes created 0755" test "$(stat -c %a "$R/var/bin/containerruntimes" 2>/dev/null)" = 755
+check "drop-in named in the plan" grep -q 'containerd.service.*30-env_config.conf\|Wrote unit containerd.service' "$W/a1.log"
 
 # --- the real containerd accepts the file
 D=$W/ctd
@@ -221,5 +231,11 @@ check "corpus: the crafted ']' and '[' seeds are refused by the renderer" bash -
 		'$RENDER' 1.6.20 '$corpus/'\$s >/dev/null 2>&1; test \$? -eq 4 || exit 1; done"
 check "corpus: the odd-but-allowed keys seed renders" bash -c \
 	"'$RENDER' 1.6.20 '$corpus/acb90c26d6efdaca4dade90ea718f80c0d2ef47b' >/dev/null"
+
+# --- the criConfig goes: the drop-in goes with it (containerd.service is an
+# OS unit: only our drop-in is removed)
+printf 'spec:\n  files:\n  - path: /etc/na-test/plain.conf\n    permissions: 420\n    content: {inline: {data: "plain\\n"}}\n' >"$W/v9.yaml"
+check "no criConfig: apply succeeds" cce "$R" apply "$W/v9.yaml" 2>"$W/a9.log"
+check_not "  ... drop-in 30-env_config.conf removed" test -e "$R/etc/systemd/system/containerd.service.d/30-env_config.conf"
 
 finish

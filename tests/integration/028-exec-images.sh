@@ -9,7 +9,9 @@
 # resolve), copies the file out with its digests checked, and:
 # first pull; same image again (0 writes, no containerd); new tag (binary
 # replaced, unit restarted); registry down (step "images" fails naming the
-# image, old binary kept, SSH keys and other files still applied); content
+# image, old binary kept, SSH keys and other files still applied); a
+# missing image holds back every unit change and file removal as
+# gardener-node-agent does, until the image is there; content
 # not matching its digest; containerd not running; a path in the image
 # that is a symlink, a directory, missing; an OSC path in a user-writable
 # directory; TLS registry with its CA in hosts.toml; the image file dropped
@@ -111,7 +113,7 @@ rm -rf "$L" "$W/images.tar"
 for t in v1 v2 v3 bad s390x bomb; do "${CTR[@]}" images rm 127.0.0.1:5000/kubelet:$t 127.0.0.1:5443/kubelet:$t >/dev/null; done
 check "images pushed, nothing left in containerd" test -z "$("${CTR[@]}" images ls -q)"
 
-# osc FILE IMAGE PATH-IN-IMAGE KEYFILE [EXTRA-FILES]
+# osc FILE IMAGE PATH-IN-IMAGE KEYFILE [EXTRA-FILES [EXTRA-UNITS [KUBELET-ARGS]]]
 osc() {
 	cat >"$1" <<EOT
 spec:
@@ -130,8 +132,9 @@ ${5:-}
   - name: na-kubelet.service
     content: |
       [Service]
-      ExecStart=/opt/bin/kubelet
+      ExecStart=/opt/bin/kubelet${7:-}
     filePaths: [/opt/bin/kubelet]
+${6:-}
   criConfig:
     name: containerd
     cgroupDriver: systemd
@@ -210,6 +213,46 @@ for _ in $(seq 100); do curl -sf http://127.0.0.1:5000/v2/ >/dev/null && break; 
 check "registry back: the same OSC now applies" cci apply "$W/v3.yaml" 2>"$W/a4b.log"
 check "  ... v3 in place" grep -q 'echo kubelet v3' "$KB"
 check "  ... and now the unit restarts" grep -q 'restart:.*na-kubelet.service' "$W/a4b.log"
+
+# --- a missing image holds back what gardener-node-agent holds back
+# (reconciler.go returns after applyChangedImageRefFiles fails: no unit
+# written, removed or restarted, no dropped file removed, no last-applied);
+# files, keys and the other steps still apply, the run fails in "images"
+GONE="  - path: /etc/na-test/gone.conf
+    permissions: 420
+    content: {inline: {data: dropped later}}"
+osc "$W/v3g.yaml" registry.example:5000/kubelet:v3 /kubelet "$KPREV" "$GONE"
+check "held back: a file to drop later applies" cci apply "$W/v3g.yaml" 2>/dev/null
+EXTRA="  - name: na-extra.service
+    content: |
+      [Service]
+      ExecStart=/bin/true"
+osc "$W/v9.yaml" registry.example:5000/kubelet:v9 /kubelet "$KCUR" "" "$EXTRA" " --v=2"
+unit_before=$(sha256sum <"$R/etc/systemd/system/na-kubelet.service")
+last_before=$(sha256sum <"$ST/last-applied.yaml")
+cci apply "$W/v9.yaml" 2>"$W/a9.log"
+check "missing image (kubelet:v9 never pushed): apply fails (exit 1)" test $? -eq 1
+check "  ... in the step images" grep -q '"failedStep":[[:space:]]*"images"' "$RES"
+check "  ... naming the image and what is held back" \
+	grep -q 'registry.example:5000/kubelet:v9 for /opt/bin/kubelet: .*held back until it is written: units na-extra.service na-kubelet.service' "$RES"
+check "  ... the changed kubelet unit not rewritten" test "$(sha256sum <"$R/etc/systemd/system/na-kubelet.service")" = "$unit_before"
+check "  ... the new unit not written" test ! -e "$R/etc/systemd/system/na-extra.service"
+check "  ... the plan says held back" grep -q 'Units: held back: na-extra.service na-kubelet.service' "$W/a9.log"
+check_not "  ... nothing restarted" grep -q 'Units: .*restart:' "$W/a9.log"
+check "  ... the dropped file kept while its units are held back" test -e "$R/etc/na-test/gone.conf"
+check "  ... last-applied.yaml unchanged" test "$(sha256sum <"$ST/last-applied.yaml")" = "$last_before"
+check "  ... old binary kept" grep -q 'echo kubelet v3' "$KB"
+check "  ... other files still applied" grep -q 'plain for registry.example:5000/kubelet:v9' "$R/etc/na-test/plain.conf"
+check "  ... keys still rotated" bash -c "grep -q '$(cut -d' ' -f2 "$KCUR")' '$AK' && ! grep -q '$(cut -d' ' -f2 "$KPREV")' '$AK'"
+cci apply "$W/v9.yaml" 2>"$W/a9b.log"
+check "  ... a retry holds back the same" sh -c 'test $1 -eq 1 && grep -q "Units: held back: na-extra.service na-kubelet.service" "$2"' sh $? "$W/a9b.log"
+osc "$W/v3h.yaml" registry.example:5000/kubelet:v3 /kubelet "$KCUR" "" "$EXTRA" " --v=2"
+cci apply "$W/v3h.yaml" 2>"$W/a9c.log"
+check "image there again: the held-back changes apply" test $? -eq 0
+check "  ... kubelet unit rewritten and restarted" sh -c 'grep -q -- "--v=2" "$1" && grep -q "restart:.*na-kubelet.service" "$2"' \
+	sh "$R/etc/systemd/system/na-kubelet.service" "$W/a9c.log"
+check "  ... the new unit written" test -s "$R/etc/systemd/system/na-extra.service"
+check "  ... the dropped file removed" test ! -e "$R/etc/na-test/gone.conf"
 
 # --- content that does not match its digest (a layer changed in containerd's store)
 layer=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["layers"][-1]["digest"].split(":")[1])' \

@@ -343,6 +343,27 @@ check "their unit files are removed${left:+ (left:$left)}" test -z "$left"
 failed_units=$(ctl --failed --plain --no-legend | awk '{print $1}' | tr '\n' ' ')
 check "no failed unit is left behind${failed_units:+ ($failed_units)}" test -z "$failed_units"
 
+# ---- containerd's PATH drop-in (gardener-node-agent's containerd.go,
+# addContainerdEnvironmentDropIn): with a criConfig, containerd.service gets
+# 30-env_config.conf with the runtimes dir before the PATH every service of
+# this manager gets (read over the bus, as gardener-node-agent's own
+# os.Getenv("PATH") is), and systemd applies it; without, it goes again
+{
+	cat "$W/v2.yaml"
+	unit containerd.service
+	printf '  criConfig:\n    name: containerd\n'
+} >"$W/v6.yaml"
+apply "$W/v6.yaml"
+mpath=$(ctl show-environment | sed -n 's/^PATH=//p')
+echo "# the box manager's PATH: $mpath"
+check "criConfig: containerd.service has 30-env_config.conf with the manager's PATH" \
+	test "$(cat "$SYS/containerd.service.d/30-env_config.conf" 2>/dev/null)" = "$(printf '[Service]\nEnvironment="PATH=/var/bin/containerruntimes:%s"' "$mpath")"
+check "  ... systemd reads it (Environment of the running unit)" \
+	sh -c "'$SDBOX' ctl show -p Environment --value containerd.service | grep -qF 'PATH=/var/bin/containerruntimes:$mpath'"
+check "  ... /var/bin/containerruntimes exists" test -d "$SDBOX_ROOT/var/bin/containerruntimes"
+apply "$W/v2.yaml"
+check "without the criConfig: the drop-in goes with the unit" test ! -e "$SYS/containerd.service.d/30-env_config.conf"
+
 # ---- numbers for the report
 echo "# box: $(cat "$SDBOX_STATE/timings")"
 echo "# job latencies (ms): $(grep -E '(Restarted|Stopped) .*: done in' "$W/all.log" | grep -o 'done in [0-9.]* ms' | awk '{print $3}' | sort -n | tr '\n' ' ')"

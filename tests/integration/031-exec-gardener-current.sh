@@ -9,8 +9,11 @@
 # writes gardener-node-agent's binary. The other image files (kubelet, the
 # OpenTelemetry collector) need containerd: without it the images step fails
 # (expected; containerd's address points at a socket that does not exist, so
-# the host's containerd is never asked) and everything else is still applied.
-# A second apply changes nothing.
+# the host's containerd is never asked); files are still applied, but every
+# unit is held back as gardener-node-agent holds it back (reconciler.go).
+# With the two files in place (stand-ins recorded in images.json, as after
+# an earlier pull) the next apply writes the units. A further apply changes
+# nothing.
 # ctr (grpc) waits 10 s for a socket that is not there, per image and apply:
 # as root, the script re-runs itself in a private mount namespace where
 # /usr/bin/ctr is a stub that fails at once, as ctr does without containerd.
@@ -37,7 +40,7 @@ print(json.dumps(v) if isinstance(v, (list, dict)) else v)' "$R/var/lib/cloud-co
 out=$(cce "$R" "${NOSOCK[@]}" check "$OSC" 2>&1)
 rc=$?
 check "check: valid (rc $rc): $(grep -o '[0-9]* files, [0-9]* units: valid' <<<"$out")" \
-	grep -q '^17 files, 15 units: valid$' <<<"$out"
+	grep -q '^17 files, 14 units: valid$' <<<"$out"
 check "check: gardener-node-agent's and gardener-user's units superseded" \
 	grep -q 'superseded: gardener-node-agent.service gardener-user.path gardener-user.service$' <<<"$out"
 check "check: the three image files named, not materialised" \
@@ -64,12 +67,39 @@ check "the mtu script keeps its tabs" grep -q "$(printf '\t')ip link set" "$R/op
 check "no image file written (/opt/bin/kubelet, gardener-node-agent, opentelemetry-collector)" \
 	test ! -e "$R/opt/bin/kubelet" -a ! -e "$R/opt/bin/gardener-node-agent" -a ! -e "$R/opt/bin/opentelemetry-collector"
 U=$R/etc/systemd/system
+# As gardener-node-agent (reconciler.go returns when applyChangedImageRefFiles
+# fails): no unit written while an image file is missing
+check "... every unit held back while the image files are missing" test -z "$(ls -A "$U" 2>/dev/null)"
+check "... the error says so" sh -c 'case "$1" in *"held back until it is written: units "*kubelet.service*) ;; *) exit 1 ;; esac' \
+	sh "$(result_field 'd["error"]')"
+# The two image files in place, as containerd had copied them out before
+# (images.json records reference and SHA-256, so no containerd is asked):
+# the next apply writes the units
+python3 - "$R" "$OSC" <<'PY'
+import hashlib, json, os, re, sys
+root, osc = sys.argv[1], open(sys.argv[2]).read()
+rec = {}
+for path, mode in (("/opt/bin/kubelet", 0o755), ("/opt/bin/opentelemetry-collector", 0o700)):
+    image = re.search(r"- path: " + re.escape(path) + r"\n(?:.*\n){3}\s+image: (\S+)", osc).group(1)
+    data = ("#!/bin/sh\n# stand-in for " + path + "\n").encode()
+    os.makedirs(root + "/opt/bin", exist_ok=True)
+    with open(root + path, "wb") as f:
+        f.write(data)
+    os.chmod(root + path, mode)
+    rec[path] = {"image": image, "digest": "sha256:" + "0" * 64, "sha256": hashlib.sha256(data).hexdigest()}
+json.dump(rec, open(root + "/var/lib/cloud-config-exec/images.json", "w"))
+PY
+cce "$R" "${NOSOCK[@]}" apply "$OSC" 2>"$W/apply1b.log"
+rc=$?
+check "with the image files in place: rc 0 (rc $rc)" test "$rc" -eq 0
 units=$(cd "$U" && ls | tr '\n' ' ')
 check "units written: $units" test "$units" = \
-	"containerd-logrotate.service containerd-logrotate.timer containerd.service.d custom-mtu.service kubelet.service opentelemetry-collector-auth-token.path opentelemetry-collector-healthcheck.service opentelemetry-collector-healthcheck.timer opentelemetry-collector.service sshd-ensurer.service "
+	"containerd-logrotate.service containerd-logrotate.timer containerd.service.d custom-mtu.service kubelet.service opentelemetry-collector-healthcheck.service opentelemetry-collector-healthcheck.timer opentelemetry-collector.service sshd-ensurer.service "
 check "... gardener-node-agent.service and gardener-user.* never written" \
 	test ! -e "$U/gardener-node-agent.service" -a ! -e "$U/gardener-user.service" -a ! -e "$U/gardener-user.path"
 check "... the OS extension's containerd drop-in (status.extensionUnits)" grep -qx 'LimitNOFILE=1048576' "$U/containerd.service.d/override.conf"
+check "... gardener-node-agent's PATH drop-in with the criConfig (containerd.go)" \
+	grep -qx "Environment=\"PATH=/var/bin/containerruntimes:$PATH\"" "$U/containerd.service.d/30-env_config.conf"
 check "... the kubelet unit as published (continuation lines, the version label)" \
 	grep -q -- '--node-labels=worker.gardener.cloud/kubernetes-version=1.33.4 \\$' "$U/kubelet.service"
 if command -v containerd >/dev/null; then
@@ -79,5 +109,7 @@ fi
 before=$(tree_hash "$R")
 cce "$R" "${NOSOCK[@]}" apply "$OSC" 2>"$W/apply2.log"
 check "a second apply writes nothing (tree unchanged)" test "$(tree_hash "$R")" = "$before"
-check "... and restarts no unit (changedUnits empty)" test "$(result_field 'd["changedUnits"]')" = "[]"
+# (a no-op writes no result.json either: it still holds the apply before)
+check "... and restarts no unit (nothing changed, no restart planned)" \
+	sh -c 'grep -q "Applied OSC .* (nothing changed)" "$1" && ! grep -q "Units: .*restart" "$1"' sh "$W/apply2.log"
 finish

@@ -19,7 +19,7 @@ expected() {
 	for m in "$TOP"/man/*.8; do [ -e "$m" ] && echo "$p/share/man/man8/${m##*/}"; done
 	for m in "$TOP"/man/*.5; do [ -e "$m" ] && echo "$p/share/man/man5/${m##*/}"; done
 	for u in node-agent.service cloud-config-exec.service cloud-config-exec.path cloud-config-exec.timer \
-		cloud-config-exec-pull@.service; do
+		cloud-config-exec-pull@.service cloud-config-exec-kubelet-data-volume.service; do
 		echo "$sysd/$u"
 	done
 	echo "$sysd/gardener-node-init.service.d/50-node-agent.conf"

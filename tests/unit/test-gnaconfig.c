@@ -57,6 +57,30 @@ static void parse_stock(void **state)
 	assert_string_equal(g.token_syncs[0].secret_name, "shoot-access-opentelemetry-collector");
 	assert_string_equal(g.token_syncs[0].path, "/var/lib/opentelemetry-collector/auth-token");
 	assert_int_equal(g.token_sync_period_ms, 12ull * 3600 * 1000);
+	assert_int_equal(g.kubelet_data_volume_size, 0);
+	gnaconfig_done(&g);
+}
+
+#define HDR "apiVersion: nodeagent.config.gardener.cloud/v1alpha1\nkind: NodeAgentConfiguration\n"
+/* bootstrap.kubeletDataVolumeSize (*int64, bytes; gardener/gardener
+ * pkg/apis/config/nodeagent/v1alpha1/types.go BootstrapConfiguration). */
+static void data_volume_size(void **state)
+{
+	(void)state;
+	struct gnaconfig g;
+	char err[GNACONFIG_ERROR_MAX];
+	static const char ok[] = HDR "bootstrap:\n  kubeletDataVolumeSize: 107374182400\n";
+	assert_int_equal(gnaconfig_parse(ok, strlen(ok), &g, err, sizeof(err)), 0);
+	assert_true(g.kubelet_data_volume_size == 107374182400ull);
+	gnaconfig_done(&g);
+	static const char *const bad[] = { HDR "bootstrap:\n  kubeletDataVolumeSize: \"100Gi\"\n",
+					   HDR "bootstrap:\n  kubeletDataVolumeSize: 0\n",
+					   HDR "bootstrap:\n  kubeletDataVolumeSize: -1\n", HDR "bootstrap: 5\n" };
+	for (size_t i = 0; i < ELEMENTSOF(bad); i++)
+		assert_int_equal(gnaconfig_parse(bad[i], strlen(bad[i]), &g, err, sizeof(err)), -EINVAL);
+	static const char none[] = HDR "bootstrap: {}\n";
+	assert_int_equal(gnaconfig_parse(none, strlen(none), &g, err, sizeof(err)), 0);
+	assert_int_equal(g.kubelet_data_volume_size, 0);
 	gnaconfig_done(&g);
 }
 
@@ -95,7 +119,6 @@ static void parse_v192_and_json(void **state)
 	gnaconfig_done(&g);
 }
 
-#define HDR "apiVersion: nodeagent.config.gardener.cloud/v1alpha1\nkind: NodeAgentConfiguration\n"
 
 static void bad_inputs(void **state)
 {
@@ -296,7 +319,7 @@ int main(void)
 		cmocka_unit_test(bad_inputs),   cmocka_unit_test(durations),
 		cmocka_unit_test(machine_names), cmocka_unit_test(pick),
 		cmocka_unit_test(from_osc),     cmocka_unit_test(kubeconfig),
-		cmocka_unit_test(zones),
+		cmocka_unit_test(zones),        cmocka_unit_test(data_volume_size),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

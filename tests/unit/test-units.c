@@ -459,9 +459,77 @@ static void test_apply_refuses_symlinked_dropin_dir(void **state)
 	assert_string_equal(read_below(s, SYS "a.service", NULL), "[Service]\nExecStart=/bin/false\n");
 }
 
+/* An image file failed (gardener-node-agent's reconciler.go returns before
+ * any unit step): every unit entry is held back with what it would have
+ * done; the Node's restart requests still restart, a held unit included;
+ * nothing is written below the root, no drift repaired. */
+static void test_held(void **state)
+{
+	struct scratch *s = *state;
+	struct osc old = {}, new = {};
+	_cleanup_units_plan_ struct units_plan *plan = NULL;
+	parse(BASE, &old);
+	parse(WITH(UNIT_A2 ", " UNIT_B ", {name: c.service, content: C}"), &new);
+	char bconf[] = "/etc/b.conf", ra[] = "a", rz[] = "z.service";
+	char *changed_files[] = { bconf, NULL };
+	char *requests[] = { ra, rz, NULL };
+	assert_int_equal(units_plan_compute_held(&old, &new, changed_files, requests, NULL,
+						 "an image file was not written", &plan), 0);
+	const struct units_plan_entry *e = units_plan_find(plan, "a.service", false);
+	assert_int_equal(e->actions, UNITS_HELD);
+	assert_int_equal(e->held, UNITS_WRITE | UNITS_ENABLE | UNITS_RESTART);
+	assert_string_equal(e->reason, "held back (an image file was not written): content changed");
+	e = units_plan_find(plan, "b.service", false);
+	assert_int_equal(e->actions, UNITS_HELD);
+	assert_int_equal(e->held, UNITS_RESTART);
+	e = units_plan_find(plan, "c.service", false);
+	assert_int_equal(e->held, UNITS_WRITE | UNITS_ENABLE | UNITS_RESTART);
+	e = units_plan_find(plan, "os.service", false); /* dropped: our drop-in would go */
+	assert_int_equal(e->actions, UNITS_HELD);
+	assert_int_equal(e->held, UNITS_REMOVE_DROPINS | UNITS_RESTART);
+	/* a.service is not restarted by the plan any more: its request is */
+	e = units_plan_find(plan, "a.service", true);
+	assert_int_equal(e->actions, UNITS_REQUESTED | UNITS_RESTART);
+	assert_string_equal(e->reason, "restart requested");
+	e = units_plan_find(plan, "z.service", true);
+	assert_int_equal(e->actions, UNITS_REQUESTED | UNITS_RESTART);
+	_cleanup_free_ char *summary = NULL;
+	assert_int_equal(units_plan_format(plan, &summary), 0);
+	assert_string_equal(summary, "restart requested: a.service z.service; held back: a.service b.service c.service "
+				     "os.service");
+	char buf[96];
+	assert_string_equal(units_actions_to_string(UNITS_HELD, buf, sizeof(buf)), "held");
+
+	/* Without a bus, in a scratch root: nothing of the OSC's written, and
+	 * a unit file that drifted is not repaired either. */
+	assert_int_equal(mkdirat(s->fd, "etc", 0755), 0);
+	assert_int_equal(mkdirat(s->fd, "etc/systemd", 0755), 0);
+	assert_int_equal(mkdirat(s->fd, SYS, 0755), 0);
+	int fd = openat(s->fd, SYS "b.service", O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, "drifted", 7), 7);
+	close(fd);
+	_cleanup_strv_free_ char **changed = NULL;
+	_cleanup_free_ char *error = NULL;
+	assert_int_equal(units_apply(plan, s->fd, NULL, 0, &changed, &error), 0);
+	assert_null(changed[0]);
+	assert_null(read_below(s, SYS "a.service", NULL));
+	assert_null(read_below(s, SYS "c.service", NULL));
+	assert_string_equal(read_below(s, SYS "b.service", NULL), "drifted");
+	osc_done(&old);
+	osc_done(&new);
+
+	/* hold NULL: the plain plan */
+	_cleanup_units_plan_ struct units_plan *plain = NULL;
+	parse(BASE, &old);
+	assert_int_equal(units_plan_compute_held(&old, &old, NULL, NULL, NULL, NULL, &plain), 0);
+	assert_int_equal(units_plan_find(plain, "a.service", false)->actions, 0);
+	osc_done(&old);
+}
+
 int main(void)
 {
-	struct CMUnitTest tests[ELEMENTSOF(plan_cases) + 7];
+	struct CMUnitTest tests[ELEMENTSOF(plan_cases) + 8];
 	size_t n = 0;
 
 	log_open("test-units", LOG_TARGET_STDERR);
@@ -477,5 +545,6 @@ int main(void)
 									 root_setup, scratch_teardown);
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test_setup_teardown(test_apply_refuses_symlinked_dropin_dir,
 									 root_setup, scratch_teardown);
+	tests[n++] = (struct CMUnitTest)cmocka_unit_test_setup_teardown(test_held, root_setup, scratch_teardown);
 	return _cmocka_run_group_tests("units", tests, n, NULL, NULL);
 }
