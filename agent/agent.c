@@ -38,6 +38,7 @@
 #include "execdir.h"
 #include "health.h"
 #include "hostname.h"
+#include "internalip.h"
 #include "http.h"
 #include "httpd.h"
 #include "kube.h"
@@ -87,6 +88,7 @@ struct agent {
 	struct events events;       /* zeroed: off */
 	struct conditions conditions; /* SystemdUnitsReady (conditions.h); zeroed: off */
 	struct health health;       /* zeroed: off */
+	struct internalip internalip; /* the lost InternalIP (internalip.h); zeroed: off */
 	/* The last good OSC from the Secret (oscsecret.h). */
 	struct oscsecret good;
 	/* Stock user data and where each setting came from (stock.h); the
@@ -418,6 +420,7 @@ static void on_node(struct agent *a, enum kube_event_type type, const struct kub
 	a->node_exists = true;
 	rollout_set_delay(&a->rollout, n->reconciliation_delay);
 	health_node_ready(&a->health, n->ready, now_ms());
+	internalip_node(&a->internalip, n, now_ms());
 	if (annotate_record(&a->annotate, n) < 0)
 		return;
 	a->dirty = true;
@@ -666,6 +669,8 @@ static int start_watches(struct agent *a)
 			   a->cfg.server_metrics_port, metrics_handle, &a->metrics);
 	if (!a->opts->once)
 		health_init(&a->health, &a->cfg, &a->http, &a->events);
+	internalip_init(&a->internalip, a->cfg.health_enabled && !a->opts->once, a->cfg.health_interval_ms, &a->http,
+			&a->events, &a->health, (const char *const *)&a->cfg.node_name);
 	a->metrics.health = &a->health;
 	a->metrics.lease = a->cfg.lease_enabled ? &a->lease : NULL;
 	a->metrics.httpd = &a->httpd;
@@ -686,6 +691,7 @@ static void stop_watches(struct agent *a)
 	events_done(&a->events);
 	conditions_done(&a->conditions);
 	health_done(&a->health);
+	internalip_done(&a->internalip);
 	httpd_done(&a->httpd);
 	http_client_done(&a->http);
 }
@@ -1020,6 +1026,7 @@ static uint64_t tick_duties(struct agent *a, uint64_t now)
 	next = min_u64(next, httpd_tick(&a->httpd, now));
 	next = min_u64(next, events_tick(&a->events, now));
 	next = min_u64(next, conditions_tick(&a->conditions, now));
+	next = min_u64(next, internalip_tick(&a->internalip, now));
 	next = min_u64(next, health_tick(&a->health, now, applied_ok(a)));
 	take_health_repair(a);
 	/* The local inputs are re-read with the same period as the remote
