@@ -37,6 +37,8 @@
 #include "events.h"
 #include "execdir.h"
 #include "health.h"
+#include "hostname.h"
+#include "internalip.h"
 #include "http.h"
 #include "httpd.h"
 #include "kube.h"
@@ -75,6 +77,8 @@ struct agent {
 	struct creds creds;         /* client certificate through the CSR API */
 	struct tokensync tokens;    /* token sync (tokensync.c) */
 	struct nodefind nodefind;   /* the Node by the hostname label (nodefind.c) */
+	struct hostname host;       /* the hostname, followed (hostname.c) */
+	bool node_follows_host;     /* node.name is the hostname or was found by its label */
 	bool new_credentials;       /* creds installed a certificate: re-read now */
 	struct lease lease;         /* zeroed: off */
 	struct httpd httpd;
@@ -84,6 +88,7 @@ struct agent {
 	struct events events;       /* zeroed: off */
 	struct conditions conditions; /* SystemdUnitsReady (conditions.h); zeroed: off */
 	struct health health;       /* zeroed: off */
+	struct internalip internalip; /* the lost InternalIP (internalip.h); zeroed: off */
 	/* The last good OSC from the Secret (oscsecret.h). */
 	struct oscsecret good;
 	/* Stock user data and where each setting came from (stock.h); the
@@ -414,6 +419,7 @@ static void on_node(struct agent *a, enum kube_event_type type, const struct kub
 	a->node_exists = true;
 	rollout_set_delay(&a->rollout, n->reconciliation_delay);
 	health_node_ready(&a->health, n->ready, now_ms());
+	internalip_node(&a->internalip, n, now_ms());
 	if (annotate_record(&a->annotate, n) < 0)
 		return;
 	a->dirty = true;
@@ -456,6 +462,10 @@ static void cb_missing(struct watch *w, void *userdata)
 	if (w == &a->node) {
 		a->node_seen = true;
 		a->node_exists = false;
+		/* reconcile() waits for the Node's first answer: a 404 is
+		 * one (without this, a Secret that came first waited for the
+		 * next unrelated wake-up). */
+		a->dirty = true;
 		lease_set_node(&a->lease, NULL);
 		conditions_set_node(&a->conditions, NULL);
 	} else {
@@ -639,14 +649,9 @@ static int start_watches(struct agent *a)
 		return log_error_errno(r, "cannot set up the watches");
 	if (!a->opts->once) {
 		/* The label holds the hostname as the kubelet reports it:
-		 * lowercased (gardener-node-agent's too). */
-		char host[256] = "";
-		if (gethostname(host, sizeof(host) - 1) < 0)
-			host[0] = '\0';
-		for (char *p = host; *p; p++)
-			if (*p >= 'A' && *p <= 'Z')
-				*p = (char)(*p - 'A' + 'a');
-		if (nodefind_init(&a->nodefind, &a->http, host, a->cfg.node_name) < 0)
+		 * lowercased (gardener-node-agent's too); the hostname duty
+		 * keeps it current. */
+		if (nodefind_init(&a->nodefind, &a->http, a->host.name, a->cfg.node_name) < 0)
 			return log_error_errno(-ENOMEM, "cannot set up the Node search");
 	}
 	if (a->cfg.lease_enabled && !a->opts->once)
@@ -663,6 +668,8 @@ static int start_watches(struct agent *a)
 			   a->cfg.server_metrics_port, metrics_handle, &a->metrics);
 	if (!a->opts->once)
 		health_init(&a->health, &a->cfg, &a->http, &a->events);
+	internalip_init(&a->internalip, a->cfg.health_enabled && !a->opts->once, a->cfg.health_interval_ms, &a->http,
+			&a->events, &a->health, (const char *const *)&a->cfg.node_name);
 	a->metrics.health = &a->health;
 	a->metrics.lease = a->cfg.lease_enabled ? &a->lease : NULL;
 	a->metrics.httpd = &a->httpd;
@@ -683,6 +690,7 @@ static void stop_watches(struct agent *a)
 	events_done(&a->events);
 	conditions_done(&a->conditions);
 	health_done(&a->health);
+	internalip_done(&a->internalip);
 	httpd_done(&a->httpd);
 	http_client_done(&a->http);
 }
@@ -706,6 +714,7 @@ static void reload_config(struct agent *a)
 	a->state_fd = -1;
 	config_done(&a->cfg);
 	a->cfg = c;
+	a->node_follows_host = strcmp(a->cfg.node_name, a->host.name) == 0;
 	stock_done(&a->stock);
 	a->stock = st;
 	if (open_state(a) < 0) {
@@ -741,6 +750,7 @@ static void agent_free(struct agent *a)
 		close(a->inotify_fd);
 	if (a->signal_fd >= 0)
 		close(a->signal_fd);
+	hostname_done(&a->host);
 	if (a->state_fd >= 0)
 		close(a->state_fd);
 	if (a->root_fd >= 0)
@@ -851,6 +861,10 @@ static int open_descriptors(struct agent *a)
 	}
 	if (a->signal_fd < 0 || a->inotify_fd < 0 || a->root_fd < 0)
 		return log_error_errno(negerrno(), "cannot set up signal, inotify or root descriptors");
+	if (!a->opts->once) {
+		(void)hostname_init(&a->host, true, now_ms()); /* logged; its timer retries */
+		a->node_follows_host = strcmp(a->cfg.node_name, a->host.name) == 0;
+	}
 	return 0;
 }
 
@@ -953,6 +967,42 @@ static int take_requests(struct agent *a)
 	return 0;
 }
 
+/* The hostname changed (hostname.h): the Node is looked for again, by the
+ * new name when node.name followed the old one (it was the hostname or the
+ * Node found by its label), and by the new kubernetes.io/hostname label;
+ * every duty tied to the Node starts again, as gardener-node-agent's
+ * restart does (gardener/gardener pkg/nodeagent/controller/hostnamecheck/
+ * reconciler.go), without leaving the process. Returns true when it did. */
+static bool follow_hostname(struct agent *a)
+{
+	char old[HOST_NAME_MAX + 1];
+	if (!hostname_take_change(&a->host, old))
+		return false;
+	const char *host = a->host.name;
+	bool rename = a->node_follows_host && strcmp(a->cfg.node_name, host) != 0;
+	if (rename && !kube_name_is_valid(host)) {
+		log_warning("hostname changed from %s to \"%.64s\", which is no Node name: staying with Node %s", old,
+			    host, a->cfg.node_name);
+		rename = false;
+	}
+	char *name = rename ? strdup(host) : NULL;
+	if (rename && !name) {
+		log_error_errno(-ENOMEM, "hostname changed from %s to %s: cannot follow it", old, host);
+		return false;
+	}
+	log_notice("hostname changed from %s to %s: %s%s, looking for the Node by label %s=%s", old, host,
+		   rename ? "following Node " : "staying with Node ", rename ? name : a->cfg.node_name,
+		   KUBE_LABEL_HOSTNAME, host);
+	if (rename) {
+		free(a->cfg.node_name);
+		a->cfg.node_name = name;
+	}
+	a->node_seen = false;
+	a->node_exists = false;
+	a->reconnect = true;
+	return true;
+}
+
 /* Ticks every duty that runs before the reconcile, re-reads the local
  * inputs when due and marks the state dirty for each retry or held change
  * that is due. Returns the earliest deadline among them (UINT64_MAX: none). */
@@ -969,10 +1019,14 @@ static uint64_t tick_duties(struct agent *a, uint64_t now)
 			   a->nodefind.found, KUBE_LABEL_HOSTNAME, a->nodefind.hostname);
 		free(a->cfg.node_name);
 		a->cfg.node_name = TAKE_PTR(a->nodefind.found);
+		a->node_follows_host = true;
 		a->node_seen = false;
 		a->reconnect = true;
 		next = now;
 	}
+	next = min_u64(next, hostname_tick(&a->host, now));
+	if (follow_hostname(a))
+		next = now;
 	next = min_u64(next, tokensync_tick(&a->tokens, now));
 	if (a->tokens.changed) {
 		a->tokens.changed = false;
@@ -982,6 +1036,7 @@ static uint64_t tick_duties(struct agent *a, uint64_t now)
 	next = min_u64(next, httpd_tick(&a->httpd, now));
 	next = min_u64(next, events_tick(&a->events, now));
 	next = min_u64(next, conditions_tick(&a->conditions, now));
+	next = min_u64(next, internalip_tick(&a->internalip, now));
 	next = min_u64(next, health_tick(&a->health, now, applied_ok(a)));
 	take_health_repair(a);
 	/* The local inputs are re-read with the same period as the remote
@@ -1079,17 +1134,23 @@ static int wait_and_dispatch(struct agent *a, uint64_t now, uint64_t next, bool 
 		timeout = next <= now ? 0 : (int)min_u64(next - now, INT_MAX);
 	if (busy)
 		timeout = 0;
-	struct curl_waitfd extra[2 + HTTPD_FDS_MAX] = {
+	struct curl_waitfd extra[3 + HTTPD_FDS_MAX] = {
 		{ .fd = a->signal_fd, .events = CURL_WAIT_POLLIN },
 		{ .fd = a->inotify_fd, .events = CURL_WAIT_POLLIN },
 	};
 	unsigned n_httpd = httpd_fds(&a->httpd, extra + 2, HTTPD_FDS_MAX);
-	if (http_wait(&a->http, extra, 2 + n_httpd, timeout) < 0)
+	unsigned n = 2 + n_httpd;
+	/* /proc/sys/kernel/hostname: only POLLPRI (it is always readable). */
+	if (hostname_fd(&a->host) >= 0)
+		extra[n++] = (struct curl_waitfd){ .fd = hostname_fd(&a->host), .events = CURL_WAIT_POLLPRI };
+	if (http_wait(&a->http, extra, n, timeout) < 0)
 		return -EIO;
 	if (extra[0].revents)
 		handle_signals(a);
 	if (extra[1].revents)
 		handle_inotify(a);
+	if (n > 2 + n_httpd && extra[n - 1].revents)
+		hostname_wake(&a->host);
 	httpd_process(&a->httpd, extra + 2, n_httpd, now_ms());
 	if (a->exec.fd < 0 && open_exec_dir(a) == 0)
 		read_result(a);

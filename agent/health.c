@@ -188,6 +188,23 @@ static void decide_repair(struct health *h, struct health_probe *p, uint64_t now
 	     spell, p->error);
 }
 
+bool health_request_restart(struct health *h, unsigned which, const char *why, uint64_t now)
+{
+	if (!h->enabled || which >= HEALTH_PROBES)
+		return false;
+	struct health_probe *p = &h->probe[which];
+	if (p->repaired && now - p->last_repair < h->repair_interval_ms) {
+		log_warning("%s; not restarting %s: restarted less than health.repairIntervalMs ago", why, p->unit);
+		return false;
+	}
+	p->repair_wanted = true;
+	p->repaired = true;
+	p->last_repair = now;
+	p->repairs++;
+	log_warning("%s; requesting a restart of %s from cloud-config-exec", why, p->unit);
+	return true;
+}
+
 void health_probe_result(struct health *h, struct health_probe *p, bool ok, const char *why, uint64_t now)
 {
 	p->probing = false;

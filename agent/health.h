@@ -121,6 +121,12 @@ void health_probe_result(struct health *h, struct health_probe *p, bool ok, cons
  * writes it into the desired state now). NULL when there is none. */
 const char *health_take_repair(struct health *h, char id[static HEALTH_ID_MAX]);
 
+/* A restart of probe which's unit that another duty decided (the InternalIP
+ * duty's kubelet restart, internalip.h), taken like a repair: within
+ * health.repairIntervalMs of the last one it is held back. why is logged.
+ * Returns true when requested. A no-op (false) when the duty is off. */
+bool health_request_restart(struct health *h, unsigned which, const char *why, uint64_t now);
+
 /* The OSC (verified, parsed) the agent now follows: which units it has. */
 struct osc;
 void health_osc(struct health *h, const struct osc *osc);

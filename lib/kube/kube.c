@@ -1,4 +1,5 @@
 /* Kubernetes JSON for node-agent; see kube.h. */
+#include <arpa/inet.h>
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <openssl/crypto.h>
@@ -316,9 +317,41 @@ static int node_ready(const cJSON *obj)
 	return -1;
 }
 
+/* status.addresses (see kube.h). */
+static void node_addresses(const cJSON *obj, struct kube_node *n)
+{
+	const cJSON *addrs = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(obj, "status"),
+							      "addresses");
+	const cJSON *a;
+	if (!cJSON_IsArray(addrs))
+		return;
+	cJSON_ArrayForEach(a, addrs)
+	{
+		const cJSON *type = cJSON_GetObjectItemCaseSensitive(a, "type");
+		const cJSON *addr = cJSON_GetObjectItemCaseSensitive(a, "address");
+		if (!cJSON_IsString(type) || !type->valuestring || !cJSON_IsString(addr) || !addr->valuestring ||
+		    !addr->valuestring[0])
+			continue;
+		bool internal = strcmp(type->valuestring, "InternalIP") == 0;
+		if (!internal && strcmp(type->valuestring, "ExternalIP") != 0)
+			continue;
+		n->has_address = true;
+		if (!internal)
+			continue;
+		n->internal_ip[0] = '\0';
+		unsigned char bin[sizeof(struct in6_addr)];
+		int af = inet_pton(AF_INET, addr->valuestring, bin) == 1	? AF_INET
+			 : inet_pton(AF_INET6, addr->valuestring, bin) == 1 ? AF_INET6
+									    : 0;
+		if (af)
+			inet_ntop(af, bin, n->internal_ip, sizeof(n->internal_ip));
+	}
+}
+
 static int node_from_json(const cJSON *obj, struct kube_node *ret, const char **err)
 {
 	struct kube_node n = { .ready = node_ready(obj) };
+	node_addresses(obj, &n);
 	const cJSON *meta;
 	int r;
 

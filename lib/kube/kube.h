@@ -53,6 +53,8 @@ struct kube_secret {
 	size_t osc_len;
 };
 
+#define KUBE_IP_MAX 46 /* INET6_ADDRSTRLEN */
+
 struct kube_node {
 	char *name;
 	char *resource_version;
@@ -76,6 +78,13 @@ struct kube_node {
 	char *units_ready_transition; /* lastTransitionTime, as written */
 	int ready;                  /* status.conditions[type=Ready].status: 1 "True", 0 another
 	                               value, -1 no such condition (or not readable) */
+	/* status.addresses, as gardener-node-agent's ensureNodeInternalIP reads
+	 * them (pkg/nodeagent/controller/healthcheck/kubelet.go): has_address
+	 * when an InternalIP or ExternalIP entry has a non-empty address;
+	 * internal_ip the last InternalIP entry's address when it is an IPv4 or
+	 * IPv6 address (canonical form), "" otherwise. Lenient, as for Ready. */
+	bool has_address;
+	char internal_ip[KUBE_IP_MAX];
 };
 
 #define KUBE_CONDITION_SYSTEMD_UNITS_READY "SystemdUnitsReady"

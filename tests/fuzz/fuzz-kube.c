@@ -3,9 +3,11 @@
  * to the splitter once whole and once at pseudo-random chunk boundaries, the
  * two must yield the same lines and hold back the same unfinished tail, and
  * every line goes through the event parser. The whole input also goes
- * through the Secret, Node, NodeList and Status parsers, and a Node's Secret-name
- * label through the name check the agent applies to it. Never a crash, a
+ * through the Secret, Node, NodeList and Status parsers, a Node's Secret-name
+ * label through the name check the agent applies to it, and its remembered
+ * InternalIP through inet_pton()/inet_ntop(). Never a crash, a
  * leak, or a disagreement. */
+#include <arpa/inet.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -104,6 +106,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			size_t len = strlen(l);
 			if (len == 0 || len > KUBE_NAME_MAX || strspn(l, "abcdefghijklmnopqrstuvwxyz0123456789-.") != len ||
 			    l[0] == '-' || l[0] == '.' || l[len - 1] == '-' || l[len - 1] == '.')
+				abort();
+		}
+		/* status.addresses: a remembered InternalIP is an address in
+		 * canonical form (it goes into a JSON patch unescaped). */
+		if (node.internal_ip[0]) {
+			unsigned char bin[16];
+			char again[KUBE_IP_MAX];
+			int af = strchr(node.internal_ip, ':') ? AF_INET6 : AF_INET;
+			if (!node.has_address || inet_pton(af, node.internal_ip, bin) != 1 ||
+			    !inet_ntop(af, bin, again, sizeof(again)) || strcmp(again, node.internal_ip) != 0)
 				abort();
 		}
 		kube_node_done(&node);
