@@ -75,6 +75,9 @@ written() { [ "$(desired_checksum)" = "$(sha256 "$W/b.yaml")" ]; }
 check "the new OSC is written to desired.json" wait_for 10 written
 gen2=$(jget "d['generation']" <"$(desired_file)")
 ino=$(stat -c %i "$(desired_file)")
+# When the agent wrote it (the file's mtime): the test sees the write later
+# on a loaded machine, and PICKUP_FIRST_MS counts from the write.
+t0=$(python3 -c 'import os, sys; print("%.6f" % os.stat(sys.argv[1]).st_mtime)' "$(desired_file)")
 cp "$(desired_file)" "$W/desired-before"
 # A path unit that sees the next change of desired.json (a new inode).
 (
@@ -83,7 +86,6 @@ cp "$(desired_file)" "$W/desired-before"
 ) &
 watcher=$!
 on_exit "kill $watcher 2>/dev/null"
-t0=$(now)
 check "not picked up: the agent writes desired.json again" \
 	wait_log "executor has not reported generation $gen2 " "$mark" 25
 t1=$(now)
