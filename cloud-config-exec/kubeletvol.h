@@ -3,7 +3,7 @@
  * templates/scripts/format-kubelet-data-volume.tpl.sh): with
  * bootstrap.kubeletDataVolumeSize in gardener-node-agent's configuration
  * (the stock user data's config-<version>.yaml), the unformatted disk of
- * exactly that size (lib/datavol.h: Gardener's rule, plus never a disk with
+ * exactly that size (lib/node/datavol.h: Gardener's rule, plus never a disk with
  * a partition table, a signature, partitions, holders or a mount) gets an
  * ext4 file system labelled KUBEDEV, /var/lib/kubelet's content is copied
  * onto it and it is mounted there; the OSC's var-lib-kubelet.mount

@@ -1,4 +1,4 @@
-/* libFuzzer target for lib/datavol.c. The input goes, whole, to each of
+/* libFuzzer target for lib/node/datavol.c. The input goes, whole, to each of
  * the three parsers of outside text (blkid's export output,
  * /proc/self/mountinfo, /proc/swaps); none crashes, each stays within its
  * ceilings, and a probe that parses drives datavol_pick(): a disk whose

@@ -1,4 +1,4 @@
-/* Unit tests for lib/datavol.c: which disk gets the kubelet data volume
+/* Unit tests for lib/node/datavol.c: which disk gets the kubelet data volume
  * (gardener/gardener pkg/nodeagent/bootstrap/templates/scripts/
  * format-kubelet-data-volume.tpl.sh's rule, plus never a disk with a
  * partition table, a signature, partitions, holders or a mount), and the
