@@ -28,6 +28,7 @@
 /* A stream that ends this quickly without an event counts as a failure, so a
  * server answering "200, empty" cannot make us spin. */
 #define STREAM_MIN_MS 1000u
+#define REVIVED_MS 15000u
 /* How long one watch stream is asked to last (timeoutSeconds, plus 60 s
  * over our own end of it): client-go's reflectors use 5-10 min; ended
  * cleanly, the watch resumes from the last version seen (one request, no
@@ -76,10 +77,19 @@ static void backoff(struct watch *w, uint64_t now, long retry_after_s)
 		w->failures++;
 }
 
-/* backoff() after a failed request; see REFUSED_CAP_MS. */
+/* backoff() after a failed request; see REFUSED_CAP_MS. The first answer
+ * after nobody served opens REVIVED_MS in which a 403 is retried as fast: a
+ * restarting kube-apiserver answers 403 ("RBAC: clusterrole ... not found")
+ * for a few seconds until its RBAC is loaded. */
 static void backoff_req(struct watch *w, uint64_t now, const struct http_request *req)
 {
-	if (http_nobody_serving(req)) {
+	bool nobody = http_nobody_serving(req);
+	if (!nobody && w->down) {
+		w->down = false;
+		w->revived_until = now + REVIVED_MS;
+	}
+	w->down = nobody;
+	if (nobody || (req->status == 403 && now < w->revived_until)) {
 		w->wake_at = now + random_below(REFUSED_CAP_MS) + 1;
 		return;
 	}
@@ -203,8 +213,11 @@ static void on_get_done(struct http_request *req, void *userdata)
 		uint64_t watch_at = now + (uint64_t)BACKOFF_BASE_MS * (1ull << (w->denials < 20 ? w->denials : 20));
 		if (watch_at > now + denied_cap_ms(w))
 			watch_at = now + denied_cap_ms(w);
+		if (now < w->revived_until) /* the server starting: see backoff_req() */
+			watch_at = now + random_below(REFUSED_CAP_MS) + 1;
 		w->synced = true;
 		w->failures = 0;
+		w->down = false;
 		set_denied(w, WATCH_DENIED_GET, false);
 		log_fields(LOG_DEBUG, LOG_FIELDS(idf, status, url), "GET %s: object at resourceVersion %s, watch from %s",
 			   req->path, rv ? rv : "?", w->rv[0] ? w->rv : "now");
@@ -224,6 +237,7 @@ static void on_get_done(struct http_request *req, void *userdata)
 	if (req->result == CURLE_OK && req->status == 404) {
 		w->synced = true;
 		w->failures = 0;
+		w->down = false;
 		log_fields(LOG_NOTICE, LOG_FIELDS(idf, status, url), "GET %s: %s does not exist (yet); watching for it",
 			   req->path, w->what);
 		w->ops->on_missing(w, w->userdata);
@@ -271,6 +285,7 @@ static int on_line(const char *line, size_t len, void *userdata)
 	 * at once. */
 	if (e.type != KUBE_EVENT_ERROR) {
 		w->failures = 0;
+		w->down = false;
 		w->expiries = 0;
 		set_denied(w, WATCH_DENIED_WATCH, false);
 	}
@@ -370,6 +385,7 @@ static void on_watch_done(struct http_request *req, void *userdata)
 		log_fields(LOG_DEBUG, LOG_FIELDS(idf, status, url), "watch of %s %s ended; resuming from %s", w->what,
 			   w->name, w->rv[0] ? w->rv : "now");
 		w->failures = 0;
+		w->down = false;
 		w->state = WATCH_NEED_WATCH;
 		w->wake_at = now;
 		return;
@@ -389,7 +405,9 @@ static void on_watch_done(struct http_request *req, void *userdata)
 		http_describe_failure(req, why, sizeof(why));
 	char msg[700];
 	snprintf(msg, sizeof(msg), "watch %s failed: %s", req->path, why);
-	log_fields(LOG_WARNING, LOG_FIELDS(idf, status, url), "%s; reconnecting", msg);
+	/* Nobody serving: logged once per outage, not per fast retry. */
+	log_fields(w->down && http_nobody_serving(req) ? LOG_DEBUG : LOG_WARNING, LOG_FIELDS(idf, status, url),
+		   "%s; reconnecting", msg);
 	report_error(w, msg);
 	w->state = !w->rv[0] ? WATCH_NEED_GET : WATCH_NEED_WATCH;
 	backoff_req(w, now, req);
@@ -439,6 +457,7 @@ int watch_retarget(struct watch *w, const char *name)
 	w->rv[0] = '\0';
 	w->synced = false;
 	w->failures = 0;
+	w->down = false;
 	w->expiries = 0;
 	w->denied = 0; /* another object: its permissions are learnt anew */
 	w->denials = 0;

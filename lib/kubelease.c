@@ -276,8 +276,7 @@ int kube_lease_update_body(const char *obj, size_t len, const char *name, const 
 	if (r < 0)
 		return r;
 	/* The references kept: those neither controller nor to a Node. */
-	cJSON *refs = cJSON_DetachItemFromObjectCaseSensitive(meta, "ownerReferences");
-	_cleanup_(cJSON_Deletep) cJSON *old = refs;
+	_cleanup_(cJSON_Deletep) cJSON *refs = cJSON_DetachItemFromObjectCaseSensitive(meta, "ownerReferences");
 	if (refs && !cJSON_IsNull(refs) && !cJSON_IsArray(refs))
 		return jsonx_fail(err, "metadata.ownerReferences", -EINVAL);
 	if (!add_controller_ref(meta, "Node", node_name, node_uid))
