@@ -63,6 +63,9 @@
 #include "watch.h"
 
 #define EXEC_DIR_RETRY_MS 1000u
+/* The local inputs (result.json, host keys) are re-read this often; see
+ * tick_duties(). */
+#define LOCAL_RESYNC_MS 300000u
 
 struct agent {
 	const struct agent_options *opts;
@@ -1039,16 +1042,18 @@ static uint64_t tick_duties(struct agent *a, uint64_t now)
 	next = min_u64(next, internalip_tick(&a->internalip, now));
 	next = min_u64(next, health_tick(&a->health, now, applied_ok(a)));
 	take_health_repair(a);
-	/* The local inputs are re-read with the same period as the remote
-	 * ones (inotify covers result.json; this covers missed events and
-	 * the host keys, which nothing announces). */
+	/* The local inputs are re-read every LOCAL_RESYNC_MS (or resyncMs if
+	 * shorter): inotify covers result.json; this covers missed events and
+	 * the host keys, which nothing announces. It costs no request. */
 	if (!a->opts->once) {
 		if (now >= a->next_local_resync) {
 			if (a->next_local_resync) {
 				read_result(a);
 				refresh_host_keys(a);
 			}
-			a->next_local_resync = now + a->cfg.resync_interval_ms;
+			a->next_local_resync =
+				now + (a->cfg.resync_interval_ms < LOCAL_RESYNC_MS ? a->cfg.resync_interval_ms
+										  : LOCAL_RESYNC_MS);
 		}
 		next = min_u64(next, a->next_local_resync);
 	}

@@ -91,6 +91,7 @@ static void annotate_on_done(struct http_request *req, void *userdata)
 		if (r == 0 && !annotate_wanted(n)) {
 			log_fields(LOG_INFO, LOG_FIELDS(nf, st, url), "patched Node %s", node_name);
 			n->failures = 0;
+			n->nobody = 0;
 			n->ops->done(n->userdata, now, contact, NULL);
 			return;
 		}
@@ -120,11 +121,23 @@ static void annotate_on_done(struct http_request *req, void *userdata)
 				   "(checksum annotation, version label, host keys) nor loses a done restart request",
 				   node_name);
 		n->denied = denied;
-		log_fields(denied ? LOG_DEBUG : LOG_WARNING, LOG_FIELDS(nf, st, url),
+		bool nobody = http_nobody_serving(req);
+		log_fields(denied || (nobody && n->nobody) ? LOG_DEBUG : LOG_WARNING, LOG_FIELDS(nf, st, url),
 			   "PATCH of Node %s failed: %s; retrying", node_name, failure);
+		n->nobody = nobody ? n->nobody + 1 : 0;
 		snprintf(why, sizeof(why), "PATCH Node: %s", failure);
 		error = why;
 		n->failed_once = true;
+	}
+	/* Nobody serving (an API server restarting, directly or behind a
+	 * load balancer): retried within ANNOTATE_NOBODY_CAP_MS without
+	 * growing the backoff, as the watches do (watch.c REFUSED_CAP_MS), so
+	 * that what was applied during an outage shows on the Node within
+	 * about a second of the server serving again. */
+	if (http_nobody_serving(req)) {
+		n->wake_at = now + random_below(ANNOTATE_NOBODY_CAP_MS) + 1;
+		n->ops->done(n->userdata, now, contact, error);
+		return;
 	}
 	uint64_t ceiling = backoff_ceiling(ANNOTATE_BACKOFF_BASE_MS, ANNOTATE_BACKOFF_CAP_MS, n->failures);
 	uint64_t delay = random_below(ceiling) + 1;

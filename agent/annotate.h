@@ -22,6 +22,7 @@
 
 #define ANNOTATE_BACKOFF_BASE_MS 1000u
 #define ANNOTATE_BACKOFF_CAP_MS 30000u
+#define ANNOTATE_NOBODY_CAP_MS 1000u
 
 /* What the Node should show. Strings are borrowed for the call. */
 struct annotate_want {
@@ -63,6 +64,7 @@ struct annotate {
 	bool removes_restart;       /* the patch in flight removes the request */
 	uint64_t wake_at;           /* no patch before (monotonic ms); 0: none due */
 	unsigned failures;          /* in a row */
+	unsigned nobody;            /* failures in a row meeting nobody serving (logged once) */
 	bool failed_once;           /* a patch failed (--once's exit code) */
 	bool denied;                /* the last PATCH got 403 (logged once) */
 };

@@ -91,6 +91,7 @@ static void use_cert(struct creds *c, const struct csr_cert_info *info)
 {
 	c->have_cert = true;
 	c->expired_logged = false;
+	c->auth_logged = false;
 	c->not_after = info->not_after;
 	c->renew_at = csr_renew_at(info, (double)random_below(UINT64_C(1) << 32) / 4294967296.0);
 	if (http_set_client_pem(c->http, c->pem_path) < 0)
@@ -109,7 +110,34 @@ static void backoff(struct creds *c, uint64_t now)
 	c->pending_key = NULL;
 	c->state = CREDS_NEED_CREATE;
 	c->wake_at = now + d;
-	log_notice("CSR: next attempt in %llu s", (unsigned long long)(d / 1000u));
+	if (c->auth_logged)
+		log_debug("CSR: next attempt in %llu s", (unsigned long long)(d / 1000u));
+	else
+		log_notice("CSR: next attempt in %llu s", (unsigned long long)(d / 1000u));
+}
+
+/* A 401 on a CSR request: the credential it carried is not accepted. With
+ * the bootstrap token (no certificate held) nothing the agent can do helps
+ * until someone puts a new token or a valid certificate there: one error
+ * saying so, then the CSR backoff (30 s doubling to 10 min, half jitter),
+ * quietly, instead of a 401 every POLL_MS until csrMs ends. True when req
+ * was such a 401 and has been handled. */
+static bool auth_refused(struct creds *c, const struct http_request *req, const char *what, uint64_t now)
+{
+	if (req->status != 401 || c->have_cert)
+		return false;
+	if (!c->auth_logged) {
+		c->auth_logged = true;
+		log_error("%s: the API server refuses the bootstrap token (HTTP 401; %s deleted or expired?) and "
+			  "node-agent holds no valid client certificate: it cannot authenticate. Needed: a new bootstrap "
+			  "token in %s, or a valid client certificate (%s in node-agent's state directory). The node "
+			  "keeps its last applied state; retrying every %u s, backing off to %u min",
+			  what, "its Secret kube-system/bootstrap-token-<id>",
+			  c->cfg->bootstrap_token_file ? c->cfg->bootstrap_token_file : "apiServer.bootstrapTokenFile",
+			  CREDS_FILE, BACKOFF_MIN_MS / 1000u, BACKOFF_MAX_MS / 60000u);
+	}
+	backoff(c, now);
+	return true;
 }
 
 /* A node migrating from gardener-node-agent keeps its identity: the
@@ -240,10 +268,15 @@ static void on_created(struct http_request *req, void *userdata)
 			snprintf(c->csr_rv, sizeof(c->csr_rv), "%s", s.resource_version);
 			csr_status_done(&s);
 		}
+		if (c->auth_logged)
+			log_notice("CSR %s: the bootstrap token is accepted again", c->csr_name);
+		c->auth_logged = false;
 		c->state = CREDS_NEED_POLL;
 		c->wake_at = now;
 		return;
 	}
+	if (auth_refused(c, req, "creating a CSR", now))
+		return;
 	char why[512];
 	http_describe_failure(req, why, sizeof(why));
 	log_error("CSR %s: creating it failed: %s", c->csr_name, why);
@@ -327,6 +360,8 @@ static void on_polled(struct http_request *req, void *userdata)
 		backoff(c, now);
 		return;
 	}
+	if (auth_refused(c, req, "reading the pending CSR", now))
+		return;
 	if (req->status != 200) {
 		char why[512];
 		http_describe_failure(req, why, sizeof(why));
@@ -431,6 +466,8 @@ static void on_watch_done(struct http_request *req, void *userdata)
 		c->wake_at = now - c->watch_started < POLL_MS ? c->watch_started + POLL_MS : now;
 		return;
 	}
+	if (auth_refused(c, req, "watching the pending CSR", now))
+		return;
 	char why[512];
 	if (req->error == -ESTALE)
 		snprintf(why, sizeof(why), "error event \"%s\"", c->watch_status.message);

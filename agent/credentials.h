@@ -57,6 +57,7 @@ struct creds {
 	time_t not_after;
 	time_t renew_at;            /* wall clock */
 	bool expired_logged;
+	bool auth_logged;           /* the 401 on the bootstrap token was logged */
 	EVP_PKEY *pending_key;      /* the key of the CSR in flight */
 	char *csr_name;
 	char csr_uid[128];

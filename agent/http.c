@@ -471,6 +471,8 @@ int http_dispatch(struct http_client *c)
 		curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&r);
 		r->result = msg->data.result;
 		curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &r->status);
+		curl_off_t hs = 0;
+		r->handshake_done = curl_easy_getinfo(r->easy, CURLINFO_APPCONNECT_TIME_T, &hs) == CURLE_OK && hs > 0;
 		curl_off_t ra = 0;
 		if (curl_easy_getinfo(r->easy, CURLINFO_RETRY_AFTER, &ra) == CURLE_OK && ra > 0)
 			r->retry_after = ra > 3600 ? 3600 : (long)ra;
@@ -483,6 +485,24 @@ int http_dispatch(struct http_client *c)
 		request_free(r);
 	}
 	return 0;
+}
+
+bool http_nobody_serving(const struct http_request *req)
+{
+	if (req->status != 0 || req->error != 0)
+		return false;
+	switch (req->result) {
+	case CURLE_COULDNT_CONNECT:    /* refused */
+	case CURLE_SSL_CONNECT_ERROR:  /* accepted, closed during the TLS handshake */
+	case CURLE_GOT_NOTHING:        /* closed before any answer */
+	case CURLE_RECV_ERROR:         /* reset before any answer */
+	case CURLE_SEND_ERROR:
+		return true;
+	case CURLE_OPERATION_TIMEDOUT: /* the handshake not done within connectMs */
+		return !req->handshake_done;
+	default:
+		return false;
+	}
 }
 
 void http_describe_failure(const struct http_request *r, char *buf, size_t len)

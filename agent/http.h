@@ -70,6 +70,7 @@ struct http_request {
 	uint64_t last_activity_ms;  /* monotonic: when the last byte arrived; for a
 	                               watch stream, the last complete event line */
 	bool got_bytes;
+	bool handshake_done;        /* the TLS handshake completed (an answer may have come) */
 
 	http_done_cb done;
 	void *userdata;
@@ -115,6 +116,14 @@ void http_cancel(struct http_request *req);
 /* Waits up to timeout_ms for network activity or one of the extra fds, like
  * curl_multi_poll(). */
 int http_wait(struct http_client *c, struct curl_waitfd *extra, unsigned n_extra, int timeout_ms);
+
+/* Whether a failed request met nobody serving, which costs the API server
+ * nothing and says nothing about its load: the connection refused, closed
+ * or reset before any HTTP status line (a load balancer in front of a
+ * restarting API server accepts and then closes), or the TLS handshake not
+ * done within connectMs (the attempt has already waited that long, which
+ * bounds the rate). A timeout or failure after the handshake is not. */
+bool http_nobody_serving(const struct http_request *req);
 
 /* Drives transfers and runs done callbacks of finished requests. */
 int http_dispatch(struct http_client *c);

@@ -53,6 +53,7 @@ void lease_done(struct lease *l)
 	if (l->req)
 		http_cancel(l->req);
 	free(l->node_name);
+	free(l->obj);
 	*l = (struct lease){};
 }
 
@@ -78,10 +79,35 @@ void lease_set_node(struct lease *l, const char *uid)
 	l->wake_at = 0;
 }
 
-static void renewed(struct lease *l, uint64_t now, const char *rv, time_t wall)
+/* Keeps the Lease of the answer to req, the base of the next update; the
+ * resourceVersion rv parsed from it. */
+static void keep(struct lease *l, const struct http_request *req, const char *rv)
+{
+	char *o = malloc(req->body_len + 1);
+	free(l->obj);
+	l->obj = NULL;
+	l->obj_len = 0;
+	l->rv[0] = '\0';
+	if (!o)
+		return; /* read again next time */
+	memcpy(o, req->body, req->body_len);
+	o[req->body_len] = '\0';
+	l->obj = o;
+	l->obj_len = req->body_len;
+	snprintf(l->rv, sizeof(l->rv), "%s", rv);
+}
+
+static void forget(struct lease *l)
+{
+	free(l->obj);
+	l->obj = NULL;
+	l->obj_len = 0;
+	l->rv[0] = '\0';
+}
+
+static void renewed(struct lease *l, uint64_t now, time_t wall)
 {
 	char lf[320];
-	snprintf(l->rv, sizeof(l->rv), "%s", rv);
 	if (l->failures)
 		log_fields(LOG_NOTICE, LOG_FIELDS(lease_field(l, lf, sizeof(lf))),
 			   "Lease %s/%s renewed again after %u failed attempt(s)", KUBE_LEASE_NAMESPACE, l->name,
@@ -95,7 +121,7 @@ static void renewed(struct lease *l, uint64_t now, const char *rv, time_t wall)
 	l->renewals++;
 	l->last_renew_ms = now;
 	l->last_renew_wall = wall;
-	l->step = LEASE_RENEW;
+	l->step = l->obj ? LEASE_RENEW : LEASE_GET;
 	l->wake_at = now + LEASE_RENEW_MS;
 }
 
@@ -135,7 +161,7 @@ static void failed(struct lease *l, uint64_t now, const char *why, long retry_af
 static void conflict(struct lease *l, uint64_t now, const char *why)
 {
 	l->step = LEASE_GET;
-	l->rv[0] = '\0';
+	forget(l);
 	if (l->conflicts++ < CONFLICTS_FREE) {
 		l->wake_at = now;
 		return;
@@ -179,7 +205,7 @@ static void on_done(struct http_request *req, void *userdata)
 	if (st == 404 && step != LEASE_CREATE) {
 		/* Not there (yet, or deleted): create it. */
 		l->step = LEASE_CREATE;
-		l->rv[0] = '\0';
+		forget(l);
 		l->wake_at = now;
 		return;
 	}
@@ -194,13 +220,16 @@ static void on_done(struct http_request *req, void *userdata)
 		return;
 	}
 	l->conflicts = 0;
+	keep(l, req, k.resource_version);
 	if (step == LEASE_GET) {
 		check_holder(l, &k);
-		snprintf(l->rv, sizeof(l->rv), "%s", k.resource_version);
-		l->step = LEASE_RENEW;
+		l->step = l->obj ? LEASE_RENEW : LEASE_GET;
 		l->wake_at = now;
-	} else
-		renewed(l, now, k.resource_version, wall);
+	} else {
+		if (!l->obj)
+			l->step = LEASE_GET;
+		renewed(l, now, wall);
+	}
 	kube_lease_done(&k);
 }
 
@@ -219,19 +248,30 @@ static int start(struct lease *l, uint64_t now)
 			return -EINVAL;
 		l->pending_wall = ts.tv_sec;
 		bool create = l->step == LEASE_CREATE;
-		body = kube_lease_body(create, l->name, l->node_name, l->node_uid, create ? NULL : l->rv, renew);
-		if (!body)
-			return -ENOMEM;
-		method = create ? "POST" : "PATCH";
+		if (create) {
+			body = kube_lease_body(true, l->name, l->node_name, l->node_uid, NULL, renew);
+			if (!body)
+				return -ENOMEM;
+		} else {
+			/* An update, as gardener-node-agent's CreateOrUpdate(): the
+			 * authorizer allows no patch on Leases. */
+			const char *err = NULL;
+			int r = kube_lease_update_body(l->obj, l->obj_len, l->name, l->node_name, l->node_uid, renew,
+						       &body, &err);
+			if (r < 0) {
+				forget(l);
+				l->step = LEASE_GET;
+				return r;
+			}
+		}
+		method = create ? "POST" : "PUT";
 		if (create) {
 			snprintf(create_path, sizeof(create_path), "/apis/coordination.k8s.io/v1/namespaces/%s/leases",
 				 KUBE_LEASE_NAMESPACE);
 			path = create_path;
 		}
 	}
-	int r = http_start(l->http, method, path, NULL, body,
-			   l->step == LEASE_RENEW ? "application/merge-patch+json" : "application/json", false, NULL,
-			   on_done, l, &l->req);
+	int r = http_start(l->http, method, path, NULL, body, "application/json", false, NULL, on_done, l, &l->req);
 	if (r < 0)
 		return r;
 	l->req_deadline = now + LEASE_REQUEST_MS;

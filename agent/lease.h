@@ -49,7 +49,7 @@ enum lease_step {
 	LEASE_IDLE,         /* no Node (uid) known: nothing to own the Lease */
 	LEASE_GET,          /* read it (resourceVersion, holder) */
 	LEASE_CREATE,       /* POST */
-	LEASE_RENEW,        /* PATCH with the known resourceVersion */
+	LEASE_RENEW,        /* update (PUT) of the Lease last read or written */
 };
 
 struct lease {
@@ -59,6 +59,8 @@ struct lease {
 	char *node_name;
 	char node_uid[KUBE_UID_MAX + 1];    /* "" when there is no Node */
 	char rv[KUBE_RV_MAX + 1];
+	char *obj;                          /* the Lease last read or written (JSON), NULL: none */
+	size_t obj_len;
 	enum lease_step step;
 	struct http_request *req;
 	uint64_t req_deadline;

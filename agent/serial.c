@@ -25,6 +25,24 @@ void serial_done(struct serial *s)
 		http_cancel(s->req);
 	s->req = NULL;
 	s->step = SERIAL_IDLE;
+	free(s->obj);
+	s->obj = NULL;
+	s->obj_len = 0;
+}
+
+/* The Lease of the answer to req (NULL: none), the base of the next update. */
+static void keep(struct serial *s, const struct http_request *req, const char *rv)
+{
+	free(s->obj);
+	s->obj = NULL;
+	s->obj_len = 0;
+	s->rv[0] = '\0';
+	if (!req || !(s->obj = malloc(req->body_len + 1)))
+		return;
+	memcpy(s->obj, req->body, req->body_len);
+	s->obj[req->body_len] = '\0';
+	s->obj_len = req->body_len;
+	snprintf(s->rv, sizeof(s->rv), "%s", rv);
 }
 
 static bool active(const struct serial *s)
@@ -62,7 +80,7 @@ void serial_set_secret(struct serial *s, const char *ns, const char *name, const
 	snprintf(s->ns, sizeof(s->ns), "%s", ns);
 	snprintf(s->name, sizeof(s->name), "%s", name);
 	snprintf(s->path, sizeof(s->path), "/apis/coordination.k8s.io/v1/namespaces/%s/leases/%s", ns, name);
-	s->rv[0] = '\0';
+	keep(s, NULL, NULL);
 	s->step = SERIAL_IDLE;
 	s->check = true; /* ours from before a restart? */
 	s->wake_at = 0;
@@ -203,7 +221,7 @@ static void on_done(struct http_request *req, void *userdata)
 	if (st == 404 && step == SERIAL_GET) {
 		succeeded(s);
 		s->check = false;
-		s->rv[0] = '\0';
+		keep(s, NULL, NULL);
 		if (s->held) {
 			log_warning("serial rollout Lease %s/%s was deleted: lost it", s->ns, s->name);
 			set_held(s, false);
@@ -228,7 +246,7 @@ static void on_done(struct http_request *req, void *userdata)
 		return;
 	}
 	succeeded(s);
-	snprintf(s->rv, sizeof(s->rv), "%s", k.resource_version);
+	keep(s, req, k.resource_version);
 	switch (step) {
 	case SERIAL_GET:
 		judge(s, now, &k);
@@ -294,12 +312,21 @@ static int start(struct serial *s, uint64_t now)
 			return -EINVAL;
 		bool create = s->step == SERIAL_CREATE;
 		bool take = create || s->step == SERIAL_TAKE;
-		body = kube_serial_lease_body(create, s->ns, s->name, s->secret_uid, s->rv,
-					      s->step == SERIAL_RELEASE ? NULL : s->identity, take ? renew : NULL, renew);
-		if (!body)
-			return -ENOMEM;
-		method = create ? "POST" : "PATCH";
-		ctype = create ? "application/json" : "application/merge-patch+json";
+		const char *holder = s->step == SERIAL_RELEASE ? NULL : s->identity;
+		if (create) {
+			body = kube_serial_lease_body(true, s->ns, s->name, s->secret_uid, NULL, holder, renew, renew);
+			if (!body)
+				return -ENOMEM;
+		} else {
+			/* An update (PUT) of the Lease read, as client-go's leader
+			 * elector does; the authorizer allows no patch on Leases. */
+			int r = kube_serial_lease_update_body(s->obj, s->obj_len, holder, take ? renew : NULL, renew,
+							      &body, NULL);
+			if (r < 0)
+				return r;
+		}
+		method = create ? "POST" : "PUT";
+		ctype = "application/json";
 		if (create) {
 			snprintf(create_path, sizeof(create_path), "/apis/coordination.k8s.io/v1/namespaces/%s/leases",
 				 s->ns);

@@ -75,6 +75,8 @@ struct serial {
 	bool changed;                       /* held flipped; see serial_changed() */
 	enum serial_step step;
 	char rv[KUBE_RV_MAX + 1];
+	char *obj;                          /* the Lease last read or written (JSON), NULL: none */
+	size_t obj_len;
 	struct http_request *req;
 	uint64_t req_deadline;
 	uint64_t wake_at;

@@ -10,16 +10,39 @@
 
 #define BACKOFF_BASE_MS 500u
 #define BACKOFF_CAP_MS 30000u
-/* The wait while nothing listens (connection refused): a refusal costs the
- * server nothing and says nothing about its load, so it is retried within a
- * second and does not grow the backoff. The agent is then back within about
- * a second of the API server serving again after an outage, instead of up
- * to BACKOFF_CAP_MS later. A server that accepts and then fails (timeouts,
- * 5xx, resets) gets the full backoff. */
+/* The wait while nothing serves: the connection is refused, or (behind a
+ * load balancer such as haproxy in TCP mode, a cloud LB or Istio's SNI
+ * gateway, which accept and then close while the API server restarts) it
+ * is closed or reset before any HTTP answer, or the TLS handshake does not
+ * finish within connectMs (http_nobody_serving()). None costs the API server
+ * anything nor says anything about its load, so it is retried after a
+ * uniformly random wait in [1, REFUSED_CAP_MS] ms and does not grow the
+ * backoff: per watch at most one connection attempt per millisecond at
+ * worst and two a second on average (N nodes, 2 watches each: about 4N a
+ * second, spread evenly by the jitter rather than in waves). The agent is
+ * then back within about a second of the API server serving again, behind
+ * a balancer as directly, instead of up to BACKOFF_CAP_MS later. A server
+ * that answers and fails (timeouts, 5xx, a stream cut after its headers)
+ * gets the full backoff. */
 #define REFUSED_CAP_MS 1000u
 /* A stream that ends this quickly without an event counts as a failure, so a
  * server answering "200, empty" cannot make us spin. */
 #define STREAM_MIN_MS 1000u
+#define REVIVED_MS 15000u
+/* How long one watch stream is asked to last (timeoutSeconds, plus 60 s
+ * over our own end of it): client-go's reflectors use 5-10 min; ended
+ * cleanly, the watch resumes from the last version seen (one request, no
+ * GET). Shorter when resyncMs is. */
+#define STREAM_S 600u
+/* The retry of a watch that is refused (403, the GET works) grows up to
+ * this, not up to resyncMs: changes then arrive by the GET before each try. */
+#define DENIED_CAP_MS 300000u
+
+static uint64_t denied_cap_ms(const struct watch *w)
+{
+	uint64_t r = w->http->cfg->resync_interval_ms;
+	return r < DENIED_CAP_MS ? r : DENIED_CAP_MS;
+}
 
 static const char *field(const struct watch *w)
 {
@@ -54,10 +77,19 @@ static void backoff(struct watch *w, uint64_t now, long retry_after_s)
 		w->failures++;
 }
 
-/* backoff() after a failed request; see REFUSED_CAP_MS. */
+/* backoff() after a failed request; see REFUSED_CAP_MS. The first answer
+ * after nobody served opens REVIVED_MS in which a 403 is retried as fast: a
+ * restarting kube-apiserver answers 403 ("RBAC: clusterrole ... not found")
+ * for a few seconds until its RBAC is loaded. */
 static void backoff_req(struct watch *w, uint64_t now, const struct http_request *req)
 {
-	if (req->result == CURLE_COULDNT_CONNECT) {
+	bool nobody = http_nobody_serving(req);
+	if (!nobody && w->down) {
+		w->down = false;
+		w->revived_until = now + REVIVED_MS;
+	}
+	w->down = nobody;
+	if (nobody || (req->status == 403 && now < w->revived_until)) {
 		w->wake_at = now + random_below(REFUSED_CAP_MS) + 1;
 		return;
 	}
@@ -126,8 +158,8 @@ static void set_denied(struct watch *w, unsigned verb, bool denied)
 	}
 	if (verb == WATCH_DENIED_WATCH)
 		log_fields(LOG_ERR, LOG_FIELDS(idf, "HTTP_STATUS=403"),
-			   "no watch permission on %s: updates arrive only at resync (every %u s)", obj,
-			   w->http->cfg->resync_interval_ms / 1000u);
+			   "no watch permission on %s: updates arrive only by a GET before each new try of the watch "
+			   "(backing off to every %u s)", obj, (unsigned)(denied_cap_ms(w) / 1000u));
 	else
 		log_fields(LOG_ERR, LOG_FIELDS(idf, "HTTP_STATUS=403"),
 			   "no get permission on %s: the %s cannot be read at all (retrying with backoff)", obj,
@@ -179,10 +211,13 @@ static void on_get_done(struct http_request *req, void *userdata)
 		 * watch is tried at once. */
 		bool watch_later = w->denied == WATCH_DENIED_WATCH;
 		uint64_t watch_at = now + (uint64_t)BACKOFF_BASE_MS * (1ull << (w->denials < 20 ? w->denials : 20));
-		if (watch_at > now + w->http->cfg->resync_interval_ms)
-			watch_at = now + w->http->cfg->resync_interval_ms;
+		if (watch_at > now + denied_cap_ms(w))
+			watch_at = now + denied_cap_ms(w);
+		if (now < w->revived_until) /* the server starting: see backoff_req() */
+			watch_at = now + random_below(REFUSED_CAP_MS) + 1;
 		w->synced = true;
 		w->failures = 0;
+		w->down = false;
 		set_denied(w, WATCH_DENIED_GET, false);
 		log_fields(LOG_DEBUG, LOG_FIELDS(idf, status, url), "GET %s: object at resourceVersion %s, watch from %s",
 			   req->path, rv ? rv : "?", w->rv[0] ? w->rv : "now");
@@ -202,6 +237,7 @@ static void on_get_done(struct http_request *req, void *userdata)
 	if (req->result == CURLE_OK && req->status == 404) {
 		w->synced = true;
 		w->failures = 0;
+		w->down = false;
 		log_fields(LOG_NOTICE, LOG_FIELDS(idf, status, url), "GET %s: %s does not exist (yet); watching for it",
 			   req->path, w->what);
 		w->ops->on_missing(w, w->userdata);
@@ -249,6 +285,7 @@ static int on_line(const char *line, size_t len, void *userdata)
 	 * at once. */
 	if (e.type != KUBE_EVENT_ERROR) {
 		w->failures = 0;
+		w->down = false;
 		w->expiries = 0;
 		set_denied(w, WATCH_DENIED_WATCH, false);
 	}
@@ -352,6 +389,7 @@ static void on_watch_done(struct http_request *req, void *userdata)
 		log_fields(LOG_DEBUG, LOG_FIELDS(idf, status, url), "watch of %s %s ended; resuming from %s", w->what,
 			   w->name, w->rv[0] ? w->rv : "now");
 		w->failures = 0;
+		w->down = false;
 		w->state = WATCH_NEED_WATCH;
 		w->wake_at = now;
 		return;
@@ -371,7 +409,9 @@ static void on_watch_done(struct http_request *req, void *userdata)
 		http_describe_failure(req, why, sizeof(why));
 	char msg[700];
 	snprintf(msg, sizeof(msg), "watch %s failed: %s", req->path, why);
-	log_fields(LOG_WARNING, LOG_FIELDS(idf, status, url), "%s; reconnecting", msg);
+	/* Nobody serving: logged once per outage, not per fast retry. */
+	log_fields(w->down && http_nobody_serving(req) ? LOG_DEBUG : LOG_WARNING, LOG_FIELDS(idf, status, url),
+		   "%s; reconnecting", msg);
 	report_error(w, msg);
 	w->state = !w->rv[0] ? WATCH_NEED_GET : WATCH_NEED_WATCH;
 	backoff_req(w, now, req);
@@ -421,6 +461,7 @@ int watch_retarget(struct watch *w, const char *name)
 	w->rv[0] = '\0';
 	w->synced = false;
 	w->failures = 0;
+	w->down = false;
 	w->expiries = 0;
 	w->denied = 0; /* another object: its permissions are learnt anew */
 	w->denials = 0;
@@ -469,9 +510,10 @@ static void start_watch(struct watch *w, uint64_t now)
 {
 	char path[512], query[512];
 	object_path(w, true, path, sizeof(path));
-	/* The server ends the stream a little after our own resync would
-	 * restart it, so in the steady state one stream lives per interval. */
-	unsigned timeout_s = w->http->cfg->resync_interval_ms / 1000u + 60u;
+	/* The server ends the stream a little after STREAM_S (or our own
+	 * resync, if sooner, would restart it). */
+	unsigned resync_s = w->http->cfg->resync_interval_ms / 1000u;
+	unsigned timeout_s = (resync_s < STREAM_S ? resync_s : STREAM_S) + 60u;
 	int n = snprintf(query, sizeof(query),
 			 "watch=1&fieldSelector=metadata.name%%3D%s&allowWatchBookmarks=true%s%s&timeoutSeconds=%u",
 			 w->name, w->rv[0] ? "&resourceVersion=" : "", w->rv, timeout_s);

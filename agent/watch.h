@@ -72,6 +72,8 @@ struct watch {
 	unsigned denials;           /* watches answered 403 in a row */
 	uint64_t wake_at;
 	uint64_t resync_at;
+	bool down;                  /* the last failure met nobody serving (logged once) */
+	uint64_t revived_until;     /* monotonic ms: a 403 until then is the server starting */
 	uint64_t stream_started_ms;
 	size_t max_osc;
 	const struct watch_ops *ops;

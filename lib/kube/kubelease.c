@@ -212,6 +212,135 @@ char *kube_lease_body(bool create, const char *name, const char *node_name, cons
 	return cJSON_PrintUnformatted(root);
 }
 
+/* Parses obj for an update: a Lease object with metadata.resourceVersion,
+ * returned with apiVersion and kind set and metadata.managedFields gone.
+ * *meta and *spec are its metadata and spec (spec created when absent). */
+static int update_frame(const char *obj, size_t len, cJSON **ret, cJSON **meta, cJSON **spec, const char **err)
+{
+	_cleanup_(cJSON_Deletep) cJSON *root = jsonx_parse(obj ? obj : "", obj ? len : 0);
+	if (!root || !cJSON_IsObject(root))
+		return jsonx_fail(err, "not a JSON object", -EINVAL);
+	const cJSON *kind = cJSON_GetObjectItemCaseSensitive(root, "kind");
+	if (kind && (!cJSON_IsString(kind) || strcmp(kind->valuestring, "Lease") != 0))
+		return jsonx_fail(err, "kind", -EINVAL);
+	*meta = cJSON_GetObjectItemCaseSensitive(root, "metadata");
+	if (!cJSON_IsObject(*meta))
+		return jsonx_fail(err, "metadata", -EINVAL);
+	const cJSON *rv = cJSON_GetObjectItemCaseSensitive(*meta, "resourceVersion");
+	if (!cJSON_IsString(rv) || !*rv->valuestring || strlen(rv->valuestring) > KUBE_RV_MAX)
+		return jsonx_fail(err, "metadata.resourceVersion", -EINVAL);
+	*spec = cJSON_GetObjectItemCaseSensitive(root, "spec");
+	if (*spec && !cJSON_IsNull(*spec) && !cJSON_IsObject(*spec))
+		return jsonx_fail(err, "spec", -EINVAL);
+	cJSON_DeleteItemFromObjectCaseSensitive(*meta, "managedFields");
+	cJSON_DeleteItemFromObjectCaseSensitive(root, "apiVersion");
+	cJSON_DeleteItemFromObjectCaseSensitive(root, "kind");
+	if (!cJSON_AddStringToObject(root, "apiVersion", "coordination.k8s.io/v1") ||
+	    !cJSON_AddStringToObject(root, "kind", "Lease"))
+		return -ENOMEM;
+	if (!cJSON_IsObject(*spec)) {
+		cJSON_DeleteItemFromObjectCaseSensitive(root, "spec");
+		*spec = cJSON_AddObjectToObject(root, "spec");
+		if (!*spec)
+			return -ENOMEM;
+	}
+	*ret = TAKE_PTR(root);
+	return 0;
+}
+
+static int print_update(cJSON *root, char **ret)
+{
+	*ret = cJSON_PrintUnformatted(root);
+	return *ret ? 0 : -ENOMEM;
+}
+
+/* Sets member key of obj to item (replacing it); item is consumed. */
+static bool set_item(cJSON *obj, const char *key, cJSON *item)
+{
+	if (!item)
+		return false;
+	cJSON_DeleteItemFromObjectCaseSensitive(obj, key);
+	if (!cJSON_AddItemToObject(obj, key, item)) {
+		cJSON_Delete(item);
+		return false;
+	}
+	return true;
+}
+
+int kube_lease_update_body(const char *obj, size_t len, const char *name, const char *node_name, const char *node_uid,
+			   const char *renew_time, char **ret, const char **err)
+{
+	cJSON *meta, *spec;
+	_cleanup_(cJSON_Deletep) cJSON *root = NULL;
+	int r = update_frame(obj, len, &root, &meta, &spec, err);
+	if (r < 0)
+		return r;
+	/* The references kept: those neither controller nor to a Node. */
+	_cleanup_(cJSON_Deletep) cJSON *refs = cJSON_DetachItemFromObjectCaseSensitive(meta, "ownerReferences");
+	if (refs && !cJSON_IsNull(refs) && !cJSON_IsArray(refs))
+		return jsonx_fail(err, "metadata.ownerReferences", -EINVAL);
+	if (!add_controller_ref(meta, "Node", node_name, node_uid))
+		return -ENOMEM;
+	cJSON *mine = cJSON_GetObjectItemCaseSensitive(meta, "ownerReferences");
+	const cJSON *ref, *list = cJSON_IsArray(refs) ? refs : NULL;
+	cJSON_ArrayForEach(ref, list) {
+		if (!cJSON_IsObject(ref))
+			return jsonx_fail(err, "metadata.ownerReferences", -EINVAL);
+		const cJSON *kind = cJSON_GetObjectItemCaseSensitive(ref, "kind");
+		if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(ref, "controller")) ||
+		    (cJSON_IsString(kind) && strcmp(kind->valuestring, "Node") == 0))
+			continue;
+		cJSON *dup = cJSON_Duplicate(ref, true);
+		if (!dup || !cJSON_AddItemToArray(mine, dup)) {
+			cJSON_Delete(dup);
+			return -ENOMEM;
+		}
+	}
+	/* lease.Spec = coordinationv1.LeaseSpec{...}: the whole spec. */
+	cJSON *nspec = cJSON_CreateObject();
+	if (!set_item(root, "spec", nspec) || !cJSON_AddStringToObject(nspec, "holderIdentity", name) ||
+	    !cJSON_AddNumberToObject(nspec, "leaseDurationSeconds", KUBE_LEASE_DURATION_S) ||
+	    !cJSON_AddStringToObject(nspec, "renewTime", renew_time))
+		return -ENOMEM;
+	(void)spec;
+	return print_update(root, ret);
+}
+
+int kube_serial_lease_update_body(const char *obj, size_t len, const char *holder, const char *acquire_time,
+				  const char *renew_time, char **ret, const char **err)
+{
+	cJSON *meta, *spec;
+	_cleanup_(cJSON_Deletep) cJSON *root = NULL;
+	int r = update_frame(obj, len, &root, &meta, &spec, err);
+	if (r < 0)
+		return r;
+	if (!holder) {
+		cJSON_DeleteItemFromObjectCaseSensitive(spec, "holderIdentity");
+		cJSON_DeleteItemFromObjectCaseSensitive(spec, "leaseDurationSeconds");
+		cJSON_DeleteItemFromObjectCaseSensitive(spec, "acquireTime");
+		cJSON_DeleteItemFromObjectCaseSensitive(spec, "renewTime");
+		return print_update(root, ret);
+	}
+	if (acquire_time) {
+		const cJSON *h = cJSON_GetObjectItemCaseSensitive(spec, "holderIdentity");
+		const cJSON *t = cJSON_GetObjectItemCaseSensitive(spec, "leaseTransitions");
+		double n = cJSON_IsNumber(t) && isfinite(t->valuedouble) && t->valuedouble >= 0 &&
+					   t->valuedouble < 2147483647.0
+				   ? (double)(int64_t)t->valuedouble
+				   : 0;
+		if (cJSON_IsString(h) && *h->valuestring && strcmp(h->valuestring, holder) != 0 &&
+		    !set_item(spec, "leaseTransitions", cJSON_CreateNumber(n + 1)))
+			return -ENOMEM;
+		if (!set_item(spec, "holderIdentity", cJSON_CreateString(holder)) ||
+		    !set_item(spec, "leaseDurationSeconds", cJSON_CreateNumber(KUBE_SERIAL_LEASE_DURATION_S)) ||
+		    !set_item(spec, "acquireTime", cJSON_CreateString(acquire_time)))
+			return -ENOMEM;
+	}
+	if (!set_item(spec, "renewTime", cJSON_CreateString(renew_time)))
+		return -ENOMEM;
+	return print_update(root, ret);
+}
+
 /* ---- the serial rollout Lease --------------------------------------------- */
 
 static bool parse_digits(const char **p, int n, int *ret)

@@ -65,6 +65,27 @@ int kube_lease_name(const char *node_name, char *out, size_t outlen);
 char *kube_lease_body(bool create, const char *name, const char *node_name, const char *node_uid, const char *rv,
 		      const char *renew_time);
 
+/* Gardener's node-agent authorizer allows get, list, watch, create and
+ * update on Leases, not patch (gardener/gardener
+ * pkg/resourcemanager/webhook/nodeagentauthorizer/authorizer.go
+ * authorizeLease), and gardener-node-agent renews with
+ * controllerutil.CreateOrUpdate() (pkg/nodeagent/controller/lease/
+ * reconciler.go): a GET, then an update (PUT) of the object it read with the
+ * spec replaced. The bodies below are that update: the Lease obj (len bytes,
+ * the last answer read or written; its metadata.resourceVersion is the
+ * optimistic-concurrency precondition, 409 Conflict if someone wrote since)
+ * as it is, without metadata.managedFields (an update without them keeps the
+ * server's), apiVersion and kind set, and the change applied. Returns 0 and
+ * a malloc'ed JSON string in *ret; -EINVAL (obj is no Lease with a
+ * metadata.resourceVersion; *err names what), -ENOMEM. */
+
+/* The agent's Lease: the controller reference to the Node (any other
+ * controller reference, and any other reference to a Node, replaced:
+ * SetControllerReference()) and the whole spec replaced by holderIdentity =
+ * name, leaseDurationSeconds 40, renewTime. */
+int kube_lease_update_body(const char *obj, size_t len, const char *name, const char *node_name, const char *node_uid,
+			   const char *renew_time, char **ret, const char **err);
+
 /* ---- the serial rollout Lease -------------------------------------------
  *
  * With the OSC Secret's annotation reconciliation.osc.node-agent.gardener.
@@ -104,6 +125,14 @@ int kube_serial_judge(const struct kube_lease *l, const char *me, const struct t
  * with uid secret_uid); otherwise a merge patch with metadata.
  * resourceVersion rv as the precondition. holder NULL: the release (the four
  * spec fields null); acquire_time NULL: a renewal (renewTime only). */
+/* The serial Lease's update (see kube_lease_update_body()): holder NULL,
+ * the release (holderIdentity, leaseDurationSeconds, acquireTime, renewTime
+ * removed); acquire_time set, taking it (holderIdentity, 600 s, acquireTime,
+ * renewTime; leaseTransitions + 1 when it had another holder, as client-go's
+ * leader elector counts); otherwise a renewal (renewTime only). */
+int kube_serial_lease_update_body(const char *obj, size_t len, const char *holder, const char *acquire_time,
+				  const char *renew_time, char **ret, const char **err);
+
 char *kube_serial_lease_body(bool create, const char *ns, const char *name, const char *secret_uid, const char *rv,
 			     const char *holder, const char *acquire_time, const char *renew_time);
 

@@ -310,7 +310,7 @@ static void init_unset(struct config *c)
 		.connect_timeout_ms = 10000,
 		.request_timeout_ms = 30000,
 		.watch_idle_timeout_ms = 120000,
-		.resync_interval_ms = 300000,
+		.resync_interval_ms = 36000000,
 		.apply_timeout_ms = 300000,
 		.csr_timeout_ms = 900000, /* gardener-node-agent waits 15 min (certificatesigningrequest/certificate.go) */
 		.response_max = 16u << 20,

@@ -3,8 +3,12 @@
  * parser keeps respects its ceilings; and a body the agent builds from what
  * it parsed parses back to the same holder and owner. The renewTime goes
  * through the serial rollout verdict (kube_microtime_parse()): a time it
- * accepts is a valid one, and the verdict is one of the four. */
+ * accepts is a valid one, and the verdict is one of the four. The input is
+ * also the base of an update (kube_lease_update_body(),
+ * kube_serial_lease_update_body()): what comes out parses as a Lease with
+ * the same resourceVersion and the spec the agent set. */
 #include <errno.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -15,10 +19,49 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
+/* parsed: the input itself parses as a Lease (else what comes out need
+ * not: a malformed metadata.name is carried over as it is). */
+static void update(const uint8_t *data, size_t size, bool parsed)
+{
+	char *b = NULL;
+	struct kube_lease back;
+	if (kube_lease_update_body((const char *)data, size, "gardener-node-agent-n", "n", "uid-1",
+				   "2026-01-01T00:00:00.000000Z", &b, NULL) == 0) {
+		if (!b)
+			abort();
+		if (!parsed) {
+			free(b);
+			b = NULL;
+		} else if (kube_lease_parse(b, strlen(b), &back, NULL) < 0 || !back.resource_version ||
+		    !back.holder || strcmp(back.holder, "gardener-node-agent-n") != 0 || !back.owner_uid ||
+		    strcmp(back.owner_uid, "uid-1") != 0)
+			abort();
+		else
+			kube_lease_done(&back);
+	} else if (b)
+		abort();
+	free(b);
+	b = NULL;
+	if (kube_serial_lease_update_body((const char *)data, size, "node-1", "2026-01-01T00:00:00.000000Z",
+					  "2026-01-01T00:00:00.000000Z", &b, NULL) == 0) {
+		if (!b)
+			abort();
+		if (parsed) {
+			if (kube_lease_parse(b, strlen(b), &back, NULL) < 0 || !back.holder ||
+			    strcmp(back.holder, "node-1") != 0)
+				abort();
+			kube_lease_done(&back);
+		}
+	}
+	free(b);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct kube_lease l;
-	if (kube_lease_parse((const char *)data, size, &l, NULL) < 0)
+	int parsed = kube_lease_parse((const char *)data, size, &l, NULL);
+	update(data, size, parsed == 0);
+	if (parsed < 0)
 		return 0;
 	if ((l.name && strlen(l.name) > KUBE_NAME_MAX) || (l.holder && strlen(l.holder) > KUBE_NAME_MAX) ||
 	    (l.resource_version && strlen(l.resource_version) > KUBE_RV_MAX) ||

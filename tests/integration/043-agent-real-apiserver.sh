@@ -216,7 +216,7 @@ for ((i = 0; i < 50; i++)); do [ "$(watch_code)" = 403 ] && break; sleep 0.2; do
 check "no watch permission: the Role change is in force" [ "$(watch_code)" = 403 ]
 mark=$(log_mark)
 agent_start
-line="no watch permission on secrets kube-system/$KUBE_SECRET: updates arrive only at resync (every 300 s)"
+line="no watch permission on secrets kube-system/$KUBE_SECRET: updates arrive only by a GET before each new try of the watch (backing off to every 300 s)"
 if ! wait_log "$line" "$mark" 20; then
 	fail "no watch permission: logged"
 	tail -n +"$((mark + 1))" "$S/agent.log" | tail -n 20

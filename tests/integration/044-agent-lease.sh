@@ -4,8 +4,9 @@
 # pkg/gardenlet/controller/shoot/care/health.go). It fails before the agent
 # runs (no Lease), passes while it runs, and fails within 40 s of a SIGKILL.
 # On the way: the Lease's content (holderIdentity, leaseDurationSeconds 40,
-# the Node as controller owner with its uid), create by POST, renewal by a
-# merge PATCH with a resourceVersion precondition, 500s retried and logged
+# the Node as controller owner with its uid), create by POST, renewal by an
+# update (PUT of the Lease read, its resourceVersion the precondition; the
+# stand-in refuses a PATCH as Gardener's node-agent authorizer does), no PATCH, 500s retried and logged
 # once per state change, a Lease written by someone else (409, re-read,
 # taken over as gardener-node-agent does, logged once), and the write rate:
 # at most 3 a minute in the steady state.
@@ -84,7 +85,7 @@ check "created: GET 404, then POST 201" \
 
 # The next renewal meets two 500s and, behind them, a Lease someone else wrote.
 mark=$(log_mark)
-kctl POST /fault '{"type": "500", "count": 2, "match": "PATCH /apis/coordination.k8s.io"}' >/dev/null
+kctl POST /fault '{"type": "500", "count": 2, "match": "PUT /apis/coordination.k8s.io"}' >/dev/null
 kctl POST /lease '{"name": "'"$LEASE"'", "spec": {"holderIdentity": "someone-else"}}' >/dev/null
 check "someone else's Lease: logged with its holder" wait_log "is held by \"someone-else\"" "$mark" 30
 check "  ... and taken over" wait_for 10 [ "$(lease_json | jget "d['spec']['holderIdentity']")" = "$LEASE" ]
@@ -93,14 +94,14 @@ check "  ... the recovery logged, with the count" wait_log "renewed again after 
 check "  ... the failure logged once, not per retry" \
 	[ "$(tail -n +"$((mark + 1))" "$S/agent.log" | grep -c "renewal of Lease.*failed")" -eq 1 ]
 check "someone else's write: a 409, then a GET" \
-	[ "$(kube_count "$T0" "'/leases/' in e['path'] and e['method'] == 'PATCH' and e['status'] == 409")" -ge 1 ]
+	[ "$(kube_count "$T0" "'/leases/' in e['path'] and e['method'] == 'PUT' and e['status'] == 409")" -ge 1 ]
 check "gardenlet check passed throughout" gardenlet_ok
 
-# One more renewal: the steady state is one PATCH per 20 s, no read.
+# One more renewal: the steady state is one PUT per 20 s, no read.
 t1=$(now)
-wait_for 25 [ "$(kube_count "$t1" "'/leases/' in e['path'] and e['method'] == 'PATCH' and e['status'] == 200")" -ge 1 ]
+wait_for 25 [ "$(kube_count "$t1" "'/leases/' in e['path'] and e['method'] == 'PUT' and e['status'] == 200")" -ge 1 ]
 t2=$(now)
-writes=$(kube_count "$T0" "'/leases' in e['path'] and e['method'] in ('PATCH', 'POST')")
+writes=$(kube_count "$T0" "'/leases' in e['path'] and e['method'] in ('PUT', 'PATCH', 'POST')")
 reads=$(kube_count "$T0" "'/leases' in e['path'] and e['method'] == 'GET'")
 secs=$(python3 -c "print(int($t2 - $T0))")
 echo "# $writes Lease writes (2 answered 500, 1 409) and $reads reads in $secs s"
@@ -108,6 +109,8 @@ echo "# $writes Lease writes (2 answered 500, 1 409) and $reads reads in $secs s
 check "at most 3 writes a minute in the steady state ($writes in $secs s)" \
 	[ "$writes" -le $((secs * 3 / 60 + 1 + 3)) ]
 check "reads only at the start and after the 409 ($reads)" [ "$reads" -le 2 ]
+check "never a PATCH of a Lease (the authorizer allows none)" \
+	[ "$(kube_count "$T0" "'/leases' in e['path'] and e['method'] == 'PATCH'")" -eq 0 ]
 
 # SIGKILL: gardenlet's verdict flips within 40 s of the death.
 kill -KILL "$AGENT_PID"

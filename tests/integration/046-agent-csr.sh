@@ -206,6 +206,31 @@ start nobt
 check "expired and no bootstrap token: one clear error" logged "no client certificate and no bootstrap token"
 check "... and the agent keeps running (last good state stays)" kill -0 "$APID"
 stop
+# expired, and a bootstrap token the server no longer knows (its Secret
+# deleted; systemd's copy of the file still there): 401. One error naming
+# what is needed, no 2 s polling with the dead token, retries backing off
+# (30 s doubling to 10 min, half jitter: the second attempt 15-30 s later).
+expired_pem machine-2
+printf 'zzzzzz.0123456789abcdef\n' >"$BT"
+chmod 0600 "$BT"
+t401=$(now)
+start dead
+check "expired and a dead bootstrap token (401): one clear error naming what is needed" \
+	logged "refuses the bootstrap token (HTTP 401"
+sleep 8
+n401=$(kctl GET /log | python3 -c '
+import json, sys
+t0 = float(sys.argv[1])
+print(sum(1 for r in json.load(sys.stdin)["requests"]
+          if r.get("status") == 401 and "/certificatesigningrequests" in r["path"] and r.get("t", 0) >= t0))' "$t401")
+check "... the error once ($(grep -c "refuses the bootstrap token" "$LOG")), naming a new bootstrap token or a valid certificate" \
+	sh -c 'test "$(grep -c "refuses the bootstrap token" "$1")" = 1 &&
+		grep -q "Needed: a new bootstrap token in .* or a valid client certificate" "$1"' sh "$LOG"
+check "... one CSR request answered 401 in 8 s ($n401), not one every 2 s" test "$n401" = 1
+check "... nothing logged per retry (no \"reading it failed\")" sh -c '! grep -q "reading it failed" "$1"' sh "$LOG"
+check "... and the agent keeps running" kill -0 "$APID"
+stop
+mv "$BT.gone" "$BT"
 
 # --- 5. stock user data only, and a Node that does not exist yet ----------------
 # gardener.nodeAgentDir alone: server, CA, Secret, machine name and bootstrap

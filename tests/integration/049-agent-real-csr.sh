@@ -9,9 +9,12 @@
 # signed by the cluster CA with openssl: the CA the real server's
 # --client-ca-file trusts, as kube-controller-manager's signer uses it).
 # The certificate's identity (User gardener.cloud:node-agent:machine:<m>,
-# Group gardener.cloud:node-agents) gets exactly what the agent needs: the
-# OSC Secret get+watch, its Node get+watch+patch, by name (lease and events
-# are off, as in agent_config). Checked: the CSR as the server stores it, the
+# Group gardener.cloud:node-agents) is authorized as on a Gardener shoot:
+# by Gardener's node-agent authorizer (tests/lib/nodeagent-authz.py, a
+# SubjectAccessReview webhook asked before RBAC: Node,Webhook,RBAC), no RBAC
+# binding of its own. The agent keeps its Lease (renewed by update; the
+# authorizer allows no patch), sends Events, syncs a token Secret
+# (gardener-opentelemetry-collector, one the authorizer allows). Checked: the CSR as the server stores it, the
 # certificate installed (0600), the OSC applied by cloud-config-exec
 # (--no-systemd, scratch root) and the Node annotated, every request of the
 # certificate's identity allowed, the bootstrap token never reading the
@@ -33,6 +36,9 @@ S=$(scratch)
 ROOT=$S/root
 install -d -m 0755 "$ROOT" "$ROOT/etc" "$ROOT/var" "$ROOT/var/lib" "$ROOT/var/lib/cloud-config-exec"
 t_begin=$(date +%s)
+MACHINE=machine-1
+RK_WEBHOOK=1
+RK_WEBHOOK_MACHINES="$MACHINE=$KUBE_NODE"
 if ! rk_start "$S"; then
 	fail "etcd and kube-apiserver start"
 	finish
@@ -40,14 +46,16 @@ if ! rk_start "$S"; then
 fi
 ok "etcd and kube-apiserver $("$RK_BIN" --version | cut -d' ' -f2) ready after $(($(date +%s) - t_begin)) s"
 
-MACHINE=machine-1
 CN=gardener.cloud:node-agent:machine:$MACHINE
 BTUSER=system:bootstrap:abcdef
 CSRS=/apis/certificates.k8s.io/v1/certificatesigningrequests
 PEM=$ROOT/var/lib/node-agent/client.pem
 ANN=checksum/cloud-config-data
-printf 'spec:\n  files:\n  - path: /etc/hello\n    permissions: 420\n    content:\n      inline:\n        data: "csr 1"\n' >"$S/v1.yaml"
-SUBJ='{"kind":"User","apiGroup":"rbac.authorization.k8s.io","name":"'$CN'"},{"kind":"Group","apiGroup":"rbac.authorization.k8s.io","name":"gardener.cloud:node-agents"}'
+{
+	printf 'spec:\n  files:\n  - path: /etc/hello\n    permissions: 420\n    content:\n      inline:\n        data: "csr 1"\n'
+	printf '  - path: /var/lib/gardener-node-agent/config-v1.149.4.yaml\n    permissions: 384\n    content:\n      inline:\n'
+	printf '        encoding: b64\n        data: %s\n' "$(printf 'apiVersion: nodeagent.config.gardener.cloud/v1alpha1\nkind: NodeAgentConfiguration\ncontrollers:\n  token:\n    syncConfigs:\n    - secretName: gardener-opentelemetry-collector\n      path: /var/lib/otelcol/auth-token\n    syncPeriod: 12h\n' | base64 -w0)"
+} >"$S/v1.yaml"
 
 setup_ok=true
 rk_node "$KUBE_NODE" || setup_ok=false
@@ -55,13 +63,8 @@ rk_secret kube-system "$KUBE_SECRET" "$S/v1.yaml" || setup_ok=false
 rk_bootstrap_token abcdef 0123456789abcdef || setup_ok=false
 rk_bind "" ClusterRole system:node-bootstrapper \
 	'{"kind":"Group","apiGroup":"rbac.authorization.k8s.io","name":"system:bootstrappers"}' || setup_ok=false
-rk_role kube-system node-agent-osc \
-	'[{"apiGroups":[""],"resources":["secrets"],"verbs":["get","watch"],"resourceNames":["'$KUBE_SECRET'"]}]' || setup_ok=false
-rk_bind kube-system Role node-agent-osc "$SUBJ" || setup_ok=false
-rk_clusterrole node-agent-node \
-	'[{"apiGroups":[""],"resources":["nodes"],"verbs":["get","watch","patch"],"resourceNames":["'$KUBE_NODE'"]}]' || setup_ok=false
-rk_bind "" ClusterRole node-agent-node "$SUBJ" || setup_ok=false
-check "Node, OSC Secret, bootstrap token Secret, system:node-bootstrapper binding, narrow RBAC for the certificate's identity" $setup_ok
+rk_apply /api/v1/namespaces/kube-system/secrets '{"apiVersion":"v1","kind":"Secret","metadata":{"name":"gardener-opentelemetry-collector","namespace":"kube-system"},"data":{"token":"'"$(printf otel-token-1 | base64 -w0)"'"}}' || setup_ok=false
+check "Node, OSC Secret, token Secret, bootstrap token Secret, system:node-bootstrapper binding; no RBAC for the certificate's identity (the webhook decides)" $setup_ok
 
 BT=$S/bootstrap-token
 printf 'abcdef.0123456789abcdef\n' >"$BT"
@@ -69,7 +72,8 @@ chmod 0600 "$BT"
 export KUBE_API KUBE_PKI KUBE_DIR KUBE_NODE KUBE_SECRET
 AGENT_CONF=$S/agent.json
 agent_config "$AGENT_CONF" '{"apiServer": {"tokenFile": null, "bootstrapTokenFile": "'"$BT"'"},
-	"node": {"machineName": "'$MACHINE'"}, "timeouts": {"csrMs": 60000}}'
+	"node": {"machineName": "'$MACHINE'"}, "timeouts": {"csrMs": 60000},
+	"lease": {"enabled": true}, "events": {"enabled": true}}'
 exec_loop_start
 
 # the approver and signer: waits for node-agent's CSR, approves it, signs it.
@@ -143,12 +147,52 @@ else
 fi
 check "/etc/hello written by cloud-config-exec" test "$(cat "$ROOT/etc/hello" 2>/dev/null)" = "csr 1"
 
+# The Lease under the webhook, judged as gardenlet's CheckNodeAgentLeases
+# (pkg/gardenlet/controller/shoot/care/health.go) judges it: present and
+# renewTime + leaseDurationSeconds not past, at every sample for RENEW_S s.
+LEASE=gardener-node-agent-$KUBE_NODE
+lease_fresh() {
+	rk GET "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/$LEASE" | python3 -c '
+import datetime, json, sys
+s = json.load(sys.stdin)["spec"]
+t = datetime.datetime.strptime(s["renewTime"], "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=datetime.timezone.utc)
+age = (datetime.datetime.now(datetime.timezone.utc) - t).total_seconds()
+print("%.1f" % age)
+sys.exit(0 if age < s["leaseDurationSeconds"] and s["holderIdentity"] == sys.argv[1] else 1)' "$LEASE"
+}
+RENEW_S=${RENEW_S:-70}
+for ((i = 0; i < 300; i++)); do lease_fresh >/dev/null 2>&1 && break; sleep 0.1; done
+t_end=$(($(date +%s) + RENEW_S))
+samples=0 bad=0 oldest=0
+while [ "$(date +%s)" -lt "$t_end" ]; do
+	if age=$(lease_fresh 2>/dev/null); then
+		oldest=$(python3 -c "print(max($oldest, $age))")
+	else
+		bad=$((bad + 1))
+	fi
+	samples=$((samples + 1))
+	sleep 2
+done
+check "Lease $LEASE fresh (gardenlet's check) at each of $samples samples over $RENEW_S s (oldest renewTime seen ${oldest} s; failed: $bad)" \
+	[ "$bad" -eq 0 -a "$samples" -gt 0 ]
+check "token synced from gardener-opentelemetry-collector and written" \
+	test "$(cat "$ROOT/var/lib/otelcol/auth-token" 2>/dev/null)" = otel-token-1
+
 sleep 1 # the audit log is written asynchronously
 rk_audit "$CN" >"$S/audit-cn.txt"
+check "the Lease was created (201) and renewed by update (PUT, 200), under the webhook" \
+	sh -c 'grep -q " 201 create /apis/coordination.k8s.io/v1/namespaces/kube-system/leases" "$1" &&
+		grep -q " 200 update /apis/coordination.k8s.io/v1/namespaces/kube-system/leases/$2" "$1"' sh "$S/audit-cn.txt" "$LEASE"
+check_not "... never patched" grep -q " patch /apis/coordination.k8s.io" "$S/audit-cn.txt"
+check "the token Secret read (200)" grep -q " 200 get /api/v1/namespaces/kube-system/secrets/gardener-opentelemetry-collector" "$S/audit-cn.txt"
+echo "# requests of the certificate's identity by verb and status: $(awk '{print $3, $2}' "$S/audit-cn.txt" | sort | uniq -c | tr -s ' ' | tr '\n' ';')"
+check_not "no 403 for the certificate's identity in the audit log" awk '$2 == 403 {print; f=1} END {exit !f}' "$S/audit-cn.txt"
+check_not "the webhook denied nothing to it" rk_authz_denied "$CN"
+check "the webhook decided its requests (allow lines in its log)" grep -q '"decision": "allow"' "$RK_AUTHZ_LOG"
 rk_audit "$BTUSER" >"$S/audit-bt.txt"
 check "the certificate's identity read the Secret (200)" grep -q " 200 [a-z]* /api/v1/namespaces/kube-system/secrets" "$S/audit-cn.txt"
 check "... and patched its Node (200)" grep -q " 200 patch /api/v1/nodes/$KUBE_NODE" "$S/audit-cn.txt"
-check_not "... and was never refused (the narrow RBAC is enough)" awk '$2 >= 400 {print; f=1} END {exit !f}' "$S/audit-cn.txt"
+check_not "... and was never refused (Gardener's authorizer is enough)" awk '$2 >= 400 && $2 != 404 && $2 != 409 {print; f=1} END {exit !f}' "$S/audit-cn.txt"
 check_not "the bootstrap token never read a Secret or a Node" grep -E ' 2[0-9][0-9] [a-z]+ /api/v1/(namespaces/kube-system/secrets|nodes)' "$S/audit-bt.txt"
 check "the bootstrap token created the CSR (201)" grep -q " 201 create $CSRS" "$S/audit-bt.txt"
 check "... and awaited it with a watch on that CSR (system:node-bootstrapper allows it)" \
@@ -185,6 +229,18 @@ check "CSR round trip measured ($rt_total s, within the agent's csrMs 60 s)" \
 	python3 -c "import sys; sys.exit(not 0 < $rt_total < 60)"
 check "issued -> in use $rt_pickup s: seen through the watch, not a 2 s poll" \
 	python3 -c "import sys; sys.exit(not 0 <= $rt_pickup < 1.5)"
+# The webhook is in force: with the agent's certificate a PATCH of its Lease
+# and a read of another node's Lease are refused (403), as on a shoot.
+cert_req() {
+	curl -s -o /dev/null -w '%{http_code}' --cacert "$KUBE_PKI/ca.crt" --cert "$PEM" -X "$1" \
+		-H 'Content-Type: application/merge-patch+json' ${3:+--data-binary "$3"} "$KUBE_API$2"
+}
+check "with the certificate: PATCH of its own Lease refused (403)" \
+	test "$(cert_req PATCH "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/$LEASE" '{}')" = 403
+check "... GET of another node's Lease refused (403)" \
+	test "$(cert_req GET /apis/coordination.k8s.io/v1/namespaces/kube-system/leases/gardener-node-agent-other)" = 403
+check "... GET of another Secret refused (403)" \
+	test "$(cert_req GET /api/v1/namespaces/kube-system/secrets/bootstrap-token-abcdef)" = 403
 agent_stop
 check_not "no sanitizer report in the agent's log" grep -l 'Sanitizer\|runtime error' "$S/agent.log"
 echo "# real-apiserver CSR test took $(($(date +%s) - t_begin)) s"

@@ -1123,7 +1123,7 @@ class ApiHandler(http.server.BaseHTTPRequestHandler):
 
     def lease(self, user, groups, ns, name, body):
         """coordination.k8s.io/v1 Leases for agent/lease.c and agent/serial.c: GET, LIST, POST,
-        merge PATCH (with the resourceVersion precondition); admins, node
+        PUT (with the resourceVersion precondition), merge PATCH for admins only; admins, node
         admins, and a Node for gardener-node-agent-<itself> (like GRM's
         node-agent authorizer)."""
         st, cmd = self.st, self.command
@@ -1166,7 +1166,42 @@ class ApiHandler(http.server.BaseHTTPRequestHandler):
                 stored, _ = st.store.put("Lease", ns, name, obj)
             self.send_json(201, stored)
         elif cmd == "PATCH" and name:
+            # Gardener's node-agent authorizer allows get, list, watch,
+            # create, update on leases, no patch (authorizeLease).
+            if me and not (self.subject_in(user, groups, st.admins) or "system:masters" in groups or
+                           self.subject_in(user, groups, st.node_admins)):
+                self.forbidden(user, "patch", "leases", ns, name)
+                return
             self.patch(user, groups, "Lease", "leases", ns, name, body)
+        elif cmd == "PUT" and name:
+            try:
+                obj = json.loads(body.decode("utf-8"))
+                md = obj["metadata"]
+                if not isinstance(md, dict) or md.get("name") != name or obj.get("kind", "Lease") != "Lease":
+                    raise ValueError("metadata.name or kind")
+            except (UnicodeDecodeError, ValueError, KeyError, TypeError) as e:
+                self.send_json(400, status(400, "BadRequest", "error decoding body: %s" % e))
+                return
+            with st.store.cond:
+                cur = st.store.get("Lease", ns, name)
+                if cur is None:
+                    self.send_json(404, status(404, "NotFound", 'leases.coordination.k8s.io "%s" not found' % name,
+                                               {"name": name, "group": "coordination.k8s.io", "kind": "leases"}))
+                    return
+                want_rv = md.get("resourceVersion")
+                if want_rv and want_rv != cur["metadata"]["resourceVersion"]:
+                    self.send_json(409, status(409, "Conflict",
+                                               'Operation cannot be fulfilled on leases.coordination.k8s.io "%s": the '
+                                               'object has been modified; please apply your changes to the latest '
+                                               'version and try again' % name, {"name": name, "kind": "leases"}))
+                    return
+                for key in ("namespace", "uid", "creationTimestamp"):
+                    if cur["metadata"].get(key) is not None:
+                        md[key] = cur["metadata"][key]
+                obj.setdefault("apiVersion", "coordination.k8s.io/v1")
+                obj["kind"] = "Lease"
+                stored, _ = st.store.put("Lease", ns, name, obj)
+            self.send_json(200, stored)
         else:
             self.send_json(405, status(405, "MethodNotAllowed",
                                        "the server does not allow this method on the requested resource", {}))

@@ -9,6 +9,16 @@
 #                               auth, TokenRequest, a Metadata audit log; waits
 #                               until ready (RBAC bootstrap roles included).
 #                               Sets KUBE_API KUBE_DIR KUBE_PKI RK_AUDIT.
+#                               With RK_WEBHOOK=1 (set before): also Gardener's
+#                               node-agent authorizer (tests/lib/nodeagent-authz.py,
+#                               HTTPS on 127.0.0.1:$RK_WEBHOOK_PORT) and
+#                               --authorization-mode=Node,Webhook,RBAC, as a
+#                               shoot's kube-apiserver asks gardener-resource-
+#                               manager before RBAC; RK_WEBHOOK_MACHINES="M=N ..."
+#                               stands for the Machines' node labels (default:
+#                               Node named like the machine). Sets RK_AUTHZ_LOG
+#                               (one JSON line per decision).
+#   rk_authz_denied USER        the webhook's "deny" lines for that user (none: exit 1)
 #   rk_stop_apiserver / rk_start_apiserver    (restart, e.g. after compaction)
 #   rk_compact                  compacts etcd at its current revision
 #   rk METHOD PATH [JSON]       curl as the static admin (system:masters);
@@ -16,7 +26,7 @@
 #   rk_apply PATH JSON          POST to the collection PATH, PUT to PATH/name on 409
 #   rk_sa NS NAME               creates a ServiceAccount
 #   rk_sa_token NS NAME [SECS]  prints a token for it (TokenRequest)
-#   rk_node NAME                creates a Node
+#   rk_node NAME                creates a Node (pool worker-a, its OSC Secret $KUBE_SECRET)
 #   rk_secret NS NAME FILE [auto|wrong|none]   the OSC Secret (osc.yaml and the
 #                               checksum/data-script annotation), created or replaced
 #   rk_role NS NAME RULES-JSON  / rk_clusterrole NAME RULES-JSON
@@ -30,6 +40,7 @@
 RK_ETCD_PORT=2379
 RK_API_PORT=6443
 RK_ADMIN_TOKEN=rk-admin-token-0123456789
+RK_WEBHOOK_PORT=${RK_WEBHOOK_PORT:-6446}
 
 rk_require() {
 	command -v etcd >/dev/null || skip_all "etcd missing (apt-get install etcd-server; scripts/install-deps)"
@@ -78,16 +89,77 @@ rk_start() {
 		return 1
 	}
 	on_exit 'rk_stop_apiserver'
+	if [ "${RK_WEBHOOK:-0}" = 1 ]; then
+		rk_start_webhook || return 1
+	fi
 	rk_start_apiserver
 }
 
+# The node-agent authorizer webhook (see the header), by pid.
+rk_start_webhook() {
+	local dir=$KUBE_DIR m args=()
+	RK_AUTHZ_LOG=$dir/authz.log
+	printf '%s\n' "$RK_ADMIN_TOKEN" >"$dir/admin-token"
+	chmod 0600 "$dir/admin-token"
+	for m in ${RK_WEBHOOK_MACHINES:-}; do args+=(--machine "$m"); done
+	python3 "$TESTS_DIR/lib/nodeagent-authz.py" --listen "127.0.0.1:$RK_WEBHOOK_PORT" \
+		--cert "$KUBE_PKI/server.crt" --key "$KUBE_PKI/server.key" --server "$KUBE_API" \
+		--ca "$KUBE_PKI/ca.crt" --token-file "$dir/admin-token" --log "$RK_AUTHZ_LOG" "${args[@]}" \
+		>"$dir/authz.out" 2>&1 &
+	RK_WEBHOOK_PID=$!
+	on_exit "kill $RK_WEBHOOK_PID; wait $RK_WEBHOOK_PID"
+	cat >"$dir/authz-webhook.kubeconfig" <<-EOF
+	apiVersion: v1
+	kind: Config
+	clusters:
+	- name: node-agent-authorizer
+	  cluster:
+	    server: https://127.0.0.1:$RK_WEBHOOK_PORT/authorize
+	    certificate-authority: $KUBE_PKI/ca.crt
+	users:
+	- name: kube-apiserver
+	  user: {}
+	contexts:
+	- name: webhook
+	  context:
+	    cluster: node-agent-authorizer
+	    user: kube-apiserver
+	current-context: webhook
+	EOF
+	local i
+	for ((i = 0; i < 100; i++)); do
+		grep -q listening "$dir/authz.out" 2>/dev/null && return 0
+		kill -0 "$RK_WEBHOOK_PID" 2>/dev/null || break
+		sleep 0.1
+	done
+	echo "node-agent authorizer webhook did not start:" >&2
+	cat "$dir/authz.out" >&2
+	return 1
+}
+
+# rk_authz_denied USER-SUBSTRING: prints the webhook's deny decisions for it.
+rk_authz_denied() {
+	python3 -c 'import json,sys
+f = 0
+for line in open(sys.argv[1]):
+    e = json.loads(line)
+    if e["decision"] == "deny" and sys.argv[2] in (e.get("user") or ""):
+        print(e["verb"], e.get("group") or "", e.get("resource") or e.get("path"), e.get("namespace") or "", e.get("name") or "", "--", e["reason"]); f = 1
+sys.exit(0 if f else 1)' "$RK_AUTHZ_LOG" "$1"
+}
+
 rk_start_apiserver() {
-	local dir=$KUBE_DIR
+	local dir=$KUBE_DIR authz=(--authorization-mode=Node,RBAC)
+	# No caching of decisions: every request is judged against the cluster
+	# as it is (a Node created a moment ago, a label changed).
+	[ -z "${RK_WEBHOOK_PID:-}" ] || authz=(--authorization-mode=Node,Webhook,RBAC
+		--authorization-webhook-config-file="$dir/authz-webhook.kubeconfig" --authorization-webhook-version=v1
+		--authorization-webhook-cache-authorized-ttl=1ms --authorization-webhook-cache-unauthorized-ttl=1ms)
 	"$RK_BIN" --etcd-servers="http://127.0.0.1:$RK_ETCD_PORT" \
 		--bind-address=127.0.0.1 --advertise-address=127.0.0.1 --secure-port=$RK_API_PORT --insecure-port=0 \
 		--tls-cert-file="$KUBE_PKI/server.crt" --tls-private-key-file="$KUBE_PKI/server.key" \
 		--client-ca-file="$KUBE_PKI/ca.crt" --cert-dir="$dir/certs" \
-		--authorization-mode=Node,RBAC --enable-admission-plugins=NodeRestriction \
+		"${authz[@]}" --enable-admission-plugins=NodeRestriction \
 		--token-auth-file="$dir/tokens.csv" --enable-bootstrap-token-auth \
 		--service-account-key-file="$KUBE_PKI/sa.pub" --service-account-signing-key-file="$KUBE_PKI/sa.key" \
 		--service-account-issuer=https://kubernetes.default.svc.cluster.local \
@@ -167,7 +239,7 @@ rk_sa_token() {
 }
 
 rk_node() {
-	rk_apply /api/v1/nodes "{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"metadata\":{\"name\":\"$1\",\"labels\":{\"kubernetes.io/hostname\":\"$1\",\"worker.gardener.cloud/pool\":\"worker-a\"}}}"
+	rk_apply /api/v1/nodes "{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"metadata\":{\"name\":\"$1\",\"labels\":{\"kubernetes.io/hostname\":\"$1\",\"worker.gardener.cloud/pool\":\"worker-a\",\"worker.gardener.cloud/gardener-node-agent-secret-name\":\"$KUBE_SECRET\"}}}"
 }
 
 rk_secret() {
@@ -178,7 +250,8 @@ b = open(f, "rb").read()
 s = hashlib.sha256(b).hexdigest()
 if mode == "wrong":
     s = hashlib.sha256(b + b"tampered").hexdigest()
-md = {"name": name, "namespace": ns, "labels": {"gardener.cloud/role": "operating-system-config"}}
+md = {"name": name, "namespace": ns, "labels": {"gardener.cloud/role": "operating-system-config",
+                                                "worker.gardener.cloud/pool": "worker-a"}}
 if mode != "none":
     md["annotations"] = {"checksum/data-script": s}
 print(json.dumps({"apiVersion": "v1", "kind": "Secret", "type": "Opaque", "metadata": md,

@@ -40,7 +40,7 @@ static void defaults(void **state)
 	assert_int_equal(c.connect_timeout_ms, 10000);
 	assert_int_equal(c.request_timeout_ms, 30000);
 	assert_int_equal(c.watch_idle_timeout_ms, 120000);
-	assert_int_equal(c.resync_interval_ms, 300000);
+	assert_int_equal(c.resync_interval_ms, 36000000);
 	assert_int_equal(c.apply_timeout_ms, 300000);
 	assert_int_equal(c.response_max, 16u << 20);
 	assert_non_null(c.node_name); /* the host name, lowercased */
@@ -174,7 +174,7 @@ static void null_means_default(void **state)
 	const char *j = "{\"osc\": {\"secretNamespace\": null}, \"timeouts\": {\"resyncMs\": null}}";
 	assert_int_equal(config_parse(j, strlen(j), &c, err, sizeof(err)), 0);
 	assert_string_equal(c.secret_namespace, "kube-system");
-	assert_int_equal(c.resync_interval_ms, 300000);
+	assert_int_equal(c.resync_interval_ms, 36000000);
 	config_done(&c);
 }
 

@@ -73,6 +73,74 @@ static void body_patch(void **state)
 	assert_null(strstr(b, "\"kind\":\"Lease\""));
 }
 
+static void body_update(void **state)
+{
+	/* What the server answered: labels, a foreign owner reference,
+	 * managedFields, a spec with leaseTransitions. */
+	static const char got[] =
+		"{\"kind\":\"Lease\",\"apiVersion\":\"coordination.k8s.io/v1\",\"metadata\":{\"name\":\"gardener-node-agent-n\","
+		"\"namespace\":\"kube-system\",\"uid\":\"l-uid\",\"resourceVersion\":\"42\",\"labels\":{\"a\":\"b\"},"
+		"\"ownerReferences\":[{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"name\":\"old\",\"uid\":\"old-uid\","
+		"\"controller\":true},{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"name\":\"c\",\"uid\":\"c-uid\"}],"
+		"\"managedFields\":[{\"manager\":\"x\"}]},\"spec\":{\"holderIdentity\":\"someone\",\"leaseTransitions\":3}}";
+	_cleanup_free_ char *b = NULL;
+	assert_int_equal(kube_lease_update_body(got, strlen(got), "gardener-node-agent-n", "n", "uid-1",
+						"2026-11-25T02:00:00.000000Z", &b, NULL),
+			 0);
+	assert_string_equal(
+		b, "{\"metadata\":{\"name\":\"gardener-node-agent-n\",\"namespace\":\"kube-system\",\"uid\":\"l-uid\","
+		   "\"resourceVersion\":\"42\",\"labels\":{\"a\":\"b\"},\"ownerReferences\":[{\"apiVersion\":\"v1\","
+		   "\"kind\":\"Node\",\"name\":\"n\",\"uid\":\"uid-1\",\"controller\":true,\"blockOwnerDeletion\":true},"
+		   "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"name\":\"c\",\"uid\":\"c-uid\"}]},\"apiVersion\":"
+		   "\"coordination.k8s.io/v1\",\"kind\":\"Lease\",\"spec\":{\"holderIdentity\":\"gardener-node-agent-n\","
+		   "\"leaseDurationSeconds\":40,\"renewTime\":\"2026-11-25T02:00:00.000000Z\"}}");
+	struct kube_lease l;
+	assert_int_equal(kube_lease_parse(b, strlen(b), &l, NULL), 0);
+	assert_string_equal(l.resource_version, "42");
+	assert_string_equal(l.owner_uid, "uid-1");
+	kube_lease_done(&l);
+
+	/* No resourceVersion, not a Lease, not JSON: refused, naming what. */
+	static const char *const bad[] = {
+		"{\"metadata\":{\"name\":\"x\"}}", "{\"kind\":\"Secret\",\"metadata\":{\"resourceVersion\":\"1\"}}",
+		"{\"metadata\":{\"resourceVersion\":\"1\"},\"spec\":[]}", "[]", "{", "",
+		"{\"metadata\":{\"resourceVersion\":\"1\",\"ownerReferences\":{}}}",
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
+		char *x = NULL;
+		const char *err = NULL;
+		assert_int_equal(kube_lease_update_body(bad[i], strlen(bad[i]), "l", "n", "u", "t", &x, &err), -EINVAL);
+		assert_non_null(err);
+		assert_null(x);
+	}
+}
+
+static void serial_update(void **state)
+{
+	static const char mine[] =
+		"{\"kind\":\"Lease\",\"metadata\":{\"name\":\"gna-pool\",\"resourceVersion\":\"7\"},\"spec\":{"
+		"\"holderIdentity\":\"node-1\",\"leaseDurationSeconds\":600,\"acquireTime\":\"a\",\"renewTime\":\"r\","
+		"\"leaseTransitions\":2}}";
+	_cleanup_free_ char *renew = NULL, *release = NULL, *take = NULL, *same = NULL;
+	/* A renewal: renewTime only. */
+	assert_int_equal(kube_serial_lease_update_body(mine, strlen(mine), "node-1", NULL, "t2", &renew, NULL), 0);
+	assert_non_null(strstr(renew, "\"spec\":{\"holderIdentity\":\"node-1\",\"leaseDurationSeconds\":600,"
+				      "\"acquireTime\":\"a\",\"leaseTransitions\":2,\"renewTime\":\"t2\"}"));
+	assert_non_null(strstr(renew, "\"resourceVersion\":\"7\""));
+	assert_non_null(strstr(renew, "\"apiVersion\":\"coordination.k8s.io/v1\""));
+	/* The release: the four fields gone, the transitions kept. */
+	assert_int_equal(kube_serial_lease_update_body(mine, strlen(mine), NULL, NULL, NULL, &release, NULL), 0);
+	assert_non_null(strstr(release, "\"spec\":{\"leaseTransitions\":2}"));
+	/* Taken from another holder: one more transition. */
+	assert_int_equal(kube_serial_lease_update_body(mine, strlen(mine), "node-2", "t3", "t3", &take, NULL), 0);
+	assert_non_null(strstr(take, "\"leaseTransitions\":3"));
+	assert_non_null(strstr(take, "\"holderIdentity\":\"node-2\""));
+	assert_non_null(strstr(take, "\"acquireTime\":\"t3\""));
+	/* Taken again by the same holder: no transition. */
+	assert_int_equal(kube_serial_lease_update_body(mine, strlen(mine), "node-1", "t3", "t3", &same, NULL), 0);
+	assert_non_null(strstr(same, "\"leaseTransitions\":2"));
+}
+
 static void parse_answers(void **state)
 {
 	static const char gna[] =
@@ -228,6 +296,8 @@ int main(void)
 		cmocka_unit_test(names),
 		cmocka_unit_test(body_create),
 		cmocka_unit_test(body_patch),
+		cmocka_unit_test(body_update),
+		cmocka_unit_test(serial_update),
 		cmocka_unit_test(parse_answers),
 		cmocka_unit_test(microtime_parse),
 		cmocka_unit_test(serial_judge),
