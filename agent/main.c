@@ -10,6 +10,7 @@
 #include "agent.h"
 #include "config.h"
 #include "fsx.h"
+#include "gnaconfig.h"
 #include "health.h"
 #include "log.h"
 #include "settings.h"
@@ -23,6 +24,7 @@ static struct agent_options arg = {
 	.config_path = CONFIG_PATH_DEFAULT,
 };
 static int arg_log_level = -1;
+static bool arg_present;
 
 static void help(void)
 {
@@ -34,6 +36,8 @@ static void help(void)
 	       "  --once               one full reconcile, then exit: 0 applied, 1 apply failed,\n"
 	       "                       2 configuration error, 3 API server or network failure\n"
 	       "  --check-config       check the configuration and the files it names, then exit\n"
+	       "  --config-present     exit 0 when there is a configuration (the file or Gardener's\n"
+	       "                       stock user data), else say so and exit 1 (ExecCondition=)\n"
 	       "  --log-level LEVEL    debug, info, notice, warning or err (default info)\n"
 	       "  --no-sandbox         no seccomp filter of its own (debugging under valgrind/strace)\n"
 	       "  --help               show this help\n"
@@ -61,12 +65,13 @@ static int parse_level(const char *s)
  * a usage error. */
 static int parse_argv(int argc, char *argv[])
 {
-	enum { ARG_CONFIG = 0x100, ARG_ROOT, ARG_ONCE, ARG_CHECK, ARG_LEVEL, ARG_VERSION, ARG_NO_SANDBOX };
+	enum { ARG_CONFIG = 0x100, ARG_ROOT, ARG_ONCE, ARG_CHECK, ARG_LEVEL, ARG_VERSION, ARG_NO_SANDBOX, ARG_PRESENT };
 	static const struct option options[] = {
 		{ "config", required_argument, NULL, ARG_CONFIG },
 		{ "root", required_argument, NULL, ARG_ROOT },
 		{ "once", no_argument, NULL, ARG_ONCE },
 		{ "check-config", no_argument, NULL, ARG_CHECK },
+		{ "config-present", no_argument, NULL, ARG_PRESENT },
 		{ "log-level", required_argument, NULL, ARG_LEVEL },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, ARG_VERSION },
@@ -93,6 +98,9 @@ static int parse_argv(int argc, char *argv[])
 			break;
 		case ARG_CHECK:
 			arg.check_config = true;
+			break;
+		case ARG_PRESENT:
+			arg_present = true;
 			break;
 		case ARG_LEVEL:
 			arg_log_level = parse_level(optarg);
@@ -121,6 +129,14 @@ static int parse_argv(int argc, char *argv[])
 
 static int run(void)
 {
+	if (arg_present) {
+		char why[1024];
+		if (settings_present(arg.config_path, GNA_DIR_DEFAULT, secure_getenv("CREDENTIALS_DIRECTORY"), why,
+				     sizeof(why)))
+			return 0;
+		fprintf(stderr, "%s\n", why);
+		return 1;
+	}
 	if (arg.check_config) {
 		struct config c;
 		struct stock stock;
