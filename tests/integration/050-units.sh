@@ -121,17 +121,17 @@ check_score "$W/plain" cloud-config-exec.service "$EXEC_MAX" "cloud-config-exec.
 # shipped unit has no address filter (it stays an opt-in drop-in); without
 # configuration the unit is skipped by ExecCondition= and exit 78 is not
 # restarted; READY does not wait for the API server, so TimeoutStartSec is
-# short; node-agent.path starts it when a configuration is written, by
-# PathChanged= (PathExists= would undo `systemctl stop`).
+# short; node-agent.path starts it when a configuration exists (PathExists=:
+# PathChanged= missed the stock user data written into a new directory).
 check "node-agent.service: no IP address filter (a real node's API server is not on localhost)" \
 	sh -c '! grep -q "^IPAddress" "$1" && grep -qx "IPAddressDeny=any" "$2"' sh \
 	"$U/node-agent.service" "$U/node-agent.service.d/api-server.conf.example"
 check "node-agent.service: ExecCondition=--config-present, RestartPreventExitStatus=78, TimeoutStartSec=90s" \
 	sh -c 'grep -qx "ExecCondition=/usr/sbin/node-agent --config-present" "$1" &&
 		grep -qx "RestartPreventExitStatus=78" "$1" && grep -qx "TimeoutStartSec=90s" "$1"' sh "$U/node-agent.service"
-check "node-agent.path: PathChanged= on config.json and the stock user data, no PathExists=" \
-	sh -c 'grep -qx "PathChanged=/etc/node-agent/config.json" "$1" &&
-		grep -qx "PathChanged=/var/lib/gardener-node-agent" "$1" && ! grep -q "^PathExists" "$1" &&
+check "node-agent.path: PathExists= on config.json, PathExistsGlob= on the stock config-<version>.yaml" \
+	sh -c 'grep -qx "PathExists=/etc/node-agent/config.json" "$1" &&
+		grep -qx "PathExistsGlob=/var/lib/gardener-node-agent/config\*.yaml" "$1" && ! grep -q "^PathChanged" "$1" &&
 		grep -qx "Unit=node-agent.service" "$1"' sh "$U/node-agent.path"
 # The pull unit has network (its purpose) and nothing else: no capability.
 check_score "$W/plain" cloud-config-exec-pull@example.service "$PULL_MAX" \

@@ -25,6 +25,7 @@
 # Not built here: the real kubelet (2), its health repair (3), the API server
 # restart behind haproxy during an update (5), purge (6). Prints each
 # scenario's time and figures. Heavy: run under flock /work/.heavy.lock.
+# test-timeout: 1800
 source "$TESTS_DIR/lib/common.sh"
 source "$TESTS_DIR/lib/kube.sh"
 source "$TESTS_DIR/lib/realkube.sh"
@@ -166,7 +167,7 @@ vm_ssh 'systemctl start node-agent.service' >/dev/null 2>&1
 sleep 12 # RestartSec=10s: a restart would have come by now
 st=$(vm_ssh 'systemctl show -p ActiveState -p Result -p NRestarts --value node-agent.service' | tr '\n' ' ')
 check "no configuration: node-agent.service skipped (inactive, Result=exec-condition, not failed), never restarted ($st)" \
-	test "$st" = "inactive exec-condition 0 "
+	test "$st" = "exec-condition 0 inactive "
 vm_ssh 'journalctl -q --no-pager -u node-agent.service' >"$S/noconf.journal"
 check "  ... one line naming the stock user data and the example" grep -q \
 	"no configuration: neither /etc/node-agent/config.json nor Gardener's stock user data (/var/lib/gardener-node-agent/config-<version>.yaml) exists; write one (example: /etc/node-agent/config.json.example)" \

@@ -4,7 +4,8 @@
 # Source after common.sh (and kube.sh: the namespace is kube_netns's).
 #
 #   vm_require                 skip unless qemu, debootstrap and mkfs.ext4 are there
-#   vm_image                   builds the image once (or reuses it): debootstrap
+#   vm_image                   builds the image once (or reuses it while
+#                              vm_configure and the package list are unchanged): debootstrap
 #                              tarball cached in $VM_CACHE_DIR, tree configured,
 #                              ext4 image by mkfs.ext4 -d (no loop device) in
 #                              $VM_IMAGE_DIR; sets VM_IMG VM_KERNEL VM_INITRD VM_KEY
@@ -118,7 +119,8 @@ vm_configure() {
 vm_image() {
 	local tar key stamp tree t0
 	t0=$(date +%s)
-	key=$( (cat "${BASH_SOURCE[0]}"; echo "$VM_INCLUDE") | sha256sum | cut -c1-16)
+	# Rebuilt when what goes into it changes (not on every edit of vm.sh).
+	key=$( (declare -f vm_configure; echo "$VM_SUITE $VM_INCLUDE") | sha256sum | cut -c1-16)
 	VM_IMG=$VM_IMAGE_DIR/node.img
 	stamp=$VM_IMAGE_DIR/stamp
 	if [ -f "$VM_IMG" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$key" ]; then
