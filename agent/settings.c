@@ -25,7 +25,11 @@ static int check_readable(const char *what, const char *path, char *err, size_t 
 
 bool settings_present(const char *path, const char *gna_dir, const char *creds_dir, char *why, size_t whylen)
 {
-	if (access(path, F_OK) == 0 || errno != ENOENT || stock_present(gna_dir, creds_dir))
+	/* The credentials copy exists only from ExecStart= on (systemd 252
+	 * writes it after ExecCondition=, which runs as root, "+", and reads
+	 * the directory itself): either will do. */
+	if (access(path, F_OK) == 0 || errno != ENOENT || (creds_dir && stock_present(gna_dir, creds_dir)) ||
+	    stock_present(gna_dir, NULL))
 		return true;
 	snprintf(why, whylen,
 		 "no configuration: neither %s nor Gardener's stock user data (%s/config-<version>.yaml) exists; "

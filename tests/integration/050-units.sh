@@ -127,7 +127,7 @@ check "node-agent.service: no IP address filter (a real node's API server is not
 	sh -c '! grep -q "^IPAddress" "$1" && grep -qx "IPAddressDeny=any" "$2"' sh \
 	"$U/node-agent.service" "$U/node-agent.service.d/api-server.conf.example"
 check "node-agent.service: ExecCondition=--config-present, RestartPreventExitStatus=78, TimeoutStartSec=90s" \
-	sh -c 'grep -qx "ExecCondition=/usr/sbin/node-agent --config-present" "$1" &&
+	sh -c 'grep -qx "ExecCondition=+/usr/sbin/node-agent --config-present" "$1" &&
 		grep -qx "RestartPreventExitStatus=78" "$1" && grep -qx "TimeoutStartSec=90s" "$1"' sh "$U/node-agent.service"
 check "node-agent.path: PathExists= on config.json, PathExistsGlob= on the stock config-<version>.yaml" \
 	sh -c 'grep -qx "PathExists=/etc/node-agent/config.json" "$1" &&

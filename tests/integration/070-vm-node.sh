@@ -215,8 +215,8 @@ else
 fi
 vm_ssh 'systemctl daemon-reload && systemctl enable gardener-node-init.service && systemctl start gardener-node-init.service' \
 	>"$S/node-init.log" 2>&1
-check "gardener-node-init.service ran through the package's drop-in (init.sh never ran)" \
-	vm_ssh 'test ! -e /var/lib/gardener-node-agent/init-sh-ran && systemctl -q is-active node-agent.service'
+check "gardener-node-init.service ran through the package's drop-in (init.sh never ran), node-agent active" \
+	vm_ssh 'for i in $(seq 150); do test ! -e /var/lib/gardener-node-agent/init-sh-ran && systemctl -q is-active node-agent.service && exit 0; sleep 0.2; done; exit 1'
 
 # the approver: node-agent's CSR, approved as Gardener's approver does; the
 # real kube-controller-manager signs it.

@@ -131,6 +131,9 @@ static void present(void **state)
 	assert_true(fsx_write_atomic_at(gfd, "config-v1.31.yaml", "x", 1, 0600, FSX_UID_KEEP, FSX_GID_KEEP, 0) >= 0);
 	close(gfd);
 	assert_true(settings_present(path, gna, NULL, why, sizeof(why)));
+	/* ExecCondition= runs before systemd writes the credentials copy:
+	 * CREDENTIALS_DIRECTORY names a directory that is not there yet. */
+	assert_true(settings_present(path, gna, "/nonexistent/creds", why, sizeof(why)));
 	assert_true(settings_present(path, "/nonexistent/gna", NULL, why, sizeof(why)) == false);
 	conf(s, "{}", path);
 	assert_true(settings_present(path, "/nonexistent/gna", NULL, why, sizeof(why)));
