@@ -60,6 +60,7 @@ GUEST_NODE=node
 MACHINE=machine-vm
 CSRS=/apis/certificates.k8s.io/v1/certificatesigningrequests
 ANN=checksum/cloud-config-data
+sha256() { sha256sum "$1" | cut -d' ' -f1; }
 
 # --- the package and the image (built once per run) --------------------------
 source "$TESTS_DIR/lib/deb.sh"
@@ -130,7 +131,7 @@ rk_bind "" ClusterRole system:node-bootstrapper \
 	'{"kind":"Group","apiGroup":"rbac.authorization.k8s.io","name":"system:bootstrappers"}' || setup_ok=false
 rk_clusterrole node-agent-vm '[{"apiGroups":[""],"resources":["secrets"],"verbs":["get","watch","list","delete"]},
 	{"apiGroups":[""],"resources":["nodes","nodes/status"],"verbs":["get","watch","list","patch","update"]},
-	{"apiGroups":["coordination.k8s.io"],"resources":["leases"],"verbs":["get","create","update","watch"]},
+	{"apiGroups":["coordination.k8s.io"],"resources":["leases"],"verbs":["get","create","update","patch","watch"]},
 	{"apiGroups":[""],"resources":["events"],"verbs":["create","patch"]},
 	{"apiGroups":["certificates.k8s.io"],"resources":["certificatesigningrequests"],"verbs":["create","get","watch","list"]}]' || setup_ok=false
 rk_bind "" ClusterRole node-agent-vm \
@@ -160,6 +161,9 @@ check "apt-get install ./node-agent.deb in the guest ($(($(date +%s) - t)) s)" \
 	guest_is "dpkg-query -W -f '\${Status}\n' node-agent" "install ok installed "
 check "node-agent.service and node-agent.path enabled ($(vm_ssh systemctl is-enabled node-agent.service node-agent.path | tr '\n' ' '))" \
 	test "$(vm_ssh systemctl is-enabled node-agent.service node-agent.path | tr '\n' ' ')" = "enabled enabled "
+# The package enables node-agent.path but does not start it on a running
+# system (an install must not start the agent): start it as the next boot does.
+vm_ssh 'systemctl start node-agent.path'
 stage "install"
 
 # --- scenario 0: no configuration ---------------------------------------------
