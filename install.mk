@@ -24,7 +24,7 @@ MAN5 := $(wildcard man/*.5)
 # to the package.
 INSTALL_ROOT := $(if $(filter 0,$(shell id -u)),-o 0 -g 0)
 
-UNIT_FILES    := node-agent.service cloud-config-exec.service cloud-config-exec.path \
+UNIT_FILES    := node-agent.service node-agent.path cloud-config-exec.service cloud-config-exec.path \
                  cloud-config-exec.timer cloud-config-exec-pull@.service \
                  cloud-config-exec-kubelet-data-volume.service
 SELINUX_FILES := node_agent.te node_agent.if node_agent.fc

@@ -1104,17 +1104,23 @@ static uint64_t reconcile_step(struct agent *a, uint64_t now, bool can_reconcile
 	return next;
 }
 
-/* Tells the service manager what it needs to know: READY=1 once the API
- * server answered (start: when the loop started), STATUS= when it changed,
- * WATCHDOG=1 when due. Returns the next watchdog deadline (UINT64_MAX:
- * none). */
+/* Tells the service manager what it needs to know: READY=1 once the
+ * configuration is loaded and the loop runs (the first pass), STATUS= when
+ * it changed, WATCHDOG=1 when due. Contact with the API server does not gate
+ * READY: a package upgrade (postinst try-restart) or a boot must not wait
+ * for the network; it is in STATUS= ("API contact never") and /readyz.
+ * Returns the next watchdog deadline (UINT64_MAX: none). */
 static uint64_t tell_manager(struct agent *a, uint64_t now, uint64_t start)
 {
-	if (!a->ready && !a->opts->once && (a->secret.synced || a->last_contact_ms)) {
+	if (!a->ready && !a->opts->once) {
 		a->ready = true;
-		a->metrics.ready = true;
 		notify_send(&a->notify, "READY=1");
-		log_info("ready: first contact with the API server after %llu ms", (unsigned long long)(now - start));
+		log_info("ready: configuration loaded, loop running after %llu ms (API contact: see STATUS and /readyz)",
+			 (unsigned long long)(now - start));
+	}
+	if (!a->metrics.ready && !a->opts->once && (a->secret.synced || a->last_contact_ms)) {
+		a->metrics.ready = true;
+		log_info("first contact with the API server after %llu ms", (unsigned long long)(now - start));
 	}
 	if (!a->opts->once)
 		notify_status(a, now);
@@ -1225,7 +1231,17 @@ int agent_run(const struct agent_options *o)
 		a.httpd.conn[i].fd = -1;
 	annotate_init(&a.annotate, &a.cfg.node_name, o->once, &annotate_ops, &a);
 
-	if (settings_load(o->config_path, false, &a.cfg, &a.stock, err, sizeof(err)) < 0) {
+	char why[1024];
+	if (!settings_present(o->config_path, GNA_DIR_DEFAULT, secure_getenv("CREDENTIALS_DIRECTORY"), why,
+			      sizeof(why))) {
+		/* Not an error in the configuration but none at all: one line,
+		 * and no restart (RestartPreventExitStatus=); node-agent.path
+		 * starts the unit when one appears. */
+		log_error("%s", why);
+		return AGENT_EXIT_NOCONFIG;
+	}
+	int lr = settings_load(o->config_path, false, &a.cfg, &a.stock, err, sizeof(err));
+	if (lr < 0) {
 		log_error("%s", err);
 		return AGENT_EXIT_CONFIG;
 	}

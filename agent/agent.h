@@ -15,6 +15,11 @@ enum {
 	AGENT_EXIT_APPLY = 1,   /* --once: the apply failed or timed out */
 	AGENT_EXIT_CONFIG = 2,  /* configuration error */
 	AGENT_EXIT_API = 3,     /* --once: API server or network failure */
+	/* No configuration at all: neither the config file nor Gardener's
+	 * stock user data. node-agent.service does not restart on it
+	 * (RestartPreventExitStatus=); node-agent.path starts it when one
+	 * appears. EX_CONFIG of sysexits.h, which systemd prints as "CONFIG". */
+	AGENT_EXIT_NOCONFIG = 78,
 };
 
 struct agent_options {

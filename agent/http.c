@@ -470,6 +470,13 @@ int http_dispatch(struct http_client *c)
 		struct http_request *r = NULL;
 		curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&r);
 		r->result = msg->data.result;
+		if (r->result == CURLE_OPERATION_TIMEDOUT) {
+			/* No connect time: the TCP (or TLS) connection was never
+			 * made; a filter or firewall dropping packets looks
+			 * exactly like this. */
+			curl_off_t ct = 0;
+			r->connect_timeout = curl_easy_getinfo(r->easy, CURLINFO_CONNECT_TIME_T, &ct) == CURLE_OK && ct == 0;
+		}
 		curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &r->status);
 		curl_off_t hs = 0;
 		r->handshake_done = curl_easy_getinfo(r->easy, CURLINFO_APPCONNECT_TIME_T, &hs) == CURLE_OK && hs > 0;
@@ -505,6 +512,20 @@ bool http_nobody_serving(const struct http_request *req)
 	}
 }
 
+void http_url_authority(const char *url, char *buf, size_t len)
+{
+	const char *p = url ? strstr(url, "://") : NULL;
+	p = p ? p + 3 : url ? url : "";
+	size_t n = strcspn(p, "/?#");
+	/* userinfo never appears in the server URL, but do not log it. */
+	const char *at = memchr(p, '@', n);
+	if (at) {
+		n -= (size_t)(at + 1 - p);
+		p = at + 1;
+	}
+	snprintf(buf, len, "%.*s", (int)n, p);
+}
+
 void http_describe_failure(const struct http_request *r, char *buf, size_t len)
 {
 	if (r->error == -EMSGSIZE || r->result == CURLE_FILESIZE_EXCEEDED) {
@@ -513,6 +534,13 @@ void http_describe_failure(const struct http_request *r, char *buf, size_t len)
 	}
 	if (r->error < 0) {
 		snprintf(buf, len, "%s", strerror(-r->error));
+		return;
+	}
+	if (r->result == CURLE_OPERATION_TIMEDOUT && r->connect_timeout) {
+		char host[256];
+		http_url_authority(r->url, host, sizeof(host));
+		snprintf(buf, len, "connection to %s timed out: check the network path / firewall to the API server (%s)",
+			 host, r->errbuf[0] ? r->errbuf : curl_easy_strerror(r->result));
 		return;
 	}
 	if (r->result != CURLE_OK) {

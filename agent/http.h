@@ -71,6 +71,7 @@ struct http_request {
 	                               watch stream, the last complete event line */
 	bool got_bytes;
 	bool handshake_done;        /* the TLS handshake completed (an answer may have come) */
+	bool connect_timeout;       /* timed out before the connection was made */
 
 	http_done_cb done;
 	void *userdata;
@@ -129,9 +130,13 @@ bool http_nobody_serving(const struct http_request *req);
 int http_dispatch(struct http_client *c);
 
 /* A one-line description of why the request failed, for logs: the curl
- * error, the ceiling, or the HTTP status with the Status message. Never
+ * error, the ceiling, or the HTTP status with the Status message; a
+ * connection that timed out names the host and what to check. Never
  * contains credentials. */
 void http_describe_failure(const struct http_request *req, char *buf, size_t len);
+
+/* host[:port] of a URL (no scheme, userinfo or path), for logs. */
+void http_url_authority(const char *url, char *buf, size_t len);
 
 /* Monotonic milliseconds. */
 uint64_t now_ms(void);

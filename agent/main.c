@@ -11,6 +11,7 @@
 #include "checkconfig.h"
 #include "config.h"
 #include "fsx.h"
+#include "gnaconfig.h"
 #include "health.h"
 #include "log.h"
 #include "settings.h"
@@ -26,6 +27,7 @@ static struct agent_options arg = {
 static int arg_log_level = -1;
 static bool arg_config_given = false;
 static const char *arg_service_user = CHECKCONFIG_USER_DEFAULT;
+static bool arg_present;
 
 static void help(void)
 {
@@ -40,6 +42,8 @@ static void help(void)
 	       "                       setting with its source, the credential, what the service\n"
 	       "                       user can read; then exit (0 OK, 1 not)\n"
 	       "  --service-user USER  the user --check-config checks for (default %s)\n"
+	       "  --config-present     exit 0 when there is a configuration (the file or Gardener's\n"
+	       "                       stock user data), else say so and exit 1 (ExecCondition=)\n"
 	       "  --log-level LEVEL    debug, info, notice, warning or err (default info)\n"
 	       "  --no-sandbox         no seccomp filter of its own (debugging under valgrind/strace)\n"
 	       "  --help               show this help\n"
@@ -67,13 +71,14 @@ static int parse_level(const char *s)
  * a usage error. */
 static int parse_argv(int argc, char *argv[])
 {
-	enum { ARG_CONFIG = 0x100, ARG_ROOT, ARG_ONCE, ARG_CHECK, ARG_LEVEL, ARG_VERSION, ARG_NO_SANDBOX, ARG_USER };
+	enum { ARG_CONFIG = 0x100, ARG_ROOT, ARG_ONCE, ARG_CHECK, ARG_LEVEL, ARG_VERSION, ARG_NO_SANDBOX, ARG_USER, ARG_PRESENT };
 	static const struct option options[] = {
 		{ "config", required_argument, NULL, ARG_CONFIG },
 		{ "root", required_argument, NULL, ARG_ROOT },
 		{ "once", no_argument, NULL, ARG_ONCE },
 		{ "check-config", no_argument, NULL, ARG_CHECK },
 		{ "service-user", required_argument, NULL, ARG_USER },
+		{ "config-present", no_argument, NULL, ARG_PRESENT },
 		{ "log-level", required_argument, NULL, ARG_LEVEL },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, ARG_VERSION },
@@ -105,6 +110,9 @@ static int parse_argv(int argc, char *argv[])
 		case ARG_CHECK:
 			arg.check_config = true;
 			break;
+		case ARG_PRESENT:
+			arg_present = true;
+			break;
 		case ARG_LEVEL:
 			arg_log_level = parse_level(optarg);
 			if (arg_log_level < 0) {
@@ -134,6 +142,7 @@ static int run(void)
 {
 	if (arg.check_config)
 		return checkconfig_run(arg.config_path, arg_config_given, arg_service_user);
+static bool arg_present;
 	return agent_run(&arg);
 }
 

@@ -23,6 +23,21 @@ static int check_readable(const char *what, const char *path, char *err, size_t 
 	return 0;
 }
 
+bool settings_present(const char *path, const char *gna_dir, const char *creds_dir, char *why, size_t whylen)
+{
+	/* The credentials copy exists only from ExecStart= on (systemd 252
+	 * writes it after ExecCondition=, which runs as root, "+", and reads
+	 * the directory itself): either will do. */
+	if (access(path, F_OK) == 0 || errno != ENOENT || (creds_dir && stock_present(gna_dir, creds_dir)) ||
+	    stock_present(gna_dir, NULL))
+		return true;
+	snprintf(why, whylen,
+		 "no configuration: neither %s nor Gardener's stock user data (%s/config-<version>.yaml) exists; "
+		 "write one (example: %s.example); node-agent.path starts the agent when one appears",
+		 path, gna_dir, CONFIG_PATH_DEFAULT);
+	return false;
+}
+
 int settings_load(const char *path, bool check_files, struct config *ret, struct stock *stock_ret, char *err,
 		  size_t errlen)
 {

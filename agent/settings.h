@@ -24,4 +24,11 @@
 int settings_load(const char *path, bool check_files, struct config *ret, struct stock *stock_ret, char *err,
 		  size_t errlen);
 
+/* Whether there is any configuration at all: the file at path exists, or
+ * the credentials copy in creds_dir (if not NULL) or gna_dir holds
+ * gardener-node-agent's config-<version>.yaml. When there is none, why
+ * receives the one-line reason, naming both and the example. Used by
+ * --config-present (node-agent.service's ExecCondition=) and at start. */
+bool settings_present(const char *path, const char *gna_dir, const char *creds_dir, char *why, size_t whylen);
+
 #endif

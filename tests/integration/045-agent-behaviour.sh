@@ -130,6 +130,62 @@ echo ok >"$S/exec-mode"
 check "--once: 2 for a bad config" [ "$(once "$S/bad.json")" = 2 ]
 config "$S/down.json" '{"apiServer": {"server": "https://127.0.0.1:6999"}}'
 check "--once: 3 when the API server is unreachable" [ "$(once "$S/down.json")" = 3 ]
+# A connection whose packets are dropped (a firewall, systemd's IP filter;
+# here a listener with a full accept queue, which drops the SYNs) times out:
+# the log names the host and what to check.
+python3 - 6998 >"$S/fullq.out" <<-'EOF' &
+import socket, sys, time
+p = int(sys.argv[1])
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", p)); s.listen(0)
+cs = []
+for _ in range(3):
+    c = socket.socket(); c.setblocking(False); c.connect_ex(("127.0.0.1", p)); cs.append(c)
+print("ready", flush=True)
+time.sleep(3600)
+EOF
+on_exit "kill $!"
+wait_for 10 grep -q ready "$S/fullq.out"
+config "$S/dropped.json" '{"apiServer": {"server": "https://127.0.0.1:6998"}}'
+"$AGENT" --root "$ROOT" --config "$S/dropped.json" --once >"$S/dropped.log" 2>&1
+check "--once: 3 when the connection times out" [ $? = 3 ]
+check "  ... and the log names the host and what to check" grep -q \
+	'connection to 127.0.0.1:6998 timed out: check the network path / firewall to the API server' "$S/dropped.log"
+# READY=1 does not wait for the API server (a package upgrade's try-restart
+# and a boot must not hang on it): it comes once the loop runs; STATUS= says
+# there was no contact.
+python3 - "$S/notify0" "$S/notify0.log" <<-'EOF' &
+import socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+s.bind(sys.argv[1])
+with open(sys.argv[2], "a", buffering=1) as log:
+    while True:
+        log.write(s.recv(4096).decode() + "\n")
+EOF
+on_exit "kill $!"
+wait_for 5 test -S "$S/notify0"
+t0=$(date +%s%N)
+NOTIFY_SOCKET=$S/notify0 "$AGENT" --root "$ROOT" --config "$S/dropped.json" >"$S/dropped-daemon.log" 2>&1 &
+pid0=$!
+wait_for 10 grep -qx READY=1 "$S/notify0.log"
+ms=$((($(date +%s%N) - t0) / 1000000))
+check "READY=1 while the API server is unreachable (after $ms ms, < 5000)" grep -qx READY=1 "$S/notify0.log"
+check "  ... STATUS= says there was no API contact" grep -q '^STATUS=.*API contact never' "$S/notify0.log"
+kill $pid0
+wait $pid0
+# No configuration at all: one line naming the file, the stock user data and
+# the example, exit 78 (the unit's RestartPreventExitStatus=), and
+# --config-present (the unit's ExecCondition=) says the same with exit 1.
+"$AGENT" --root "$ROOT" --config "$S/none.json" >"$S/noconf.log" 2>&1
+check "no configuration: exit 78 (EX_CONFIG)" [ $? = 78 ]
+check "  ... one line naming the file, the stock user data and the example" grep -q \
+	"no configuration: neither $S/none.json nor Gardener's stock user data (/var/lib/gardener-node-agent/config-<version>.yaml) exists; write one (example: /etc/node-agent/config.json.example)" \
+	"$S/noconf.log"
+out=$("$AGENT" --config-present --config "$S/none.json" 2>&1)
+rc=$?
+check "--config-present: 1 without configuration ($rc), with the reason" \
+	sh -c '[ "$1" = 1 ] && printf "%s\n" "$2" | grep -q "^no configuration: "' sh "$rc" "$out"
+check "--config-present: 0 with one" "$AGENT" --config-present --config "$CONF"
 kube_secret "$S/v1.yaml" >/dev/null
 
 # --- the daemon, with a stand-in for systemd's notify socket

@@ -41,7 +41,7 @@ stage() {
 		sed 's/^Exec[A-Za-z]*=[-+!@:]*//' | sort -u |
 		while read -r b; do install -D -m 0755 /dev/null "$r$b"; done
 }
-units=(node-agent.service cloud-config-exec.service cloud-config-exec.path cloud-config-exec.timer
+units=(node-agent.service node-agent.path cloud-config-exec.service cloud-config-exec.path cloud-config-exec.timer
 	cloud-config-exec-pull@example.service cloud-config-exec-kubelet-data-volume.service)
 
 # verify_quiet ROOT: rc 0 and no output at all.
@@ -117,6 +117,22 @@ check "gardener-node-init drop-in: ExecStart= reset, then node-agent.service (re
 check_score "$W/plain" node-agent.service "$NA_MAX" "node-agent.service"
 check_score "$W/dropin" node-agent.service "$NA_MAX" "node-agent.service + api-server.conf"
 check_score "$W/plain" cloud-config-exec.service "$EXEC_MAX" "cloud-config-exec.service"
+# A real node (issue 23): the API server is a load balancer's name, so the
+# shipped unit has no address filter (it stays an opt-in drop-in); without
+# configuration the unit is skipped by ExecCondition= and exit 78 is not
+# restarted; READY does not wait for the API server, so TimeoutStartSec is
+# short; node-agent.path starts it when a configuration exists (PathExists=:
+# PathChanged= missed the stock user data written into a new directory).
+check "node-agent.service: no IP address filter (a real node's API server is not on localhost)" \
+	sh -c '! grep -q "^IPAddress" "$1" && grep -qx "IPAddressDeny=any" "$2"' sh \
+	"$U/node-agent.service" "$U/node-agent.service.d/api-server.conf.example"
+check "node-agent.service: ExecCondition=--config-present, RestartPreventExitStatus=78, TimeoutStartSec=90s" \
+	sh -c 'grep -qx "ExecCondition=+/usr/sbin/node-agent --config-present" "$1" &&
+		grep -qx "RestartPreventExitStatus=78" "$1" && grep -qx "TimeoutStartSec=90s" "$1"' sh "$U/node-agent.service"
+check "node-agent.path: PathExists= on config.json, PathExistsGlob= on the stock config-<version>.yaml" \
+	sh -c 'grep -qx "PathExists=/etc/node-agent/config.json" "$1" &&
+		grep -qx "PathExistsGlob=/var/lib/gardener-node-agent/config\*.yaml" "$1" && ! grep -q "^PathChanged" "$1" &&
+		grep -qx "Unit=node-agent.service" "$1"' sh "$U/node-agent.path"
 # The pull unit has network (its purpose) and nothing else: no capability.
 check_score "$W/plain" cloud-config-exec-pull@example.service "$PULL_MAX" \
 	"cloud-config-exec-pull@.service"

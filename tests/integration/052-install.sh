@@ -18,7 +18,7 @@ expected() {
 	[ -e "$TOP/authkeys-cmd/main.c" ] && echo "$p/libexec/node-agent/authkeys-cmd"
 	for m in "$TOP"/man/*.8; do [ -e "$m" ] && echo "$p/share/man/man8/${m##*/}"; done
 	for m in "$TOP"/man/*.5; do [ -e "$m" ] && echo "$p/share/man/man5/${m##*/}"; done
-	for u in node-agent.service cloud-config-exec.service cloud-config-exec.path cloud-config-exec.timer \
+	for u in node-agent.service node-agent.path cloud-config-exec.service cloud-config-exec.path cloud-config-exec.timer \
 		cloud-config-exec-pull@.service cloud-config-exec-kubelet-data-volume.service; do
 		echo "$sysd/$u"
 	done

@@ -74,8 +74,8 @@ for s in preinst postinst prerm postrm; do
 done
 check "postinst: systemd-sysusers before systemd-tmpfiles (the directories' owner exists)" \
 	sh -c "grep -n -e 'systemd-sysusers ' -e 'systemd-tmpfiles ' '$W/ctl/postinst' | head -2 | tr '\n' ' ' | grep -q 'sysusers.*tmpfiles'"
-check "postinst enables node-agent.service, the path and the timer" \
-	sh -c "for u in node-agent.service cloud-config-exec.path cloud-config-exec.timer; do grep -q \"deb-systemd-helper enable '\$u'\" '$W/ctl/postinst' || exit 1; done"
+check "postinst enables node-agent.service, the paths and the timer" \
+	sh -c "for u in node-agent.service node-agent.path cloud-config-exec.path cloud-config-exec.timer; do grep -q \"deb-systemd-helper enable '\$u'\" '$W/ctl/postinst' || exit 1; done"
 check "postinst starts path+timer only on a running system, never node-agent.service" \
 	sh -c "grep -q \"deb-systemd-invoke \\\$_dh_action 'cloud-config-exec.path' 'cloud-config-exec.timer'\" '$W/ctl/postinst' &&
 		! grep -q \"deb-systemd-invoke \\\$_dh_action.*node-agent.service\" '$W/ctl/postinst' &&

@@ -53,7 +53,7 @@ if [ "${1:-}" = --setup ]; then
 	systemctl --root="$R" is-enabled node-agent.service cloud-config-exec.path cloud-config-exec.timer \
 		>"$S/enabled-by-package" 2>&1 || true
 	# node-agent is started after boot, once its token is readable by it.
-	systemctl --root="$R" disable node-agent.service >/dev/null 2>&1
+	systemctl --root="$R" disable node-agent.service node-agent.path >/dev/null 2>&1
 	systemctl --root="$R" enable ssh.service >/dev/null 2>&1
 	install -m 0644 "$S/pki/ca.crt" "$R/etc/node-agent/ca.crt"
 	install -m 0640 "$S/token" "$R/etc/node-agent/token"

@@ -3,7 +3,7 @@
 # (tests/lib/kube-apiserver.py) into DIR with openssl. EC P-256 keys, so it
 # takes well under a second. Files (every key 0600):
 #   ca.crt ca.key                 the cluster CA (the agent's caFile)
-#   server.crt server.key         127.0.0.1 / localhost, signed by ca
+#   server.crt server.key         127.0.0.1 / localhost (+ $MKCERTS_SERVER_SAN), signed by ca
 #   other-ca.crt other-ca.key     a second, unrelated CA
 #   server-other-ca.crt/.key      127.0.0.1 / localhost, signed by other-ca
 #   server-wrong-host.crt/.key    signed by ca, but only for wrong.example.com
@@ -48,7 +48,7 @@ client_ext=("basicConstraints=critical,CA:FALSE" "keyUsage=critical,digitalSigna
 
 ca ca "/CN=node-agent-test-ca"
 ca other-ca "/CN=some-other-ca"
-leaf server ca "/CN=kube-apiserver" "${server_ext[@]}" "subjectAltName=DNS:localhost,IP:127.0.0.1"
+leaf server ca "/CN=kube-apiserver" "${server_ext[@]}" "subjectAltName=DNS:localhost,IP:127.0.0.1${MKCERTS_SERVER_SAN:+,$MKCERTS_SERVER_SAN}"
 leaf server-other-ca other-ca "/CN=kube-apiserver" "${server_ext[@]}" "subjectAltName=DNS:localhost,IP:127.0.0.1"
 leaf server-wrong-host ca "/CN=wrong.example.com" "${server_ext[@]}" "subjectAltName=DNS:wrong.example.com"
 leaf client ca "/O=system:nodes/CN=system:node:$node" "${client_ext[@]}"

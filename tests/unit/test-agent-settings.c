@@ -12,6 +12,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "config.h"
 #include "fsx.h"
@@ -100,6 +103,42 @@ static void files(void **state)
 	config_done(&c);
 }
 
+/* No configuration at all: one reason naming the file, the stock user data
+ * and the example (the unit's ExecCondition= and the exit code 78 at start
+ * use it); either the file or the stock config-<version>.yaml is enough. */
+static void present(void **state)
+{
+	struct scratch *s = *state;
+	char path[160], gna[160], why[1024], want[1200];
+	assert_int_equal(mkdirat(s->fd, "gna", 0700), 0);
+	snprintf(path, sizeof(path), "%s/conf.json", s->path);
+	snprintf(gna, sizeof(gna), "%s/gna", s->path);
+	why[0] = '\0';
+	assert_false(settings_present(path, gna, NULL, why, sizeof(why)));
+	snprintf(want, sizeof(want),
+		 "no configuration: neither %s nor Gardener's stock user data (%s/config-<version>.yaml) exists; "
+		 "write one (example: /etc/node-agent/config.json.example); node-agent.path starts the agent when "
+		 "one appears",
+		 path, gna);
+	assert_string_equal(why, want);
+	/* A missing stock directory is the same. */
+	assert_false(settings_present(path, "/nonexistent/gna", NULL, why, sizeof(why)));
+	/* Something else in the stock directory is not its configuration. */
+	int gfd = openat(s->fd, "gna", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	assert_true(gfd >= 0);
+	assert_true(fsx_write_atomic_at(gfd, "token", "t", 1, 0600, FSX_UID_KEEP, FSX_GID_KEEP, 0) >= 0);
+	assert_false(settings_present(path, gna, NULL, why, sizeof(why)));
+	assert_true(fsx_write_atomic_at(gfd, "config-v1.31.yaml", "x", 1, 0600, FSX_UID_KEEP, FSX_GID_KEEP, 0) >= 0);
+	close(gfd);
+	assert_true(settings_present(path, gna, NULL, why, sizeof(why)));
+	/* ExecCondition= runs before systemd writes the credentials copy:
+	 * CREDENTIALS_DIRECTORY names a directory that is not there yet. */
+	assert_true(settings_present(path, gna, "/nonexistent/creds", why, sizeof(why)));
+	assert_true(settings_present(path, "/nonexistent/gna", NULL, why, sizeof(why)) == false);
+	conf(s, "{}", path);
+	assert_true(settings_present(path, "/nonexistent/gna", NULL, why, sizeof(why)));
+}
+
 static int setup(void **state)
 {
 	return scratch_setup(state, "settings");
@@ -110,6 +149,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(requirements, setup, scratch_teardown),
 		cmocka_unit_test_setup_teardown(files, setup, scratch_teardown),
+		cmocka_unit_test_setup_teardown(present, setup, scratch_teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,367 @@
+#!/bin/bash
+# A real node (issue 23): a Debian 12 VM (tests/lib/vm.sh: its own kernel,
+# systemd 252 as PID 1, unified cgroup v2 with BPF IP filtering) under qemu
+# in this test's private network namespace, one boot for every scenario:
+#  0. no configuration: `systemctl start node-agent` after `apt-get install`
+#     gives one line naming the stock user data and the example, the unit is
+#     skipped (ExecCondition=), not failed, and never restarted;
+#  1. join from stock user data alone: Gardener's files in
+#     /var/lib/gardener-node-agent (config-<version>.yaml naming the API
+#     server BY NAME, api.node-vm.example in the guest's /etc/hosts, cluster
+#     CA, machine name, bootstrap token) and its gardener-node-init.service;
+#     node-agent.path starts the agent when they appear. The API server is
+#     the real kube-apiserver v1.20.2 behind haproxy (TCP mode) on the host
+#     side, the real kube-controller-manager signs CSRs; the test approves
+#     node-agent's CSR as Gardener's approver does. Shown: the Node annotated,
+#     the Lease renewed, the bootstrap token removed, and the IP filter fix
+#     (the shipped unit has none; the same filter in a transient unit is
+#     enforced on this node and times out, so the old unit could not have
+#     reached 10.0.2.2);
+#  6. (part) the package upgraded while the API server is unreachable:
+#     apt-get returns promptly (READY=1 does not wait for API contact) and
+#     the agent was restarted;
+#  4. reboot: the agent comes back, the Lease is renewed again, nothing
+#     unchanged re-applied.
+# Not built here: the real kubelet (2), its health repair (3), the API server
+# restart behind haproxy during an update (5), purge (6). Prints each
+# scenario's time and figures. Heavy: run under flock /work/.heavy.lock.
+# test-timeout: 1800
+source "$TESTS_DIR/lib/common.sh"
+source "$TESTS_DIR/lib/kube.sh"
+source "$TESTS_DIR/lib/realkube.sh"
+source "$TESTS_DIR/lib/vm.sh"
+kube_netns "$@"
+require_root
+vm_require
+rk_require
+command -v haproxy >/dev/null || skip_all "needs haproxy (scripts/install-deps)"
+for t in dpkg-buildpackage dh fakeroot; do
+	command -v "$t" >/dev/null || skip_all "needs $t to build the package (scripts/install-deps)"
+done
+[ -f /usr/share/selinux/devel/Makefile ] || skip_all "needs selinux-policy-dev to build the package"
+if sanitized "$B/cloud-config-exec"; then
+	skip_all "sanitizer build: the booted node runs the package's production build (make check runs this test)"
+fi
+KCM_XZ=${NA_KUBE_SHARED:-$TESTS_DIR/../../shared/kube}/kube-controller-manager.xz
+[ -f "$KCM_XZ" ] || skip_all "no kube-controller-manager ($KCM_XZ)"
+
+S=$(scratch)
+T0=$(date +%s)
+stage_t=$T0
+stage() { # NAME: prints the time of the stage that ended
+	local t
+	t=$(date +%s)
+	echo "# time: $1 $((t - stage_t)) s"
+	stage_t=$t
+}
+API_NAME=api.node-vm.example
+HA_PORT=443
+GUEST_NODE=node
+MACHINE=machine-vm
+CSRS=/apis/certificates.k8s.io/v1/certificatesigningrequests
+ANN=checksum/cloud-config-data
+sha256() { sha256sum "$1" | cut -d' ' -f1; }
+
+# --- the package and the image (built once per run) --------------------------
+source "$TESTS_DIR/lib/deb.sh"
+DEB=$(deb_build 2>"$S/deb-build.log") || { tail -30 "$S/deb-build.log" | sed 's/^/#   /'; fail "the package builds"; finish; exit 1; }
+NEW_DEB=$(deb_repack "$DEB" 9.9.9 "$S") || { fail "repack as 9.9.9"; finish; exit 1; }
+stage "package"
+vm_image || { fail "the VM image builds"; finish; exit 1; }
+stage "image"
+
+# --- the host side: kube-apiserver, kube-controller-manager, haproxy ----------
+export KUBE_NODE=$GUEST_NODE
+export MKCERTS_SERVER_SAN="DNS:$API_NAME"
+rk_start "$S" || { fail "etcd and kube-apiserver start"; finish; exit 1; }
+KCM=$VM_IMAGE_DIR/kube-controller-manager
+[ -x "$KCM" ] || { xz -dc "$KCM_XZ" >"$KCM.tmp" && chmod 0755 "$KCM.tmp" && mv "$KCM.tmp" "$KCM"; }
+cat >"$S/kcm.kubeconfig" <<EOF
+apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "$KUBE_API", certificate-authority: "$KUBE_PKI/ca.crt"}}]
+users: [{name: admin, user: {token: "$RK_ADMIN_TOKEN"}}]
+contexts: [{name: c, context: {cluster: c, user: admin}}]
+current-context: c
+EOF
+"$KCM" --kubeconfig="$S/kcm.kubeconfig" --controllers=csrapproving,csrsigning \
+	--cluster-signing-cert-file="$KUBE_PKI/ca.crt" --cluster-signing-key-file="$KUBE_PKI/ca.key" \
+	--leader-elect=false --bind-address=127.0.0.1 --secure-port=10257 --port=0 \
+	--authentication-skip-lookup=true --logtostderr=true --v=1 >"$S/kcm.log" 2>&1 &
+KCM_PID=$!
+on_exit "kill $KCM_PID; wait $KCM_PID"
+cat >"$S/haproxy.cfg" <<EOF
+global
+	log stdout format raw local0 info
+defaults
+	mode tcp
+	log global
+	option tcplog
+	timeout connect 5s
+	timeout client 1h
+	timeout server 1h
+frontend api
+	bind 127.0.0.1:$HA_PORT
+	default_backend kube
+backend kube
+	server apiserver 127.0.0.1:$RK_API_PORT
+EOF
+ha_start() {
+	haproxy -f "$S/haproxy.cfg" -db >>"$S/haproxy.log" 2>&1 &
+	HA_PID=$!
+	wait_for 10 curl -sk -o /dev/null "https://127.0.0.1:$HA_PORT/version"
+}
+ha_stop() { kill "$HA_PID" 2>/dev/null; wait "$HA_PID" 2>/dev/null; HA_PID=; }
+ha_start
+on_exit 'ha_stop'
+check "kube-apiserver $("$RK_BIN" --version | cut -d' ' -f2), kube-controller-manager $("$KCM" --version | cut -d' ' -f2) and haproxy in TCP mode up" \
+	sh -c "kill -0 $KCM_PID && curl -sf --cacert '$KUBE_PKI/ca.crt' --resolve $API_NAME:$HA_PORT:127.0.0.1 https://$API_NAME:$HA_PORT/version >/dev/null"
+
+# What Gardener provides: the Node (no kubelet in this scenario), the OSC
+# Secret, a bootstrap token with system:node-bootstrapper. node-agent's
+# identity (gardener.cloud:node-agent:machine:<m>, group
+# gardener.cloud:node-agents) is authorized by RBAC here; on a seed
+# Gardener's node-agent authorizer webhook does it.
+printf 'spec:\n  files:\n  - path: /etc/hello\n    permissions: 420\n    content:\n      inline:\n        data: "vm 1"\n' >"$S/v1.yaml"
+setup_ok=true
+rk_node "$GUEST_NODE" || setup_ok=false
+rk_secret kube-system "$KUBE_SECRET" "$S/v1.yaml" || setup_ok=false
+rk_bootstrap_token abcdef 0123456789abcdef || setup_ok=false
+rk_bind "" ClusterRole system:node-bootstrapper \
+	'{"kind":"Group","apiGroup":"rbac.authorization.k8s.io","name":"system:bootstrappers"}' || setup_ok=false
+rk_clusterrole node-agent-vm '[{"apiGroups":[""],"resources":["secrets"],"verbs":["get","watch","list","delete"]},
+	{"apiGroups":[""],"resources":["nodes","nodes/status"],"verbs":["get","watch","list","patch","update"]},
+	{"apiGroups":["coordination.k8s.io"],"resources":["leases"],"verbs":["get","create","update","patch","watch"]},
+	{"apiGroups":[""],"resources":["events"],"verbs":["create","patch"]},
+	{"apiGroups":["certificates.k8s.io"],"resources":["certificatesigningrequests"],"verbs":["create","get","watch","list"]}]' || setup_ok=false
+rk_bind "" ClusterRole node-agent-vm \
+	'{"kind":"Group","apiGroup":"rbac.authorization.k8s.io","name":"gardener.cloud:node-agents"}' || setup_ok=false
+check "Node, OSC Secret, bootstrap token, RBAC in place" $setup_ok
+stage "host side"
+
+# --- boot ---------------------------------------------------------------------
+if ! vm_boot "$S/vm"; then
+	fail "the VM boots to ssh"
+	finish
+	exit 1
+fi
+ok "VM booted to ssh in $VM_BOOT_S s ($(vm_accel | cut -d' ' -f2 | cut -d, -f1))"
+# guest_is CMD WANT: CMD's output, lines joined by spaces, is WANT.
+guest_is() { [ "$(vm_ssh "$1" 2>/dev/null | tr '\n' ' ')" = "$2" ]; }
+check "guest: systemd as PID 1, cgroup v2 ($(vm_ssh 'stat -fc %T /sys/fs/cgroup; uname -r' | tr '\n' ' '))" \
+	guest_is 'cat /proc/1/comm; stat -fc %T /sys/fs/cgroup' 'systemd cgroup2fs '
+stage "boot"
+
+# --- the package, installed by apt as the README says --------------------------
+vm_copy "$DEB" /root/node-agent.deb
+vm_copy "$NEW_DEB" /root/node-agent-new.deb
+t=$(date +%s)
+vm_ssh 'cd /root && DEBIAN_FRONTEND=noninteractive apt-get install -y -q ./node-agent.deb' >"$S/apt.log" 2>&1
+check "apt-get install ./node-agent.deb in the guest ($(($(date +%s) - t)) s)" \
+	guest_is "dpkg-query -W -f '\${Status}\n' node-agent" "install ok installed "
+check "node-agent.service and node-agent.path enabled ($(vm_ssh systemctl is-enabled node-agent.service node-agent.path | tr '\n' ' '))" \
+	test "$(vm_ssh systemctl is-enabled node-agent.service node-agent.path | tr '\n' ' ')" = "enabled enabled "
+# The package enables node-agent.path but does not start it on a running
+# system (an install must not start the agent): start it as the next boot does.
+vm_ssh 'systemctl start node-agent.path'
+stage "install"
+
+# --- scenario 0: no configuration ---------------------------------------------
+vm_ssh 'systemctl start node-agent.service' >/dev/null 2>&1
+sleep 12 # RestartSec=10s: a restart would have come by now
+st=$(vm_ssh 'systemctl show -p ActiveState -p Result -p NRestarts --value node-agent.service' | tr '\n' ' ')
+check "no configuration: node-agent.service skipped (inactive, Result=exec-condition, not failed), never restarted ($st)" \
+	test "$st" = "exec-condition 0 inactive "
+vm_ssh 'journalctl -q --no-pager -u node-agent.service' >"$S/noconf.journal"
+check "  ... one line naming the stock user data and the example" grep -q \
+	"no configuration: neither /etc/node-agent/config.json nor Gardener's stock user data (/var/lib/gardener-node-agent/config-<version>.yaml) exists; write one (example: /etc/node-agent/config.json.example)" \
+	"$S/noconf.journal"
+check "  ... said once, not in a loop ($(grep -c 'no configuration:' "$S/noconf.journal"))" \
+	test "$(grep -c 'no configuration:' "$S/noconf.journal")" = 1
+stage "scenario 0 (no configuration)"
+
+# --- scenario 1: join from stock user data -------------------------------------
+cat >"$S/gna-config.yaml" <<GNA
+apiVersion: nodeagent.config.gardener.cloud/v1alpha1
+kind: NodeAgentConfiguration
+apiServer:
+  server: https://$API_NAME:$HA_PORT
+  caFile: /var/lib/gardener-node-agent/cluster-ca.crt
+controllers:
+  operatingSystemConfig:
+    secretName: $KUBE_SECRET
+    kubernetesVersion: 1.20.2
+GNA
+vm_copy "$S/gna-config.yaml" /root/gna-config.yaml
+vm_copy "$KUBE_PKI/ca.crt" /root/cluster-ca.crt
+vm_copy "$TESTS_DIR/fixtures/units/gardener-node-init.service" /root/gardener-node-init.service
+vm_ssh "echo '10.0.2.2 $API_NAME' >>/etc/hosts"
+# As the user data (cloud-init's write_files) does, then its runcmd enables
+# and starts gardener-node-init.service. The files go in by rename, as a
+# careful writer does.
+t_stock=$(date +%s.%N)
+vm_ssh "set -e
+	install -d -m 0700 /var/lib/gardener-node-agent /var/lib/gardener-node-agent/credentials
+	install -m 0640 /root/cluster-ca.crt /var/lib/gardener-node-agent/cluster-ca.crt
+	printf '$MACHINE\n' >/var/lib/gardener-node-agent/machine-name
+	printf 'abcdef.0123456789abcdef' >/var/lib/gardener-node-agent/credentials/bootstrap-token
+	chmod 0640 /var/lib/gardener-node-agent/machine-name /var/lib/gardener-node-agent/credentials/bootstrap-token
+	printf '#!/bin/sh\ntouch /var/lib/gardener-node-agent/init-sh-ran\nexit 1\n' >/var/lib/gardener-node-agent/init.sh
+	chmod 0755 /var/lib/gardener-node-agent/init.sh
+	install -m 0600 /root/gna-config.yaml /var/lib/gardener-node-agent/.config.tmp
+	mv /var/lib/gardener-node-agent/.config.tmp /var/lib/gardener-node-agent/config-v1.149.3.yaml
+	install -m 0644 /root/gardener-node-init.service /etc/systemd/system/gardener-node-init.service"
+if vm_ssh 'for i in $(seq 100); do [ "$(systemctl show -p NRestarts -p ActiveState --value node-agent.service | tr "\n" " ")" = "0 active " ] && exit 0; sleep 0.2; done; exit 1'; then
+	ok "node-agent.path started the agent when the stock user data appeared ($(awk -v a="$t_stock" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }') s)"
+else
+	fail "node-agent.path started the agent when the stock user data appeared"
+	vm_ssh 'systemctl status --no-pager node-agent.path node-agent.service' 2>&1 | tail -20 | sed 's/^/#   /'
+fi
+vm_ssh 'systemctl daemon-reload && systemctl enable gardener-node-init.service && systemctl start gardener-node-init.service' \
+	>"$S/node-init.log" 2>&1
+check "gardener-node-init.service ran through the package's drop-in (init.sh never ran), node-agent active" \
+	vm_ssh 'for i in $(seq 150); do test ! -e /var/lib/gardener-node-agent/init-sh-ran && systemctl -q is-active node-agent.service && exit 0; sleep 0.2; done; exit 1'
+
+# the approver: node-agent's CSR, approved as Gardener's approver does; the
+# real kube-controller-manager signs it.
+csr_name=
+for ((i = 0; i < 900; i++)); do
+	csr_name=$(rk GET "$CSRS" | jget '" ".join(o["metadata"]["name"] for o in d["items"] if o["metadata"]["name"].startswith("node-agent-csr-") and not o.get("status", {}).get("conditions"))')
+	[ -n "$csr_name" ] && break
+	sleep 0.2
+done
+csr_name=${csr_name%% *}
+t_csr=$(date +%s.%N)
+if [ -n "$csr_name" ]; then
+	ok "node-agent's CSR $csr_name created through haproxy by name ($(awk -v a="$t_stock" -v b="$t_csr" 'BEGIN { printf "%.1f", b - a }') s after the stock user data)"
+	rk GET "$CSRS/$csr_name" >"$S/csr.json"
+	python3 - "$S/csr.json" >"$S/approval.json" <<-'PY'
+	import json, sys
+	o = json.load(open(sys.argv[1]))
+	o.setdefault("status", {})["conditions"] = [{"type": "Approved", "status": "True",
+	    "reason": "RequestApproved", "message": "approved as gardener-resource-manager's node-agent CSR approver does"}]
+	print(json.dumps(o))
+	PY
+	rk PUT "$CSRS/$csr_name/approval" "$(cat "$S/approval.json")" >/dev/null
+	check "CSR approved (PUT .../approval: $RK_CODE)" test "$RK_CODE" = 200
+	for ((i = 0; i < 300; i++)); do
+		[ -n "$(rk GET "$CSRS/$csr_name" | jget 'd.get("status", {}).get("certificate")')" ] && break
+		sleep 0.1
+	done
+	check "kube-controller-manager signed it" test -n "$(rk GET "$CSRS/$csr_name" | jget 'd.get("status", {}).get("certificate")')"
+else
+	fail "node-agent's CSR created within 180 s"
+	vm_ssh 'journalctl -q --no-pager -u node-agent.service' 2>&1 | tail -20 | sed 's/^/#   /'
+fi
+# A restart while the agent waits for its certificate (gardener-node-init's
+# restart right after node-agent.path's start) abandons that CSR and makes a
+# new one (the key is not kept): approve every pending one, as Gardener's
+# approver does, until the Node is annotated.
+approve_pending() {
+	local n
+	for n in $(rk GET "$CSRS" | jget '" ".join(o["metadata"]["name"] for o in d["items"] if o["metadata"]["name"].startswith("node-agent-csr-") and not o.get("status", {}).get("conditions"))'); do
+		rk GET "$CSRS/$n" >"$S/csr-$n.json"
+		python3 - "$S/csr-$n.json" >"$S/approval-$n.json" <<-'PY'
+		import json, sys
+		o = json.load(open(sys.argv[1]))
+		o.setdefault("status", {})["conditions"] = [{"type": "Approved", "status": "True",
+		    "reason": "RequestApproved", "message": "approved as gardener-resource-manager does"}]
+		print(json.dumps(o))
+		PY
+		rk PUT "$CSRS/$n/approval" "$(cat "$S/approval-$n.json")" >/dev/null
+	done
+}
+want=$(sha256 "$S/v1.yaml")
+deadline=$(($(date +%s) + 120))
+while [ "$(date +%s)" -lt "$deadline" ] && [ "$(rk_annotation $ANN)" != "$want" ]; do
+	approve_pending
+	sleep 1
+done
+t_ann=$(now)
+if [ "$(rk_annotation $ANN)" = "$want" ]; then
+	ok "Node annotated: $(awk -v a="$t_stock" -v b="$t_ann" 'BEGIN { printf "%.1f", b - a }') s after the stock user data, $(awk -v a="$T0" -v b="$t_ann" 'BEGIN { printf "%.0f", b - a }') s into the test"
+else
+	fail "Node annotated with the OSC's checksum"
+	vm_ssh 'journalctl -q --no-pager -u node-agent.service -u cloud-config-exec.service' 2>&1 | tail -30 | sed 's/^/#   /'
+fi
+check "/etc/hello written in the guest by cloud-config-exec" test "$(vm_ssh cat /etc/hello 2>/dev/null)" = "vm 1"
+lease() { rk GET "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/gardener-node-agent-$GUEST_NODE" | jget 'd["spec"].get("renewTime", "")'; }
+r1=$(lease)
+check "Lease gardener-node-agent-$GUEST_NODE held ($r1)" test -n "$r1"
+lease_changed() { [ "$(lease)" != "$1" ]; }
+# wait_until SECONDS CMD...: a deadline in time (each try here is a request).
+wait_until() {
+	local d=$(($(date +%s) + $1))
+	shift
+	while [ "$(date +%s)" -lt "$d" ]; do "$@" && return 0; sleep 1; done
+	return 1
+}
+if wait_until 60 lease_changed "$r1"; then
+	ok "Lease renewed ($r1 -> $(lease))"
+else
+	fail "Lease renewed within 60 s"
+fi
+check "the bootstrap token removed once the Node is registered" \
+	vm_ssh 'for i in $(seq 100); do test -e /var/lib/gardener-node-agent/credentials/bootstrap-token || exit 0; sleep 0.3; done; exit 1'
+# The IP filter fix: the shipped unit has no address filter, and the one it
+# had is enforced on this node (a transient unit with it times out on the
+# API server's address), so the old unit could not have reached it.
+check "node-agent.service has no IP address filter ($(vm_ssh systemctl show -p IPAddressDeny --value node-agent.service))" \
+	test -z "$(vm_ssh systemctl show -p IPAddressDeny --value node-agent.service)"
+out=$(vm_ssh "systemd-run -q --wait --pipe -p IPAddressDeny=any -p IPAddressAllow=localhost \
+	curl -s -o /dev/null --connect-timeout 3 -w '%{http_code}' --cacert /var/lib/gardener-node-agent/cluster-ca.crt https://$API_NAME:$HA_PORT/version" 2>&1)
+check "  ... the old filter (IPAddressDeny=any + IPAddressAllow=localhost) is enforced here: the API server unreachable ($out)" \
+	sh -c 'case "$1" in *000*) exit 0 ;; *) exit 1 ;; esac' sh "$out"
+out=$(vm_ssh "curl -s -o /dev/null --connect-timeout 3 -w '%{http_code}' --cacert /var/lib/gardener-node-agent/cluster-ca.crt https://$API_NAME:$HA_PORT/version" 2>&1)
+check "  ... and without it reachable ($out)" test "$out" = 200
+vm_ssh 'journalctl -q --no-pager -u node-agent.service' >"$S/agent.journal"
+echo "# agent: $(grep -o 'ready: configuration loaded.*' "$S/agent.journal" | head -1)"
+echo "# agent: $(grep -o 'first contact with the API server after [0-9]* ms' "$S/agent.journal" | head -1)"
+echo "# agent: $(grep -o 'client certificate issued after [0-9]* ms' "$S/agent.journal" | head -1)"
+echo "# guest memory: $(vm_ssh "free -m | awk '/Mem:/ {print \$3}'") MiB used; qemu RSS $(($(awk '/VmRSS/ {print $2}' /proc/$VM_PID/status) / 1024)) MiB"
+stage "scenario 1 (join from stock user data)"
+
+# --- scenario 6 (part): upgrade while the API server is unreachable ----------
+pid1=$(vm_ssh systemctl show -p MainPID --value node-agent.service)
+ha_stop
+t=$(date +%s.%N)
+VM_SSH_TIMEOUT=300 vm_ssh 'cd /root && DEBIAN_FRONTEND=noninteractive apt-get install -y -q ./node-agent-new.deb' >"$S/upgrade.log" 2>&1
+rc=$?
+up_s=$(awk -v a="$t" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
+pid2=$(vm_ssh systemctl show -p MainPID --value node-agent.service)
+check "upgrade with the API server unreachable: apt-get returned $rc in $up_s s (< 90)" \
+	python3 -c "import sys; sys.exit(not ($rc == 0 and $up_s < 90))"
+restarted() { [ -n "$pid2" ] && [ "$pid2" != 0 ] && [ "$pid1" != "$pid2" ] && guest_is 'systemctl is-active node-agent.service' 'active '; }
+check "  ... the agent restarted and active (pid $pid1 -> $pid2)" restarted
+vm_ssh 'journalctl -q --no-pager -u node-agent.service' >"$S/agent.journal"
+check "  ... and its log names what to check when the connection fails" \
+	grep -qE "connection to $API_NAME:$HA_PORT timed out: check the network path|Failed to connect to $API_NAME port $HA_PORT" "$S/agent.journal"
+ha_start
+stage "scenario 6 part (upgrade, API server down)"
+
+# --- scenario 4: reboot ---------------------------------------------------------
+vm_ssh 'journalctl -q --no-pager -u cloud-config-exec.service | wc -l' >"$S/exec-lines-before"
+r1=$(lease)
+vm_ssh 'systemctl reboot' >/dev/null 2>&1
+sleep 5
+t=$(date +%s.%N)
+if vm_wait_ssh 300; then
+	ok "reboot: ssh back after $(awk -v a="$t" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }') s"
+	if wait_until 120 lease_changed "$r1"; then
+		ok "reboot: Lease renewed $(awk -v a="$t" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }') s after the reboot"
+	else
+		fail "reboot: Lease renewed within 120 s"
+	fi
+	check "reboot: the Node stays annotated" test "$(rk_annotation $ANN)" = "$(sha256 "$S/v1.yaml")"
+	vm_ssh 'journalctl -q -b --no-pager -u cloud-config-exec.service' >"$S/exec-after-reboot"
+	check_not "reboot: nothing unchanged re-applied (no file written by the executor this boot)" \
+		grep -qE 'Wrote (file|unit)|Restarted' "$S/exec-after-reboot"
+else
+	fail "reboot: ssh back within 300 s"
+fi
+stage "scenario 4 (reboot)"
+
+vm_stop
+stage "stop"
+echo "# VM test took $(($(date +%s) - T0)) s"
+finish
