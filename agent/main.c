@@ -140,9 +140,16 @@ static int parse_argv(int argc, char *argv[])
 
 static int run(void)
 {
+	if (arg_present) {
+		char why[1024];
+		if (settings_present(arg.config_path, GNA_DIR_DEFAULT, secure_getenv("CREDENTIALS_DIRECTORY"), why,
+				     sizeof(why)))
+			return 0;
+		fprintf(stderr, "%s\n", why);
+		return 1;
+	}
 	if (arg.check_config)
 		return checkconfig_run(arg.config_path, arg_config_given, arg_service_user);
-static bool arg_present;
 	return agent_run(&arg);
 }
 
