@@ -613,20 +613,10 @@ static int one(const struct images_ctx *ic, int rootfd, const struct osc_file *f
 	 * names fsx_write_atomic_at() uses), renamed over it once complete and
 	 * checked, unless the bytes on disk are the same already. */
 	char tmp[NAME_MAX + 1];
-	_cleanup_close_ int ofd = -1;
-	for (int attempt = 0; ofd < 0; attempt++) {
-		uint64_t rnd;
-		if (getrandom(&rnd, sizeof(rnd), 0) != sizeof(rnd))
-			return negerrno();
-		int n = snprintf(tmp, sizeof(tmp), ".#%.*s.%016llx", 200, base, (unsigned long long)rnd);
-		if (n < 0 || (size_t)n >= sizeof(tmp))
-			return -ENAMETOOLONG;
-		ofd = openat(dfd, tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
-		if (ofd < 0 && (errno != EEXIST || attempt > 16)) {
-			r = negerrno();
-			snprintf(why, why_size, "cannot create a temporary file next to %s: %s", f->path, strerror(-r));
-			return r;
-		}
+	_cleanup_close_ int ofd = fsx_open_temp_at(dfd, base, O_RDWR, tmp);
+	if (ofd < 0) {
+		snprintf(why, why_size, "cannot create a temporary file next to %s: %s", f->path, strerror(-ofd));
+		return ofd;
 	}
 	struct out_file o = { .fd = ofd, .path = f->path };
 	char sum[65];

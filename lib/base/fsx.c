@@ -115,6 +115,24 @@ static int write_all(int fd, const void *data, size_t len)
 	return 0;
 }
 
+int fsx_open_temp_at(int dirfd, const char *name, int access, char tmp[static NAME_MAX + 1])
+{
+	for (int attempt = 0;; attempt++) {
+		uint64_t rnd;
+		if (getrandom(&rnd, sizeof(rnd), 0) != sizeof(rnd))
+			return negerrno();
+		/* ".#<name>.<16 hex>" stays within NAME_MAX for names up to 236 bytes. */
+		int n = snprintf(tmp, NAME_MAX + 1, ".#%.*s.%016llx", 200, name, (unsigned long long)rnd);
+		if (n < 0 || n > NAME_MAX)
+			return -ENAMETOOLONG;
+		int fd = openat(dirfd, tmp, access | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+		if (fd >= 0)
+			return fd;
+		if (errno != EEXIST || attempt > 16)
+			return negerrno();
+	}
+}
+
 int fsx_write_atomic_at(int dirfd, const char *name, const void *data, size_t len, mode_t mode,
 			uid_t uid, gid_t gid, unsigned flags)
 {
@@ -124,19 +142,9 @@ int fsx_write_atomic_at(int dirfd, const char *name, const void *data, size_t le
 		return 0;
 
 	char tmp[NAME_MAX + 1];
-	_cleanup_close_ int fd = -1;
-	for (int attempt = 0; fd < 0; attempt++) {
-		uint64_t rnd;
-		if (getrandom(&rnd, sizeof(rnd), 0) != sizeof(rnd))
-			return negerrno();
-		/* ".#<name>.<16 hex>" stays within NAME_MAX for names up to 236 bytes. */
-		int n = snprintf(tmp, sizeof(tmp), ".#%.*s.%016llx", 200, name, (unsigned long long)rnd);
-		if (n < 0 || (size_t)n >= sizeof(tmp))
-			return -ENAMETOOLONG;
-		fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
-		if (fd < 0 && (errno != EEXIST || attempt > 16))
-			return negerrno();
-	}
+	_cleanup_close_ int fd = fsx_open_temp_at(dirfd, name, O_WRONLY, tmp);
+	if (fd < 0)
+		return fd;
 
 	int r = write_all(fd, data, len);
 	if (r >= 0 && (uid != FSX_UID_KEEP || gid != FSX_GID_KEEP))

@@ -9,6 +9,7 @@
 #ifndef NA_FSX_H
 #define NA_FSX_H
 
+#include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <sys/stat.h>
@@ -43,6 +44,13 @@ int fsx_read_fd(int fd, size_t max, char **ret, size_t *ret_len);
  * opened without following symlinks) below dirfd and reads it as above.
  * O_NONBLOCK keeps a planted FIFO from blocking us; -ELOOP for a symlink. */
 int fsx_read_at(int dirfd, const char *name, size_t max, char **ret, size_t *ret_len);
+
+/* Creates the temporary ".#<name>.<16 random hex>" in dirfd (O_EXCL,
+ * O_NOFOLLOW, mode 0600, access O_WRONLY or O_RDWR), the name
+ * fsx_write_atomic_at() and fsx_temp_target() use; its name goes to tmp.
+ * Returns the fd (the caller closes it, and renames or unlinks tmp), or
+ * -errno. */
+int fsx_open_temp_at(int dirfd, const char *name, int access, char tmp[static NAME_MAX + 1]);
 
 /* Atomically replaces dirfd/name with data: a temporary file in the same
  * directory is written, chowned (unless FSX_*_KEEP), chmodded to mode,
