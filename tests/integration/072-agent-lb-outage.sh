@@ -12,7 +12,7 @@
 # applied within 2 s of the API server being ready again (issue 22.4):
 # checked on the median of the ROUNDS per way, each run within 5 s.
 # ROUNDS outages per way (default 2; ROUNDS=6 for the figures in
-# docs/incoming/issue-22-authorizer.md); prints each delay.
+# docs/testing.md, "API server restart behind a load balancer"); prints each delay.
 # Skips (saying why) without a kube-apiserver binary, etcd or haproxy.
 source "$TESTS_DIR/lib/common.sh"
 source "$TESTS_DIR/lib/kube.sh"
