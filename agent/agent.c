@@ -1108,7 +1108,7 @@ static uint64_t reconcile_step(struct agent *a, uint64_t now, bool can_reconcile
  * configuration is loaded and the loop runs (the first pass), STATUS= when
  * it changed, WATCHDOG=1 when due. Contact with the API server does not gate
  * READY: a package upgrade (postinst try-restart) or a boot must not wait
- * for the network; it is in STATUS= ("API contact never") and /readyz.
+ * for the network; it is in STATUS= ("no API contact yet") and /readyz.
  * Returns the next watchdog deadline (UINT64_MAX: none). */
 static uint64_t tell_manager(struct agent *a, uint64_t now, uint64_t start)
 {
