@@ -66,7 +66,7 @@ if [ -x "$B/node-agent" ]; then
 	check_not "node-agent refuses a missing configuration" "$B/node-agent" --root "$W/root" \
 		--config "$W/missing.json" --once
 	check "journal: node-agent's error, with identifier and priority" \
-		journal_has "MESSAGE=$W/missing.json: No such file or directory|" "PRIORITY=3|" \
+		journal_has "MESSAGE=no configuration: neither $W/missing.json nor Gardener's stock user data" "PRIORITY=3|" \
 		"SYSLOG_IDENTIFIER=node-agent|"
 fi
 
