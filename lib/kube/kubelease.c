@@ -215,6 +215,23 @@ char *kube_lease_body(bool create, const char *name, const char *node_name, cons
 /* Parses obj for an update: a Lease object with metadata.resourceVersion,
  * returned with apiVersion and kind set and metadata.managedFields gone.
  * *meta and *spec are its metadata and spec (spec created when absent). */
+/* At most 64 members, none twice: a Lease's top level, metadata and spec
+ * have about ten. A key given twice would be replaced once and sent twice,
+ * and the API server reads the last of them where kube_lease_parse() reads
+ * the first. */
+static bool members_ok(const cJSON *o)
+{
+	size_t n = 0;
+	for (const cJSON *a = o ? o->child : NULL; a; a = a->next) {
+		if (++n > 64)
+			return false;
+		for (const cJSON *b = a->next; b; b = b->next)
+			if (a->string && b->string && strcmp(a->string, b->string) == 0)
+				return false;
+	}
+	return true;
+}
+
 static int update_frame(const char *obj, size_t len, cJSON **ret, cJSON **meta, cJSON **spec, const char **err)
 {
 	_cleanup_(cJSON_Deletep) cJSON *root = jsonx_parse(obj ? obj : "", obj ? len : 0);
@@ -232,6 +249,8 @@ static int update_frame(const char *obj, size_t len, cJSON **ret, cJSON **meta, 
 	*spec = cJSON_GetObjectItemCaseSensitive(root, "spec");
 	if (*spec && !cJSON_IsNull(*spec) && !cJSON_IsObject(*spec))
 		return jsonx_fail(err, "spec", -EINVAL);
+	if (!members_ok(root) || !members_ok(*meta) || (cJSON_IsObject(*spec) && !members_ok(*spec)))
+		return jsonx_fail(err, "a key twice, or over 64 keys, in the Lease, its metadata or its spec", -EINVAL);
 	cJSON_DeleteItemFromObjectCaseSensitive(*meta, "managedFields");
 	cJSON_DeleteItemFromObjectCaseSensitive(root, "apiVersion");
 	cJSON_DeleteItemFromObjectCaseSensitive(root, "kind");
