@@ -260,6 +260,23 @@ static bool normalise(const char *in_name, size_t n, char *out, size_t size)
 	return true;
 }
 
+/* The entry's name from its tar header h (ustar: prefix, 155 bytes at 345,
+ * "/" and name, 100 bytes at 0), normalised into out. */
+static bool header_name(const unsigned char *h, char *out, size_t size)
+{
+	char full[260];
+	size_t pl = strnlen((const char *)h + 345, 155), nl = strnlen((const char *)h, 100);
+	size_t fl = 0;
+	if (memcmp(h + 257, "ustar", 5) == 0 && pl) {
+		memcpy(full, h + 345, pl);
+		full[pl] = '/';
+		fl = pl + 1;
+	}
+	memcpy(full + fl, h, nl);
+	fl += nl;
+	return normalise(full, fl, out, size);
+}
+
 /* "a/b/.wh.c" hides "a/b/c"; "a/.wh..wh..opq" hides everything below "a". */
 static bool whiteout_hides(const char *name, const char *want)
 {
@@ -367,21 +384,8 @@ int oci_tar_find(const unsigned char *tar, size_t len, const char *path, const u
 			continue;
 		if (have_next_name)
 			memcpy(name, next_name, sizeof(name));
-		else {
-			/* ustar: prefix (155 at 345) + "/" + name (100 at 0) */
-			char full[260];
-			size_t pl = strnlen((const char *)h + 345, 155), nl = strnlen((const char *)h, 100);
-			size_t fl = 0;
-			if (memcmp(h + 257, "ustar", 5) == 0 && pl) {
-				memcpy(full, h + 345, pl);
-				full[pl] = '/';
-				fl = pl + 1;
-			}
-			memcpy(full + fl, h, nl);
-			fl += nl;
-			if (!normalise(full, fl, name, sizeof(name)))
-				return -EINVAL;
-		}
+		else if (!header_name(h, name, sizeof(name)))
+			return -EINVAL;
 		have_next_name = have_next_size = false;
 		if (whiteout_hides(name, want)) {
 			/* hides lower layers, not an entry of this one */
@@ -587,20 +591,8 @@ static int header(struct oci_layer *l)
 		return 0;
 	if (l->have_next_name)
 		memcpy(l->name, l->next_name, sizeof(l->name));
-	else {
-		char full[260];
-		size_t pl = strnlen((const char *)h + 345, 155), nl = strnlen((const char *)h, 100);
-		size_t fl = 0;
-		if (memcmp(h + 257, "ustar", 5) == 0 && pl) {
-			memcpy(full, h + 345, pl);
-			full[pl] = '/';
-			fl = pl + 1;
-		}
-		memcpy(full + fl, h, nl);
-		fl += nl;
-		if (!normalise(full, fl, l->name, sizeof(l->name)))
-			return -EINVAL;
-	}
+	else if (!header_name(h, l->name, sizeof(l->name)))
+		return -EINVAL;
 	l->have_next_name = l->have_next_size = false;
 	if (whiteout_hides(l->name, l->want)) {
 		if (l->found == OCI_ENTRY_ABSENT)
