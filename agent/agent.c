@@ -24,6 +24,7 @@
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <time.h>
 
 #include "agent.h"
 #include "annotate.h"
@@ -558,6 +559,17 @@ static void take_health_repair(struct agent *a)
 	a->dirty = true;
 }
 
+/* A new verdict of cloud-config-exec's containerd probe (its socket is
+ * root's; ctrdprobe.h) goes to the health duty. */
+static void take_probe_verdict(struct agent *a, uint64_t now)
+{
+	struct ctrdhealth v;
+	if (!a->exec.probe_written || execdir_read_probe(&a->exec, a->cfg.exec_state_dir, &v) < 0)
+		return;
+	(void)health_socket_result(&a->health, v.healthy, v.error, (long long)v.checked_at, (long long)time(NULL),
+				   now);
+}
+
 static void reconcile(struct agent *a, uint64_t now)
 {
 	a->dirty = false;
@@ -1041,6 +1053,7 @@ static uint64_t tick_duties(struct agent *a, uint64_t now)
 	next = min_u64(next, conditions_tick(&a->conditions, now));
 	next = min_u64(next, internalip_tick(&a->internalip, now));
 	next = min_u64(next, health_tick(&a->health, now, applied_ok(a)));
+	take_probe_verdict(a, now);
 	take_health_repair(a);
 	/* The local inputs are re-read every LOCAL_RESYNC_MS (or resyncMs if
 	 * shorter): inotify covers result.json; this covers missed events and
@@ -1049,6 +1062,7 @@ static uint64_t tick_duties(struct agent *a, uint64_t now)
 		if (now >= a->next_local_resync) {
 			if (a->next_local_resync) {
 				read_result(a);
+				a->exec.probe_written = true; /* a missed event */
 				refresh_host_keys(a);
 			}
 			a->next_local_resync =

@@ -55,6 +55,8 @@ bool execdir_inotify(struct execdir *x, int inotify_fd, const char *dir)
 			struct inotify_event *ev = (struct inotify_event *)p;
 			if (ev->len > 0 && strcmp(ev->name, EXECDIR_RESULT_FILE) == 0)
 				result = true;
+			if (ev->len > 0 && strcmp(ev->name, CTRDHEALTH_FILE) == 0)
+				x->probe_written = true;
 			/* The directory was removed: its watch is gone, and the
 			 * loop reopens the directory once it is back. */
 			if ((ev->mask & IN_IGNORED) && ev->wd == x->wd)
@@ -101,6 +103,26 @@ int execdir_read(struct execdir *x, const char *dir)
 		return 1;
 	snprintf(x->reported, sizeof(x->reported), "%s", seen);
 	return 2;
+}
+
+int execdir_read_probe(struct execdir *x, const char *dir, struct ctrdhealth *ret)
+{
+	x->probe_written = false;
+	if (x->fd < 0)
+		return -ENOENT;
+	_cleanup_free_ char *data = NULL;
+	size_t len;
+	int r = fsx_read_at(x->fd, CTRDHEALTH_FILE, CTRDHEALTH_MAX, &data, &len);
+	if (r < 0) {
+		if (r != -ENOENT)
+			log_warning_errno(r, "cannot read %s/%s", dir, CTRDHEALTH_FILE);
+		return r;
+	}
+	const char *err = NULL;
+	r = ctrdhealth_parse(data, len, ret, &err);
+	if (r < 0)
+		log_warning_errno(r, "ignoring %s/%s: %s", dir, CTRDHEALTH_FILE, err ? err : "invalid");
+	return r;
 }
 
 void execdir_done(struct execdir *x, int inotify_fd)

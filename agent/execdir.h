@@ -7,6 +7,7 @@
 
 #include <stdbool.h>
 
+#include "ctrdhealth.h"
 #include "result.h"
 
 #define EXECDIR_RESULT_FILE "result.json"
@@ -17,6 +18,8 @@ struct execdir {
 	bool valid;                 /* result holds the last result.json read */
 	struct result result;
 	char reported[96];          /* "checksum/generation/success" last reported */
+	bool probe_written;         /* containerd-health.json written since the
+	                             * last execdir_read_probe() */
 };
 
 /* An execdir with nothing open. */
@@ -41,6 +44,13 @@ bool execdir_inotify(struct execdir *x, int inotify_fd, const char *dir);
  * that was reported before, 2 when it was not (it counts as reported from
  * now on). */
 int execdir_read(struct execdir *x, const char *dir);
+
+/* Reads and parses containerd-health.json (ctrdhealth.h; the verdict of
+ * cloud-config-exec's containerd probe) into *ret and clears
+ * probe_written. Returns 0 when taken, -errno when there is none (no
+ * directory or file: quiet) or it is unreadable or invalid (logged as a
+ * warning). */
+int execdir_read_probe(struct execdir *x, const char *dir, struct ctrdhealth *ret);
 
 /* Closes and frees what x holds. */
 void execdir_done(struct execdir *x, int inotify_fd);

@@ -94,6 +94,13 @@ void health_init(struct health *h, const struct config *cfg, struct http_client 
 		.unit = CONTAINERD_UNIT,
 		.url = cfg->health_containerd_url && *cfg->health_containerd_url ? cfg->health_containerd_url : NULL,
 	};
+	/* No HTTP probe of containerd (the default): the verdicts of
+	 * cloud-config-exec-containerd-probe.service, which can reach the
+	 * socket, stand for gardener-node-agent's Version() call. */
+	h->probe[HEALTH_CONTAINERD].socket = !h->probe[HEALTH_CONTAINERD].url;
+	/* ... and only on a node whose OSC configures containerd (criConfig):
+	 * a node without it has no containerd to restart. */
+	h->probe[HEALTH_CONTAINERD].needs_osc_unit = h->probe[HEALTH_CONTAINERD].socket;
 	for (unsigned i = 0; i < HEALTH_PROBES; i++)
 		h->probe[i].in_osc = in_osc[i];
 	if (h->ready_toggles == 0 || h->ready_toggles > CONFIG_READY_TOGGLES_MAX)
@@ -127,9 +134,10 @@ uint64_t health_tick(struct health *h, uint64_t now, bool active)
 	if (!h->enabled)
 		return UINT64_MAX;
 	uint64_t next = UINT64_MAX;
+	h->active = active;
 	for (unsigned i = 0; i < HEALTH_PROBES; i++) {
 		struct health_probe *p = &h->probe[i];
-		if (!p->url)
+		if (!p->url && !p->socket)
 			continue;
 		if (!active || (p->needs_osc_unit && !p->in_osc)) {
 			/* Not configured (yet), or the apply failed: no verdict
@@ -138,7 +146,7 @@ uint64_t health_tick(struct health *h, uint64_t now, bool active)
 			p->held_logged = false;
 			continue;
 		}
-		if (p->probing)
+		if (p->probing || p->socket)
 			continue;
 		if (now < p->next_at) {
 			next = next < p->next_at ? next : p->next_at;
@@ -183,9 +191,12 @@ static void decide_repair(struct health *h, struct health_probe *p, uint64_t now
 	p->first_failure = now; /* a new spell, as gardener-node-agent resets firstFailure */
 	log_warning("%s unhealthy for more than %s (%s); requesting a restart of %s from cloud-config-exec",
 		    p->name, spell, p->error, p->unit);
-	/* The message of gardener-node-agent's kubelet.go / containerd.go. */
-	emit(h, true, p->name, "%s is unhealthy for more than %s, restarting it. Health check error: %s", p->title,
-	     spell, p->error);
+	/* The messages of gardener-node-agent's kubelet.go and containerd.go. */
+	if (p == &h->probe[HEALTH_CONTAINERD])
+		emit(h, true, p->name, "Containerd is unhealthy for more than %s, restarting it: %s", spell, p->error);
+	else
+		emit(h, true, p->name, "%s is unhealthy for more than %s, restarting it. Health check error: %s",
+		     p->title, spell, p->error);
 }
 
 bool health_request_restart(struct health *h, unsigned which, const char *why, uint64_t now)
@@ -226,18 +237,39 @@ void health_probe_result(struct health *h, struct health_probe *p, bool ok, cons
 		go_duration(h->unhealthy_ms, spell, sizeof(spell));
 		p->failing = true;
 		p->first_failure = now;
-		log_warning("%s is unhealthy: %s at %s (a restart of %s after %s)", p->name, p->error, p->url, p->unit,
-			    spell);
-		emit(h, true, p->name, "%s is unhealthy, health check error: %s", p->title, p->error);
+		log_warning("%s is unhealthy: %s at %s (a restart of %s after %s)", p->name, p->error,
+			    p->url ? p->url : "its socket (cloud-config-exec-containerd-probe)", p->unit, spell);
+		if (p == &h->probe[HEALTH_CONTAINERD])
+			emit(h, true, p->name, "Containerd is unhealthy: %s", p->error);
+		else
+			emit(h, true, p->name, "%s is unhealthy, health check error: %s", p->title, p->error);
 	}
 	if (now - p->first_failure >= h->unhealthy_ms)
 		decide_repair(h, p, now);
+}
+
+bool health_socket_result(struct health *h, bool healthy, const char *why, long long checked_at,
+			  long long wall_now, uint64_t now)
+{
+	struct health_probe *p = &h->probe[HEALTH_CONTAINERD];
+	if (!h->enabled || !p->socket || !h->active || !p->in_osc || checked_at == p->last_checked_at)
+		return false;
+	if (checked_at < wall_now - 3ll * (h->interval_ms / 1000u)) {
+		log_debug("containerd: ignoring the probe's verdict of %lld (stale)", checked_at);
+		return false;
+	}
+	p->last_checked_at = checked_at;
+	health_probe_result(h, p, healthy, why, now);
+	return true;
 }
 
 void health_osc(struct health *h, const struct osc *osc)
 {
 	for (unsigned i = 0; i < HEALTH_PROBES; i++)
 		h->probe[i].in_osc = osc && osc_find_unit(osc, h->probe[i].unit);
+	/* containerd.service is the OS's unit, not the OSC's; the socket probe
+	 * follows the OSC's criConfig. */
+	h->probe[HEALTH_CONTAINERD].in_osc = osc && osc->cri.present;
 }
 
 const char *health_take_repair(struct health *h, char id[static HEALTH_ID_MAX])
@@ -316,7 +348,8 @@ void health_print_config(const struct config *cfg, FILE *f)
 	}
 	const char *k = cfg->health_kubelet_url && *cfg->health_kubelet_url ? cfg->health_kubelet_url : NULL;
 	const char *c = cfg->health_containerd_url && *cfg->health_containerd_url ? cfg->health_containerd_url : NULL;
-	fprintf(f, "health repair: kubelet probe %s, containerd probe %s\n", k ? k : "off", c ? c : "off");
+	fprintf(f, "health repair: kubelet probe %s, containerd probe %s\n", k ? k : "off",
+		c ? c : "its socket (cloud-config-exec-containerd-probe.timer's verdicts)");
 	fprintf(f,
 		"  every %u ms, timeout %u ms; restart after %u ms unhealthy, at most once per unit in %u ms; "
 		"Ready flapping: %u toggles in %u ms\n",

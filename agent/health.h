@@ -20,7 +20,12 @@
  * whose OSC is not applied yet has no kubelet to repair), and the kubelet's
  * only while the OSC has the unit kubelet.service (an OSC without a kubelet
  * is not a Kubernetes worker's). containerd.service is an OS unit, not in
- * the OSC as a rule: its probe runs whenever health.containerdUrl is set.
+ * the OSC as a rule: its HTTP probe runs whenever health.containerdUrl is
+ * set. Without that URL (the default) the containerd probe is the socket
+ * check gardener-node-agent makes (containerd.go: Version()), which
+ * node-agent cannot make (the socket is root's): cloud-config-exec-
+ * containerd-probe.service makes it every 30 s and node-agent takes its
+ * verdicts (health_socket_result()) while the OSC has a criConfig.
  *
  * The kubelet's Ready condition (from the Node watch): every NotReady ->
  * Ready change is a toggle; health.readyToggles toggles within
@@ -60,7 +65,11 @@ struct health_probe {
 	const char *name;           /* "kubelet", "containerd": the Event reason */
 	const char *title;          /* "Kubelet", "Containerd": for messages */
 	const char *unit;           /* what a repair restarts */
-	const char *url;            /* NULL: this probe is off */
+	const char *url;            /* NULL: this probe is off (unless socket) */
+	bool socket;                /* containerd with no URL: verdicts from
+	                             * cloud-config-exec's probe of its socket
+	                             * (health_socket_result()) */
+	long long last_checked_at;  /* socket: the verdict last taken (Unix s) */
 	bool needs_osc_unit;        /* probed only while the OSC has the unit */
 	bool in_osc;                /* the OSC last seen has the unit */
 	struct http_request *req;   /* in flight */
@@ -79,6 +88,7 @@ struct health_probe {
 
 struct health {
 	bool enabled;
+	bool active;                /* the last health_tick()'s active */
 	unsigned interval_ms, timeout_ms, unhealthy_ms, repair_interval_ms;
 	unsigned ready_toggles, ready_window_ms;
 	struct http_client *http;
@@ -115,6 +125,18 @@ uint64_t health_tick(struct health *h, uint64_t now, bool active);
 /* One probe's outcome: ok, or why not. Logs and records Events for the
  * decisions it takes (see above). */
 void health_probe_result(struct health *h, struct health_probe *p, bool ok, const char *why, uint64_t now);
+
+/* A verdict of cloud-config-exec's probe of containerd's socket
+ * (lib/node/ctrdhealth.h; healthy, or why not, checked at checked_at Unix
+ * seconds), which stands for the containerd probe when health.containerdUrl
+ * is "" (the default): taken like an HTTP probe's outcome (thresholds,
+ * Events, repair). Ignored when the duty is off, the containerd URL is set,
+ * the last tick was inactive, the verdict was taken before (same
+ * checked_at), or it is older than wall_now minus three health.intervalMs
+ * (a probe timer that stopped gives no verdict, not a stale one). Returns
+ * true when taken. */
+bool health_socket_result(struct health *h, bool healthy, const char *why, long long checked_at,
+			  long long wall_now, uint64_t now);
 
 /* A repair decided and not yet handed over: copies its id ("health-<unit>-
  * <n>") to id and returns its unit, and marks it handed over (the caller

@@ -16,6 +16,7 @@
 #include "confine.h"
 #include "containerd.h"
 #include "criconfig.h"
+#include "ctrdprobe.h"
 #include "fsx.h"
 #include "gnaconfig.h"
 #include "images.h"
@@ -55,6 +56,8 @@ static void help(void)
 	       "  kubelet-data-volume  format the disk of gardener-node-agent's\n"
 	       "                     bootstrap.kubeletDataVolumeSize as ext4 KUBEDEV and mount it\n"
 	       "                     on /var/lib/kubelet (cloud-config-exec-kubelet-data-volume.service)\n"
+	       "  probe-containerd   ask containerd for its version over its socket and write the\n"
+	       "                     verdict for node-agent (cloud-config-exec-containerd-probe.service)\n"
 	       "\n"
 	       "Options:\n"
 	       "  --root DIR         prefix every path on the node with DIR (implies --no-systemd)\n"
@@ -65,8 +68,8 @@ static void help(void)
 	       "  --job-timeout-ms N deadline for each systemd job (default %u)\n"
 	       "  --log TARGET       auto, journal, stderr or both (default auto)\n"
 	       "  --no-seccomp       do not install the seccomp filter (debugging only)\n"
-	       "  --containerd-address SOCKET  containerd's socket for image files\n"
-	       "                     (default " IMAGES_ADDRESS_DEFAULT ")\n"
+	       "  --containerd-address SOCKET  containerd's socket for image files and\n"
+	       "                     probe-containerd (default " IMAGES_ADDRESS_DEFAULT ")\n"
 	       "  --data-volume-allow-loop  kubelet-data-volume also takes loop devices (tests)\n"
 	       "  -h --help          show this help\n"
 	       "     --version       show the version\n"
@@ -165,7 +168,8 @@ static int parse_argv(int argc, char *argv[])
 		arg_verb = argv[optind++];
 	bool needs_file = strcmp(arg_verb, "apply") == 0 || strcmp(arg_verb, "check") == 0;
 	if (strcmp(arg_verb, "apply-desired") != 0 && strcmp(arg_verb, "keys") != 0 &&
-	    strcmp(arg_verb, "status") != 0 && strcmp(arg_verb, "kubelet-data-volume") != 0 && !needs_file) {
+	    strcmp(arg_verb, "status") != 0 && strcmp(arg_verb, "kubelet-data-volume") != 0 &&
+	    strcmp(arg_verb, "probe-containerd") != 0 && !needs_file) {
 		fprintf(stderr, "cloud-config-exec: unknown verb '%s' (see --help)\n", arg_verb);
 		return -EINVAL;
 	}
@@ -221,6 +225,14 @@ static int run(void)
 	 * the filter denies and would inherit it. */
 	if (strcmp(arg_verb, "kubelet-data-volume") == 0)
 		return datavol_format(arg_root, rootfd, gna_dir, arg_allow_loop) < 0 ? APPLY_EXIT_FAILED : APPLY_EXIT_OK;
+	/* Its own unit too (ctrdprobe.h): no bus, only the socket; ctr runs
+	 * under the executor's filter as in an apply. */
+	const char *address = arg_containerd_address ? arg_containerd_address : IMAGES_ADDRESS_DEFAULT;
+	if (strcmp(arg_verb, "probe-containerd") == 0) {
+		if (!arg_no_seccomp && confine_install() < 0)
+			return APPLY_EXIT_FAILED;
+		return ctrdprobe_run(rootfd, cfg->exec_state_dir, address) < 0 ? APPLY_EXIT_FAILED : APPLY_EXIT_OK;
+	}
 	_cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
 	if (!arg_no_systemd && (!scratch || arg_systemd) && !readonly && strcmp(arg_verb, "keys") != 0) {
 		r = sd_bus_open_system(&bus);
@@ -241,7 +253,6 @@ static int run(void)
 	/* Without systemd, the puller keeps the network the executor gives
 	 * up; with it, cloud-config-exec-pull@.service pulls (images.h). */
 	_cleanup_close_ int puller_fd = -1;
-	const char *address = arg_containerd_address ? arg_containerd_address : IMAGES_ADDRESS_DEFAULT;
 	if (!bus && (strcmp(arg_verb, "apply") == 0 || strcmp(arg_verb, "apply-desired") == 0)) {
 		_cleanup_free_ char *hosts_dir = NULL;
 		if (asprintf(&hosts_dir, "%s%s", scratch ? arg_root : "", CRI_CERTS_DIR) < 0)
