@@ -254,7 +254,9 @@ bool health_socket_result(struct health *h, bool healthy, const char *why, long 
 	struct health_probe *p = &h->probe[HEALTH_CONTAINERD];
 	if (!h->enabled || !p->socket || !h->active || !p->in_osc || checked_at == p->last_checked_at)
 		return false;
-	if (checked_at < wall_now - 3ll * (h->interval_ms / 1000u)) {
+	/* Three intervals, at least 2 s (checkedAt has whole seconds). */
+	long long stale_s = 3ll * h->interval_ms / 1000 < 2 ? 2 : 3ll * h->interval_ms / 1000;
+	if (checked_at < wall_now - stale_s) {
 		log_debug("containerd: ignoring the probe's verdict of %lld (stale)", checked_at);
 		return false;
 	}

@@ -132,7 +132,7 @@ void health_probe_result(struct health *h, struct health_probe *p, bool ok, cons
  * is "" (the default): taken like an HTTP probe's outcome (thresholds,
  * Events, repair). Ignored when the duty is off, the containerd URL is set,
  * the last tick was inactive, the verdict was taken before (same
- * checked_at), or it is older than wall_now minus three health.intervalMs
+ * checked_at), or it is older than wall_now minus three health.intervalMs (at least 2 s)
  * (a probe timer that stopped gives no verdict, not a stale one). Returns
  * true when taken. */
 bool health_socket_result(struct health *h, bool healthy, const char *why, long long checked_at,

@@ -97,7 +97,7 @@ agent_config "$AGENT_CONF" '{"events": {"enabled": true},
 	           "readyToggles": 3, "readyWindowMs": 60000}}'
 out=$("$AGENT" --config "$AGENT_CONF" --check-config 2>&1)
 check "--check-config shows the health settings" \
-	grep -q "health repair: kubelet probe http://127.0.0.1:10248/healthz, containerd probe off" <<<"$out"
+	grep -q "health repair: kubelet probe http://127.0.0.1:10248/healthz, containerd probe its socket (cloud-config-exec-containerd-probe.timer's verdicts)" <<<"$out"
 
 exec_loop_start
 t=$(now)
@@ -192,6 +192,54 @@ ready True
 check "3 Ready toggles in the window: a Warning Event" \
 	wait_for 20 ev_has '["Warning", "kubelet", "Kubelet toggled between NotReady and Ready at least 3 times in a 1m0s time window. Rebooting the node might help"]'
 check "  ... logged" wait_log "kubelet toggled between NotReady and Ready 3 times within 1m0s" "$mark" 5
+
+# Issue 25 item 7: containerd's socket probe (cloud-config-exec probe-
+# containerd, 076) writes containerd-health.json into the executor's state
+# directory; with a criConfig in the OSC the agent takes its verdicts as
+# gardener-node-agent takes Version()'s: Events with containerd.go's texts,
+# a restart of containerd.service after unhealthyMs. Verdicts are written
+# here by hand every 0.5 s (the timer's 30 s, shortened).
+osc v3 >"$W/v3.yaml"
+printf '  criConfig:\n    name: containerd\n' >>"$W/v3.yaml"
+t=$(kube_secret "$W/v3.yaml" | jget "d['t']")
+kube_wait_annotation checksum/cloud-config-data "$(sha256 "$W/v3.yaml")" "$t" 30 >/dev/null
+check "an OSC with a criConfig is applied" test $? -eq 0
+VERDICT=$ROOT/var/lib/cloud-config-exec/containerd-health.json
+verdicts() { # verdicts HEALTHY: a fresh one every 0.5 s until killed
+	while :; do
+		if [ "$1" = true ]; then
+			printf '{"version": 1, "healthy": true, "checkedAt": %s, "serverVersion": "1.6.20~ds1"}\n' "$(date +%s)"
+		else
+			printf '{"version": 1, "healthy": false, "checkedAt": %s, "error": "ctr version at /run/containerd/containerd.sock failed"}\n' "$(date +%s)"
+		fi >"$VERDICT.tmp" && mv "$VERDICT.tmp" "$VERDICT"
+		sleep 0.5
+	done
+}
+mark=$(log_mark)
+verdicts false &
+VPID=$!
+on_exit "kill $VPID 2>/dev/null"
+has_ctrd_request() { [[ "$(restart_id)" == health-containerd.service-* ]]; }
+check "socket verdicts unhealthy: a restart request for containerd.service" wait_for 30 has_ctrd_request
+check "  ... for containerd.service only" [ "$(restart_units)" = '["containerd.service"]' ]
+idc=$(restart_id)
+executed_c() { [ "$(result_field "d.get('restartId')")" = "$idc" ]; }
+check "  ... the executor carried it out" wait_for 20 executed_c
+check "  ... logged, naming the socket probe" \
+	wait_log "containerd is unhealthy: ctr version at /run/containerd/containerd.sock failed at its socket" "$mark" 5
+check "  ... Event: Containerd is unhealthy (containerd.go's text)" \
+	wait_for 20 ev_has '["Warning", "containerd", "Containerd is unhealthy: ctr version at /run/containerd/containerd.sock failed"]'
+check "  ... Event: restarting it" \
+	wait_for 20 ev_has '["Warning", "containerd", "Containerd is unhealthy for more than 2s, restarting it: ctr version at /run/containerd/containerd.sock failed"]'
+check "  ... held back afterwards (never a restart loop)" \
+	wait_log "not restarting containerd.service again for another" "$mark" 10
+check "  ... one restart request" [ "$(restart_id)" = "$idc" ]
+kill $VPID; wait $VPID 2>/dev/null
+verdicts true &
+VPID=$!
+on_exit "kill $VPID 2>/dev/null"
+check "healthy verdicts: Event Containerd is healthy" wait_for 20 ev_has '["Normal", "containerd", "Containerd is healthy"]'
+kill $VPID; wait $VPID 2>/dev/null
 
 [ "$_fail" -eq 0 ] || dump_logs
 finish

@@ -269,6 +269,71 @@ static void containerd_and_start_failure(void **state)
 	fixture_free(f);
 }
 
+/* Without health.containerdUrl (the default), cloud-config-exec's probe of
+ * containerd's socket stands for gardener-node-agent's Version() call
+ * (containerd.go): its texts, one minute, one restart per repair interval;
+ * only while the OSC has a criConfig, the tick is active, the verdict is
+ * new and not stale. */
+static void containerd_socket(void **state)
+{
+	const char *json = "{\"health\": {\"intervalMs\": 30000, \"unhealthyMs\": 60000, "
+			   "\"repairIntervalMs\": 600000}}";
+	struct fixture *f = fixture_new(json);
+	struct health_probe *c = &f->h.probe[HEALTH_CONTAINERD];
+	char id[HEALTH_ID_MAX];
+	long long wall = 1764170000;
+	assert_true(c->socket);
+	assert_null(c->url);
+	/* The fixture's OSC has no criConfig: no verdict taken. */
+	health_tick(&f->h, 1000, true);
+	assert_int_equal(f->starts[HEALTH_CONTAINERD], 0); /* never an HTTP probe */
+	assert_false(health_socket_result(&f->h, false, "x", wall, wall, 1000));
+	set_osc(f, "spec:\n  criConfig:\n    name: containerd\n  units:\n  - name: kubelet.service\n"
+		   "    content: \"[Service]\\nExecStart=/bin/true\\n\"\n");
+	/* Inactive (the last apply failed): not taken either. */
+	health_tick(&f->h, 1000, false);
+	assert_false(health_socket_result(&f->h, false, "x", wall, wall, 1000));
+	health_tick(&f->h, 1000, true);
+	/* Stale: older than three intervals. */
+	assert_false(health_socket_result(&f->h, false, "x", wall - 91, wall, 1000));
+	assert_true(health_socket_result(&f->h, true, "", wall, wall, 1000));
+	assert_int_equal(f->ev.n, 0);
+	/* The same verdict read again is not a second one. */
+	assert_false(health_socket_result(&f->h, true, "", wall, wall, 1000));
+
+	/* Unhealthy at 0 s, 30 s: an Event, no restart; at 60 s: restart. */
+	const char *why = "ctr version at /run/containerd/containerd.sock failed";
+	assert_true(health_socket_result(&f->h, false, why, wall + 30, wall + 30, 31000));
+	assert_int_equal(f->ev.n, 1);
+	assert_string_equal(event(f, 0)->reason, "containerd");
+	assert_true(event(f, 0)->warning);
+	char want[256];
+	snprintf(want, sizeof(want), "Containerd is unhealthy: %s", why);
+	assert_string_equal(event(f, 0)->message, want);
+	assert_true(health_socket_result(&f->h, false, why, wall + 60, wall + 60, 61000));
+	assert_null(health_take_repair(&f->h, id));
+	assert_true(health_socket_result(&f->h, false, why, wall + 90, wall + 90, 91000));
+	assert_int_equal(f->ev.n, 2);
+	snprintf(want, sizeof(want), "Containerd is unhealthy for more than 1m0s, restarting it: %s", why);
+	assert_string_equal(event(f, 1)->message, want);
+	const char *unit = health_take_repair(&f->h, id);
+	assert_non_null(unit);
+	assert_string_equal(unit, "containerd.service");
+	/* Still unhealthy: never a restart loop, one per repairIntervalMs. */
+	for (long long t = 120; t <= 600; t += 30)
+		health_socket_result(&f->h, false, why, wall + t, wall + t, (uint64_t)t * 1000 + 1000);
+	assert_null(health_take_repair(&f->h, id));
+	health_socket_result(&f->h, false, why, wall + 720, wall + 720, 721000);
+	assert_non_null(health_take_repair(&f->h, id));
+	/* Healthy again: gardener-node-agent's Normal Event. */
+	size_t n = f->ev.n;
+	health_socket_result(&f->h, true, "", wall + 750, wall + 750, 751000);
+	assert_int_equal(f->ev.n, n + 1);
+	assert_false(event(f, n)->warning);
+	assert_string_equal(event(f, n)->message, "Containerd is healthy");
+	fixture_free(f);
+}
+
 static void ready_flapping(void **state)
 {
 	struct fixture *f = fixture_new(base_config); /* 3 toggles in 20 s */
@@ -499,6 +564,7 @@ int main(void)
 		cmocka_unit_test(interval_and_inactive),
 		cmocka_unit_test(repair_after_threshold_and_limit),
 		cmocka_unit_test(containerd_and_start_failure),
+		cmocka_unit_test(containerd_socket),
 		cmocka_unit_test(ready_flapping),
 		cmocka_unit_test(config_loopback_only),
 		cmocka_unit_test(print_config),
