@@ -11,7 +11,7 @@
 # After installing on a live system (not into a DESTDIR):
 #   systemd-sysusers && systemd-tmpfiles --create node-agent.conf
 #   systemctl daemon-reload && systemctl enable --now node-agent.service \
-#       cloud-config-exec.path cloud-config-exec.timer
+#       cloud-config-exec.path cloud-config-exec.timer cloud-config-exec-containerd-probe.timer
 #   systemctl reload ssh
 
 INSTALL ?= install

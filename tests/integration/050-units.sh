@@ -118,6 +118,12 @@ check "gardener-node-init drop-in: ExecStart= reset, then node-agent.service (re
 check_score "$W/plain" node-agent.service "$NA_MAX" "node-agent.service"
 check_score "$W/dropin" node-agent.service "$NA_MAX" "node-agent.service + api-server.conf"
 check_score "$W/plain" cloud-config-exec.service "$EXEC_MAX" "cloud-config-exec.service"
+# The containerd probe (issue 25): root for the socket, nothing else (0.7).
+check_score "$W/plain" cloud-config-exec-containerd-probe.service 10 "cloud-config-exec-containerd-probe.service"
+check "the containerd probe: no capability, no network, every 30 s" \
+	sh -c 'grep -qx "CapabilityBoundingSet=" "$1" && grep -qx PrivateNetwork=yes "$1" &&
+		grep -qx RestrictAddressFamilies=AF_UNIX "$1" && grep -qx "OnUnitActiveSec=30s" "$2"' sh \
+	"$U/cloud-config-exec-containerd-probe.service" "$U/cloud-config-exec-containerd-probe.timer"
 # A real node (issue 23): the API server is a load balancer's name, so the
 # shipped unit has no address filter (it stays an opt-in drop-in); without
 # configuration the unit is skipped by ExecCondition= and exit 78 is not
