@@ -387,9 +387,9 @@ static int parse_content(struct ctx *c, const struct ynode *content, const char 
 	char w[128];
 	char q[YTREE_QUOTE_MAX * 4 + 8];
 
-	/* A secretRef names another Secret in kube-system (gardenlet resolves
+	/* A secretRef names another Secret in kube-system. gardenlet resolves
 	 * it into inline content for every shoot but self-hosted ones, whose
-	 * gardener-node-agent GETs it itself: gardener/gardener
+	 * gardener-node-agent GETs it itself (gardener/gardener
 	 * pkg/nodeagent/controller/operatingsystemconfig/reconciler.go,
 	 * getFileContentData). Only described here; see OSC_SOURCE_SECRET. */
 	const struct ynode *sref;

@@ -46,10 +46,10 @@ enum osc_file_source {
 	                             * only described here: cloud-config-exec's images
 	                             * step (cloud-config-exec/images.h) copies it. */
 	OSC_SOURCE_SECRET,          /* content.secretRef: data[dataKey] of a Secret in the
-	                             * OSC's namespace, kube-system (gardener/gardener
+	                             * OSC's namespace, kube-system; gardener/gardener
 	                             * pkg/apis/extensions/v1alpha1/types_operatingsystemconfig.go
-	                             * FileContentSecretRef). node-agent reads it
-	                             * (agent/secretfiles.h) and hands the bytes over in
+	                             * FileContentSecretRef. node-agent reads it
+	                             * (agent/secretref.h) and hands the bytes over in
 	                             * desired.json; the executor puts them into content
 	                             * (cloud-config-exec/secretfiles.h). */
 };
