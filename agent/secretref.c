@@ -203,6 +203,10 @@ uint64_t secretref_tick(struct secretref *s, uint64_t now)
 			if (r >= 0)
 				continue;
 			e->next_at = now + SECRETREF_RETRY_MS;
+			if (!e->answered) { /* the desired state waits no longer */
+				e->answered = true;
+				s->changed = true;
+			}
 			log_debug_errno(r, "files from a Secret: cannot read Secret %s yet", e->secret);
 		}
 		next = e->next_at < next ? e->next_at : next;
