@@ -8,7 +8,7 @@
 # a Secret that is missing fails that file alone (result.json: step files,
 # naming it; the Node is not annotated with the new checksum; the other files
 # apply; what is on disk stays) until it appears; a Secret deleted later
-# leaves the last good bytes on disk and fails the run.
+# leaves the last good bytes on disk and fails the run. About 25 s.
 source "$TESTS_DIR/lib/common.sh"
 source "$TESTS_DIR/lib/kube.sh"
 source "$TESTS_DIR/lib/agent.sh"
@@ -115,8 +115,11 @@ check "  ... the other files apply (the inline file, the secretRef file whose Se
 check "  ... the file is not written" [ ! -e "$ROOT/etc/pki/b.key" ]
 check "  ... the Node is not annotated with the new checksum" [ "$(kube_annotation $ANN)" = "$sum1" ]
 
-# The Secret appears: read on the agent's retry, then applied and annotated.
+# The Secret appears: read again at once when the OSC Secret is delivered
+# (without that, on the agent's retry every 10 s: test-agent-secretref),
+# then applied and annotated.
 secret late-secret tls.key "key v1"
+touch_osc "$W/v2.yaml" 1
 check "once the Secret exists, the file is written and the Node annotated" \
 	annotated $ANN "$sum2" "$T2" 25
 check "  ... its bytes, 0600 (permissions not given)" \
