@@ -135,5 +135,8 @@ check "  ... and leaves its last good bytes on disk" content_is etc/pki/a.crt "c
 check "  ... the agent logged it once, naming the file, the Secret and the key" \
 	[ "$(grep -c 'files from a Secret: /etc/pki/a.crt from Secret kube-system/etcd-ca key "ca.crt": the Secret does not exist (404)' "$S/agent.log")" = 1 ]
 
+check_not "no sanitizer report in the agent's or the executor's log" \
+	grep -qE 'AddressSanitizer|LeakSanitizer|runtime error' "$S/agent.log" "$S/exec.log"
+
 [ "$_fail" -eq 0 ] || dump_logs
 finish
