@@ -60,6 +60,7 @@
 #include "nodefind.h"
 #include "stock.h"
 #include "strx.h"
+#include "secretref.h"
 #include "tokensync.h"
 #include "watch.h"
 
@@ -80,6 +81,7 @@ struct agent {
 	struct watch node;
 	struct creds creds;         /* client certificate through the CSR API */
 	struct tokensync tokens;    /* token sync (tokensync.c) */
+	struct secretref secretref; /* files from a Secret (secretref.h) */
 	struct nodefind nodefind;   /* the Node by the hostname label (nodefind.c) */
 	struct hostname host;       /* the hostname, followed (hostname.c) */
 	bool node_follows_host;     /* node.name is the hostname or was found by its label */
@@ -182,6 +184,7 @@ static void notify_status(struct agent *a, uint64_t now)
 struct agent_doc {
 	struct desired d;
 	struct desired_token *tokens;
+	struct desired_secret_file *secret_files;
 	char kb_ca[PATH_MAX];
 	char kb_token[PATH_MAX];
 };
@@ -203,6 +206,13 @@ static int doc_fill(struct agent *a, struct agent_doc *doc, char *osc, size_t os
 	if (tokensync_desired(&a->tokens, &doc->tokens, &doc->d.n_tokens) < 0)
 		return -ENOMEM;
 	doc->d.tokens = doc->tokens;
+	doc->secret_files = NULL;
+	if (secretref_desired(&a->secretref, osc, osc_len, checksum, a->cfg.state_dir, a->cfg.node_name,
+			      &doc->secret_files, &doc->d.n_secret_files) < 0) {
+		free(doc->tokens);
+		return -ENOMEM;
+	}
+	doc->d.secret_files = doc->secret_files;
 	/* The kubelet's bootstrap kubeconfig, until the Node is registered. */
 	if (stock_kubelet_paths(&a->cfg, doc->kb_ca, sizeof(doc->kb_ca), doc->kb_token, sizeof(doc->kb_token))) {
 		doc->d.kb_server = a->cfg.server;
@@ -217,6 +227,8 @@ static void doc_done(struct agent_doc *doc)
 {
 	free(doc->tokens);
 	doc->tokens = NULL;
+	free(doc->secret_files);
+	doc->secret_files = NULL;
 }
 
 /* The desired state for osc (NUL-terminated), generation 0, as written. */
@@ -235,6 +247,10 @@ static int format_desired(struct agent *a, char *osc, size_t osc_len, const char
 static int write_desired(struct agent *a, uint64_t now)
 {
 	if (!a->good.osc)
+		return 0;
+	/* The Secrets of a new OSC's secretRef files are read first, rather
+	 * than failing those files for a moment (secretref.h). */
+	if (secretref_pending(&a->secretref) && strcmp(a->secretref.checksum, a->good.checksum) == 0)
 		return 0;
 	/* A change that would restart units may wait for the Node's
 	 * reconciliation delay (rollout.h); meanwhile the OSC in force is
@@ -401,8 +417,14 @@ static void on_secret(struct agent *a, enum kube_event_type type, const struct k
 		.error = a->last_error,
 		.errlen = sizeof(a->last_error),
 	};
-	if (oscsecret_take(&a->good, s, &env) > 0)
+	if (oscsecret_take(&a->good, s, &env) > 0) {
 		a->dirty = true;
+		int r = secretref_follow(&a->secretref, a->good.osc, a->good.osc_len, a->good.checksum,
+					 a->cfg.state_dir, a->cfg.node_name);
+		if (r < 0)
+			log_error_errno(r, "cannot follow the files from a Secret of OSC %.12s", a->good.checksum);
+	} else
+		secretref_refresh(&a->secretref); /* delivered again: the Secrets are read again */
 }
 
 /* ---- Node ------------------------------------------------------------------ */
@@ -653,6 +675,7 @@ static int start_watches(struct agent *a)
 	if (r < 0)
 		return log_error_errno(r, "cannot set up the client certificate");
 	tokensync_attach(&a->tokens, &a->http);
+	secretref_attach(&a->secretref, &a->http);
 	a->http.observe = metrics_observe;
 	a->http.observe_data = &a->metrics;
 	r = watch_init(&a->secret, &a->http, KUBE_KIND_SECRET, a->cfg.secret_namespace, a->cfg.secret_name,
@@ -700,6 +723,7 @@ static void stop_watches(struct agent *a)
 	nodefind_done(&a->nodefind);
 	creds_done(&a->creds);
 	tokensync_attach(&a->tokens, NULL);
+	secretref_attach(&a->secretref, NULL);
 	lease_done(&a->lease);
 	serial_done(&a->serial);
 	events_done(&a->events);
@@ -775,6 +799,7 @@ static void agent_free(struct agent *a)
 	stock_done(&a->stock);
 	gnaconfig_done(&a->gna_followed);
 	tokensync_done(&a->tokens);
+	secretref_done(&a->secretref);
 	annotate_done(&a->annotate);
 	nodereq_done(&a->req);
 	handover_done(&a->handover);
@@ -1045,6 +1070,11 @@ static uint64_t tick_duties(struct agent *a, uint64_t now)
 	next = min_u64(next, tokensync_tick(&a->tokens, now));
 	if (a->tokens.changed) {
 		a->tokens.changed = false;
+		a->dirty = true;
+	}
+	next = min_u64(next, secretref_tick(&a->secretref, now));
+	if (a->secretref.changed) {
+		a->secretref.changed = false;
 		a->dirty = true;
 	}
 	next = min_u64(next, lease_tick(&a->lease, now));

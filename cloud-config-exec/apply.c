@@ -40,6 +40,7 @@
 #include "revoke.h"
 #include "sshkeys.h"
 #include "tokens.h"
+#include "secretfiles.h"
 #include "state.h"
 #include "status.h"
 #include "units.h"
@@ -383,6 +384,15 @@ int apply_osc(const struct apply_ctx *c, const char *osc, size_t len, const stru
 		return fail_result(statefd, &res, "validate", msg);
 	}
 
+	/* The bytes of the files from a Secret (secretfiles.h); one without
+	 * is reported at the end. */
+	r = secretfiles_resolve(new, d);
+	if (r == -ENOMEM)
+		return fail_result(statefd, &res, "files", "out of memory");
+	_cleanup_free_ char *secret_error = NULL;
+	if (r > 0 && secretfiles_describe_missing(new, &secret_error) < 0)
+		return fail_result(statefd, &res, "files", "out of memory");
+
 	if (same_as_last && st.progress_checksum[0] && strcmp(st.progress_checksum, res.checksum) == 0) {
 		/* Crashed after last-applied was replaced: the apply had finished. */
 		st.progress_checksum[0] = '\0';
@@ -665,6 +675,14 @@ int apply_osc(const struct apply_ctx *c, const char *osc, size_t len, const stru
 		check_units(c, new, &res);
 		int x = fail_result(statefd, &res, "containerd",
 				    cri_error ? cri_error : "containerd's configuration was not written (see the journal)");
+		res.changed_units = NULL;
+		result_done_units_ready(&res);
+		return x;
+	}
+	if (secret_error) {
+		res.changed_units = changed_units;
+		check_units(c, new, &res);
+		int x = fail_result(statefd, &res, "files", secret_error);
 		res.changed_units = NULL;
 		result_done_units_ready(&res);
 		return x;

@@ -145,6 +145,19 @@ static int check_kubelet(const struct desired *d, const struct bounds *b, char *
 	return 0;
 }
 
+static int check_secret_files(const struct desired *d, const struct bounds *b, char *err, size_t err_size)
+{
+	for (size_t i = 0; i < d->n_secret_files; i++) {
+		char field[48];
+		snprintf(field, sizeof(field), "secretFiles[%zu].path", i);
+		const char *path = d->secret_files[i].path;
+		const struct osc_file *f = b->osc ? osc_find_file(b->osc, path) : NULL;
+		if (!f || f->source != OSC_SOURCE_SECRET)
+			return refuse(err, err_size, field, path, "not a file the OSC takes from a Secret (content.secretRef)");
+	}
+	return 0;
+}
+
 static int check_restart(const struct desired *d, char *err, size_t err_size)
 {
 	size_t i = 0;
@@ -169,6 +182,8 @@ int bounds_check(const struct desired *d, const struct bounds *b, char *err, siz
 	int r = check_kubelet(d, b, err, err_size);
 	if (r >= 0)
 		r = check_tokens(d, b, err, err_size);
+	if (r >= 0)
+		r = check_secret_files(d, b, err, err_size);
 	if (r >= 0)
 		r = check_restart(d, err, err_size);
 	return r;

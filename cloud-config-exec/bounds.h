@@ -34,6 +34,12 @@
  *                               (/etc/passwd, shadow, group, gshadow and
  *                               their "-" backups, subuid, subgid, sudoers,
  *                               sudoers.d), even when the OSC names it;
+ *   secretFiles[].path          only a path that the OSC being applied
+ *                               names as a content.secretRef file (after the
+ *                               node filter): root takes bytes from node-agent
+ *                               for exactly the files whose bytes the OSC says
+ *                               come from a Secret, and for no other path
+ *                               (the file's mode and owner are the OSC's);
  *   restart.units[]             only valid unit names that can be restarted
  *                               (desired_parse() checks the names; a template
  *                               "a@.service" is no unit and is refused here).

@@ -83,6 +83,10 @@ static bool file_same(const struct osc_file *a, const struct osc_file *b)
 		return false;
 	if (a->source == OSC_SOURCE_IMAGE)
 		return strcmp(a->image, b->image) == 0 && strcmp(a->path_in_image, b->path_in_image) == 0;
+	/* A file from a Secret: the reference here; a change of the Secret's
+	 * bytes shows as the write of the file (files_apply()'s list). */
+	if (a->source == OSC_SOURCE_SECRET)
+		return strcmp(a->secret_name, b->secret_name) == 0 && strcmp(a->secret_key, b->secret_key) == 0;
 	return a->content_len == b->content_len &&
 	       (a->content_len == 0 || memcmp(a->content, b->content, a->content_len) == 0);
 }
@@ -218,6 +222,14 @@ int files_apply(int rootfd, const struct osc *new, const struct files_plan *plan
 				   "File '%s' comes from image '%s' (path '%s'): copied out of the image through "
 				   "containerd by the images step",
 				   f->path, f->image, f->path_in_image);
+			continue;
+		}
+		if (f->source == OSC_SOURCE_SECRET && !f->secret_resolved) {
+			/* Its Secret was not read: the last content stays; the
+			 * run reports it (secretfiles.h). */
+			log_fields(LOG_ERR, LOG_FIELDS(ffield),
+				   "File %s not written: node-agent did not hand over key '%s' of Secret kube-system/%s",
+				   f->path, f->secret_key, f->secret_name);
 			continue;
 		}
 		const char *name;
@@ -386,6 +398,11 @@ int files_check(int rootfd, const struct osc *new, const struct files_plan *plan
 		if (f->source == OSC_SOURCE_IMAGE) {
 			printf("image   %s: from image '%s' (path '%s'), copied out by the images step when it differs\n",
 			       f->path, f->image, f->path_in_image);
+			continue;
+		}
+		if (f->source == OSC_SOURCE_SECRET && !f->secret_resolved) {
+			printf("secret  %s: from Secret kube-system/%s key '%s', not at hand here\n", f->path,
+			       f->secret_name, f->secret_key);
 			continue;
 		}
 		int r = file_differs(rootfd, &new->files[i]);

@@ -225,7 +225,7 @@ static int format_records(const struct recs *r, char **ret, size_t *ret_len)
 static const struct osc_file *find_file(const struct osc *osc, const char *path)
 {
 	for (size_t i = 0; osc && path && i < osc->n_files; i++)
-		if (strcmp(osc->files[i].path, path) == 0 && osc->files[i].source != OSC_SOURCE_IMAGE)
+		if (strcmp(osc->files[i].path, path) == 0 && osc->files[i].source == OSC_SOURCE_INLINE)
 			return &osc->files[i];
 	return NULL;
 }

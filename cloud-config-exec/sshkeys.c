@@ -155,16 +155,19 @@ static const struct osc_file *find_osc_file(const struct osc *osc, const char *p
 	return NULL;
 }
 
-/* A key source given as an image file (content.imageRef) has no bytes here:
- * it is refused (logged), not read as an empty key list. */
+/* A key source given as an image file (content.imageRef) or as a file from
+ * a Secret (content.secretRef) has no bytes from the OSC itself: it is
+ * refused (logged), not read as an empty key list. */
 static int refuse_image_source(const struct osc_file *f, char *why, size_t why_size)
 {
-	snprintf(why, why_size, "key source %s rejected: it comes from image '%s'", f->path, f->image);
+	const char *from = f->source == OSC_SOURCE_IMAGE ? "image" : "Secret";
+	const char *what = f->source == OSC_SOURCE_IMAGE ? f->image : f->secret_name;
+	snprintf(why, why_size, "key source %s rejected: it comes from %s '%s'", f->path, from, what);
 	char ffield[1100];
 	snprintf(ffield, sizeof(ffield), "FILE=%s", f->path);
 	return log_fields_errno(LOG_ERR, -EINVAL, LOG_FIELDS(ffield),
-				"Key source %s rejected: it comes from image '%s', whose files are not read here",
-				f->path, f->image);
+				"Key source %s rejected: it comes from %s '%s', whose files are not key sources here",
+				f->path, from, what);
 }
 
 enum doc_kind { DOC_GARDENER, DOC_OSC, DOC_ANNOTATION };
@@ -532,7 +535,7 @@ int sshkeys_apply(int rootfd, const char *root, const struct config *cfg, const 
 		have_source = true;
 		if (!wants_get(&w, cfg->login_user, true))
 			return log_error_errno(-ENOMEM, "Out of memory");
-		r = gf->source == OSC_SOURCE_IMAGE ? refuse_image_source(gf, why, sizeof(why))
+		r = gf->source != OSC_SOURCE_INLINE ? refuse_image_source(gf, why, sizeof(why))
 						   : collect_gardener_file(gf, cfg, in, &w, why, sizeof(why));
 		if (r == -ENOMEM)
 			return log_error_errno(r, "Out of memory");
@@ -543,7 +546,7 @@ int sshkeys_apply(int rootfd, const char *root, const struct config *cfg, const 
 		have_source = true;
 		if (!wants_get(&w, cfg->login_user, true))
 			return log_error_errno(-ENOMEM, "Out of memory");
-		r = df->source == OSC_SOURCE_IMAGE
+		r = df->source != OSC_SOURCE_INLINE
 			    ? refuse_image_source(df, why, sizeof(why))
 			    : collect_document(df->path, (const char *)df->content, df->content_len, cfg, in, DOC_OSC, &w,
 					       why, sizeof(why));

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "b64.h"
 #include "cleanup.h"
 #include "desired.h"
 #include "fsx.h"
@@ -69,6 +70,18 @@ static int check(const struct desired *d, const char **err)
 			if (strcmp(d->tokens[k].path, d->tokens[i].path) == 0)
 				return jsonx_fail(err, "tokens[].path: given twice", -EINVAL);
 	}
+	if (d->n_secret_files > DESIRED_SECRET_FILES_MAX)
+		return jsonx_fail(err, "secretFiles: more than DESIRED_SECRET_FILES_MAX", -EMSGSIZE);
+	for (size_t i = 0; i < d->n_secret_files; i++) {
+		const struct desired_secret_file *f = &d->secret_files[i];
+		if (!f->path || !fsx_path_is_safe(f->path, PATH_MAX))
+			return jsonx_fail(err, "secretFiles[].path: not an absolute normalised path", -EINVAL);
+		if ((!f->data && f->len) || f->len > DESIRED_SECRET_FILE_MAX)
+			return jsonx_fail(err, "secretFiles[].data: larger than DESIRED_SECRET_FILE_MAX", -EMSGSIZE);
+		for (size_t k = 0; k < i; k++)
+			if (strcmp(d->secret_files[k].path, f->path) == 0)
+				return jsonx_fail(err, "secretFiles[].path: given twice", -EINVAL);
+	}
 	if (!d->restart_id != !d->restart_units)
 		return jsonx_fail(err, "restart: id and units go together", -EINVAL);
 	if (d->restart_id) {
@@ -127,6 +140,23 @@ int desired_format(const struct desired *d, char **ret, size_t *ret_len)
 				return -ENOMEM;
 		}
 	}
+	if (d->n_secret_files) {
+		cJSON *arr = cJSON_AddArrayToObject(root, "secretFiles");
+		if (!arr)
+			return -ENOMEM;
+		for (size_t i = 0; i < d->n_secret_files; i++) {
+			cJSON *o = cJSON_CreateObject();
+			if (!o || !cJSON_AddItemToArray(arr, o)) {
+				cJSON_Delete(o);
+				return -ENOMEM;
+			}
+			_cleanup_free_ char *b = b64_encode(d->secret_files[i].data ? d->secret_files[i].data : (const void *)"",
+							     d->secret_files[i].len, false);
+			if (!b || !cJSON_AddStringToObject(o, "path", d->secret_files[i].path) ||
+			    !cJSON_AddStringToObject(o, "data", b))
+				return -ENOMEM;
+		}
+	}
 	if (d->kb_server) {
 		cJSON *kb = cJSON_AddObjectToObject(root, "kubeletBootstrap");
 		if (!kb || !cJSON_AddStringToObject(kb, "server", d->kb_server) ||
@@ -152,8 +182,9 @@ int desired_format(const struct desired *d, char **ret, size_t *ret_len)
 }
 
 static const char *const top_keys[] = { "version", "checksum", "generation", "sshAccess", "osc",
-					"keyDocument", "restart", "kubeletBootstrap", "tokens", NULL };
+					"keyDocument", "restart", "kubeletBootstrap", "tokens", "secretFiles", NULL };
 static const char *const token_keys[] = { "path", "token", NULL };
+static const char *const secret_file_keys[] = { "path", "data", NULL };
 static const char *const kb_keys[] = { "server", "caFile", "tokenFile", "nodeRegistered", NULL };
 static const char *const restart_keys[] = { "id", "units", NULL };
 
@@ -259,6 +290,36 @@ int desired_parse(const char *data, size_t len, struct desired *ret, const char 
 				return jsonx_fail(err, "out of memory", -ENOMEM);
 		}
 	}
+	const cJSON *sfs = cJSON_GetObjectItemCaseSensitive(root, "secretFiles");
+	if (sfs) {
+		if (!cJSON_IsArray(sfs))
+			return jsonx_fail(err, "secretFiles: not an array", -EINVAL);
+		int n = cJSON_GetArraySize(sfs);
+		if (n > (int)DESIRED_SECRET_FILES_MAX)
+			return jsonx_fail(err, "secretFiles: more than DESIRED_SECRET_FILES_MAX", -EMSGSIZE);
+		if (n > 0 && !(d.secret_files = calloc((size_t)n, sizeof(*d.secret_files))))
+			return jsonx_fail(err, "out of memory", -ENOMEM);
+		const cJSON *t;
+		cJSON_ArrayForEach(t, sfs)
+		{
+			if (!cJSON_IsObject(t) || jsonx_check_keys(t, secret_file_keys, NULL) < 0)
+				return jsonx_fail(err, "secretFiles[]: not an object of path and data", -EINVAL);
+			const cJSON *p = cJSON_GetObjectItemCaseSensitive(t, "path");
+			const cJSON *v = cJSON_GetObjectItemCaseSensitive(t, "data");
+			if (!cJSON_IsString(p) || !cJSON_IsString(v))
+				return jsonx_fail(err, "secretFiles[]: path or data missing or not a string", -EINVAL);
+			struct desired_secret_file *f = &d.secret_files[d.n_secret_files++];
+			if (take_string(p, &f->path) < 0)
+				return jsonx_fail(err, "out of memory", -ENOMEM);
+			r = b64_decode(v->valuestring, strlen(v->valuestring), DESIRED_SECRET_FILE_MAX, 0, &f->data, &f->len);
+			if (r == -ENOMEM)
+				return jsonx_fail(err, "out of memory", r);
+			if (r == -EMSGSIZE)
+				return jsonx_fail(err, "secretFiles[].data: larger than DESIRED_SECRET_FILE_MAX", r);
+			if (r < 0)
+				return jsonx_fail(err, "secretFiles[].data: not canonical base64", -EINVAL);
+		}
+	}
 	const cJSON *kb = cJSON_GetObjectItemCaseSensitive(root, "kubeletBootstrap");
 	if (kb) {
 		if (!cJSON_IsObject(kb))
@@ -304,5 +365,13 @@ void desired_done(struct desired *d)
 		}
 	}
 	free(d->tokens);
+	for (size_t i = 0; i < d->n_secret_files; i++) {
+		free(d->secret_files[i].path);
+		if (d->secret_files[i].data) {
+			explicit_bzero(d->secret_files[i].data, d->secret_files[i].len);
+			free(d->secret_files[i].data);
+		}
+	}
+	free(d->secret_files);
 	memset(d, 0, sizeof(*d));
 }

@@ -15,6 +15,10 @@
  *    "restart": {"id": "<opaque>", "units": ["a.service", ...]} | absent,
  *    "tokens": [{"path": "/abs", "token": "..."}] | absent, token sync: the
  *                        executor writes each token to its path (0640) when it differs
+ *    "secretFiles": [{"path": "/abs", "data": "<base64>"}] | absent, the bytes of
+ *                        the OSC's content.secretRef files node-agent read
+ *                        (agent/secretfiles.h); a secretRef file without an
+ *                        entry is one whose Secret could not be read
  *    "kubeletBootstrap": {"server": "https://...", "caFile": "/abs", "tokenFile": "/abs",
  *                         "nodeRegistered": bool} | absent,
  *                        the kubelet's bootstrap kubeconfig (cloud-config-exec/kubelet.c):
@@ -35,7 +39,8 @@
  * executor (cloud-config-exec/bounds.h: the stock bootstrap token and CA
  * files only, token paths only those the OSC's gardener-node-agent
  * configuration names and never in the executor's state, unit directories
- * or account databases, restarts only of units), since node-agent, which
+ * or account databases, secretFiles only for the OSC's own secretRef
+ * files, restarts only of units), since node-agent, which
  * writes this document, is not trusted by root beyond the OSC itself.
  *
  * Pure functions: no I/O, no logging. */
@@ -54,10 +59,20 @@
 #define DESIRED_GENERATION_MAX ((UINT64_C(1) << 53) - 1)
 #define DESIRED_TOKENS_MAX 64
 #define DESIRED_TOKEN_MAX (64u << 10)
+/* secretFiles: at most one per OSC file; each at most a Secret's size
+ * (Kubernetes refuses a Secret over 1 MiB: MaxSecretSize). */
+#define DESIRED_SECRET_FILES_MAX 256
+#define DESIRED_SECRET_FILE_MAX (1u << 20)
 
 struct desired_token {
 	char *path;                 /* absolute, normalised */
 	char *token;                /* no NUL, at most DESIRED_TOKEN_MAX bytes */
+};
+
+struct desired_secret_file {
+	char *path;                 /* absolute, normalised */
+	unsigned char *data;        /* the file's bytes (may contain NUL), NUL after len */
+	size_t len;                 /* at most DESIRED_SECRET_FILE_MAX */
 };
 
 struct desired {
@@ -74,6 +89,8 @@ struct desired {
 	bool kb_node_registered;    /* kubeletBootstrap.nodeRegistered */
 	struct desired_token *tokens; /* token sync; NULL when none */
 	size_t n_tokens;
+	struct desired_secret_file *secret_files; /* NULL when none; paths distinct */
+	size_t n_secret_files;
 	uint64_t generation;
 };
 

@@ -274,6 +274,8 @@ static void file_free(struct osc_file *f)
 	free(f->content);
 	free(f->image);
 	free(f->path_in_image);
+	free(f->secret_name);
+	free(f->secret_key);
 	memset(f, 0, sizeof(*f));
 }
 
@@ -322,26 +324,77 @@ static int parse_image_ref(struct ctx *c, const struct ynode *ref, const char *w
 	return 0;
 }
 
+/* content.secretRef: name and dataKey are validated and kept; the bytes
+ * come from elsewhere (see enum osc_file_source). */
+static int parse_secret_ref(struct ctx *c, const struct ynode *ref, const char *where, struct osc_file *f)
+{
+	const struct ynode *name, *key;
+	char q[YTREE_QUOTE_MAX * 4 + 8];
+	int r;
+
+	if ((r = get_str(c, ref, where, "name", true, &name)) < 0)
+		return r;
+	if (strlen(name->value) != name->len || !osc_secret_name_is_valid(name->value))
+		return fail(c, -EINVAL, "%s.name: '%s' is not a Secret name (a DNS subdomain name) (line %zu)", where,
+			    ytree_quote(q, sizeof(q), name->value, name->len), name->line);
+	if ((r = get_str(c, ref, where, "dataKey", true, &key)) < 0)
+		return r;
+	if (strlen(key->value) != key->len || !osc_secret_key_is_valid(key->value))
+		return fail(c, -EINVAL, "%s.dataKey: '%s' is not a Secret data key (line %zu)", where,
+			    ytree_quote(q, sizeof(q), key->value, key->len), key->line);
+	f->secret_name = strdup(name->value);
+	f->secret_key = strdup(key->value);
+	f->content = calloc(1, 1);
+	if (!f->secret_name || !f->secret_key || !f->content)
+		return fail(c, -ENOMEM, "out of memory");
+	f->content_len = 0;
+	f->source = OSC_SOURCE_SECRET;
+	return 0;
+}
+
+bool osc_secret_name_is_valid(const char *name)
+{
+	size_t n = strnlen(name, OSC_SECRET_NAME_MAX + 1);
+	if (n == 0 || n > OSC_SECRET_NAME_MAX)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		char ch = name[i];
+		bool alnum = (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9');
+		if (!alnum && ((ch != '-' && ch != '.') || i == 0 || i == n - 1))
+			return false;
+	}
+	return true;
+}
+
+bool osc_secret_key_is_valid(const char *key)
+{
+	size_t n = strnlen(key, OSC_SECRET_NAME_MAX + 1);
+	if (n == 0 || n > OSC_SECRET_NAME_MAX || strcmp(key, ".") == 0 || strcmp(key, "..") == 0)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		char ch = key[i];
+		if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '-' ||
+		      ch == '.' || ch == '_'))
+			return false;
+	}
+	return true;
+}
+
 static int parse_content(struct ctx *c, const struct ynode *content, const char *where, struct osc_file *f)
 {
-	const struct ynode *inl, *other, *image_ref;
+	const struct ynode *inl, *image_ref;
 	int r;
 	char w[128];
 	char q[YTREE_QUOTE_MAX * 4 + 8];
 
 	/* A secretRef names another Secret in kube-system. gardenlet resolves
 	 * it into inline content for every shoot but self-hosted ones, whose
-	 * gardener-node-agent then GETs that Secret itself. node-agent is
-	 * authorised to read the OSC Secret only, and guessing an empty file
-	 * instead would break the node silently, so the OSC is refused. */
-	if ((r = map_get(c, content, where, "secretRef", &other)) < 0)
+	 * gardener-node-agent GETs it itself (gardener/gardener
+	 * pkg/nodeagent/controller/operatingsystemconfig/reconciler.go,
+	 * getFileContentData). Only described here; see OSC_SOURCE_SECRET. */
+	const struct ynode *sref;
+	if ((r = get_node(c, content, where, "secretRef", Y_MAP, &sref)) < 0)
 		return r;
-	if (other)
-		return fail(c, -EINVAL,
-			    "%s.secretRef: not supported on this node (the agent reads no other Secret; "
-			    "only inline content and imageRef; line %zu)",
-			    where, other->line);
-
 	int tu;
 	if ((r = get_bool(c, content, where, "transmitUnencoded", &tu)) < 0)
 		return r;
@@ -354,6 +407,13 @@ static int parse_content(struct ctx *c, const struct ynode *content, const char 
 	if (inl && image_ref)
 		return fail(c, -EINVAL, "%s: both inline and imageRef given (line %zu); exactly one is allowed", where,
 			    image_ref->line);
+	if (sref && (inl || image_ref))
+		return fail(c, -EINVAL, "%s: secretRef given with %s (line %zu); exactly one is allowed", where,
+			    inl ? "inline" : "imageRef", sref->line);
+	if (sref) {
+		snprintf(w, sizeof(w), "%s.secretRef", where);
+		return parse_secret_ref(c, sref, w, f);
+	}
 	if (image_ref) {
 		snprintf(w, sizeof(w), "%s.imageRef", where);
 		return parse_image_ref(c, image_ref, w, f);

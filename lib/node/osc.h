@@ -25,6 +25,7 @@
 #define OSC_PATH_MAX 1024
 #define OSC_UNIT_CONTENT_MAX (256u << 10)
 #define OSC_ERROR_MAX 512
+#define OSC_SECRET_NAME_MAX 253       /* secretRef.name, secretRef.dataKey: Kubernetes' limits */
 #define OSC_IMAGE_MAX 512             /* bytes of an imageRef.image reference */
 #define OSC_YAML_EVENTS_MAX (1u << 18) /* libyaml events (nodes) in one document */
 #define OSC_YAML_DEPTH_MAX 64         /* nesting of mappings and sequences */
@@ -44,6 +45,13 @@ enum osc_file_source {
 	                             * copies the file out (kubelet, gardener-node-agent);
 	                             * only described here: cloud-config-exec's images
 	                             * step (cloud-config-exec/images.h) copies it. */
+	OSC_SOURCE_SECRET,          /* content.secretRef: data[dataKey] of a Secret in the
+	                             * OSC's namespace, kube-system; gardener/gardener
+	                             * pkg/apis/extensions/v1alpha1/types_operatingsystemconfig.go
+	                             * FileContentSecretRef. node-agent reads it
+	                             * (agent/secretref.h) and hands the bytes over in
+	                             * desired.json; the executor puts them into content
+	                             * (cloud-config-exec/secretfiles.h). */
 };
 
 struct osc_file {
@@ -59,6 +67,13 @@ struct osc_file {
 	                             * bytes of printable ASCII, no space); INLINE: NULL */
 	char *path_in_image;        /* IMAGE: filePathInImage, absolute and normalised like
 	                             * path (fsx_path_is_safe); INLINE: NULL */
+	char *secret_name;          /* SECRET: secretRef.name, a DNS subdomain name
+	                             * (osc_secret_name_is_valid()); else NULL */
+	char *secret_key;           /* SECRET: secretRef.dataKey, a Secret data key
+	                             * (osc_secret_key_is_valid()); else NULL */
+	bool secret_resolved;       /* SECRET: content holds the Secret's bytes (set by the
+	                             * executor only; osc_parse() leaves it false with
+	                             * content empty) */
 };
 
 struct osc_dropin {
@@ -206,10 +221,13 @@ int osc_parse(const char *data, size_t len, const char *forbidden_prefix, struct
  *       space; filePathInImage required, checked like path (but not against
  *       forbidden_prefix: it names a path inside the image). The file is
  *       kept in the model with empty content; nothing here pulls images.
- *    content.secretRef is rejected: it names another Secret in kube-system,
- *    which only self-hosted shoots leave unresolved (gardenlet inlines it for
- *    every other shoot) and which the agent is neither authorised nor built
- *    to read. Two files with the same path are an error.
+ *     - content.secretRef.{name, dataKey} (source SECRET): name a DNS
+ *       subdomain name (lowercase, at most 253 bytes), dataKey a Secret
+ *       data key ([-._a-zA-Z0-9]+, at most 253 bytes, not "." or ".."),
+ *       both required. Only self-hosted shoots keep these (gardenlet
+ *       inlines them for every other shoot); the file is kept with empty
+ *       content, its bytes come from desired.json.
+ *    Two files with the same path are an error.
  *  - spec.units[] and status.extensionUnits[] (unit names unique within each
  *    list), merged by name exactly like gardener-node-agent's mergeUnits():
  *    a later entry overwrites enable/command/content when it sets them and
@@ -243,6 +261,15 @@ const struct osc_unit *osc_find_unit(const struct osc *osc, const char *name);
  * non-empty prefix not starting with "@", and one of the suffixes .service
  * .socket .target .timer .path .mount .automount .slice .scope .swap .device. */
 bool osc_unit_name_is_valid(const char *name);
+
+/* A secretRef.name: a DNS subdomain name as Kubernetes names Secrets
+ * (at most OSC_SECRET_NAME_MAX bytes of [a-z0-9.-], alphanumeric at both
+ * ends). Also what keeps it a single safe URL path component. */
+bool osc_secret_name_is_valid(const char *name);
+
+/* A secretRef.dataKey: a key of a Secret's data ([-._a-zA-Z0-9]+, at most
+ * OSC_SECRET_NAME_MAX bytes, not "." or "..", as Kubernetes validates it). */
+bool osc_secret_key_is_valid(const char *key);
 
 /* True for a drop-in file name the OSC may carry: one path component of
  * [A-Za-z0-9._@:+,=~-], at most 255 bytes, not starting with ".", ending in

@@ -118,7 +118,8 @@ static bool file_eq(const struct osc_file *a, const struct osc_file *b)
 		return !a && !b;
 	return a->mode == b->mode && a->source == b->source && a->content_len == b->content_len &&
 	       memcmp(a->content, b->content, a->content_len) == 0 && str_eq(a->image, b->image) &&
-	       str_eq(a->path_in_image, b->path_in_image);
+	       str_eq(a->path_in_image, b->path_in_image) && str_eq(a->secret_name, b->secret_name) &&
+	       str_eq(a->secret_key, b->secret_key);
 }
 
 /* A non-exempt unit of osc listing path in filePaths, or NULL. */

@@ -34,6 +34,18 @@ static bool str_equal(const char *a, const char *b)
 	return (!a && !b) || (a && b && strcmp(a, b) == 0);
 }
 
+static bool secret_files_equal(const struct desired *a, const struct desired *b)
+{
+	if (a->n_secret_files != b->n_secret_files)
+		return false;
+	for (size_t i = 0; i < a->n_secret_files; i++) {
+		const struct desired_secret_file *x = &a->secret_files[i], *y = &b->secret_files[i];
+		if (strcmp(x->path, y->path) != 0 || x->len != y->len || (x->len && memcmp(x->data, y->data, x->len) != 0))
+			return false;
+	}
+	return true;
+}
+
 static void desired_round_trip(const char *data, size_t size)
 {
 	struct desired d;
@@ -64,7 +76,7 @@ static void desired_round_trip(const char *data, size_t size)
 	if (strcmp(d.checksum, e.checksum) != 0 || d.osc_len != e.osc_len || memcmp(d.osc, e.osc, d.osc_len) != 0 ||
 	    !str_equal(d.key_document, e.key_document) || d.ssh_access != e.ssh_access ||
 	    !str_equal(d.restart_id, e.restart_id) || !strv_equal(d.restart_units, e.restart_units) ||
-	    d.generation != e.generation)
+	    d.generation != e.generation || !secret_files_equal(&d, &e))
 		abort();
 	char *again = NULL;
 	if (desired_format(&e, &again, NULL) < 0 || strcmp(again, out) != 0)

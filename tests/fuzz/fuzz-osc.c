@@ -114,7 +114,14 @@ static void check(const struct osc *o)
 			for (const char *p = f->image; *p; p++)
 				if ((unsigned char)*p <= 0x20 || (unsigned char)*p >= 0x7f)
 					abort();
-		} else if (f->source != OSC_SOURCE_INLINE || f->image || f->path_in_image) {
+		} else if (f->source == OSC_SOURCE_SECRET) {
+			/* the name goes into a URL path as it stands */
+			if (f->content_len != 0 || f->secret_resolved || f->image || !f->secret_name || !f->secret_key ||
+			    !osc_secret_name_is_valid(f->secret_name) || !osc_secret_key_is_valid(f->secret_key) ||
+			    strchr(f->secret_name, '/') || strchr(f->secret_name, '%') || strchr(f->secret_name, '?'))
+				abort();
+		} else if (f->source != OSC_SOURCE_INLINE || f->image || f->path_in_image || f->secret_name ||
+			   f->secret_key) {
 			abort();
 		}
 	}

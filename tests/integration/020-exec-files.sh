@@ -237,8 +237,9 @@ check "dropping the image files applies (exit 0)" test $? -eq 0
 check "a dropped image file the OS image provided is not removed" test "$gna_before" = "$(stat -c '%i %a %s %y' "$IR/opt/bin/gardener-node-agent")"
 printf 'spec:\n  files:\n  - {path: /etc/x, content: {secretRef: {name: s, dataKey: k}}}\n' >"$I/secret.yaml"
 cce "$IR" apply "$I/secret.yaml" 2>"$I/secret.log"
-check "secretRef still rejects the OSC (exit 1)" test $? -eq 1
-check "  ... naming the field" grep -q "spec.files\[0\].content.secretRef: not supported" "$I/secret.log"
+check "a secretRef file without its bytes (apply FILE: no desired.json) fails the run (exit 1)" test $? -eq 1
+check "  ... naming the file, the Secret and the key" grep -q "/etc/x (Secret kube-system/s, key k) not read by node-agent" "$I/secret.log"
+check "  ... and does not write it" test ! -e "$IR/etc/x"
 
 # --- usage errors
 "$CCE" --bogus >/dev/null 2>&1

@@ -14,7 +14,8 @@
 # SubjectAccessReview webhook asked before RBAC: Node,Webhook,RBAC), no RBAC
 # binding of its own. The agent keeps its Lease (renewed by update; the
 # authorizer allows no patch), sends Events, syncs a token Secret
-# (gardener-opentelemetry-collector, one the authorizer allows). Checked: the CSR as the server stores it, the
+# (gardener-opentelemetry-collector, one the authorizer allows), reads the
+# Secret of a content.secretRef file (etcd-ca, allowed as the OSC names it). Checked: the CSR as the server stores it, the
 # certificate installed (0600), the OSC applied by cloud-config-exec
 # (--no-systemd, scratch root) and the Node annotated, every request of the
 # certificate's identity allowed, the bootstrap token never reading the
@@ -55,6 +56,9 @@ ANN=checksum/cloud-config-data
 	printf 'spec:\n  files:\n  - path: /etc/hello\n    permissions: 420\n    content:\n      inline:\n        data: "csr 1"\n'
 	printf '  - path: /var/lib/gardener-node-agent/config-v1.149.4.yaml\n    permissions: 384\n    content:\n      inline:\n'
 	printf '        encoding: b64\n        data: %s\n' "$(printf 'apiVersion: nodeagent.config.gardener.cloud/v1alpha1\nkind: NodeAgentConfiguration\ncontrollers:\n  token:\n    syncConfigs:\n    - secretName: gardener-opentelemetry-collector\n      path: /var/lib/otelcol/auth-token\n    syncPeriod: 12h\n' | base64 -w0)"
+	# a file from a Secret (content.secretRef): the authorizer allows its GET
+	# (secretRefNamesFromOSCSecret), the agent hands its bytes to the executor
+	printf '  - path: /etc/pki/etcd-ca.crt\n    permissions: 416\n    content:\n      secretRef:\n        name: etcd-ca\n        dataKey: ca.crt\n'
 } >"$S/v1.yaml"
 
 setup_ok=true
@@ -64,7 +68,8 @@ rk_bootstrap_token abcdef 0123456789abcdef || setup_ok=false
 rk_bind "" ClusterRole system:node-bootstrapper \
 	'{"kind":"Group","apiGroup":"rbac.authorization.k8s.io","name":"system:bootstrappers"}' || setup_ok=false
 rk_apply /api/v1/namespaces/kube-system/secrets '{"apiVersion":"v1","kind":"Secret","metadata":{"name":"gardener-opentelemetry-collector","namespace":"kube-system"},"data":{"token":"'"$(printf otel-token-1 | base64 -w0)"'"}}' || setup_ok=false
-check "Node, OSC Secret, token Secret, bootstrap token Secret, system:node-bootstrapper binding; no RBAC for the certificate's identity (the webhook decides)" $setup_ok
+rk_apply /api/v1/namespaces/kube-system/secrets '{"apiVersion":"v1","kind":"Secret","metadata":{"name":"etcd-ca","namespace":"kube-system"},"data":{"ca.crt":"'"$(printf 'etcd ca 1' | base64 -w0)"'"}}' || setup_ok=false
+check "Node, OSC Secret, token Secret, secretRef'd Secret, bootstrap token Secret, system:node-bootstrapper binding; no RBAC for the certificate's identity (the webhook decides)" $setup_ok
 
 BT=$S/bootstrap-token
 printf 'abcdef.0123456789abcdef\n' >"$BT"
@@ -146,6 +151,8 @@ else
 	dump_logs
 fi
 check "/etc/hello written by cloud-config-exec" test "$(cat "$ROOT/etc/hello" 2>/dev/null)" = "csr 1"
+check "the file from Secret etcd-ca (content.secretRef) written, 0640" \
+	test "$(cat "$ROOT/etc/pki/etcd-ca.crt" 2>/dev/null) $(stat -c %a "$ROOT/etc/pki/etcd-ca.crt" 2>/dev/null)" = "etcd ca 1 640"
 
 # The Lease under the webhook, judged as gardenlet's CheckNodeAgentLeases
 # (pkg/gardenlet/controller/shoot/care/health.go) judges it: present and
@@ -185,6 +192,8 @@ check "the Lease was created (201) and renewed by update (PUT, 200), under the w
 		grep -q " 200 update /apis/coordination.k8s.io/v1/namespaces/kube-system/leases/$2" "$1"' sh "$S/audit-cn.txt" "$LEASE"
 check_not "... never patched" grep -q " patch /apis/coordination.k8s.io" "$S/audit-cn.txt"
 check "the token Secret read (200)" grep -q " 200 get /api/v1/namespaces/kube-system/secrets/gardener-opentelemetry-collector" "$S/audit-cn.txt"
+check "the secretRef'd Secret read (200, Gardener's authorizer: secretRefNamesFromOSCSecret)" \
+	grep -q " 200 get /api/v1/namespaces/kube-system/secrets/etcd-ca" "$S/audit-cn.txt"
 echo "# requests of the certificate's identity by verb and status: $(awk '{print $3, $2}' "$S/audit-cn.txt" | sort | uniq -c | tr -s ' ' | tr '\n' ';')"
 check_not "no 403 for the certificate's identity in the audit log" awk '$2 == 403 {print; f=1} END {exit !f}' "$S/audit-cn.txt"
 check_not "the webhook denied nothing to it" rk_authz_denied "$CN"

@@ -188,9 +188,10 @@ class Authorizer:
 
 
 def secret_refs(secret, hostname):
-    """secretRefNamesFromOSCSecret: files[].content.secretRef.name (spec.files
-    and status.extensionFiles) of the OSC in data["osc.yaml"], for hostname
-    ("" = every file)."""
+    """secretRefNamesFromOSCSecret (authorizer.go): files[].content.secretRef.name
+    (spec.files and status.extensionFiles) of the OSC in data["osc.yaml"], for
+    hostname ("" = every file); no osc.yaml: none; one that does not decode:
+    an error (the request is denied, as Gardener's error is)."""
     raw = (secret.get("data") or {}).get("osc.yaml")
     if not raw:
         return []
@@ -199,7 +200,9 @@ def secret_refs(secret, hostname):
     out = []
     for f in files:
         ref = ((f or {}).get("content") or {}).get("secretRef")
-        if ref and (not hostname or not f.get("hostName") or f.get("hostName") == hostname):
+        # Gardener: hostname == "" || file.HostName == nil || *file.HostName == hostname;
+        # an empty hostName is a pointer to "", not nil: it matches only hostname "".
+        if ref and (not hostname or f.get("hostName") is None or f.get("hostName") == hostname):
             out.append(ref.get("name"))
     return out
 

@@ -6,6 +6,7 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -365,6 +366,92 @@ static void ceilings(void **state)
 	free(huge);
 }
 
+/* secretFiles: bytes (NUL included) round-trip as base64; strict parse. */
+static void secret_files(void **state)
+{
+	static char p1[] = "/etc/b", p2[] = "/etc/a";
+	static unsigned char b1[] = { 'x', 0, 'y', 0xff };
+	struct desired_secret_file sf[] = { { .path = p1, .data = b1, .len = sizeof(b1) }, { .path = p2, .data = NULL, .len = 0 } };
+	struct desired d = { .osc = osc_text, .osc_len = strlen(osc_text), .ssh_access = true, .secret_files = sf,
+			     .n_secret_files = 2, .generation = 1 };
+	desired_sha256_hex(d.osc, d.osc_len, d.checksum);
+	_cleanup_free_ char *out = NULL;
+	size_t len;
+	assert_int_equal(desired_format(&d, &out, &len), 0);
+	assert_non_null(strstr(out, "\"secretFiles\""));
+	assert_non_null(strstr(out, "eAB5/w=="));
+	struct desired p = {};
+	const char *err = NULL;
+	int r = desired_parse(out, len, &p, &err);
+	if (r < 0)
+		fail_msg("%s", err);
+	assert_int_equal(p.n_secret_files, 2);
+	assert_string_equal(p.secret_files[0].path, "/etc/b");
+	assert_int_equal(p.secret_files[0].len, sizeof(b1));
+	assert_memory_equal(p.secret_files[0].data, b1, sizeof(b1));
+	assert_string_equal(p.secret_files[1].path, "/etc/a");
+	assert_int_equal(p.secret_files[1].len, 0);
+	desired_done(&p);
+
+	/* Format refuses what parse would refuse. */
+	static char rel[] = "etc/x";
+	sf[1].path = rel;
+	assert_int_equal(desired_format(&d, &out, &len), -EINVAL);
+	sf[1].path = p1;
+	assert_int_equal(desired_format(&d, &out, &len), -EINVAL); /* twice */
+	sf[1].path = p2;
+	sf[1].len = DESIRED_SECRET_FILE_MAX + 1;
+	sf[1].data = b1;
+	assert_int_equal(desired_format(&d, &out, &len), -EMSGSIZE);
+
+	static const struct {
+		const char *sf;
+		int r;
+		const char *err;
+	} table[] = {
+		{ "[]", 0, NULL },
+		{ "[{\"path\":\"/a\",\"data\":\"\"}]", 0, NULL },
+		{ "{}", -EINVAL, "secretFiles: not an array" },
+		{ "[1]", -EINVAL, "secretFiles[]: not an object" },
+		{ "[{\"path\":\"/a\"}]", -EINVAL, "secretFiles[]: path or data missing" },
+		{ "[{\"path\":\"/a\",\"data\":\"eA==\",\"x\":1}]", -EINVAL, "secretFiles[]: not an object" },
+		{ "[{\"path\":\"/a\",\"data\":\"eA==\",\"path\":\"/b\"}]", -EINVAL, "secretFiles[]: not an object" },
+		{ "[{\"path\":\"/a\",\"data\":1}]", -EINVAL, "secretFiles[]: path or data missing" },
+		{ "[{\"path\":\"/a\",\"data\":\"eA\"}]", -EINVAL, "secretFiles[].data: not canonical" },
+		{ "[{\"path\":\"/a\",\"data\":\"e A==\"}]", -EINVAL, "secretFiles[].data: not canonical" },
+		{ "[{\"path\":\"a\",\"data\":\"\"}]", -EINVAL, "secretFiles[].path" },
+		{ "[{\"path\":\"/a/../b\",\"data\":\"\"}]", -EINVAL, "secretFiles[].path" },
+		{ "[{\"path\":\"/a\",\"data\":\"\"},{\"path\":\"/a\",\"data\":\"\"}]", -EINVAL,
+		  "secretFiles[].path: given twice" },
+	};
+	for (size_t i = 0; i < ELEMENTSOF(table); i++) {
+		_cleanup_free_ char *doc_text = NULL;
+		assert_true(asprintf(&doc_text,
+				     "{\"version\":1,\"checksum\":\"%s\",\"osc\":\"spec:\\n  files:\\n  - path: /etc/x\\n    "
+				     "content: {inline: {data: x}}\\n\",\"generation\":1,\"secretFiles\":%s}",
+				     d.checksum, table[i].sf) > 0);
+		struct desired q = {};
+		const char *e = "(none)";
+		r = desired_parse(doc_text, strlen(doc_text), &q, &e);
+		if (r != table[i].r || (table[i].err && strncmp(e, table[i].err, strlen(table[i].err)) != 0))
+			fail_msg("case %zu: %s\n  want %d '%s'\n  got  %d '%s'", i, doc_text, table[i].r,
+				 table[i].err ? table[i].err : "", r, e);
+		desired_done(&q);
+	}
+	/* The ceiling on the number of files. */
+	_cleanup_free_ char *many = NULL;
+	size_t cap = 64 * (DESIRED_SECRET_FILES_MAX + 2) + 512, off = 0;
+	many = malloc(cap);
+	assert_non_null(many);
+	off += (size_t)snprintf(many + off, cap - off, "{\"version\":1,\"checksum\":\"%s\",\"osc\":\"spec:\\n  files:\\n  - path: /etc/x\\n    content: {inline: {data: x}}\\n\",\"generation\":1,\"secretFiles\":[", d.checksum);
+	for (unsigned i = 0; i <= DESIRED_SECRET_FILES_MAX; i++)
+		off += (size_t)snprintf(many + off, cap - off, "%s{\"path\":\"/f%u\",\"data\":\"\"}", i ? "," : "", i);
+	off += (size_t)snprintf(many + off, cap - off, "]}");
+	struct desired q = {};
+	const char *e = NULL;
+	assert_int_equal(desired_parse(many, off, &q, &e), -EMSGSIZE);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -375,6 +462,7 @@ int main(void)
 		cmocka_unit_test(bad_documents),
 		cmocka_unit_test(format_refuses_bad_input),
 		cmocka_unit_test(ceilings),
+		cmocka_unit_test(secret_files),
 	};
 	return cmocka_run_group_tests_name("desired", tests, NULL, NULL);
 }

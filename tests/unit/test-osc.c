@@ -588,15 +588,54 @@ static void image_ref(void **state)
 	assert_int_equal(o.n_files, 4242);
 }
 
-/* The fixture under bad/ for secretRef is still refused, naming the field. */
+/* content.secretRef is kept: name and dataKey, empty content, unresolved
+ * (gardener/gardener pkg/apis/extensions/v1alpha1/types_operatingsystemconfig.go
+ * FileContentSecretRef). */
 static void secret_ref_fixture(void **state)
 {
 	size_t len;
-	_cleanup_free_ char *data = read_fixture("osc/bad/secret-ref.yaml", &len);
+	_cleanup_free_ char *data = read_fixture("osc/secret-ref.yaml", &len);
 	struct osc o = {};
 	struct osc_error err;
-	assert_int_equal(osc_parse(data, len, FORBIDDEN, &o, &err), -EINVAL);
-	assert_non_null(strstr(err.message, "content.secretRef: not supported on this node"));
+	assert_int_equal(osc_parse(data, len, FORBIDDEN, &o, &err), 0);
+	assert_int_equal(o.n_files, 1);
+	assert_string_equal(o.files[0].path, "/etc/x");
+	assert_int_equal(o.files[0].source, OSC_SOURCE_SECRET);
+	assert_string_equal(o.files[0].secret_name, "some-secret");
+	assert_string_equal(o.files[0].secret_key, "key");
+	assert_false(o.files[0].secret_resolved);
+	assert_int_equal(o.files[0].content_len, 0);
+	assert_non_null(o.files[0].content);
+	assert_null(o.files[0].image);
+	osc_done(&o);
+}
+
+static void secret_names(void **state)
+{
+	assert_true(osc_secret_name_is_valid("a"));
+	assert_true(osc_secret_name_is_valid("etcd-ca.bundle-1"));
+	assert_false(osc_secret_name_is_valid(""));
+	assert_false(osc_secret_name_is_valid("A"));
+	assert_false(osc_secret_name_is_valid("-a"));
+	assert_false(osc_secret_name_is_valid("a."));
+	assert_false(osc_secret_name_is_valid("a/b"));
+	assert_false(osc_secret_name_is_valid("a%2fb"));
+	assert_false(osc_secret_name_is_valid(".."));
+	char big[OSC_SECRET_NAME_MAX + 2];
+	memset(big, 'a', sizeof(big));
+	big[OSC_SECRET_NAME_MAX] = '\0';
+	assert_true(osc_secret_name_is_valid(big));
+	big[OSC_SECRET_NAME_MAX] = 'a';
+	big[OSC_SECRET_NAME_MAX + 1] = '\0';
+	assert_false(osc_secret_name_is_valid(big));
+	assert_true(osc_secret_key_is_valid("ca.crt"));
+	assert_true(osc_secret_key_is_valid("Key_1-x"));
+	assert_true(osc_secret_key_is_valid(".dot"));
+	assert_false(osc_secret_key_is_valid("."));
+	assert_false(osc_secret_key_is_valid(".."));
+	assert_false(osc_secret_key_is_valid("a/b"));
+	assert_false(osc_secret_key_is_valid("a b"));
+	assert_false(osc_secret_key_is_valid(""));
 }
 
 /* ---- rejections ---------------------------------------------------------- */
@@ -652,12 +691,19 @@ static void bad_documents(void **state)
 		/* content */
 		{ "spec: {files: [{path: /a}]}", -EINVAL, "spec.files[0].content: missing" },
 		{ "spec: {files: [{path: /a, content: {}}]}", -EINVAL, "spec.files[0].content.inline: missing" },
-		{ "spec: {files: [{path: /a, content: {secretRef: {name: s, dataKey: k}}}]}", -EINVAL,
-		  "spec.files[0].content.secretRef: not supported on this node" },
 		{ "spec: {files: [{path: /a, content: {secretRef: {name: s, dataKey: k}, inline: {data: x}}}]}",
-		  -EINVAL, "spec.files[0].content.secretRef: not supported" },
+		  -EINVAL, "spec.files[0].content: secretRef given with inline" },
+		{ "spec: {files: [{path: /a, content: {secretRef: {dataKey: k}}}]}", -EINVAL,
+		  "spec.files[0].content.secretRef.name" },
+		{ "spec: {files: [{path: /a, content: {secretRef: {name: s}}}]}", -EINVAL,
+		  "spec.files[0].content.secretRef.dataKey" },
+		{ "spec: {files: [{path: /a, content: {secretRef: {name: ../x, dataKey: k}}}]}", -EINVAL,
+		  "secretRef.name: '../x' is not a Secret name" },
+		{ "spec: {files: [{path: /a, content: {secretRef: {name: s, dataKey: a/b}}}]}", -EINVAL,
+		  "secretRef.dataKey: 'a/b' is not a Secret data key" },
+		{ "spec: {files: [{path: /a, content: {secretRef: [s]}}]}", -EINVAL, "spec.files[0].content.secretRef" },
 		{ "spec: {files: [{path: /a, content: {secretRef: {name: s, dataKey: k}, "
-		  "imageRef: {image: i, filePathInImage: /k}}}]}", -EINVAL, "spec.files[0].content.secretRef" },
+		  "imageRef: {image: i, filePathInImage: /k}}}]}", -EINVAL, "secretRef given with imageRef" },
 		/* imageRef */
 		{ "spec: {files: [{path: /a, content: {imageRef: x}}]}", -EINVAL,
 		  "spec.files[0].content.imageRef: expected a mapping, got a string 'x'" },
@@ -946,6 +992,7 @@ int main(void)
 		cmocka_unit_test(scalar_typing),
 		cmocka_unit_test(image_ref),
 		cmocka_unit_test(secret_ref_fixture),
+		cmocka_unit_test(secret_names),
 		cmocka_unit_test(bad_documents),
 		cmocka_unit_test(error_quotes_are_bounded),
 		cmocka_unit_test(ceilings),
