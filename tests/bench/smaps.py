@@ -6,6 +6,10 @@ smaps.py PID --by-map   private pages (Private_Clean + Private_Dirty, kB) per
                         mapping: the program, each library, [heap], [stack],
                         anonymous mappings (other threads' stacks, malloc
                         arenas, libraries' own mmaps), largest first.
+smaps.py PID --groups PROG GROUP=LIB,LIB... ... REST
+                        the same summed into groups: PROG's own (the program's
+                        file, [heap], [stack], anonymous mappings), each
+                        GROUP, and REST (every other library).
 USS (unique set size, smem's definition) is Private_Clean + Private_Dirty.
 """
 import collections
@@ -52,6 +56,29 @@ def main():
         for k, (c, d, s) in sorted(agg.items(), key=lambda kv: -(kv[1][0] + kv[1][1])):
             if c + d or s:
                 print("%-34s %8d %8d %8d %8d" % (k, c + d, c, d, s))
+        return
+    if sys.argv[2:3] == ["--groups"]:
+        prog, groups, rest = sys.argv[3], sys.argv[4:-1], sys.argv[-1]
+        where = {}
+        order = ["%s's own: program, heap, stacks, anonymous" % prog]
+        for g in groups:
+            name, libs = g.split("=", 1)
+            order.append(name)
+            for lib in libs.split(","):
+                where[lib] = name
+        order.append(rest)
+        tot = collections.OrderedDict((k, [0, 0]) for k in order)
+        for k, (c, d, _) in by_map(pid).items():
+            g = order[0] if k == prog or k.startswith("[") else where.get(k, rest)
+            tot[g][0] += c
+            tot[g][1] += d
+        print("%-52s %8s %8s %8s" % ("kB", "private", "clean", "dirty"))
+        for k, (c, d) in tot.items():
+            print("%-52s %8d %8d %8d" % (k, c + d, c, d))
+        if len(order) > 2:  # the total without the first GROUP
+            c = sum(v[0] for k, v in tot.items() if k != order[1])
+            d = sum(v[1] for k, v in tot.items() if k != order[1])
+            print("%-52s %8d %8d %8d" % ("all but " + order[1].split(" (")[0], c + d, c, d))
         return
     r = rollup(pid)
     print(r["Rss"], r["Pss"], r["Private_Clean"] + r["Private_Dirty"], r["Private_Dirty"],
