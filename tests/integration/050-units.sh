@@ -210,4 +210,25 @@ if [ -n "${NA_PRIVATE_RUN:-}" ] && [ -x /usr/sbin/sshd ]; then
 else
 	echo "# sshd drop-in check skipped: needs root and /usr/sbin/sshd"
 fi
+# Issue 27: Debian's libcurl loads libgnutls (through librtmp and libldap,
+# never used: node-agent speaks https through OpenSSL), whose constructor
+# initialises gnutls before main() (0.7 MiB of an idle agent,
+# tests/bench/memory). The unit's Environment= skips that: with it,
+# node-agent --version runs without gnutls's 1-byte getrandom() probe of
+# its random source (lib/nettle/rnd-linux.c); without it, the probe is
+# there (else this check proves nothing and fails).
+if command -v strace >/dev/null && [ -x "$B/node-agent" ]; then
+	uenv=$(sed -n 's/^Environment=//p' "$U/node-agent.service")
+	probe() { # probe ENV...: whether gnutls probed its random source
+		env -i "$@" strace -f -qq -e trace=getrandom -o "$W/gnutls.strace" "$B/node-agent" --version >/dev/null 2>&1
+		grep -qE 'getrandom\(.*, 1, GRND_NONBLOCK\)' "$W/gnutls.strace"
+	}
+	check "node-agent.service: Environment=GNUTLS_NO_IMPLICIT_INIT=1" grep -qx "Environment=GNUTLS_NO_IMPLICIT_INIT=1" "$U/node-agent.service"
+	check "  ... without it, gnutls initialises itself at load (its getrandom probe)" probe PATH=/usr/bin:/bin
+	noprobe() { ! probe "$@"; }
+	# shellcheck disable=SC2086
+	check "  ... with the unit's environment, it does not" noprobe PATH=/usr/bin:/bin $uenv
+else
+	echo "# gnutls init check skipped: needs strace and $B/node-agent"
+fi
 finish
