@@ -94,6 +94,8 @@ static void set_state(struct state *st, enum inplace_state s, const char *reason
 		for (char *p = c; p && *p; p++)
 			if ((unsigned char)*p < 0x20 || *p == 0x7f)
 				*p = ' ';
+			else if ((unsigned char)*p >= 0x80)
+				*p = '?'; /* a command's output cut anywhere: never invalid UTF-8 */
 		st->inplace_reason = c ? c : strdup("in-place update failed");
 	}
 }
@@ -201,16 +203,18 @@ static int kubelet_healthy(const struct apply_ctx *c, char *why, size_t why_size
 		return 0;
 	}
 	uint64_t deadline = mono_ms() + IPU_KUBELET_HEALTH_TIMEOUT_MS, seen_enter = 0;
+	bool seen = false;
 	for (;;) {
 		_cleanup_free_ char *active = NULL;
 		uint64_t enter = 0;
 		int r = systemd_unit_state(c->bus, "kubelet.service", &active, NULL, &enter);
 		if (r >= 0 && active && strcmp(active, "active") == 0) {
-			if (seen_enter && enter == seen_enter)
+			if (seen && enter == seen_enter)
 				return 0;
+			seen = true;
 			seen_enter = enter;
 		} else {
-			seen_enter = 0;
+			seen = false;
 			snprintf(why, why_size, "kubelet.service is %s", r < 0 ? strerror(-r) : active ? active : "unknown");
 		}
 		if (mono_ms() >= deadline) {
