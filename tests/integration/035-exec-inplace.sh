@@ -106,6 +106,8 @@ check "rolled back: failed with gardener-node-agent's reason" \
 	test "$(res 'r["success"], r["inPlaceUpdate"]["state"], r["inPlaceUpdate"]["reason"]')" = "(False, 'failed', '$want')"
 check "rolled back: the script ran once for 1592.3" test "$(grep -c 1592.3 "$W/calls")" -eq 1
 check "rolled back: last-applied still v2" grep -q 1592.2 "$ST/last-applied.yaml"
+check "status shows the failed in-place update and its reason" \
+	bash -c "'$CCE' --root '$R' --config '$W/config.json' status | grep -q 'in-place update: failed (os-version), OS 1592.2 running, 1592.3 desired'"
 
 # A CPU manager policy change (from v2, the last applied; OS as running).
 echo '{"policyName":"none"}' >"$R/var/lib/kubelet/cpu_manager_state"
