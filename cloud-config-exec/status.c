@@ -1,6 +1,7 @@
 /* The status summary; see status.h. */
 #include <string.h>
 
+#include "inplace.h"
 #include "status.h"
 
 void status_fmt_time(time_t t, char *buf, size_t size)
@@ -143,6 +144,23 @@ int status_print(FILE *out, const struct status_view *v, time_t now)
 		print_units(out, "restarted units", r->restarted_units);
 		print_units(out, "stopped units", r->stopped_units);
 		fprintf(out, "restart request executed: %s\n", r->restart_id ? r->restart_id : "none");
+		if (r->inplace.present) {
+			/* In-place update (GEP-31, ipupdate.h). */
+			fprintf(out, "in-place update: %s (", inplace_state_name((enum inplace_state)r->inplace.state));
+			const char *sep = "";
+			for (unsigned i = 0; i < INPLACE_N_KINDS; i++)
+				if (r->inplace.kinds & (1u << i)) {
+					fprintf(out, "%s%s", sep, inplace_kind_name(1u << i));
+					sep = " ";
+				}
+			fprintf(out, ")");
+			if (r->inplace.os_desired)
+				fprintf(out, ", OS %s running, %s desired", r->inplace.os_running[0] ? r->inplace.os_running : "?",
+					r->inplace.os_desired);
+			fprintf(out, "\n");
+			if (r->inplace.reason)
+				fprintf(out, "  reason: %s\n", r->inplace.reason);
+		}
 	}
 	if (v->st) {
 		fprintf(out, "owned files: %zu\n", v->st->n_owned);

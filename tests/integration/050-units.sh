@@ -43,7 +43,8 @@ stage() {
 }
 units=(node-agent.service node-agent.path cloud-config-exec.service cloud-config-exec.path cloud-config-exec.timer
 	cloud-config-exec-pull@example.service cloud-config-exec-kubelet-data-volume.service
-	cloud-config-exec-containerd-probe.service cloud-config-exec-containerd-probe.timer)
+	cloud-config-exec-containerd-probe.service cloud-config-exec-containerd-probe.timer
+	cloud-config-exec-os-update.service)
 
 # verify_quiet ROOT: rc 0 and no output at all.
 verify_quiet() {
