@@ -1,0 +1,185 @@
+/* In-place updates, node-agent's half; see nodeupdate.h. */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "log.h"
+#include "nodeupdate.h"
+#include "strx.h"
+
+static const struct {
+	const char *name;
+	unsigned bit;
+} kinds[] = {
+	{ "os-version", NODEUPDATE_KIND_OS },
+	{ "kubelet-minor-version", NODEUPDATE_KIND_KUBELET_MINOR },
+	{ "kubelet-config", NODEUPDATE_KIND_KUBELET_CONFIG },
+	{ "kubelet-cpu-manager-policy", NODEUPDATE_KIND_CPU_MANAGER },
+	{ "kubelet-ca-rotation", NODEUPDATE_KIND_KUBELET_CA },
+	{ "node-agent-ca-rotation", NODEUPDATE_KIND_NODE_AGENT_CA },
+	{ "sa-key-rotation", NODEUPDATE_KIND_SA_KEY },
+};
+
+static const char *const state_names[] = {
+	[NODEUPDATE_NONE] = "none",
+	[NODEUPDATE_WAITING] = "waiting",
+	[NODEUPDATE_RUNNING] = "running",
+	[NODEUPDATE_SUCCESSFUL] = "successful",
+	[NODEUPDATE_FAILED] = "failed",
+};
+
+unsigned nodeupdate_kind(const char *name)
+{
+	for (size_t i = 0; name && i < sizeof(kinds) / sizeof(kinds[0]); i++)
+		if (strcmp(name, kinds[i].name) == 0)
+			return kinds[i].bit;
+	return 0;
+}
+
+int nodeupdate_state_parse(const char *name, enum nodeupdate_state *ret)
+{
+	for (size_t i = NODEUPDATE_WAITING; name && i < sizeof(state_names) / sizeof(state_names[0]); i++)
+		if (strcmp(name, state_names[i]) == 0) {
+			*ret = (enum nodeupdate_state)i;
+			return 0;
+		}
+	return -EINVAL;
+}
+
+bool nodeupdate_ready(const struct nodeupdate *u)
+{
+	return u->ready_for_update || u->label_failed;
+}
+
+bool nodeupdate_node(struct nodeupdate *u, const struct kube_node *k)
+{
+	bool before = nodeupdate_ready(u);
+	bool had_condition = u->ready_for_update;
+	u->ready_for_update = k && k->ready_for_update;
+	u->label_failed = k && strx_eq(k->update_result, KUBE_UPDATE_RESULT_FAILED);
+	if (u->ready_for_update && !had_condition)
+		log_notice("Node has condition %s with reason %s: machine-controller-manager drained it, the in-place "
+			   "update may proceed",
+			   KUBE_CONDITION_IN_PLACE_UPDATE, KUBE_REASON_READY_FOR_UPDATE);
+	else if (!u->ready_for_update && had_condition)
+		log_info("Node no longer has condition %s with reason %s", KUBE_CONDITION_IN_PLACE_UPDATE,
+			 KUBE_REASON_READY_FOR_UPDATE);
+	return nodeupdate_ready(u) != before;
+}
+
+/* The kinds as a comma list, for the log. */
+static void kinds_text(unsigned bits, char *buf, size_t len)
+{
+	buf[0] = '\0';
+	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
+		if (bits & kinds[i].bit)
+			snprintf(buf + strlen(buf), len - strlen(buf), "%s%s", buf[0] ? "," : "", kinds[i].name);
+}
+
+bool nodeupdate_result(struct nodeupdate *u, const struct nodeupdate_report *r)
+{
+	struct nodeupdate_want before, after;
+	nodeupdate_want(u, &before);
+	bool state_changed = u->state != r->state || u->generation != r->generation || u->current != r->current;
+	u->state = r->state;
+	u->kinds = r->kinds;
+	u->current = r->current;
+	u->generation = r->generation;
+	snprintf(u->reason, sizeof(u->reason), "%s", r->reason ? r->reason : "");
+	snprintf(u->os_version, sizeof(u->os_version), "%s", r->os_version ? r->os_version : "");
+	/* A reason is one line on the Node (the annotation) and in the log. */
+	for (char *p = u->reason; *p; p++)
+		if ((unsigned char)*p < 0x20 || *p == 0x7f)
+			*p = ' ';
+
+	char what[256];
+	kinds_text(u->kinds, what, sizeof(what));
+	if (state_changed && u->state != NODEUPDATE_NONE && u->current) {
+		switch (u->state) {
+		case NODEUPDATE_WAITING:
+			log_notice("in-place update (%s) waits for the Node condition %s with reason %s", what,
+				   KUBE_CONDITION_IN_PLACE_UPDATE, KUBE_REASON_READY_FOR_UPDATE);
+			break;
+		case NODEUPDATE_RUNNING:
+			log_notice("in-place update (%s) running%s%s", what, u->os_version[0] ? "; OS version " : "",
+				   u->os_version);
+			break;
+		case NODEUPDATE_SUCCESSFUL:
+			log_notice("in-place update (%s) successful", what);
+			break;
+		case NODEUPDATE_FAILED:
+			log_error("in-place update (%s) failed: %s", what, u->reason[0] ? u->reason : "no reason given");
+			break;
+		case NODEUPDATE_NONE:
+			break;
+		}
+	}
+	/* The rotations the agent carries out itself, once per update, when
+	 * the executor has passed the handshake. */
+	if (u->current && (u->state == NODEUPDATE_WAITING || u->state == NODEUPDATE_FAILED))
+		u->rotated = false;
+	bool past_handshake = u->current && (u->state == NODEUPDATE_RUNNING || u->state == NODEUPDATE_SUCCESSFUL);
+	if (past_handshake && !u->rotated && (u->kinds & NODEUPDATE_KIND_SA_KEY)) {
+		u->resync_tokens = true;
+		log_notice("service-account key rotation: re-reading the token Secrets now");
+	}
+	if (past_handshake && !u->rotated && (u->kinds & NODEUPDATE_KIND_NODE_AGENT_CA)) {
+		u->ca_pending = true;
+		u->renew_cert = true;
+		log_notice("certificate authorities rotation: requesting a new client certificate (the current one "
+			   "stays in use until the new one is issued and verified)");
+	}
+	if (past_handshake)
+		u->rotated = true;
+	nodeupdate_want(u, &after);
+	return memcmp(&before, &after, sizeof(before)) != 0 || state_changed;
+}
+
+bool nodeupdate_cert_renewed(struct nodeupdate *u)
+{
+	if (!u->ca_pending)
+		return false;
+	u->ca_pending = false;
+	log_notice("certificate authorities rotation: the new client certificate is in use");
+	return true;
+}
+
+void nodeupdate_want(const struct nodeupdate *u, struct nodeupdate_want *w)
+{
+	*w = (struct nodeupdate_want){};
+	if (!u->current)
+		return;
+	switch (u->state) {
+	case NODEUPDATE_NONE:
+		return;
+	case NODEUPDATE_WAITING:
+		w->hold_checksum = true;
+		return;
+	case NODEUPDATE_RUNNING:
+		w->hold_checksum = true;
+		/* updateOSInPlace: the version being installed, before the
+		 * update command runs; a rolled-back OS is detected with it. */
+		if ((u->kinds & NODEUPDATE_KIND_OS) && u->os_version[0])
+			w->updating_os = u->os_version;
+		return;
+	case NODEUPDATE_FAILED:
+		/* patchNodeUpdateFailed. */
+		w->hold_checksum = true;
+		w->update_result = KUBE_UPDATE_RESULT_FAILED;
+		w->failed_reason = u->reason[0] ? u->reason : "in-place update failed";
+		return;
+	case NODEUPDATE_SUCCESSFUL:
+		if (u->ca_pending) {
+			w->hold_checksum = true;
+			return;
+		}
+		/* performInPlaceUpdate: labelled only while the Node has the
+		 * condition ReadyForUpdate or the label "failed". */
+		if (nodeupdate_ready(u)) {
+			w->update_result = KUBE_UPDATE_RESULT_SUCCESSFUL;
+			w->failed_reason_remove = true;
+			w->updating_os_remove = true;
+		}
+		return;
+	}
+}

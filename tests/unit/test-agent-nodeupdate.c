@@ -1,0 +1,193 @@
+/* Unit tests for agent/nodeupdate.c: the handshake's answer from the Node
+ * (condition InPlaceUpdate/ReadyForUpdate, or the label "failed"), what the
+ * Node should show for each state the executor reports (gardener's
+ * patchNodeUpdateSuccessful, patchNodeUpdateFailed, updateOSInPlace), the
+ * checksum held while the update is not over, and the rotations asked for
+ * once per update. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <string.h>
+
+#include "kube.h"
+#include "log.h"
+#include "../../agent/nodeupdate.h"
+
+static void names(void **state)
+{
+	assert_int_equal(nodeupdate_kind("os-version"), NODEUPDATE_KIND_OS);
+	assert_int_equal(nodeupdate_kind("node-agent-ca-rotation"), NODEUPDATE_KIND_NODE_AGENT_CA);
+	assert_int_equal(nodeupdate_kind("sa-key-rotation"), NODEUPDATE_KIND_SA_KEY);
+	assert_int_equal(nodeupdate_kind("kubelet-cpu-manager-policy"), NODEUPDATE_KIND_CPU_MANAGER);
+	assert_int_equal(nodeupdate_kind("reboot"), 0);
+	assert_int_equal(nodeupdate_kind(NULL), 0);
+	enum nodeupdate_state s = NODEUPDATE_NONE;
+	assert_int_equal(nodeupdate_state_parse("waiting", &s), 0);
+	assert_int_equal(s, NODEUPDATE_WAITING);
+	assert_int_equal(nodeupdate_state_parse("failed", &s), 0);
+	assert_int_equal(s, NODEUPDATE_FAILED);
+	assert_int_equal(nodeupdate_state_parse("none", &s), -EINVAL);
+	assert_int_equal(nodeupdate_state_parse("Successful", &s), -EINVAL);
+	assert_int_equal(s, NODEUPDATE_FAILED);
+}
+
+static void handshake(void **state)
+{
+	struct nodeupdate u = {};
+	struct kube_node k = {};
+	assert_false(nodeupdate_node(&u, &k));
+	assert_false(nodeupdate_ready(&u));
+	k.ready_for_update = true;
+	assert_true(nodeupdate_node(&u, &k));
+	assert_true(nodeupdate_ready(&u));
+	assert_false(nodeupdate_node(&u, &k)); /* no change */
+	/* The label "failed" alone: retried without a new handshake. */
+	k.ready_for_update = false;
+	k.update_result = (char[]){ "failed" };
+	assert_false(nodeupdate_node(&u, &k));
+	assert_true(nodeupdate_ready(&u));
+	k.update_result = (char[]){ "successful" };
+	assert_true(nodeupdate_node(&u, &k));
+	assert_false(nodeupdate_ready(&u));
+	/* The Node gone. */
+	k.ready_for_update = true;
+	nodeupdate_node(&u, &k);
+	assert_true(nodeupdate_node(&u, NULL));
+	assert_false(nodeupdate_ready(&u));
+}
+
+static void results(void **state)
+{
+	struct nodeupdate u = {};
+	struct nodeupdate_want w;
+	struct nodeupdate_report r = { .state = NODEUPDATE_WAITING, .kinds = NODEUPDATE_KIND_OS,
+				       .os_version = "1877.3", .generation = 4, .current = true };
+	/* Waiting: the checksum is held, nothing else. */
+	assert_true(nodeupdate_result(&u, &r));
+	nodeupdate_want(&u, &w);
+	assert_true(w.hold_checksum);
+	assert_null(w.update_result);
+	assert_null(w.updating_os);
+
+	/* Running an OS update: the version being installed. */
+	r.state = NODEUPDATE_RUNNING;
+	r.generation = 5;
+	assert_true(nodeupdate_result(&u, &r));
+	nodeupdate_want(&u, &w);
+	assert_true(w.hold_checksum);
+	assert_string_equal(w.updating_os, "1877.3");
+	assert_false(u.resync_tokens);
+	assert_false(u.renew_cert);
+
+	/* Failed: label and reason (one line). */
+	r.state = NODEUPDATE_FAILED;
+	r.reason = "OS update might have failed\nand rolled back";
+	assert_true(nodeupdate_result(&u, &r));
+	nodeupdate_want(&u, &w);
+	assert_true(w.hold_checksum);
+	assert_string_equal(w.update_result, "failed");
+	assert_string_equal(w.failed_reason, "OS update might have failed and rolled back");
+	assert_false(nodeupdate_result(&u, &r)); /* the same again: no change */
+	r.reason = NULL;
+	nodeupdate_result(&u, &r);
+	nodeupdate_want(&u, &w);
+	assert_string_equal(w.failed_reason, "in-place update failed");
+
+	/* Successful, but the Node is not (or no longer) ready for the
+	 * update: nothing written, so a label removed afterwards is not put
+	 * back; the checksum is not held. */
+	r.state = NODEUPDATE_SUCCESSFUL;
+	nodeupdate_result(&u, &r);
+	nodeupdate_want(&u, &w);
+	assert_false(w.hold_checksum);
+	assert_null(w.update_result);
+	struct kube_node k = { .ready_for_update = true };
+	nodeupdate_node(&u, &k);
+	nodeupdate_want(&u, &w);
+	assert_string_equal(w.update_result, "successful");
+	assert_true(w.failed_reason_remove);
+	assert_true(w.updating_os_remove);
+	assert_null(w.failed_reason);
+
+	/* A result for an older desired state: no opinion at all. */
+	r.current = false;
+	nodeupdate_result(&u, &r);
+	nodeupdate_want(&u, &w);
+	assert_null(w.update_result);
+	assert_false(w.hold_checksum);
+	/* No in-place update: none either. */
+	r = (struct nodeupdate_report){ .state = NODEUPDATE_NONE, .generation = 9, .current = true };
+	nodeupdate_result(&u, &r);
+	nodeupdate_want(&u, &w);
+	assert_null(w.update_result);
+	assert_false(w.hold_checksum);
+}
+
+static void rotations(void **state)
+{
+	struct nodeupdate u = {};
+	struct nodeupdate_want w;
+	struct kube_node k = { .ready_for_update = true };
+	nodeupdate_node(&u, &k);
+	struct nodeupdate_report r = { .state = NODEUPDATE_WAITING,
+				       .kinds = NODEUPDATE_KIND_NODE_AGENT_CA | NODEUPDATE_KIND_SA_KEY,
+				       .generation = 2, .current = true };
+	/* Nothing before the handshake. */
+	nodeupdate_result(&u, &r);
+	assert_false(u.resync_tokens);
+	assert_false(u.renew_cert);
+	r.state = NODEUPDATE_RUNNING;
+	r.generation = 3;
+	nodeupdate_result(&u, &r);
+	assert_true(u.resync_tokens);
+	assert_true(u.renew_cert);
+	assert_true(u.ca_pending);
+	u.resync_tokens = u.renew_cert = false;
+	/* The same generation again: not asked twice. */
+	nodeupdate_result(&u, &r);
+	assert_false(u.resync_tokens);
+	assert_false(u.renew_cert);
+	/* Successful, in the same generation: still not asked again, and
+	 * "successful" held until the new certificate is in use. */
+	r.state = NODEUPDATE_SUCCESSFUL;
+	nodeupdate_result(&u, &r);
+	assert_false(u.renew_cert);
+	nodeupdate_want(&u, &w);
+	assert_true(w.hold_checksum);
+	assert_null(w.update_result);
+	assert_true(nodeupdate_cert_renewed(&u));
+	assert_false(nodeupdate_cert_renewed(&u));
+	nodeupdate_want(&u, &w);
+	assert_false(w.hold_checksum);
+	assert_string_equal(w.update_result, "successful");
+	/* A later generation of the same update: not again. */
+	r.generation = 4;
+	nodeupdate_result(&u, &r);
+	assert_false(u.renew_cert);
+	assert_false(u.resync_tokens);
+	/* A new update (waiting first), past its handshake: asked again. */
+	r.state = NODEUPDATE_WAITING;
+	r.generation = 5;
+	nodeupdate_result(&u, &r);
+	assert_false(u.renew_cert);
+	r.state = NODEUPDATE_RUNNING;
+	r.generation = 6;
+	nodeupdate_result(&u, &r);
+	assert_true(u.renew_cert);
+	assert_true(u.resync_tokens);
+}
+
+int main(void)
+{
+	log_open("test-agent-nodeupdate", LOG_TARGET_STDERR);
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(names),
+		cmocka_unit_test(handshake),
+		cmocka_unit_test(results),
+		cmocka_unit_test(rotations),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
