@@ -127,6 +127,11 @@ int desired_format(const struct desired *d, char **ret, size_t *ret_len)
 				return -ENOMEM;
 		}
 	}
+	if (d->inplace_present) {
+		cJSON *ip = cJSON_AddObjectToObject(root, "inPlaceUpdate");
+		if (!ip || !cJSON_AddBoolToObject(ip, "readyForUpdate", d->inplace_ready))
+			return -ENOMEM;
+	}
 	if (d->kb_server) {
 		cJSON *kb = cJSON_AddObjectToObject(root, "kubeletBootstrap");
 		if (!kb || !cJSON_AddStringToObject(kb, "server", d->kb_server) ||
@@ -152,7 +157,9 @@ int desired_format(const struct desired *d, char **ret, size_t *ret_len)
 }
 
 static const char *const top_keys[] = { "version", "checksum", "generation", "sshAccess", "osc",
-					"keyDocument", "restart", "kubeletBootstrap", "tokens", NULL };
+					"keyDocument", "restart", "kubeletBootstrap", "tokens", "inPlaceUpdate",
+					NULL };
+static const char *const inplace_keys[] = { "readyForUpdate", NULL };
 static const char *const token_keys[] = { "path", "token", NULL };
 static const char *const kb_keys[] = { "server", "caFile", "tokenFile", "nodeRegistered", NULL };
 static const char *const restart_keys[] = { "id", "units", NULL };
@@ -275,6 +282,17 @@ int desired_parse(const char *data, size_t len, struct desired *ret, const char 
 		    take_string(tk, &d.kb_token_file) < 0)
 			return jsonx_fail(err, "out of memory", -ENOMEM);
 		d.kb_node_registered = cJSON_IsTrue(nr);
+	}
+
+	const cJSON *ip = cJSON_GetObjectItemCaseSensitive(root, "inPlaceUpdate");
+	if (ip) {
+		if (!cJSON_IsObject(ip) || jsonx_check_keys(ip, inplace_keys, NULL) < 0)
+			return jsonx_fail(err, "inPlaceUpdate: not an object of readyForUpdate", -EINVAL);
+		const cJSON *rf = cJSON_GetObjectItemCaseSensitive(ip, "readyForUpdate");
+		if (!cJSON_IsBool(rf))
+			return jsonx_fail(err, "inPlaceUpdate.readyForUpdate: missing or not a boolean", -EINVAL);
+		d.inplace_present = true;
+		d.inplace_ready = cJSON_IsTrue(rf);
 	}
 
 	r = check(&d, err);

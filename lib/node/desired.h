@@ -20,6 +20,15 @@
  *                        the kubelet's bootstrap kubeconfig (cloud-config-exec/kubelet.c):
  *                        written from the bootstrap token until the Node is registered,
  *                        then removed together with the token file
+ *    "inPlaceUpdate": {"readyForUpdate": true|false} | absent,
+ *                        in-place updates (GEP-31, lib/node/inplace.h): true once
+ *                        the Node has the condition type InPlaceUpdate with reason
+ *                        ReadyForUpdate (machine-controller-manager drained it).
+ *                        gardener-node-agent also proceeds while the Node carries
+ *                        node.machine.sapcloud.io/update-result=failed (its retry,
+ *                        pkg/nodeagent/controller/operatingsystemconfig/reconciler.go
+ *                        Reconcile); node-agent folds that into true as well.
+ *                        Absent is the same as false.
  *    "generation": <uint>}                        bumps on every write by the agent
  *
  * Strict both ways: an unknown or duplicate key, a wrong type, a missing
@@ -72,6 +81,8 @@ struct desired {
 	char *kb_ca_file;           /* kubeletBootstrap.caFile (host path) */
 	char *kb_token_file;        /* kubeletBootstrap.tokenFile (host path) */
 	bool kb_node_registered;    /* kubeletBootstrap.nodeRegistered */
+	bool inplace_present;       /* "inPlaceUpdate" given */
+	bool inplace_ready;         /* inPlaceUpdate.readyForUpdate */
 	struct desired_token *tokens; /* token sync; NULL when none */
 	size_t n_tokens;
 	uint64_t generation;

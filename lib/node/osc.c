@@ -18,6 +18,7 @@
 #include "b64.h"
 #include "cleanup.h"
 #include "fsx.h"
+#include "inplace.h"
 #include "osc.h"
 #include "ytree.h"
 
@@ -1164,6 +1165,131 @@ fail:
 	return r;
 }
 
+/* ---- spec.inPlaceUpdates, status.inPlaceUpdates (GEP-31) -------------- */
+
+static void inplace_free(struct osc_inplace *ip, struct osc_os_update *ou)
+{
+	free(ip->os_version);
+	free(ip->kubelet_version);
+	free(ip->ca.time);
+	free(ip->sa.time);
+	memset(ip, 0, sizeof(*ip));
+	free(ou->command);
+	for (size_t i = 0; i < ou->n_args; i++)
+		free(ou->args[i]);
+	free(ou->args);
+	memset(ou, 0, sizeof(*ou));
+}
+
+/* A version string: "" when absent, printable ASCII without space. */
+static int get_version(struct ctx *c, const struct ynode *map, const char *where, const char *key, char **ret)
+{
+	char *s = NULL;
+	int r = get_text(c, map, where, key, false, OSC_VERSION_MAX, &s);
+	if (r < 0)
+		return r;
+	if (!s && !(s = strdup("")))
+		return fail(c, -ENOMEM, "out of memory");
+	for (const char *p = s; *p; p++)
+		if (*p <= ' ' || *p > '~') {
+			char q[YTREE_QUOTE_MAX * 4 + 8];
+			int k = fail(c, -EINVAL, "%s.%s: not a version: '%s'", where, key, ytree_quote(q, sizeof(q), s, strlen(s)));
+			free(s);
+			return k;
+		}
+	*ret = s;
+	return 0;
+}
+
+static int get_rotation(struct ctx *c, const struct ynode *map, const char *where, const char *key,
+			struct osc_rotation *ret)
+{
+	const struct ynode *n, *t;
+	int r = get_node(c, map, where, key, Y_MAP, &n);
+	if (r < 0 || !n)
+		return r;
+	char w[96];
+	snprintf(w, sizeof(w), "%s.%s", where, key);
+	ret->present = true;
+	if ((r = get_str(c, n, w, "lastInitiationTime", false, &t)) < 0 || !t)
+		return r;
+	char q[YTREE_QUOTE_MAX * 4 + 8];
+	if (t->len > OSC_TIME_MAX || memchr(t->value, '\0', t->len) ||
+	    inplace_parse_time(t->value, &ret->sec, &ret->nsec) < 0)
+		return fail(c, -EINVAL, "%s.lastInitiationTime: not an RFC 3339 time: '%s' (line %zu)", w,
+			    ytree_quote(q, sizeof(q), t->value, t->len), t->line);
+	if (!(ret->time = strdup(t->value)))
+		return fail(c, -ENOMEM, "out of memory");
+	return 0;
+}
+
+/* A command or argument: at most OSC_OS_UPDATE_ARG_MAX bytes, no NUL, no newline. */
+static int check_arg(struct ctx *c, const char *where, const struct ynode *n)
+{
+	if (n->len > OSC_OS_UPDATE_ARG_MAX)
+		return fail(c, -EMSGSIZE, "%s: longer than %u bytes (line %zu)", where, OSC_OS_UPDATE_ARG_MAX, n->line);
+	if (memchr(n->value, '\0', n->len) || memchr(n->value, '\n', n->len))
+		return fail(c, -EINVAL, "%s: with a NUL or newline (line %zu)", where, n->line);
+	return 0;
+}
+
+static int parse_inplace(struct ctx *c, const struct ynode *spec, const struct ynode *status, struct osc_inplace *ip,
+			 struct osc_os_update *ou)
+{
+	const struct ynode *n = NULL, *cr = NULL;
+	int r;
+	if (spec && (r = get_node(c, spec, "spec", "inPlaceUpdates", Y_MAP, &n)) < 0)
+		return r;
+	if (n) {
+		static const char w[] = "spec.inPlaceUpdates";
+		ip->present = true;
+		if ((r = get_version(c, n, w, "operatingSystemVersion", &ip->os_version)) < 0 ||
+		    (r = get_version(c, n, w, "kubelet", &ip->kubelet_version)) < 0 ||
+		    (r = get_node(c, n, w, "credentialsRotation", Y_MAP, &cr)) < 0)
+			return r;
+		if (cr) {
+			static const char cw[] = "spec.inPlaceUpdates.credentialsRotation";
+			ip->credentials_rotation = true;
+			if ((r = get_rotation(c, cr, cw, "certificateAuthorities", &ip->ca)) < 0 ||
+			    (r = get_rotation(c, cr, cw, "serviceAccountKey", &ip->sa)) < 0)
+				return r;
+		}
+	}
+
+	const struct ynode *st = NULL, *upd = NULL, *cmd = NULL, *args = NULL;
+	if (status && (r = get_node(c, status, "status", "inPlaceUpdates", Y_MAP, &st)) < 0)
+		return r;
+	if (st && (r = get_node(c, st, "status.inPlaceUpdates", "osUpdate", Y_MAP, &upd)) < 0)
+		return r;
+	if (!upd)
+		return 0;
+	static const char uw[] = "status.inPlaceUpdates.osUpdate";
+	/* command "" or absent is accepted here as Gardener's decoder does; the
+	 * update refuses it when it runs (reconciler.go updateOSInPlace). */
+	if ((r = get_str(c, upd, uw, "command", false, &cmd)) < 0 ||
+	    (cmd && (r = check_arg(c, "status.inPlaceUpdates.osUpdate.command", cmd)) < 0) ||
+	    (r = get_node(c, upd, uw, "args", Y_SEQ, &args)) < 0)
+		return r;
+	size_t na = args ? args->n_items : 0;
+	if (na > OSC_OS_UPDATE_ARGS_MAX)
+		return fail(c, -EMSGSIZE, "%s.args: more than %u (line %zu)", uw, OSC_OS_UPDATE_ARGS_MAX, args->line);
+	if (!(ou->command = strdup(cmd ? cmd->value : "")) || !(ou->args = calloc(na + 1, sizeof(char *))))
+		return fail(c, -ENOMEM, "out of memory");
+	for (size_t i = 0; i < na; i++) {
+		const struct ynode *a = args->items[i];
+		char w[64];
+		snprintf(w, sizeof(w), "%s.args[%zu]", uw, i);
+		if (a->type != Y_SCALAR || a->kind != YS_STR)
+			return wrong_type(c, w, NULL, a, "a string");
+		if ((r = check_arg(c, w, a)) < 0)
+			return r;
+		if (!(ou->args[i] = strdup(a->value)))
+			return fail(c, -ENOMEM, "out of memory");
+		ou->n_args++;
+	}
+	return 0;
+}
+
 int osc_parse_for_node(const char *data, size_t len, const char *forbidden_prefix, const char *node_name,
 		       struct osc *ret, struct osc_error *err)
 {
@@ -1216,7 +1342,8 @@ int osc_parse_for_node(const char *data, size_t len, const char *forbidden_prefi
 	if ((r = parse_files(&c, files, file_names, &out.files, &out.n_files)) < 0)
 		return r;
 	if ((r = parse_units(&c, units, unit_names, &out.units, &out.n_units)) < 0 ||
-	    (cri && (r = parse_cri(&c, cri, &out.cri)) < 0)) {
+	    (cri && (r = parse_cri(&c, cri, &out.cri)) < 0) ||
+	    (r = parse_inplace(&c, spec, status, &out.inplace, &out.os_update)) < 0) {
 		osc_done(&out);
 		return r;
 	}
@@ -1325,5 +1452,6 @@ void osc_done(struct osc *osc)
 	free(osc->files);
 	units_free(osc->units, osc->n_units);
 	cri_free(&osc->cri);
+	inplace_free(&osc->inplace, &osc->os_update);
 	memset(osc, 0, sizeof(*osc));
 }

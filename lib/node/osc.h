@@ -154,12 +154,46 @@ struct osc_cri {
 	size_t n_plugins;
 };
 
+/* spec.inPlaceUpdates and status.inPlaceUpdates (GEP-31;
+ * pkg/apis/extensions/v1alpha1/types_operatingsystemconfig.go: InPlaceUpdates,
+ * CredentialsRotation, CARotation, ServiceAccountKeyRotation,
+ * InPlaceUpdatesStatus, OSUpdate). lib/node/inplace.h classifies them. */
+#define OSC_VERSION_MAX 128          /* operatingSystemVersion, kubelet */
+#define OSC_OS_UPDATE_ARGS_MAX 64    /* osUpdate.args */
+#define OSC_OS_UPDATE_ARG_MAX 4096   /* bytes of osUpdate.command or one arg */
+#define OSC_TIME_MAX 64              /* bytes of a lastInitiationTime */
+
+struct osc_rotation {
+	bool present;               /* certificateAuthorities / serviceAccountKey given */
+	char *time;                 /* lastInitiationTime as written (RFC 3339); NULL when absent */
+	int64_t sec;                /* its instant (inplace_parse_time()) */
+	int32_t nsec;
+};
+
+struct osc_inplace {
+	bool present;               /* spec.inPlaceUpdates given */
+	char *os_version;           /* operatingSystemVersion; "" when not given (present only) */
+	char *kubelet_version;      /* kubelet; "" when not given (present only) */
+	bool credentials_rotation;  /* credentialsRotation given */
+	struct osc_rotation ca;     /* credentialsRotation.certificateAuthorities */
+	struct osc_rotation sa;     /* credentialsRotation.serviceAccountKey */
+};
+
+struct osc_os_update {
+	char *command;              /* status.inPlaceUpdates.osUpdate.command; NULL: no osUpdate;
+	                             * "" when osUpdate has no command */
+	char **args;                /* NULL-terminated, never NULL when command is set */
+	size_t n_args;
+};
+
 struct osc {
 	struct osc_file *files;     /* sorted by path, unique */
 	size_t n_files;
 	struct osc_unit *units;     /* sorted by name, unique */
 	size_t n_units;
 	struct osc_cri cri;         /* spec.criConfig */
+	struct osc_inplace inplace; /* spec.inPlaceUpdates */
+	struct osc_os_update os_update; /* status.inPlaceUpdates.osUpdate */
 };
 
 struct osc_error {
@@ -229,7 +263,15 @@ int osc_parse(const char *data, size_t len, const char *forbidden_prefix, struct
  *    (path: 1..OSC_PLUGIN_PATH_MAX non-empty strings, op add|remove,
  *    values: a mapping, see struct osc_tval; at most OSC_PLUGINS_MAX).
  *    Strings that end up in containerd's TOML are printable ASCII without
- *    '"' or '\'. */
+ *    '"' or '\'.
+ *  - spec.inPlaceUpdates: operatingSystemVersion and kubelet (strings of at
+ *    most OSC_VERSION_MAX printable ASCII bytes without space; unquoted
+ *    1592.1 is a YAML float and refused, as Gardener's decoder refuses it),
+ *    credentialsRotation.{certificateAuthorities,serviceAccountKey}
+ *    .lastInitiationTime (RFC 3339, inplace_parse_time()).
+ *    status.inPlaceUpdates.osUpdate: command (at most OSC_OS_UPDATE_ARG_MAX
+ *    bytes without NUL or newline; "" when absent, refused only when run), args (0..OSC_OS_UPDATE_ARGS_MAX strings
+ *    of that kind). Unknown fields below them are ignored like elsewhere. */
 int osc_parse_for_node(const char *data, size_t len, const char *forbidden_prefix,
 		       const char *node_name, struct osc *ret, struct osc_error *err);
 

@@ -5,6 +5,7 @@
 
 #include "cleanup.h"
 #include "desired.h"
+#include "inplace.h"
 #include "jsonx.h"
 #include "osc.h"
 #include "result.h"
@@ -59,6 +60,18 @@ static int check_units(char *const *units, const char *key, const char **err)
 	return 0;
 }
 
+/* 1..INPLACE_VERSION_MAX (0.. when may_be_empty) printable ASCII bytes without space. */
+static bool version_is_valid(const char *s, bool may_be_empty)
+{
+	size_t n = strnlen(s, INPLACE_VERSION_MAX + 1);
+	if ((n == 0 && !may_be_empty) || n > INPLACE_VERSION_MAX)
+		return false;
+	for (; *s; s++)
+		if (*s <= ' ' || *s > '~')
+			return false;
+	return true;
+}
+
 /* Checks everything but error (format sanitises it, parse checks it). */
 static int check(const struct result *r, const char **err)
 {
@@ -91,6 +104,25 @@ static int check(const struct result *r, const char **err)
 			return jsonx_fail(err, "unitsReady.message: missing, too long or with control characters", -EINVAL);
 		if (c->checked_at < 0 || (uint64_t)c->checked_at > JSONX_UINT_MAX)
 			return jsonx_fail(err, "unitsReady.checkedAt: out of range", -EINVAL);
+	}
+	const struct result_inplace *ip = &r->inplace;
+	if (ip->present) {
+		if (ip->kinds == 0 || (ip->kinds & ~(unsigned)INPLACE_KINDS_ALL))
+			return jsonx_fail(err, "inPlaceUpdate.kinds: empty or unknown kind", -EINVAL);
+		if (!inplace_state_name((enum inplace_state)ip->state))
+			return jsonx_fail(err, "inPlaceUpdate.state: unknown", -EINVAL);
+		if (!ip->reason != (ip->state != INPLACE_STATE_FAILED))
+			return jsonx_fail(err, "inPlaceUpdate.reason: required with state failed and only then", -EINVAL);
+		if (ip->reason && (ip->reason[0] == '\0' || !jsonx_is_line(ip->reason, RESULT_ERROR_MAX)))
+			return jsonx_fail(err, "inPlaceUpdate.reason: empty, too long or with control characters", -EINVAL);
+		if (!ip->os_desired != !ip->os_running)
+			return jsonx_fail(err, "inPlaceUpdate.osVersion: desired and running go together", -EINVAL);
+		if (ip->os_desired && (!version_is_valid(ip->os_desired, false) || !version_is_valid(ip->os_running, true)))
+			return jsonx_fail(err, "inPlaceUpdate.osVersion: not a version string", -EINVAL);
+		if (ip->state == INPLACE_STATE_SUCCESSFUL && !r->success)
+			return jsonx_fail(err, "inPlaceUpdate.state: successful with success false", -EINVAL);
+		if (ip->state != INPLACE_STATE_SUCCESSFUL && r->success)
+			return jsonx_fail(err, "inPlaceUpdate.state: not successful with success true", -EINVAL);
 	}
 	return 0;
 }
@@ -151,6 +183,31 @@ int result_format(const struct result *r, char **ret, size_t *ret_len)
 		    !jsonx_add_uint(o, "checkedAt", (uint64_t)c->checked_at))
 			return -ENOMEM;
 	}
+	if (r->inplace.present) {
+		const struct result_inplace *ip = &r->inplace;
+		cJSON *o = cJSON_AddObjectToObject(root, "inPlaceUpdate");
+		cJSON *kinds = o ? cJSON_AddArrayToObject(o, "kinds") : NULL;
+		if (!kinds)
+			return -ENOMEM;
+		for (unsigned i = 0; i < INPLACE_N_KINDS; i++) {
+			if (!(ip->kinds & (1u << i)))
+				continue;
+			cJSON *s = cJSON_CreateString(inplace_kind_name(1u << i));
+			if (!s || !cJSON_AddItemToArray(kinds, s)) {
+				cJSON_Delete(s);
+				return -ENOMEM;
+			}
+		}
+		if (!cJSON_AddStringToObject(o, "state", inplace_state_name((enum inplace_state)ip->state)) ||
+		    (ip->reason && !cJSON_AddStringToObject(o, "reason", ip->reason)))
+			return -ENOMEM;
+		if (ip->os_desired) {
+			cJSON *v = cJSON_AddObjectToObject(o, "osVersion");
+			if (!v || !cJSON_AddStringToObject(v, "desired", ip->os_desired) ||
+			    !cJSON_AddStringToObject(v, "running", ip->os_running))
+				return -ENOMEM;
+		}
+	}
 	if (!jsonx_add_uint(root, "finishedAt", (uint64_t)r->finished_at))
 		return -ENOMEM;
 
@@ -159,7 +216,9 @@ int result_format(const struct result *r, char **ret, size_t *ret_len)
 
 static const char *const keys[] = { "version", "checksum", "generation", "success", "failedStep", "error",
 				    "changedUnits", "restartId", "restartedUnits", "stoppedUnits", "unitsReady",
-				    "finishedAt", NULL };
+				    "inPlaceUpdate", "finishedAt", NULL };
+static const char *const inplace_keys[] = { "kinds", "state", "reason", "osVersion", NULL };
+static const char *const osversion_keys[] = { "desired", "running", NULL };
 static const char *const ready_keys[] = { "status", "reason", "message", "checkedAt", NULL };
 
 static int get_units(const cJSON *root, const char *key, char ***ret, const char **err)
@@ -222,6 +281,51 @@ static int get_units_ready(const cJSON *root, struct result_units_ready *ret, co
 	return 0;
 }
 
+static int get_inplace(const cJSON *root, struct result_inplace *ret, const char **err)
+{
+	const cJSON *o = cJSON_GetObjectItemCaseSensitive(root, "inPlaceUpdate");
+	if (!o)
+		return 0;
+	if (!cJSON_IsObject(o) || jsonx_check_keys(o, inplace_keys, NULL) < 0)
+		return jsonx_fail(err, "inPlaceUpdate: not an object of kinds, state, reason, osVersion", -EINVAL);
+	const cJSON *kinds = cJSON_GetObjectItemCaseSensitive(o, "kinds");
+	if (!cJSON_IsArray(kinds) || cJSON_GetArraySize(kinds) > INPLACE_N_KINDS)
+		return jsonx_fail(err, "inPlaceUpdate.kinds: missing, not an array or too long", -EINVAL);
+	const cJSON *k;
+	cJSON_ArrayForEach(k, kinds)
+	{
+		unsigned bit = cJSON_IsString(k) ? inplace_kind_from_name(k->valuestring) : 0;
+		if (!bit || (ret->kinds & bit))
+			return jsonx_fail(err, "inPlaceUpdate.kinds: unknown or duplicate kind", -EINVAL);
+		ret->kinds |= bit;
+	}
+	const cJSON *st = cJSON_GetObjectItemCaseSensitive(o, "state");
+	enum inplace_state s;
+	if (!cJSON_IsString(st) || inplace_state_from_name(st->valuestring, &s) < 0)
+		return jsonx_fail(err, "inPlaceUpdate.state: missing or unknown", -EINVAL);
+	ret->state = (int)s;
+	const cJSON *re = cJSON_GetObjectItemCaseSensitive(o, "reason");
+	if (re) {
+		if (!cJSON_IsString(re))
+			return jsonx_fail(err, "inPlaceUpdate.reason: not a string", -EINVAL);
+		if (!(ret->reason = strdup(re->valuestring)))
+			return jsonx_fail(err, "out of memory", -ENOMEM);
+	}
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, "osVersion");
+	if (v) {
+		if (!cJSON_IsObject(v) || jsonx_check_keys(v, osversion_keys, NULL) < 0)
+			return jsonx_fail(err, "inPlaceUpdate.osVersion: not an object of desired and running", -EINVAL);
+		const cJSON *d = cJSON_GetObjectItemCaseSensitive(v, "desired");
+		const cJSON *r = cJSON_GetObjectItemCaseSensitive(v, "running");
+		if (!cJSON_IsString(d) || !cJSON_IsString(r))
+			return jsonx_fail(err, "inPlaceUpdate.osVersion: desired or running missing or not a string", -EINVAL);
+		if (!(ret->os_desired = strdup(d->valuestring)) || !(ret->os_running = strdup(r->valuestring)))
+			return jsonx_fail(err, "out of memory", -ENOMEM);
+	}
+	ret->present = true;
+	return 0;
+}
+
 static int opt_string(const cJSON *root, const char *key, char **ret, const char **err, const char *type_err)
 {
 	const cJSON *j = cJSON_GetObjectItemCaseSensitive(root, key);
@@ -274,7 +378,8 @@ int result_parse(const char *data, size_t len, struct result *ret, const char **
 	if ((k = get_units(root, "changedUnits", &r.changed_units, err)) < 0 ||
 	    (k = get_units(root, "restartedUnits", &r.restarted_units, err)) < 0 ||
 	    (k = get_units(root, "stoppedUnits", &r.stopped_units, err)) < 0 ||
-	    (k = get_units_ready(root, &r.units_ready, err)) < 0)
+	    (k = get_units_ready(root, &r.units_ready, err)) < 0 ||
+	    (k = get_inplace(root, &r.inplace, err)) < 0)
 		return k;
 
 	if ((k = check(&r, err)) < 0)
@@ -295,5 +400,8 @@ void result_done(struct result *r)
 	strv_free(r->restarted_units);
 	strv_free(r->stopped_units);
 	free(r->units_ready.message);
+	free(r->inplace.reason);
+	free(r->inplace.os_desired);
+	free(r->inplace.os_running);
 	memset(r, 0, sizeof(*r));
 }

@@ -12,6 +12,9 @@
  *    "stoppedUnits": ["b.service", ...] | absent,
  *    "unitsReady": {"status": "True"|"False", "reason": "<CamelCase>",
  *                   "message": "<one line>", "checkedAt": <unix seconds>} | absent,
+ *    "inPlaceUpdate": {"kinds": ["os-version", ...], "state": "waiting"|"running"|
+ *                      "successful"|"failed", "reason": "<one line>" | absent,
+ *                      "osVersion": {"desired": "...", "running": "..."} | absent} | absent,
  *    "finishedAt": <unix seconds>}
  *
  * Strict both ways: unknown or duplicate keys and wrong types are errors.
@@ -31,6 +34,39 @@
  * RESULT_REASON_MAX of [A-Za-z], message a line of at most
  * RESULT_CONDITION_MESSAGE_MAX bytes, checkedAt at most 2^53 - 1), which the
  * agent patches into the Node's status (agent/conditions.h).
+ *
+ * inPlaceUpdate (GEP-31, lib/node/inplace.h), present while the OSC being
+ * applied is an in-place update (inplace_classify() found kinds) and after
+ * it ended, until an OSC without in-place kinds is applied:
+ *  - kinds: 1..INPLACE_N_KINDS distinct names of inplace_kind_name(), the
+ *    kinds still to do when the state is waiting/running, all of them once
+ *    successful/failed;
+ *  - state: "waiting": the Node is not ReadyForUpdate (desired.json
+ *    inPlaceUpdate.readyForUpdate not true). The executor then applies
+ *    nothing of the OSC, exactly as gardener-node-agent returns from
+ *    Reconcile before applying files and units (reconciler.go: "Node is not
+ *    ready for in-place update"); only what other controllers of
+ *    gardener-node-agent do goes on: SSH keys and token sync. The result
+ *    is success false with failedStep "inplace-waiting": the checksum is
+ *    NOT applied, and node-agent must not set the checksum annotation
+ *    (Gardener sets checksum/cloud-config-data only at the end of a
+ *    completed Reconcile) but also must not count it as a failure.
+ *    "running": the executor is in the middle (the OS update command ran
+ *    and the reboot is pending): success false, failedStep
+ *    "inplace-os-update". "successful": everything done, success true
+ *    (node-agent sets update-result=successful). "failed": success false,
+ *    failedStep "inplace-<step>", with reason (node-agent sets
+ *    update-result=failed and the machine update-failed-reason annotation
+ *    to reason);
+ *  - reason: required with "failed", absent otherwise; a line of at most
+ *    RESULT_ERROR_MAX bytes, the text gardener-node-agent writes, e.g.
+ *    OS update might have failed and rolled back to the previous version.
+ *    Desired version: "1592.2", Current version: "1592.1";
+ *  - osVersion: with kind os-version, the desired and the running version
+ *    (1..INPLACE_VERSION_MAX printable bytes without space, running may be
+ *    "" when unreadable); node-agent writes desired to the annotation
+ *    node-agent.gardener.cloud/updating-operating-system-version when the
+ *    state is running.
  *
  * Pure functions: no I/O, no logging. */
 #ifndef NA_RESULT_H
@@ -58,6 +94,16 @@ struct result_units_ready {
 	time_t checked_at;
 };
 
+/* The in-place update as the executor reports it. */
+struct result_inplace {
+	bool present;
+	unsigned kinds;             /* INPLACE_* bits, at least one */
+	int state;                  /* enum inplace_state */
+	char *reason;               /* owned; only with INPLACE_STATE_FAILED (required then) */
+	char *os_desired;           /* owned; osVersion.desired, NULL: no osVersion */
+	char *os_running;           /* owned; osVersion.running, set with os_desired */
+};
+
 struct result {
 	char checksum[65];
 	uint64_t generation;
@@ -69,6 +115,7 @@ struct result {
 	char **restarted_units;     /* NULL-terminated, may be NULL */
 	char **stopped_units;       /* NULL-terminated, may be NULL */
 	struct result_units_ready units_ready;
+	struct result_inplace inplace;
 	time_t finished_at;
 };
 

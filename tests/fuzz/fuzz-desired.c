@@ -64,7 +64,8 @@ static void desired_round_trip(const char *data, size_t size)
 	if (strcmp(d.checksum, e.checksum) != 0 || d.osc_len != e.osc_len || memcmp(d.osc, e.osc, d.osc_len) != 0 ||
 	    !str_equal(d.key_document, e.key_document) || d.ssh_access != e.ssh_access ||
 	    !str_equal(d.restart_id, e.restart_id) || !strv_equal(d.restart_units, e.restart_units) ||
-	    d.generation != e.generation)
+	    d.generation != e.generation || d.inplace_present != e.inplace_present ||
+	    d.inplace_ready != e.inplace_ready)
 		abort();
 	char *again = NULL;
 	if (desired_format(&e, &again, NULL) < 0 || strcmp(again, out) != 0)
@@ -96,7 +97,10 @@ static void result_round_trip(const char *data, size_t size)
 			(!r.changed_units && s.changed_units && !s.changed_units[0]);
 	if (strcmp(r.checksum, s.checksum) != 0 || r.generation != s.generation || r.success != s.success ||
 	    !str_equal(r.failed_step, s.failed_step) || !str_equal(r.error, s.error) || !units_ok ||
-	    !str_equal(r.restart_id, s.restart_id) || r.finished_at != s.finished_at)
+	    !str_equal(r.restart_id, s.restart_id) || r.finished_at != s.finished_at ||
+	    r.inplace.present != s.inplace.present || r.inplace.kinds != s.inplace.kinds ||
+	    r.inplace.state != s.inplace.state || !str_equal(r.inplace.reason, s.inplace.reason) ||
+	    !str_equal(r.inplace.os_desired, s.inplace.os_desired) || !str_equal(r.inplace.os_running, s.inplace.os_running))
 		abort();
 	free(out);
 	result_done(&r);

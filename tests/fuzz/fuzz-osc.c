@@ -10,6 +10,7 @@
 
 #include "criconfig.h"
 #include "fsx.h"
+#include "inplace.h"
 #include "osc.h"
 
 #define FORBIDDEN "/var/lib/node-agent"
@@ -147,6 +148,26 @@ static void check(const struct osc *o)
 	}
 }
 
+/* The in-place part: bounded, and an OSC compared with itself is never a
+ * kubelet or credentials change (inplace_classify reads the kubelet
+ * configuration file of the OSC, outside input too). */
+static void check_inplace(const struct osc *o)
+{
+	const struct osc_inplace *ip = &o->inplace;
+	if (ip->present && (!ip->os_version || !ip->kubelet_version || strlen(ip->os_version) > OSC_VERSION_MAX ||
+			    strlen(ip->kubelet_version) > OSC_VERSION_MAX))
+		abort();
+	if (!ip->present && (ip->os_version || ip->kubelet_version || ip->credentials_rotation))
+		abort();
+	if (o->os_update.command && (!o->os_update.args || o->os_update.n_args > OSC_OS_UPDATE_ARGS_MAX ||
+				     o->os_update.args[o->os_update.n_args]))
+		abort();
+	unsigned kinds = 0;
+	char err[INPLACE_ERROR_MAX];
+	if (inplace_classify(o, o, ip->os_version, &kinds, err) == 0 && (kinds & ~(unsigned)INPLACE_OS_VERSION))
+		abort();
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct osc o = { .n_files = 7 };
@@ -155,6 +176,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (r == 0) {
 		check(&o);
 		check_cri(&o.cri);
+		check_inplace(&o);
 		osc_done(&o);
 	} else if (err.message[0] == '\0' || o.n_files != 7 || r >= 0) {
 		abort();

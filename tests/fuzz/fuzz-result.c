@@ -57,6 +57,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				       strcmp(back.units_ready.reason, r.units_ready.reason) != 0 ||
 				       back.units_ready.checked_at != r.units_ready.checked_at)))
 		abort();
+	if (back.inplace.present != r.inplace.present || back.inplace.kinds != r.inplace.kinds ||
+	    back.inplace.state != r.inplace.state || (r.inplace.present && r.inplace.kinds == 0) ||
+	    !!back.inplace.reason != !!r.inplace.reason || (r.inplace.reason && strcmp(back.inplace.reason, r.inplace.reason)) ||
+	    !!back.inplace.os_desired != !!r.inplace.os_desired ||
+	    (r.inplace.os_desired && (strcmp(back.inplace.os_desired, r.inplace.os_desired) ||
+				      strcmp(back.inplace.os_running, r.inplace.os_running))))
+		abort();
 	same_strv(r.restarted_units, back.restarted_units);
 	same_strv(r.stopped_units, back.stopped_units);
 	count(r.changed_units);
