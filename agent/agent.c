@@ -47,6 +47,7 @@
 #include "metrics.h"
 #include "node.h"
 #include "nodereq.h"
+#include "inplace.h"
 #include "nodeupdate.h"
 #include "notify.h"
 #include "osc.h"
@@ -198,6 +199,10 @@ static int doc_fill(struct agent *a, struct agent_doc *doc, char *osc, size_t os
 		.ssh_access = true,
 		.restart_id = a->req.restart_units ? a->req.restart_id : NULL,
 		.restart_units = a->req.restart_units,
+		/* In-place updates: the drain handshake (nodeupdate.h); absent
+		 * means not ready, so a node without one writes what it did. */
+		.inplace_present = nodeupdate_ready(&a->update),
+		.inplace_ready = nodeupdate_ready(&a->update),
 	};
 	doc->tokens = NULL;
 	snprintf(doc->d.checksum, sizeof(doc->d.checksum), "%s", checksum);
@@ -321,6 +326,11 @@ static void read_result(struct agent *a)
 	health_result(&a->health, res->restart_id);
 	if (seen == 1)
 		return; /* reported before */
+	/* An in-place update that waits for the handshake or runs is no
+	 * failure (nodeupdate.c logs it); a failed one is. */
+	if (!res->success && res->inplace.present &&
+	    (res->inplace.state == INPLACE_STATE_WAITING || res->inplace.state == INPLACE_STATE_RUNNING))
+		return;
 	char cs[80], gen[48];
 	snprintf(cs, sizeof(cs), "CHECKSUM=%s", res->checksum);
 	snprintf(gen, sizeof(gen), "GENERATION=%llu", (unsigned long long)res->generation);
@@ -356,6 +366,19 @@ static bool applied_ok(const struct agent *a)
 	return a->exec.valid && a->exec.result.success && a->handover.checksum[0] &&
 	       strcmp(a->exec.result.checksum, a->handover.checksum) == 0 &&
 	       a->exec.result.generation >= a->handover.generation;
+}
+
+/* The in-place update as result.json reports it, for the desired state
+ * written last or not (nodeupdate.h); at every reconcile, as what is
+ * "current" changes with each desired.json write. */
+static void take_update_report(struct agent *a)
+{
+	struct nodeupdate_report r;
+	bool current = a->exec.valid && a->handover.checksum[0] &&
+		       strcmp(a->exec.result.checksum, a->handover.checksum) == 0 &&
+		       a->exec.result.generation >= a->handover.generation;
+	nodeupdate_report_from(a->exec.valid ? &a->exec.result : NULL, current, &r);
+	nodeupdate_result(&a->update, &r);
 }
 
 static bool applied_failed(const struct agent *a)
@@ -579,6 +602,10 @@ static void reconcile(struct agent *a, uint64_t now)
 	 * does not hold up the OSC, unless the keys come from it. */
 	if (a->node.synced || a->node_seen || (!a->cfg.keys_from_node_annotation && a->node.failures > 0))
 		write_desired(a, now);
+	take_update_report(a);
+	/* A rotation it asks for is started by the next pass (take_rotations()). */
+	if (a->update.resync_tokens || a->update.renew_cert)
+		a->dirty = true;
 	if (!a->opts->once || applied_ok(a))
 		maybe_patch(a, now);
 }

@@ -5,45 +5,27 @@
 
 #include "log.h"
 #include "nodeupdate.h"
+#include "result.h"
 #include "strx.h"
 
-static const struct {
-	const char *name;
-	unsigned bit;
-} kinds[] = {
-	{ "os-version", NODEUPDATE_KIND_OS },
-	{ "kubelet-minor-version", NODEUPDATE_KIND_KUBELET_MINOR },
-	{ "kubelet-config", NODEUPDATE_KIND_KUBELET_CONFIG },
-	{ "kubelet-cpu-manager-policy", NODEUPDATE_KIND_CPU_MANAGER },
-	{ "kubelet-ca-rotation", NODEUPDATE_KIND_KUBELET_CA },
-	{ "node-agent-ca-rotation", NODEUPDATE_KIND_NODE_AGENT_CA },
-	{ "sa-key-rotation", NODEUPDATE_KIND_SA_KEY },
-};
-
-static const char *const state_names[] = {
-	[NODEUPDATE_NONE] = "none",
-	[NODEUPDATE_WAITING] = "waiting",
-	[NODEUPDATE_RUNNING] = "running",
-	[NODEUPDATE_SUCCESSFUL] = "successful",
-	[NODEUPDATE_FAILED] = "failed",
-};
-
-unsigned nodeupdate_kind(const char *name)
+void nodeupdate_report_from(const struct result *r, bool current, struct nodeupdate_report *ret)
 {
-	for (size_t i = 0; name && i < sizeof(kinds) / sizeof(kinds[0]); i++)
-		if (strcmp(name, kinds[i].name) == 0)
-			return kinds[i].bit;
-	return 0;
-}
-
-int nodeupdate_state_parse(const char *name, enum nodeupdate_state *ret)
-{
-	for (size_t i = NODEUPDATE_WAITING; name && i < sizeof(state_names) / sizeof(state_names[0]); i++)
-		if (strcmp(name, state_names[i]) == 0) {
-			*ret = (enum nodeupdate_state)i;
-			return 0;
-		}
-	return -EINVAL;
+	*ret = (struct nodeupdate_report){ .state = NODEUPDATE_NONE, .current = current };
+	if (!r || !r->inplace.present)
+		return;
+	static const enum nodeupdate_state map[] = {
+		[INPLACE_STATE_WAITING] = NODEUPDATE_WAITING,
+		[INPLACE_STATE_RUNNING] = NODEUPDATE_RUNNING,
+		[INPLACE_STATE_SUCCESSFUL] = NODEUPDATE_SUCCESSFUL,
+		[INPLACE_STATE_FAILED] = NODEUPDATE_FAILED,
+	};
+	if (r->inplace.state < 0 || (size_t)r->inplace.state >= sizeof(map) / sizeof(map[0]))
+		return;
+	ret->state = map[r->inplace.state];
+	ret->kinds = r->inplace.kinds;
+	ret->reason = r->inplace.reason;
+	ret->os_version = r->inplace.os_desired;
+	ret->generation = r->generation;
 }
 
 bool nodeupdate_ready(const struct nodeupdate *u)
@@ -71,9 +53,9 @@ bool nodeupdate_node(struct nodeupdate *u, const struct kube_node *k)
 static void kinds_text(unsigned bits, char *buf, size_t len)
 {
 	buf[0] = '\0';
-	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
-		if (bits & kinds[i].bit)
-			snprintf(buf + strlen(buf), len - strlen(buf), "%s%s", buf[0] ? "," : "", kinds[i].name);
+	for (unsigned bit = 1; bit & INPLACE_KINDS_ALL; bit <<= 1)
+		if (bits & bit)
+			snprintf(buf + strlen(buf), len - strlen(buf), "%s%s", buf[0] ? "," : "", inplace_kind_name(bit));
 }
 
 bool nodeupdate_result(struct nodeupdate *u, const struct nodeupdate_report *r)
@@ -94,7 +76,8 @@ bool nodeupdate_result(struct nodeupdate *u, const struct nodeupdate_report *r)
 
 	char what[256];
 	kinds_text(u->kinds, what, sizeof(what));
-	if (state_changed && u->state != NODEUPDATE_NONE && u->current) {
+	if (u->current && u->state != u->logged) {
+		u->logged = u->state;
 		switch (u->state) {
 		case NODEUPDATE_WAITING:
 			log_notice("in-place update (%s) waits for the Node condition %s with reason %s", what,
@@ -119,11 +102,11 @@ bool nodeupdate_result(struct nodeupdate *u, const struct nodeupdate_report *r)
 	if (u->current && (u->state == NODEUPDATE_WAITING || u->state == NODEUPDATE_FAILED))
 		u->rotated = false;
 	bool past_handshake = u->current && (u->state == NODEUPDATE_RUNNING || u->state == NODEUPDATE_SUCCESSFUL);
-	if (past_handshake && !u->rotated && (u->kinds & NODEUPDATE_KIND_SA_KEY)) {
+	if (past_handshake && !u->rotated && (u->kinds & INPLACE_SA_KEY_ROTATION)) {
 		u->resync_tokens = true;
 		log_notice("service-account key rotation: re-reading the token Secrets now");
 	}
-	if (past_handshake && !u->rotated && (u->kinds & NODEUPDATE_KIND_NODE_AGENT_CA)) {
+	if (past_handshake && !u->rotated && (u->kinds & INPLACE_NODE_AGENT_CA_ROTATION)) {
 		u->ca_pending = true;
 		u->renew_cert = true;
 		log_notice("certificate authorities rotation: requesting a new client certificate (the current one "
@@ -159,7 +142,7 @@ void nodeupdate_want(const struct nodeupdate *u, struct nodeupdate_want *w)
 		w->hold_checksum = true;
 		/* updateOSInPlace: the version being installed, before the
 		 * update command runs; a rolled-back OS is detected with it. */
-		if ((u->kinds & NODEUPDATE_KIND_OS) && u->os_version[0])
+		if ((u->kinds & INPLACE_OS_VERSION) && u->os_version[0])
 			w->updating_os = u->os_version;
 		return;
 	case NODEUPDATE_FAILED:

@@ -43,6 +43,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "inplace.h"
 #include "kube.h"
 
 #define NODEUPDATE_REASON_MAX 1024
@@ -56,22 +57,11 @@ enum nodeupdate_state {
 	NODEUPDATE_FAILED,
 };
 
-/* The kinds of an in-place change (result.json inPlaceUpdate.kinds). */
-enum {
-	NODEUPDATE_KIND_OS = 1u << 0,                 /* "os-version" */
-	NODEUPDATE_KIND_KUBELET_MINOR = 1u << 1,      /* "kubelet-minor-version" */
-	NODEUPDATE_KIND_KUBELET_CONFIG = 1u << 2,     /* "kubelet-config" */
-	NODEUPDATE_KIND_CPU_MANAGER = 1u << 3,        /* "kubelet-cpu-manager-policy" */
-	NODEUPDATE_KIND_KUBELET_CA = 1u << 4,         /* "kubelet-ca-rotation" */
-	NODEUPDATE_KIND_NODE_AGENT_CA = 1u << 5,      /* "node-agent-ca-rotation" */
-	NODEUPDATE_KIND_SA_KEY = 1u << 6,             /* "sa-key-rotation" */
-};
-
 /* What result.json reports about the in-place update. Strings are borrowed
  * for the call. */
 struct nodeupdate_report {
 	enum nodeupdate_state state;
-	unsigned kinds;             /* NODEUPDATE_KIND_* */
+	unsigned kinds;             /* INPLACE_* bits (lib/node/inplace.h) */
 	const char *reason;         /* with FAILED: why (NULL: none given) */
 	const char *os_version;     /* the OS version being installed, or NULL */
 	uint64_t generation;        /* of the result */
@@ -100,6 +90,7 @@ struct nodeupdate {
 	uint64_t generation;
 	char reason[NODEUPDATE_REASON_MAX + 1];
 	char os_version[NODEUPDATE_VERSION_MAX + 1];
+	enum nodeupdate_state logged;   /* the state last logged */
 	/* Side effects, once per update: asked for when the executor is past
 	 * the handshake (running or successful), again only after it waited
 	 * or failed in between (a new update, a retry) or the agent restarted. */
@@ -109,12 +100,11 @@ struct nodeupdate {
 	bool renew_cert;              /* for the agent: ask for a new client certificate now */
 };
 
-/* Parses a kinds name ("os-version", ...): its NODEUPDATE_KIND_* bit, or 0
- * for an unknown one. Pure. */
-unsigned nodeupdate_kind(const char *name);
-
-/* Parses a state name ("waiting", ...): 0 and *ret, or -EINVAL. Pure. */
-int nodeupdate_state_parse(const char *name, enum nodeupdate_state *ret);
+/* The report for result.json's inPlaceUpdate (r may be NULL: none) of a
+ * result that is (current) or is not for the desired state written last.
+ * Strings point into r. Pure. */
+struct result;
+void nodeupdate_report_from(const struct result *r, bool current, struct nodeupdate_report *ret);
 
 /* Records the Node (NULL: deleted or absent). Returns true when the
  * handshake's answer (nodeupdate_ready()) changed; logs that change. */

@@ -14,24 +14,34 @@
 
 #include "kube.h"
 #include "log.h"
+#include "result.h"
 #include "../../agent/nodeupdate.h"
 
-static void names(void **state)
+/* result.json's inPlaceUpdate read into a report. */
+static void from_result(void **state)
 {
-	assert_int_equal(nodeupdate_kind("os-version"), NODEUPDATE_KIND_OS);
-	assert_int_equal(nodeupdate_kind("node-agent-ca-rotation"), NODEUPDATE_KIND_NODE_AGENT_CA);
-	assert_int_equal(nodeupdate_kind("sa-key-rotation"), NODEUPDATE_KIND_SA_KEY);
-	assert_int_equal(nodeupdate_kind("kubelet-cpu-manager-policy"), NODEUPDATE_KIND_CPU_MANAGER);
-	assert_int_equal(nodeupdate_kind("reboot"), 0);
-	assert_int_equal(nodeupdate_kind(NULL), 0);
-	enum nodeupdate_state s = NODEUPDATE_NONE;
-	assert_int_equal(nodeupdate_state_parse("waiting", &s), 0);
-	assert_int_equal(s, NODEUPDATE_WAITING);
-	assert_int_equal(nodeupdate_state_parse("failed", &s), 0);
-	assert_int_equal(s, NODEUPDATE_FAILED);
-	assert_int_equal(nodeupdate_state_parse("none", &s), -EINVAL);
-	assert_int_equal(nodeupdate_state_parse("Successful", &s), -EINVAL);
-	assert_int_equal(s, NODEUPDATE_FAILED);
+	struct nodeupdate_report r;
+	struct result res = { .generation = 7 };
+	nodeupdate_report_from(NULL, true, &r);
+	assert_int_equal(r.state, NODEUPDATE_NONE);
+	nodeupdate_report_from(&res, true, &r);
+	assert_int_equal(r.state, NODEUPDATE_NONE);
+	res.inplace = (struct result_inplace){ .present = true, .kinds = INPLACE_OS_VERSION | INPLACE_SA_KEY_ROTATION,
+					       .state = INPLACE_STATE_FAILED, .reason = (char[]){ "rolled back" },
+					       .os_desired = (char[]){ "1877.4" }, .os_running = (char[]){ "1443.3" } };
+	nodeupdate_report_from(&res, false, &r);
+	assert_int_equal(r.state, NODEUPDATE_FAILED);
+	assert_int_equal(r.kinds, INPLACE_OS_VERSION | INPLACE_SA_KEY_ROTATION);
+	assert_string_equal(r.reason, "rolled back");
+	assert_string_equal(r.os_version, "1877.4");
+	assert_int_equal(r.generation, 7);
+	assert_false(r.current);
+	res.inplace.state = INPLACE_STATE_WAITING;
+	nodeupdate_report_from(&res, true, &r);
+	assert_int_equal(r.state, NODEUPDATE_WAITING);
+	res.inplace.state = 99;
+	nodeupdate_report_from(&res, true, &r);
+	assert_int_equal(r.state, NODEUPDATE_NONE);
 }
 
 static void handshake(void **state)
@@ -63,7 +73,7 @@ static void results(void **state)
 {
 	struct nodeupdate u = {};
 	struct nodeupdate_want w;
-	struct nodeupdate_report r = { .state = NODEUPDATE_WAITING, .kinds = NODEUPDATE_KIND_OS,
+	struct nodeupdate_report r = { .state = NODEUPDATE_WAITING, .kinds = INPLACE_OS_VERSION,
 				       .os_version = "1877.3", .generation = 4, .current = true };
 	/* Waiting: the checksum is held, nothing else. */
 	assert_true(nodeupdate_result(&u, &r));
@@ -133,7 +143,7 @@ static void rotations(void **state)
 	struct kube_node k = { .ready_for_update = true };
 	nodeupdate_node(&u, &k);
 	struct nodeupdate_report r = { .state = NODEUPDATE_WAITING,
-				       .kinds = NODEUPDATE_KIND_NODE_AGENT_CA | NODEUPDATE_KIND_SA_KEY,
+				       .kinds = INPLACE_NODE_AGENT_CA_ROTATION | INPLACE_SA_KEY_ROTATION,
 				       .generation = 2, .current = true };
 	/* Nothing before the handshake. */
 	nodeupdate_result(&u, &r);
@@ -184,7 +194,7 @@ int main(void)
 {
 	log_open("test-agent-nodeupdate", LOG_TARGET_STDERR);
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(names),
+		cmocka_unit_test(from_result),
 		cmocka_unit_test(handshake),
 		cmocka_unit_test(results),
 		cmocka_unit_test(rotations),
