@@ -97,23 +97,28 @@ bool nodeupdate_result(struct nodeupdate *u, const struct nodeupdate_report *r)
 			break;
 		}
 	}
-	/* The rotations the agent carries out itself, once per update, when
-	 * the executor has passed the handshake. */
+	/* The rotations the agent carries out itself, once per update: the
+	 * token resync once the executor is past the handshake; the new
+	 * client certificate once the executor applied the OSC, whose
+	 * gardener-node-agent configuration brings the new CA bundle (the
+	 * agent follows it when the OSC is applied, before this runs), so
+	 * that the issued certificate is checked against it. */
 	if (u->current && (u->state == NODEUPDATE_WAITING || u->state == NODEUPDATE_FAILED))
-		u->rotated = false;
+		u->tokens_synced = u->cert_asked = false;
 	bool past_handshake = u->current && (u->state == NODEUPDATE_RUNNING || u->state == NODEUPDATE_SUCCESSFUL);
-	if (past_handshake && !u->rotated && (u->kinds & INPLACE_SA_KEY_ROTATION)) {
+	if (past_handshake && !u->tokens_synced && (u->kinds & INPLACE_SA_KEY_ROTATION)) {
+		u->tokens_synced = true;
 		u->resync_tokens = true;
 		log_notice("service-account key rotation: re-reading the token Secrets now");
 	}
-	if (past_handshake && !u->rotated && (u->kinds & INPLACE_NODE_AGENT_CA_ROTATION)) {
+	if (u->current && u->state == NODEUPDATE_SUCCESSFUL && !u->cert_asked &&
+	    (u->kinds & INPLACE_NODE_AGENT_CA_ROTATION)) {
+		u->cert_asked = true;
 		u->ca_pending = true;
 		u->renew_cert = true;
 		log_notice("certificate authorities rotation: requesting a new client certificate (the current one "
 			   "stays in use until the new one is issued and verified)");
 	}
-	if (past_handshake)
-		u->rotated = true;
 	nodeupdate_want(u, &after);
 	return memcmp(&before, &after, sizeof(before)) != 0 || state_changed;
 }

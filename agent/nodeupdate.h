@@ -91,10 +91,13 @@ struct nodeupdate {
 	char reason[NODEUPDATE_REASON_MAX + 1];
 	char os_version[NODEUPDATE_VERSION_MAX + 1];
 	enum nodeupdate_state logged;   /* the state last logged */
-	/* Side effects, once per update: asked for when the executor is past
-	 * the handshake (running or successful), again only after it waited
-	 * or failed in between (a new update, a retry) or the agent restarted. */
-	bool rotated;
+	/* Side effects, once per update (again only after the executor
+	 * waited or failed in between: a new update, a retry; or after an
+	 * agent restart): the token resync when the executor is past the
+	 * handshake (running or successful), the new certificate when it is
+	 * successful (nodeupdate.c says why). */
+	bool tokens_synced;
+	bool cert_asked;
 	bool ca_pending;              /* a new certificate asked for, not in use yet */
 	bool resync_tokens;           /* for the agent: re-read the token Secrets now */
 	bool renew_cert;              /* for the agent: ask for a new client certificate now */

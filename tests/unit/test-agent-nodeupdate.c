@@ -149,22 +149,25 @@ static void rotations(void **state)
 	nodeupdate_result(&u, &r);
 	assert_false(u.resync_tokens);
 	assert_false(u.renew_cert);
+	/* Running: the tokens at once; the certificate waits for the OSC
+	 * (and its CA bundle) to be applied. */
 	r.state = NODEUPDATE_RUNNING;
 	r.generation = 3;
 	nodeupdate_result(&u, &r);
 	assert_true(u.resync_tokens);
-	assert_true(u.renew_cert);
-	assert_true(u.ca_pending);
-	u.resync_tokens = u.renew_cert = false;
-	/* The same generation again: not asked twice. */
+	assert_false(u.renew_cert);
+	u.resync_tokens = false;
+	/* The same again: not asked twice. */
 	nodeupdate_result(&u, &r);
 	assert_false(u.resync_tokens);
-	assert_false(u.renew_cert);
-	/* Successful, in the same generation: still not asked again, and
-	 * "successful" held until the new certificate is in use. */
+	/* Successful: the certificate asked for, "successful" held until it
+	 * is in use; the tokens not again. */
 	r.state = NODEUPDATE_SUCCESSFUL;
 	nodeupdate_result(&u, &r);
-	assert_false(u.renew_cert);
+	assert_true(u.renew_cert);
+	assert_true(u.ca_pending);
+	assert_false(u.resync_tokens);
+	u.renew_cert = false;
 	nodeupdate_want(&u, &w);
 	assert_true(w.hold_checksum);
 	assert_null(w.update_result);
@@ -178,12 +181,12 @@ static void rotations(void **state)
 	nodeupdate_result(&u, &r);
 	assert_false(u.renew_cert);
 	assert_false(u.resync_tokens);
-	/* A new update (waiting first), past its handshake: asked again. */
+	/* A new update (waiting first), successful at once: both again. */
 	r.state = NODEUPDATE_WAITING;
 	r.generation = 5;
 	nodeupdate_result(&u, &r);
 	assert_false(u.renew_cert);
-	r.state = NODEUPDATE_RUNNING;
+	r.state = NODEUPDATE_SUCCESSFUL;
 	r.generation = 6;
 	nodeupdate_result(&u, &r);
 	assert_true(u.renew_cert);
