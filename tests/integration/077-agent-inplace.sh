@@ -35,40 +35,9 @@ kctl POST /node '{"name": "'"$KUBE_NODE"'"}' >/dev/null
 # does once the Node is ready for it: {"kinds": [...], "outcome":
 # "successful"|"failed"|"running", "reason": "...", "os": "<version>"}.
 install -d -m 0755 "$ROOT/var/lib/cloud-config-exec"
-cat >"$S/exec.py" <<-'EOF'
-import json, os, sys, time
-res, des, ctl = sys.argv[1], json.load(open(sys.argv[2])), sys.argv[3]
-d = {"version": 1, "checksum": des["checksum"], "generation": des["generation"], "success": True,
-     "changedUnits": [], "finishedAt": int(time.time())}
-if os.path.exists(ctl):
-    c = json.load(open(ctl))
-    ready = des.get("inPlaceUpdate", {}).get("readyForUpdate", False)
-    state = c["outcome"] if ready else "waiting"
-    # an update that ended successfully stays so for its OSC
-    try:
-        old = json.load(open(res))
-        if old["checksum"] == d["checksum"] and old.get("inPlaceUpdate", {}).get("state") == "successful":
-            state = "successful"
-    except (OSError, ValueError, KeyError):
-        pass
-    ip = {"kinds": c["kinds"], "state": state}
-    if "os" in c:
-        ip["osVersion"] = {"desired": c["os"], "running": "1443.3"}
-    if state == "waiting":
-        d.update(success=False, failedStep="inplace-waiting")
-    elif state == "running":
-        d.update(success=False, failedStep="inplace-os-update")
-    elif state == "failed":
-        d.update(success=False, failedStep="inplace-os-update", error=c["reason"])
-        ip["reason"] = c["reason"]
-    d["inPlaceUpdate"] = ip
-tmp = res + ".tmp"
-open(tmp, "w").write(json.dumps(d))
-os.rename(tmp, res)
-EOF
 cat >"$S/exec" <<-EOF
 #!/bin/bash
-exec python3 "$S/exec.py" "$ROOT/var/lib/cloud-config-exec/result.json" "$ROOT/var/lib/node-agent/desired.json" "$S/inplace"
+exec python3 "$TESTS_DIR/lib/inplace-exec.py" "$ROOT/var/lib/cloud-config-exec/result.json" "$ROOT/var/lib/node-agent/desired.json" "$S/inplace"
 EOF
 chmod +x "$S/exec"
 EXEC=$S/exec
