@@ -26,7 +26,7 @@ INSTALL_ROOT := $(if $(filter 0,$(shell id -u)),-o 0 -g 0)
 
 UNIT_FILES    := node-agent.service node-agent.path cloud-config-exec.service cloud-config-exec.path \
                  cloud-config-exec.timer cloud-config-exec-pull@.service \
-                 cloud-config-exec-kubelet-data-volume.service
+                 cloud-config-exec-kubelet-data-volume.service cloud-config-exec-os-update.service
 SELINUX_FILES := node_agent.te node_agent.if node_agent.fc
 SSHD_DROPIN   := $(SYSCONFDIR)/ssh/sshd_config.d/50-node-agent.conf
 # Stock Gardener user data's gardener-node-init.service starts node-agent instead

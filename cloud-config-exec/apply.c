@@ -33,6 +33,7 @@
 #include "kubeletvol.h"
 #include "fsx.h"
 #include "images.h"
+#include "ipupdate.h"
 #include "log.h"
 #include "osc.h"
 #include "result.h"
@@ -253,6 +254,32 @@ static bool units_ready_equal(const struct result_units_ready *a, const struct r
 
 /* The SystemdUnitsReady condition for osc's units into res (unitcheck.h);
  * nothing without a bus or an OSC (the check is then not reported). */
+static bool inplace_equal(const struct result_inplace *a, const struct result_inplace *b)
+{
+	return a->present == b->present &&
+	       (!a->present || (a->kinds == b->kinds && a->state == b->state && str_equal(a->reason, b->reason) &&
+				str_equal(a->os_desired, b->os_desired) && str_equal(a->os_running, b->os_running)));
+}
+
+/* An in-place update that is not finished but not failed either (waiting
+ * for ReadyForUpdate, or the reboot into the new OS pending): success
+ * false so that the checksum is not taken as applied (ipupdate.h,
+ * result.h), logged as a notice, not an error. */
+static int write_result(int statefd, const struct result *res, bool changed_anything);
+
+static int pending_result(int statefd, struct result *res, const char *step, const char *msg)
+{
+	res->success = false;
+	res->failed_step = (char *)(uintptr_t)step;
+	res->error = (char *)(uintptr_t)msg;
+	res->finished_at = time(NULL);
+	(void)write_result(statefd, res, false);
+	log_notice("Apply of %.12s: %s", res->checksum, msg);
+	res->failed_step = NULL;
+	res->error = NULL;
+	return APPLY_EXIT_OK;
+}
+
 static void check_units(const struct apply_ctx *c, const struct osc *osc, struct result *res)
 {
 	if (!c->bus || !osc || res->units_ready.present)
@@ -279,7 +306,8 @@ static int write_result(int statefd, const struct result *res, bool changed_anyt
 				    prev.generation == res->generation && str_equal(prev.restart_id, res->restart_id) &&
 				    str_equal(prev.failed_step, res->failed_step) && str_equal(prev.error, res->error) &&
 				    (res->success || strv_equal(prev.changed_units, res->changed_units)) &&
-				    units_ready_equal(&prev.units_ready, &res->units_ready);
+				    units_ready_equal(&prev.units_ready, &res->units_ready) &&
+				    inplace_equal(&prev.inplace, &res->inplace);
 			result_done(&prev);
 			if (same)
 				return 0;
@@ -381,6 +409,46 @@ int apply_osc(const struct apply_ctx *c, const char *osc, size_t len, const stru
 		char msg[BOUNDS_ERROR_MAX + 64];
 		snprintf(msg, sizeof(msg), "desired.json refused: %s", berr);
 		return fail_result(statefd, &res, "validate", msg);
+	}
+
+	/* 0a. In-place updates (GEP-31; ipupdate.h): classify, and hold the
+	 * whole OSC back while the Node is not ReadyForUpdate. "apply FILE"
+	 * (no desired state) is an operator's explicit apply: ready. */
+	char running[INPLACE_VERSION_MAX + 1] = "";
+	(void)ipu_running_os_version(c->rootfd, running);
+	char ierr[INPLACE_ERROR_MAX] = "";
+	r = ipu_begin(c->rootfd, statefd, &st, old, new, res.checksum, ierr);
+	if (r == -EINVAL || r == -ENOMEM) {
+		keys_anyway(c, new, d, &st, statefd);
+		return fail_result(statefd, &res, "inplace-classify", ierr[0] ? ierr : "out of memory");
+	}
+	if (r < 0)
+		return fail_result(statefd, &res, "state", "cannot save the in-place update record");
+	ipu_fill_result(&st, new, running, &res);
+	/* A failed OS update (the command failed, or the node came back on
+	 * the old version) is final for this OSC, as Gardener's "OS update
+	 * has failed with error" (reconciler.go performInPlaceUpdate); a
+	 * kubelet that was not healthy is tried again, as there. */
+	if (res.inplace.present && st.inplace_state == INPLACE_STATE_FAILED &&
+	    !((st.inplace_remaining & INPLACE_OS_VERSION) && st.inplace_os_attempted)) {
+		st.inplace_state = INPLACE_STATE_RUNNING;
+		ipu_fill_result(&st, new, running, &res);
+	}
+	if (res.inplace.present && st.inplace_state == INPLACE_STATE_FAILED) {
+		keys_anyway(c, new, d, &st, statefd);
+		(void)tokens_apply(c->rootfd, d);
+		return fail_result(statefd, &res, "inplace-failed", st.inplace_reason ? st.inplace_reason : "in-place update failed");
+	}
+	if (res.inplace.present && st.inplace_remaining && !(!d || d->inplace_ready)) {
+		/* reconciler.go: "Node is not ready for in-place update" returns
+		 * before any file or unit; SSH keys and token sync are other
+		 * controllers there and go on. */
+		keys_anyway(c, new, d, &st, statefd);
+		if (tokens_apply(c->rootfd, d) < 0)
+			log_warning("A synced token could not be written (see the journal)");
+		res.inplace.state = INPLACE_STATE_WAITING;
+		return pending_result(statefd, &res, "inplace-waiting",
+				      "in-place update waits for the Node condition InPlaceUpdate with reason ReadyForUpdate");
 	}
 
 	if (same_as_last && st.progress_checksum[0] && strcmp(st.progress_checksum, res.checksum) == 0) {
@@ -494,6 +562,13 @@ int apply_osc(const struct apply_ctx *c, const char *osc, size_t len, const stru
 	bool held = img_r < 0;
 	_cleanup_free_ char *held_units = NULL; /* "a.service b.service": what the plan held back */
 
+	/* 1f. A CPU manager policy change: its state file goes before the
+	 * kubelet restarts (reconciler.go applyChangedUnits). */
+	if (!held && ipu_before_units(c->rootfd, statefd, &st) < 0) {
+		keys_anyway(c, new, d, &st, statefd);
+		return fail_result(statefd, &res, "inplace-kubelet", "cannot remove /" IPU_CPU_MANAGER_STATE);
+	}
+
 	/* 2. Units (and the Node's restart request). */
 	_cleanup_free_ char *prev_restart = previous_restart_id(statefd);
 	char *const *requests = NULL;
@@ -591,6 +666,17 @@ int apply_osc(const struct apply_ctx *c, const char *osc, size_t len, const stru
 	}
 	if (changed_units && changed_units[0])
 		changed = true;
+	/* 2a. The kubelet healthy after an in-place kubelet change
+	 * (completeKubeletInPlaceUpdate). */
+	if (!held && ipu_kubelet_done(c, statefd, &st) < 0) {
+		keys_anyway(c, new, d, &st, statefd);
+		ipu_fill_result(&st, new, running, &res);
+		res.changed_units = changed_units;
+		int x = fail_result(statefd, &res, "inplace-kubelet", st.inplace_reason ? st.inplace_reason : "kubelet not healthy");
+		res.changed_units = NULL;
+		res.restarted_units = res.stopped_units = NULL;
+		return x;
+	}
 	/* 2b. Files the OSC dropped, now that their units are stopped or
 	 * rewritten (not while units are held back). */
 	if (!held && dropped_files && dropped_files[0]) {
@@ -642,6 +728,29 @@ int apply_osc(const struct apply_ctx *c, const char *osc, size_t len, const stru
 		result_done_units_ready(&res);
 		return x;
 	}
+
+	/* 3b. The rest of the in-place update (performInPlaceUpdate): the OS
+	 * update, the kubelet's CA rotation. Not committed until it is done. */
+	r = ipu_finish(c, statefd, &st, new);
+	if (r != 0) {
+		(void)ipu_running_os_version(c->rootfd, running);
+		ipu_fill_result(&st, new, running, &res);
+		res.changed_units = changed_units;
+		int x;
+		if (r > 0) {
+			char msg[256];
+			snprintf(msg, sizeof(msg), "the OS update to %s ran; waiting for the node to run it (reboot)",
+				 new->inplace.os_version);
+			x = pending_result(statefd, &res, "inplace-os-update", msg);
+		} else
+			x = fail_result(statefd, &res,
+					(st.inplace_remaining & INPLACE_OS_VERSION) ? "inplace-os-update" : "inplace-kubelet",
+					st.inplace_reason ? st.inplace_reason : "in-place update failed");
+		res.changed_units = NULL;
+		res.restarted_units = res.stopped_units = NULL;
+		return x;
+	}
+	ipu_fill_result(&st, new, running, &res);
 
 	/* 4. Commit: last-applied, then the progress record. */
 	if (!same_as_last) {

@@ -19,6 +19,7 @@
 #include "fsx.h"
 #include "gnaconfig.h"
 #include "images.h"
+#include "ipupdate.h"
 #include "kubeletvol.h"
 #include "log.h"
 #include "units.h"
@@ -52,6 +53,8 @@ static void help(void)
 	       "  keys               reconcile only the SSH keys and the snapshot (expired-key purge)\n"
 	       "  check FILE         validate an OSC and print what an apply would change; writes nothing\n"
 	       "  status             print the last result\n"
+	       "  os-update-run      run the in-place OS update command the executor handed over\n"
+	       "                     (cloud-config-exec-os-update.service; has network, no filter)\n"
 	       "  kubelet-data-volume  format the disk of gardener-node-agent's\n"
 	       "                     bootstrap.kubeletDataVolumeSize as ext4 KUBEDEV and mount it\n"
 	       "                     on /var/lib/kubelet (cloud-config-exec-kubelet-data-volume.service)\n"
@@ -165,7 +168,8 @@ static int parse_argv(int argc, char *argv[])
 		arg_verb = argv[optind++];
 	bool needs_file = strcmp(arg_verb, "apply") == 0 || strcmp(arg_verb, "check") == 0;
 	if (strcmp(arg_verb, "apply-desired") != 0 && strcmp(arg_verb, "keys") != 0 &&
-	    strcmp(arg_verb, "status") != 0 && strcmp(arg_verb, "kubelet-data-volume") != 0 && !needs_file) {
+	    strcmp(arg_verb, "status") != 0 && strcmp(arg_verb, "kubelet-data-volume") != 0 &&
+	    strcmp(arg_verb, "os-update-run") != 0 && !needs_file) {
 		fprintf(stderr, "cloud-config-exec: unknown verb '%s' (see --help)\n", arg_verb);
 		return -EINVAL;
 	}
@@ -221,6 +225,10 @@ static int run(void)
 	 * the filter denies and would inherit it. */
 	if (strcmp(arg_verb, "kubelet-data-volume") == 0)
 		return datavol_format(arg_root, rootfd, gna_dir, arg_allow_loop) < 0 ? APPLY_EXIT_FAILED : APPLY_EXIT_OK;
+	/* Its own unit too (ipupdate.h): the OS update may need the network
+	 * and runs what the OSC names, which the filter would not allow. */
+	if (strcmp(arg_verb, "os-update-run") == 0)
+		return ipu_os_update_verb(rootfd, cfg->exec_state_dir);
 	_cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
 	if (!arg_no_systemd && (!scratch || arg_systemd) && !readonly && strcmp(arg_verb, "keys") != 0) {
 		r = sd_bus_open_system(&bus);

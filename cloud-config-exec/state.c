@@ -203,6 +203,8 @@ void state_done(struct state *s)
 	strv_free(s->owned_units);
 	free(s->containerd_stamp);
 	free(s->containerd_version);
+	free(s->inplace_reason);
+	free(s->inplace_os_attempted);
 	*s = (struct state){ 0 };
 }
 
@@ -352,6 +354,35 @@ int state_parse(const char *data, size_t len, struct state *ret)
 			goto fail;
 		}
 	}
+	const cJSON *ip = cJSON_GetObjectItemCaseSensitive(root, "inPlace");
+	if (ip) {
+		const cJSON *c = cJSON_GetObjectItemCaseSensitive(ip, "checksum");
+		const cJSON *k = cJSON_GetObjectItemCaseSensitive(ip, "kinds");
+		const cJSON *rem = cJSON_GetObjectItemCaseSensitive(ip, "remaining");
+		const cJSON *steps = cJSON_GetObjectItemCaseSensitive(ip, "steps");
+		const cJSON *stt = cJSON_GetObjectItemCaseSensitive(ip, "state");
+		const cJSON *re = cJSON_GetObjectItemCaseSensitive(ip, "reason");
+		const cJSON *at = cJSON_GetObjectItemCaseSensitive(ip, "osAttempted");
+		const cJSON *bi = cJSON_GetObjectItemCaseSensitive(ip, "bootId");
+		if (cJSON_IsString(bi) && strlen(bi->valuestring) < sizeof(s.inplace_boot_id))
+			memcpy(s.inplace_boot_id, bi->valuestring, strlen(bi->valuestring) + 1);
+		if (!cJSON_IsString(c) || strlen(c->valuestring) != 64 || !cJSON_IsNumber(k) || !cJSON_IsNumber(rem) ||
+		    !cJSON_IsNumber(steps) || !cJSON_IsNumber(stt) || (re && !cJSON_IsString(re)) ||
+		    (at && !cJSON_IsString(at))) {
+			r = -EINVAL;
+			goto fail;
+		}
+		memcpy(s.inplace_checksum, c->valuestring, 65);
+		s.inplace_kinds = (unsigned)k->valuedouble;
+		s.inplace_remaining = (unsigned)rem->valuedouble;
+		s.inplace_steps = (unsigned)steps->valuedouble;
+		s.inplace_state = (int)stt->valuedouble;
+		if ((re && !(s.inplace_reason = strdup(re->valuestring))) ||
+		    (at && !(s.inplace_os_attempted = strdup(at->valuestring)))) {
+			r = -ENOMEM;
+			goto fail;
+		}
+	}
 	*ret = s;
 	return 0;
 fail:
@@ -394,6 +425,18 @@ int state_format(const struct state *s, char **ret, size_t *ret_len)
 		cJSON *p = cJSON_AddObjectToObject(root, "containerd");
 		if (!p || !cJSON_AddStringToObject(p, "binary", s->containerd_stamp) ||
 		    !cJSON_AddStringToObject(p, "version", s->containerd_version))
+			return -ENOMEM;
+	}
+	if (s->inplace_checksum[0]) {
+		cJSON *p = cJSON_AddObjectToObject(root, "inPlace");
+		if (!p || !cJSON_AddStringToObject(p, "checksum", s->inplace_checksum) ||
+		    !cJSON_AddNumberToObject(p, "kinds", s->inplace_kinds) ||
+		    !cJSON_AddNumberToObject(p, "remaining", s->inplace_remaining) ||
+		    !cJSON_AddNumberToObject(p, "steps", s->inplace_steps) ||
+		    !cJSON_AddNumberToObject(p, "state", s->inplace_state) ||
+		    (s->inplace_reason && !cJSON_AddStringToObject(p, "reason", s->inplace_reason)) ||
+		    (s->inplace_os_attempted && !cJSON_AddStringToObject(p, "osAttempted", s->inplace_os_attempted)) ||
+		    (s->inplace_boot_id[0] && !cJSON_AddStringToObject(p, "bootId", s->inplace_boot_id)))
 			return -ENOMEM;
 	}
 	return jsonx_print(root, ret, ret_len);

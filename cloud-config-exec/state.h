@@ -82,6 +82,23 @@ struct state {
 	 * only when the binary changed (containerd.c). NULL when unknown. */
 	char *containerd_stamp;
 	char *containerd_version;
+	/* The in-place update (GEP-31) of the OSC inplace_checksum
+	 * (cloud-config-exec/ipupdate.h), persisted across reboots and
+	 * crashes like gardener-node-agent's osc-changes file
+	 * (pkg/nodeagent/controller/operatingsystemconfig/osc_changes.go):
+	 * "" when none. Kinds are lib/node/inplace.h bits. */
+	char inplace_checksum[65];
+	unsigned inplace_kinds;     /* all kinds of that OSC */
+	unsigned inplace_remaining; /* still to do (completed ones are cleared) */
+	unsigned inplace_steps;     /* IPU_STEP_* finished */
+	int inplace_state;          /* enum inplace_state */
+	char *inplace_reason;       /* with INPLACE_STATE_FAILED */
+	char *inplace_os_attempted; /* the OS version the update command ran for
+	                             * (Gardener's updating-operating-system-version
+	                             * annotation); NULL: not run */
+	char inplace_boot_id[40];   /* the boot it ran in ("" unknown): the same
+	                             * boot is a reboot still pending, another one
+	                             * on the old version a rolled-back update */
 };
 
 #define STATE_STAMP_MAX 128

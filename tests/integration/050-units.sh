@@ -42,7 +42,8 @@ stage() {
 		while read -r b; do install -D -m 0755 /dev/null "$r$b"; done
 }
 units=(node-agent.service node-agent.path cloud-config-exec.service cloud-config-exec.path cloud-config-exec.timer
-	cloud-config-exec-pull@example.service cloud-config-exec-kubelet-data-volume.service)
+	cloud-config-exec-pull@example.service cloud-config-exec-kubelet-data-volume.service
+	cloud-config-exec-os-update.service)
 
 # verify_quiet ROOT: rc 0 and no output at all.
 verify_quiet() {
