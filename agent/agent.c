@@ -48,6 +48,8 @@
 #include "metrics.h"
 #include "node.h"
 #include "nodereq.h"
+#include "inplace.h"
+#include "nodeupdate.h"
 #include "notify.h"
 #include "osc.h"
 #include "oscsecret.h"
@@ -95,6 +97,7 @@ struct agent {
 	struct conditions conditions; /* SystemdUnitsReady (conditions.h); zeroed: off */
 	struct health health;       /* zeroed: off */
 	struct internalip internalip; /* the lost InternalIP (internalip.h); zeroed: off */
+	struct nodeupdate update;   /* in-place updates: handshake and result (nodeupdate.h) */
 	/* The last good OSC from the Secret (oscsecret.h). */
 	struct oscsecret good;
 	/* Stock user data and where each setting came from (stock.h); the
@@ -200,6 +203,10 @@ static int doc_fill(struct agent *a, struct agent_doc *doc, char *osc, size_t os
 		.ssh_access = true,
 		.restart_id = a->req.restart_units ? a->req.restart_id : NULL,
 		.restart_units = a->req.restart_units,
+		/* In-place updates: the drain handshake (nodeupdate.h); absent
+		 * means not ready, so a node without one writes what it did. */
+		.inplace_present = nodeupdate_ready(&a->update),
+		.inplace_ready = nodeupdate_ready(&a->update),
 	};
 	doc->tokens = NULL;
 	snprintf(doc->d.checksum, sizeof(doc->d.checksum), "%s", checksum);
@@ -336,6 +343,11 @@ static void read_result(struct agent *a)
 	health_result(&a->health, res->restart_id);
 	if (seen == 1)
 		return; /* reported before */
+	/* An in-place update that waits for the handshake or runs is no
+	 * failure (nodeupdate.c logs it); a failed one is. */
+	if (!res->success && res->inplace.present &&
+	    (res->inplace.state == INPLACE_STATE_WAITING || res->inplace.state == INPLACE_STATE_RUNNING))
+		return;
 	char cs[80], gen[48];
 	snprintf(cs, sizeof(cs), "CHECKSUM=%s", res->checksum);
 	snprintf(gen, sizeof(gen), "GENERATION=%llu", (unsigned long long)res->generation);
@@ -371,6 +383,19 @@ static bool applied_ok(const struct agent *a)
 	return a->exec.valid && a->exec.result.success && a->handover.checksum[0] &&
 	       strcmp(a->exec.result.checksum, a->handover.checksum) == 0 &&
 	       a->exec.result.generation >= a->handover.generation;
+}
+
+/* The in-place update as result.json reports it, for the desired state
+ * written last or not (nodeupdate.h); at every reconcile, as what is
+ * "current" changes with each desired.json write. */
+static void take_update_report(struct agent *a)
+{
+	struct nodeupdate_report r;
+	bool current = a->exec.valid && a->handover.checksum[0] &&
+		       strcmp(a->exec.result.checksum, a->handover.checksum) == 0 &&
+		       a->exec.result.generation >= a->handover.generation;
+	nodeupdate_report_from(a->exec.valid ? &a->exec.result : NULL, current, &r);
+	nodeupdate_result(&a->update, &r);
 }
 
 static bool applied_failed(const struct agent *a)
@@ -437,6 +462,8 @@ static void on_node(struct agent *a, enum kube_event_type type, const struct kub
 	lease_set_node(&a->lease, type == KUBE_EVENT_DELETED ? NULL : n->uid);
 	events_set_node(&a->events, type == KUBE_EVENT_DELETED ? NULL : n->uid);
 	conditions_set_node(&a->conditions, type == KUBE_EVENT_DELETED ? NULL : n);
+	if (nodeupdate_node(&a->update, type == KUBE_EVENT_DELETED ? NULL : n))
+		a->dirty = true;
 	if (type == KUBE_EVENT_DELETED) {
 		log_fields(LOG_WARNING, LOG_FIELDS(nf), "Node %s was deleted", a->cfg.node_name);
 		a->node_exists = false;
@@ -524,8 +551,11 @@ static const struct watch_ops watch_ops = {
 static void node_want(void *userdata, struct annotate_want *w)
 {
 	const struct agent *a = userdata;
+	struct nodeupdate_want u;
+	nodeupdate_want(&a->update, &u);
 	*w = (struct annotate_want){
-		.applied = applied_ok(a),
+		/* An in-place update not over holds the checksum (nodeupdate.h). */
+		.applied = applied_ok(a) && !u.hold_checksum,
 		.checksum = a->handover.checksum,
 		.k8s_version = a->good.k8s_version ? a->good.k8s_version : a->cfg.kubernetes_version,
 		.worker_role = a->cfg.gna_dir != NULL,
@@ -534,6 +564,11 @@ static void node_want(void *userdata, struct annotate_want *w)
 		.restart_done = a->exec.valid && a->req.restart_units &&
 				nodereq_restart_done(&a->req, a->exec.result.restart_id) && a->req.restart_value,
 		.restart_invalid = a->req.restart_invalid,
+		.update_result = u.update_result,
+		.failed_reason = u.failed_reason,
+		.failed_reason_remove = u.failed_reason_remove,
+		.updating_os = u.updating_os,
+		.updating_os_remove = u.updating_os_remove,
 	};
 }
 
@@ -601,6 +636,10 @@ static void reconcile(struct agent *a, uint64_t now)
 	 * does not hold up the OSC, unless the keys come from it. */
 	if (a->node.synced || a->node_seen || (!a->cfg.keys_from_node_annotation && a->node.failures > 0))
 		write_desired(a, now);
+	take_update_report(a);
+	/* A rotation it asks for is started by the next pass (take_rotations()). */
+	if (a->update.resync_tokens || a->update.renew_cert)
+		a->dirty = true;
 	if (!a->opts->once || applied_ok(a))
 		maybe_patch(a, now);
 }
@@ -664,6 +703,29 @@ static void on_new_credentials(void *userdata)
 {
 	struct agent *a = userdata;
 	a->new_credentials = true;
+	if (nodeupdate_cert_renewed(&a->update))
+		a->dirty = true;
+}
+
+/* The rotations an in-place update asks the agent for (nodeupdate.h). */
+static void take_rotations(struct agent *a, uint64_t now)
+{
+	if (a->update.resync_tokens) {
+		a->update.resync_tokens = false;
+		tokensync_resync_now(&a->tokens);
+	}
+	if (a->update.renew_cert) {
+		a->update.renew_cert = false;
+		/* A request under way ends in on_new_credentials() too; with
+		 * no certificate of the agent's own (a token, static files),
+		 * there is nothing to rotate here. */
+		if (!creds_renew_now(&a->creds, now) && (a->creds.state == CREDS_OFF || (!a->creds.have_cert && a->creds.state == CREDS_IDLE))) {
+			log_notice("certificate authorities rotation: node-agent holds no client certificate of its "
+				   "own; nothing to renew");
+			nodeupdate_cert_renewed(&a->update);
+		}
+		a->dirty = true;
+	}
 }
 
 static int start_watches(struct agent *a)
@@ -1048,6 +1110,7 @@ static bool follow_hostname(struct agent *a)
  * that is due. Returns the earliest deadline among them (UINT64_MAX: none). */
 static uint64_t tick_duties(struct agent *a, uint64_t now)
 {
+	take_rotations(a, now);
 	uint64_t next = min_u64(watch_tick(&a->secret, now), watch_tick(&a->node, now));
 	next = min_u64(next, creds_tick(&a->creds, now));
 	next = min_u64(next, nodefind_tick(&a->nodefind, now, a->node_seen && !a->node_exists));

@@ -23,13 +23,17 @@ int annotate_record(struct annotate *n, const struct kube_node *k)
 	if (strx_replace(&n->rv, k->resource_version) < 0 || strx_replace(&n->applied_checksum, k->applied_checksum) < 0 ||
 	    strx_replace(&n->k8s_version, k->kubernetes_version) < 0 ||
 	    strx_replace(&n->worker_role, k->worker_role) < 0 || strx_replace(&n->zone, k->zone) < 0 ||
-	    strx_replace(&n->host_keys, k->ssh_host_keys) < 0)
+	    strx_replace(&n->host_keys, k->ssh_host_keys) < 0 ||
+	    strx_replace(&n->update_result, k->update_result) < 0 ||
+	    strx_replace(&n->failed_reason, k->update_failed_reason) < 0 ||
+	    strx_replace(&n->updating_os, k->updating_os_version) < 0)
 		return log_error_errno(-ENOMEM, "cannot record the Node");
 	return 0;
 }
 
-void annotate_entries(const struct annotate *n, const struct annotate_want *w, struct kube_patch_entry ann[static 2],
-		      size_t *n_ann, struct kube_patch_entry lab[static 3], size_t *n_lab)
+void annotate_entries(const struct annotate *n, const struct annotate_want *w,
+		      struct kube_patch_entry ann[static ANNOTATE_ANN_MAX], size_t *n_ann,
+		      struct kube_patch_entry lab[static ANNOTATE_LAB_MAX], size_t *n_lab)
 {
 	*n_ann = *n_lab = 0;
 	if (w->applied && !strx_eq(n->applied_checksum, w->checksum))
@@ -44,13 +48,29 @@ void annotate_entries(const struct annotate *n, const struct annotate_want *w, s
 		lab[(*n_lab)++] = (struct kube_patch_entry){ KUBE_LABEL_ZONE, w->zone };
 	if (w->host_keys && !strx_eq(n->host_keys, w->host_keys))
 		ann[(*n_ann)++] = (struct kube_patch_entry){ KUBE_ANN_SSH_HOST_KEYS, w->host_keys };
+	/* The in-place update's result (nodeupdate.h): the label and the
+	 * annotations as patchNodeUpdateSuccessful/Failed and updateOSInPlace
+	 * write them (gardener/gardener pkg/nodeagent/controller/
+	 * operatingsystemconfig/reconciler.go). The checksum annotation is
+	 * held meanwhile (the agent's want), so it comes with or after the
+	 * label, never before. */
+	if (w->update_result && !strx_eq(n->update_result, w->update_result))
+		lab[(*n_lab)++] = (struct kube_patch_entry){ KUBE_LABEL_UPDATE_RESULT, w->update_result };
+	if (w->failed_reason && !strx_eq(n->failed_reason, w->failed_reason))
+		ann[(*n_ann)++] = (struct kube_patch_entry){ KUBE_ANN_UPDATE_FAILED_REASON, w->failed_reason };
+	else if (!w->failed_reason && w->failed_reason_remove && n->failed_reason)
+		ann[(*n_ann)++] = (struct kube_patch_entry){ KUBE_ANN_UPDATE_FAILED_REASON, NULL };
+	if (w->updating_os && !strx_eq(n->updating_os, w->updating_os))
+		ann[(*n_ann)++] = (struct kube_patch_entry){ KUBE_ANN_UPDATING_OS_VERSION, w->updating_os };
+	else if (!w->updating_os && w->updating_os_remove && n->updating_os)
+		ann[(*n_ann)++] = (struct kube_patch_entry){ KUBE_ANN_UPDATING_OS_VERSION, NULL };
 }
 
 /* Does the Node still lack something (the restart request aside)? */
 static bool annotate_wanted(const struct annotate *n)
 {
 	struct annotate_want w;
-	struct kube_patch_entry ann[2], lab[3];
+	struct kube_patch_entry ann[ANNOTATE_ANN_MAX], lab[ANNOTATE_LAB_MAX];
 	size_t n_ann, n_lab;
 	n->ops->want(n->userdata, &w);
 	annotate_entries(n, &w, ann, &n_ann, lab, &n_lab);
@@ -153,7 +173,7 @@ int annotate_start(struct annotate *n, struct http_client *http, const struct an
 	if (n->req || now < n->wake_at)
 		return 0;
 	const char *node_name = *n->node_name;
-	struct kube_patch_entry ann[3], lab[3];
+	struct kube_patch_entry ann[ANNOTATE_ANN_MAX + 1], lab[ANNOTATE_LAB_MAX];
 	size_t n_ann, n_lab;
 	bool removes_restart = false;
 	annotate_entries(n, w, ann, &n_ann, lab, &n_lab);
@@ -182,7 +202,7 @@ int annotate_start(struct annotate *n, struct http_client *http, const struct an
 		return log_warning_errno(r, "cannot start the Node patch");
 	}
 	n->removes_restart = removes_restart;
-	char what[256] = "";
+	char what[512] = "";
 	for (size_t i = 0; i < n_ann; i++)
 		snprintf(what + strlen(what), sizeof(what) - strlen(what), "%s%s%s", i ? ", " : "", ann[i].key,
 			 ann[i].value ? "" : " (remove)");
@@ -211,5 +231,9 @@ void annotate_done(struct annotate *n)
 	free(n->worker_role);
 	free(n->zone);
 	free(n->host_keys);
+	free(n->update_result);
+	free(n->failed_reason);
+	free(n->updating_os);
 	n->rv = n->applied_checksum = n->k8s_version = n->worker_role = n->zone = n->host_keys = NULL;
+	n->update_result = n->failed_reason = n->updating_os = NULL;
 }

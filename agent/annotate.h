@@ -34,6 +34,12 @@ struct annotate_want {
 	const char *host_keys;      /* the SSH host keys annotation, or NULL */
 	bool restart_done;          /* the executor reports the restart request carried out */
 	bool restart_invalid;       /* the restart request cannot be executed */
+	/* The in-place update (nodeupdate.h): NULL has no opinion. */
+	const char *update_result;  /* label node.machine.sapcloud.io/update-result */
+	const char *failed_reason;  /* annotation node.machine.sapcloud.io/update-failed-reason */
+	bool failed_reason_remove;
+	const char *updating_os;    /* annotation ...updating-operating-system-version */
+	bool updating_os_remove;
 };
 
 struct annotate_ops {
@@ -53,6 +59,9 @@ struct annotate {
 	char *worker_role;          /* label node-role.kubernetes.io/worker, NULL: absent */
 	char *zone;
 	char *host_keys;
+	char *update_result;
+	char *failed_reason;
+	char *updating_os;
 	bool has_restart;           /* it carries a restart request */
 
 	/* The patch. */
@@ -79,10 +88,14 @@ void annotate_init(struct annotate *n, char *const *node_name, bool once, const 
  * not touch has_restart: the caller knows which view is the newest. */
 int annotate_record(struct annotate *n, const struct kube_node *k);
 
-/* The annotations (at most 2) and labels (at most 3) the Node lacks, the
- * restart request aside; values point into n and w. Pure. */
-void annotate_entries(const struct annotate *n, const struct annotate_want *w, struct kube_patch_entry ann[static 2],
-		      size_t *n_ann, struct kube_patch_entry lab[static 3], size_t *n_lab);
+#define ANNOTATE_ANN_MAX 4
+#define ANNOTATE_LAB_MAX 4
+/* The annotations (at most ANNOTATE_ANN_MAX) and labels (at most
+ * ANNOTATE_LAB_MAX) the Node lacks or should lose (value NULL), the restart
+ * request aside; values point into n and w. Pure. */
+void annotate_entries(const struct annotate *n, const struct annotate_want *w,
+		      struct kube_patch_entry ann[static ANNOTATE_ANN_MAX], size_t *n_ann,
+		      struct kube_patch_entry lab[static ANNOTATE_LAB_MAX], size_t *n_lab);
 
 /* Starts the merge patch the Node needs, if any, unless one is in flight or
  * its backoff has not ended. Returns 1 when a patch was started, 0 when

@@ -529,6 +529,15 @@ static uint64_t ms_until(time_t at, uint64_t now)
 	return at <= t ? now : now + (uint64_t)(at - t) * 1000u;
 }
 
+bool creds_renew_now(struct creds *c, uint64_t now)
+{
+	if (c->state != CREDS_IDLE || !c->have_cert)
+		return false;
+	c->renew_at = time(NULL);
+	c->wake_at = now;
+	return true;
+}
+
 uint64_t creds_tick(struct creds *c, uint64_t now)
 {
 	if (c->state == CREDS_OFF)

@@ -86,6 +86,15 @@ int creds_init(struct creds *c, struct http_client *http, const struct config *c
  * for none). */
 uint64_t creds_tick(struct creds *c, uint64_t now);
 
+/* Asks for a new client certificate at the next tick (a CA rotation:
+ * gardener/gardener pkg/nodeagent/controller/operatingsystemconfig/
+ * reconciler.go requestNewKubeConfigForNodeAgent), with the current one,
+ * which stays in use until the new one is issued and checked against the CA
+ * bundle in force (cfg->ca_file) at that time; on_cert tells when. Returns
+ * false (and does nothing) when the duty is off or holds no certificate, or
+ * a request is already under way. Logs nothing. */
+bool creds_renew_now(struct creds *c, uint64_t now);
+
 void creds_done(struct creds *c);
 
 #endif

@@ -126,6 +126,13 @@ static void on_done(struct http_request *req, void *userdata)
 	log_info("token sync: Secret kube-system/%s read for %s", e->secret, e->path);
 }
 
+void tokensync_resync_now(struct tokensync *t)
+{
+	for (size_t i = 0; i < t->n; i++)
+		if (!t->entries[i].req)
+			t->entries[i].next_at = 0;
+}
+
 uint64_t tokensync_tick(struct tokensync *t, uint64_t now)
 {
 	uint64_t next = UINT64_MAX;

@@ -44,6 +44,12 @@ void tokensync_attach(struct tokensync *t, struct http_client *http);
 
 uint64_t tokensync_tick(struct tokensync *t, uint64_t now);
 
+/* Reads every Secret again at the next tick (a service-account key
+ * rotation: gardener/gardener pkg/nodeagent/controller/operatingsystemconfig/
+ * reconciler.go performCredentialsRotationInPlace, triggerTokenResync); a
+ * read in flight is not repeated. Logs nothing. */
+void tokensync_resync_now(struct tokensync *t);
+
 /* The tokens read so far as desired.json entries (pointers into t, valid
  * until the next tick); *n may be 0. Returns 0 or -ENOMEM. */
 int tokensync_desired(const struct tokensync *t, struct desired_token **ret, size_t *n);

@@ -317,6 +317,29 @@ static int node_ready(const cJSON *obj)
 	return -1;
 }
 
+/* The InPlaceUpdate condition with the reason ReadyForUpdate (gardener/
+ * gardener pkg/nodeagent/controller/operatingsystemconfig/add.go
+ * nodeHasInPlaceUpdateConditionWithReasonReadyForUpdate: any condition of
+ * that type and reason, its status not looked at). Lenient, as for Ready. */
+static bool node_ready_for_update(const cJSON *obj)
+{
+	const cJSON *conds = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(obj, "status"),
+							      "conditions");
+	const cJSON *c;
+	if (!cJSON_IsArray(conds))
+		return false;
+	cJSON_ArrayForEach(c, conds)
+	{
+		const cJSON *type = cJSON_GetObjectItemCaseSensitive(c, "type");
+		const cJSON *reason = cJSON_GetObjectItemCaseSensitive(c, "reason");
+		if (cJSON_IsString(type) && type->valuestring &&
+		    strcmp(type->valuestring, KUBE_CONDITION_IN_PLACE_UPDATE) == 0 && cJSON_IsString(reason) &&
+		    reason->valuestring && strcmp(reason->valuestring, KUBE_REASON_READY_FOR_UPDATE) == 0)
+			return true;
+	}
+	return false;
+}
+
 /* status.addresses (see kube.h). */
 static void node_addresses(const cJSON *obj, struct kube_node *n)
 {
@@ -350,7 +373,7 @@ static void node_addresses(const cJSON *obj, struct kube_node *n)
 
 static int node_from_json(const cJSON *obj, struct kube_node *ret, const char **err)
 {
-	struct kube_node n = { .ready = node_ready(obj) };
+	struct kube_node n = { .ready = node_ready(obj), .ready_for_update = node_ready_for_update(obj) };
 	node_addresses(obj, &n);
 	const cJSON *meta;
 	int r;
@@ -387,6 +410,14 @@ static int node_from_json(const cJSON *obj, struct kube_node *ret, const char **
 		  offsetof(struct kube_node, zone) },
 		{ "annotations", KUBE_ANN_RECONCILIATION_DELAY, "metadata.annotations[reconciliation-delay]",
 		  offsetof(struct kube_node, reconciliation_delay) },
+		{ "labels", KUBE_LABEL_UPDATE_RESULT, "metadata.labels[node.machine.sapcloud.io/update-result]",
+		  offsetof(struct kube_node, update_result) },
+		{ "annotations", KUBE_ANN_UPDATE_FAILED_REASON,
+		  "metadata.annotations[node.machine.sapcloud.io/update-failed-reason]",
+		  offsetof(struct kube_node, update_failed_reason) },
+		{ "annotations", KUBE_ANN_UPDATING_OS_VERSION,
+		  "metadata.annotations[node-agent.gardener.cloud/updating-operating-system-version]",
+		  offsetof(struct kube_node, updating_os_version) },
 	};
 	for (size_t i = 0; i < ELEMENTSOF(wanted); i++) {
 		r = map_value(meta, wanted[i].map, wanted[i].key, (char **)((char *)&n + wanted[i].offset));
@@ -431,6 +462,9 @@ void kube_node_done(struct kube_node *n)
 	free(n->units_ready_reason);
 	free(n->units_ready_message);
 	free(n->units_ready_transition);
+	free(n->update_result);
+	free(n->update_failed_reason);
+	free(n->updating_os_version);
 	*n = (struct kube_node){};
 }
 

@@ -26,6 +26,20 @@
 #define KUBE_LABEL_WORKER_ROLE "node-role.kubernetes.io/worker"
 #define KUBE_LABEL_ZONE "topology.kubernetes.io/zone"
 #define KUBE_ANN_RECONCILIATION_DELAY "node-agent.gardener.cloud/reconciliation-delay"
+/* In-place updates (GEP-31), machine-controller-manager's keys as gardener's
+ * node-agent uses them (gardener/machine-controller-manager
+ * pkg/apis/machine/v1alpha1: LabelKeyNodeUpdateResult with
+ * LabelValueNodeUpdateSuccessful/Failed, AnnotationKeyMachineUpdateFailedReason,
+ * the condition type NodeInPlaceUpdate with the reason ReadyForUpdate) and
+ * gardener's own annotation (gardener/gardener pkg/nodeagent/controller/
+ * operatingsystemconfig/reconciler.go annotationUpdatingOperatingSystemVersion). */
+#define KUBE_LABEL_UPDATE_RESULT "node.machine.sapcloud.io/update-result"
+#define KUBE_UPDATE_RESULT_SUCCESSFUL "successful"
+#define KUBE_UPDATE_RESULT_FAILED "failed"
+#define KUBE_ANN_UPDATE_FAILED_REASON "node.machine.sapcloud.io/update-failed-reason"
+#define KUBE_ANN_UPDATING_OS_VERSION "node-agent.gardener.cloud/updating-operating-system-version"
+#define KUBE_CONDITION_IN_PLACE_UPDATE "InPlaceUpdate"
+#define KUBE_REASON_READY_FOR_UPDATE "ReadyForUpdate"
 /* On the OSC Secret: "true" -> serial rollouts (agent/serial.h). */
 #define KUBE_ANN_SERIAL "reconciliation.osc.node-agent.gardener.cloud/serial"
 
@@ -85,6 +99,14 @@ struct kube_node {
 	 * IPv6 address (canonical form), "" otherwise. Lenient, as for Ready. */
 	bool has_address;
 	char internal_ip[KUBE_IP_MAX];
+	/* In-place updates: the condition InPlaceUpdate has the reason
+	 * ReadyForUpdate (as gardener's nodeHasInPlaceUpdateConditionWith
+	 * ReasonReadyForUpdate reads it: type and reason, whatever the status;
+	 * lenient as for Ready), and the label and annotations above. */
+	bool ready_for_update;
+	char *update_result;        /* label node.machine.sapcloud.io/update-result */
+	char *update_failed_reason; /* annotation node.machine.sapcloud.io/update-failed-reason */
+	char *updating_os_version;  /* annotation node-agent.gardener.cloud/updating-operating-system-version */
 };
 
 #define KUBE_CONDITION_SYSTEMD_UNITS_READY "SystemdUnitsReady"

@@ -250,6 +250,18 @@ check "... GET of another node's Lease refused (403)" \
 	test "$(cert_req GET /apis/coordination.k8s.io/v1/namespaces/kube-system/leases/gardener-node-agent-other)" = 403
 check "... GET of another Secret refused (403)" \
 	test "$(cert_req GET /api/v1/namespaces/kube-system/secrets/bootstrap-token-abcdef)" = 403
+# The in-place update's writes (agent/nodeupdate.c), as the agent's Node
+# patch sends them: allowed for the own Node (Gardener's authorizer allows
+# patch of the own Node, fields not looked at), refused for another.
+IP_FAILED='{"metadata":{"labels":{"node.machine.sapcloud.io/update-result":"failed"},"annotations":{"node.machine.sapcloud.io/update-failed-reason":"OS update might have failed","node-agent.gardener.cloud/updating-operating-system-version":"1877.4"}}}'
+IP_OK='{"metadata":{"labels":{"node.machine.sapcloud.io/update-result":"successful"},"annotations":{"node.machine.sapcloud.io/update-failed-reason":null,"node-agent.gardener.cloud/updating-operating-system-version":null}}}'
+check "in-place update: update-result=failed, reason and OS version annotations on its own Node (200)" \
+	test "$(cert_req PATCH "/api/v1/nodes/$KUBE_NODE" "$IP_FAILED")" = 200
+check "... update-result=successful, both annotations removed (200)" \
+	test "$(cert_req PATCH "/api/v1/nodes/$KUBE_NODE" "$IP_OK")" = 200
+check "... the label on the Node" test "$(rk GET "/api/v1/nodes/$KUBE_NODE" | jget "d['metadata']['labels'].get('node.machine.sapcloud.io/update-result')")" = successful
+check "... the same on another Node refused (403)" \
+	test "$(cert_req PATCH /api/v1/nodes/other-node "$IP_OK")" = 403
 agent_stop
 check_not "no sanitizer report in the agent's log" grep -l 'Sanitizer\|runtime error' "$S/agent.log"
 echo "# real-apiserver CSR test took $(($(date +%s) - t_begin)) s"

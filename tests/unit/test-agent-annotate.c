@@ -43,7 +43,7 @@ static const char *value_of(const struct kube_patch_entry *e, size_t n, const ch
 static void entries(void **state)
 {
 	struct annotate n = {};
-	struct kube_patch_entry ann[2], lab[3];
+	struct kube_patch_entry ann[ANNOTATE_ANN_MAX], lab[ANNOTATE_LAB_MAX];
 	size_t n_ann, n_lab;
 	annotate_init(&n, &name_slot, false, &ops, NULL);
 	struct annotate_want w = {
@@ -110,6 +110,57 @@ static void entries(void **state)
 	assert_null(n.applied_checksum);
 }
 
+/* The in-place update's label and annotations (nodeupdate.h): set when
+ * they differ, removed only when the Node has them, nothing when it shows
+ * what is wanted. */
+static void in_place(void **state)
+{
+	struct annotate n = {};
+	struct kube_patch_entry ann[ANNOTATE_ANN_MAX], lab[ANNOTATE_LAB_MAX];
+	size_t n_ann, n_lab;
+	annotate_init(&n, &name_slot, false, &ops, NULL);
+	struct annotate_want w = { .checksum = "c1", .updating_os = "1877.3" };
+	annotate_entries(&n, &w, ann, &n_ann, lab, &n_lab);
+	assert_int_equal(n_ann, 1);
+	assert_int_equal(n_lab, 0);
+	assert_string_equal(value_of(ann, n_ann, KUBE_ANN_UPDATING_OS_VERSION), "1877.3");
+
+	/* Failed: the label and the reason. */
+	w = (struct annotate_want){ .checksum = "c1", .update_result = "failed", .failed_reason = "rolled back" };
+	annotate_entries(&n, &w, ann, &n_ann, lab, &n_lab);
+	assert_int_equal(n_ann, 1);
+	assert_int_equal(n_lab, 1);
+	assert_string_equal(value_of(lab, n_lab, KUBE_LABEL_UPDATE_RESULT), "failed");
+	assert_string_equal(value_of(ann, n_ann, KUBE_ANN_UPDATE_FAILED_REASON), "rolled back");
+	struct kube_node k = {
+		.resource_version = (char[]){ "9" },
+		.update_result = (char[]){ "failed" },
+		.update_failed_reason = (char[]){ "rolled back" },
+		.updating_os_version = (char[]){ "1877.3" },
+	};
+	assert_int_equal(annotate_record(&n, &k), 0);
+	annotate_entries(&n, &w, ann, &n_ann, lab, &n_lab);
+	assert_int_equal(n_ann + n_lab, 0);
+
+	/* Successful: the label, both annotations removed (value NULL). */
+	w = (struct annotate_want){ .checksum = "c1", .update_result = "successful", .failed_reason_remove = true,
+				    .updating_os_remove = true };
+	annotate_entries(&n, &w, ann, &n_ann, lab, &n_lab);
+	assert_int_equal(n_lab, 1);
+	assert_string_equal(value_of(lab, n_lab, KUBE_LABEL_UPDATE_RESULT), "successful");
+	assert_int_equal(n_ann, 2);
+	assert_null(value_of(ann, n_ann, KUBE_ANN_UPDATE_FAILED_REASON));
+	assert_null(value_of(ann, n_ann, KUBE_ANN_UPDATING_OS_VERSION));
+	assert_true(strcmp(ann[0].key, KUBE_ANN_UPDATE_FAILED_REASON) == 0 ||
+		    strcmp(ann[1].key, KUBE_ANN_UPDATE_FAILED_REASON) == 0);
+	k = (struct kube_node){ .resource_version = (char[]){ "10" }, .update_result = (char[]){ "successful" } };
+	assert_int_equal(annotate_record(&n, &k), 0);
+	annotate_entries(&n, &w, ann, &n_ann, lab, &n_lab);
+	assert_int_equal(n_ann + n_lab, 0);
+	annotate_done(&n);
+	assert_null(n.update_result);
+}
+
 /* Nothing is started, and no client is touched (http is NULL), while a
  * patch is in flight, during a backoff, or when the Node shows everything,
  * a done restart request included when the Node carries none. */
@@ -144,6 +195,7 @@ int main(void)
 	log_open("test-agent-annotate", LOG_TARGET_STDERR);
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(entries),
+		cmocka_unit_test(in_place),
 		cmocka_unit_test(nothing_due),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -231,6 +231,48 @@ static void node_ready(void **state)
 	}
 }
 
+/* The in-place update's condition, label and annotations: the condition
+ * by type and reason (gardener's nodeHasInPlaceUpdateConditionWithReason
+ * ReadyForUpdate), whatever its status; malformed reads as absent. */
+static void node_in_place(void **state)
+{
+	static const struct {
+		const char *status;
+		bool want;
+	} cases[] = {
+		{ "", false },
+		{ ",\"status\":{\"conditions\":[{\"type\":\"InPlaceUpdate\",\"status\":\"True\","
+		  "\"reason\":\"ReadyForUpdate\"}]}", true },
+		{ ",\"status\":{\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"},{\"type\":"
+		  "\"InPlaceUpdate\",\"status\":\"False\",\"reason\":\"ReadyForUpdate\"}]}", true },
+		{ ",\"status\":{\"conditions\":[{\"type\":\"InPlaceUpdate\",\"status\":\"True\","
+		  "\"reason\":\"UpdateSuccessful\"}]}", false },
+		{ ",\"status\":{\"conditions\":[{\"type\":\"Ready\",\"reason\":\"ReadyForUpdate\"}]}", false },
+		{ ",\"status\":{\"conditions\":[{\"type\":\"InPlaceUpdate\",\"reason\":7}]}", false },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char body[512];
+		snprintf(body, sizeof(body), "{\"kind\":\"Node\",\"metadata\":{\"name\":\"n\",\"resourceVersion\":\"1\"}%s}",
+			 cases[i].status);
+		struct kube_node n;
+		assert_int_equal(kube_node_parse(body, strlen(body), &n, NULL), 0);
+		if (n.ready_for_update != cases[i].want)
+			fail_msg("%s: ready_for_update %d, want %d", body, n.ready_for_update, cases[i].want);
+		kube_node_done(&n);
+	}
+	const char *body = "{\"kind\":\"Node\",\"metadata\":{\"name\":\"n\",\"resourceVersion\":\"1\","
+			   "\"labels\":{\"node.machine.sapcloud.io/update-result\":\"failed\"},\"annotations\":{"
+			   "\"node.machine.sapcloud.io/update-failed-reason\":\"OS rolled back\","
+			   "\"node-agent.gardener.cloud/updating-operating-system-version\":\"1877.3\"}}}";
+	struct kube_node n;
+	assert_int_equal(kube_node_parse(body, strlen(body), &n, NULL), 0);
+	assert_string_equal(n.update_result, "failed");
+	assert_string_equal(n.update_failed_reason, "OS rolled back");
+	assert_string_equal(n.updating_os_version, "1877.3");
+	kube_node_done(&n);
+	assert_null(n.update_result);
+}
+
 static void node_bad(void **state)
 {
 	static const struct {
@@ -542,6 +584,7 @@ int main(void)
 		cmocka_unit_test(secret_bad),
 		cmocka_unit_test(node_good),
 		cmocka_unit_test(node_ready),
+		cmocka_unit_test(node_in_place),
 		cmocka_unit_test(node_bad),
 		cmocka_unit_test(events_node),
 		cmocka_unit_test(events_secret),

@@ -1,0 +1,206 @@
+/* Unit tests for agent/nodeupdate.c: the handshake's answer from the Node
+ * (condition InPlaceUpdate/ReadyForUpdate, or the label "failed"), what the
+ * Node should show for each state the executor reports (gardener's
+ * patchNodeUpdateSuccessful, patchNodeUpdateFailed, updateOSInPlace), the
+ * checksum held while the update is not over, and the rotations asked for
+ * once per update. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <string.h>
+
+#include "kube.h"
+#include "log.h"
+#include "result.h"
+#include "../../agent/nodeupdate.h"
+
+/* result.json's inPlaceUpdate read into a report. */
+static void from_result(void **state)
+{
+	struct nodeupdate_report r;
+	struct result res = { .generation = 7 };
+	nodeupdate_report_from(NULL, true, &r);
+	assert_int_equal(r.state, NODEUPDATE_NONE);
+	nodeupdate_report_from(&res, true, &r);
+	assert_int_equal(r.state, NODEUPDATE_NONE);
+	res.inplace = (struct result_inplace){ .present = true, .kinds = INPLACE_OS_VERSION | INPLACE_SA_KEY_ROTATION,
+					       .state = INPLACE_STATE_FAILED, .reason = (char[]){ "rolled back" },
+					       .os_desired = (char[]){ "1877.4" }, .os_running = (char[]){ "1443.3" } };
+	nodeupdate_report_from(&res, false, &r);
+	assert_int_equal(r.state, NODEUPDATE_FAILED);
+	assert_int_equal(r.kinds, INPLACE_OS_VERSION | INPLACE_SA_KEY_ROTATION);
+	assert_string_equal(r.reason, "rolled back");
+	assert_string_equal(r.os_version, "1877.4");
+	assert_int_equal(r.generation, 7);
+	assert_false(r.current);
+	res.inplace.state = INPLACE_STATE_WAITING;
+	nodeupdate_report_from(&res, true, &r);
+	assert_int_equal(r.state, NODEUPDATE_WAITING);
+	res.inplace.state = 99;
+	nodeupdate_report_from(&res, true, &r);
+	assert_int_equal(r.state, NODEUPDATE_NONE);
+}
+
+static void handshake(void **state)
+{
+	struct nodeupdate u = {};
+	struct kube_node k = {};
+	assert_false(nodeupdate_node(&u, &k));
+	assert_false(nodeupdate_ready(&u));
+	k.ready_for_update = true;
+	assert_true(nodeupdate_node(&u, &k));
+	assert_true(nodeupdate_ready(&u));
+	assert_false(nodeupdate_node(&u, &k)); /* no change */
+	/* The label "failed" alone: retried without a new handshake. */
+	k.ready_for_update = false;
+	k.update_result = (char[]){ "failed" };
+	assert_false(nodeupdate_node(&u, &k));
+	assert_true(nodeupdate_ready(&u));
+	k.update_result = (char[]){ "successful" };
+	assert_true(nodeupdate_node(&u, &k));
+	assert_false(nodeupdate_ready(&u));
+	/* The Node gone. */
+	k.ready_for_update = true;
+	nodeupdate_node(&u, &k);
+	assert_true(nodeupdate_node(&u, NULL));
+	assert_false(nodeupdate_ready(&u));
+}
+
+static void results(void **state)
+{
+	struct nodeupdate u = {};
+	struct nodeupdate_want w;
+	struct nodeupdate_report r = { .state = NODEUPDATE_WAITING, .kinds = INPLACE_OS_VERSION,
+				       .os_version = "1877.3", .generation = 4, .current = true };
+	/* Waiting: the checksum is held, nothing else. */
+	assert_true(nodeupdate_result(&u, &r));
+	nodeupdate_want(&u, &w);
+	assert_true(w.hold_checksum);
+	assert_null(w.update_result);
+	assert_null(w.updating_os);
+
+	/* Running an OS update: the version being installed. */
+	r.state = NODEUPDATE_RUNNING;
+	r.generation = 5;
+	assert_true(nodeupdate_result(&u, &r));
+	nodeupdate_want(&u, &w);
+	assert_true(w.hold_checksum);
+	assert_string_equal(w.updating_os, "1877.3");
+	assert_false(u.resync_tokens);
+	assert_false(u.renew_cert);
+
+	/* Failed: label and reason (one line). */
+	r.state = NODEUPDATE_FAILED;
+	r.reason = "OS update might have failed\nand rolled back";
+	assert_true(nodeupdate_result(&u, &r));
+	nodeupdate_want(&u, &w);
+	assert_true(w.hold_checksum);
+	assert_string_equal(w.update_result, "failed");
+	assert_string_equal(w.failed_reason, "OS update might have failed and rolled back");
+	assert_false(nodeupdate_result(&u, &r)); /* the same again: no change */
+	r.reason = NULL;
+	nodeupdate_result(&u, &r);
+	nodeupdate_want(&u, &w);
+	assert_string_equal(w.failed_reason, "in-place update failed");
+
+	/* Successful, but the Node is not (or no longer) ready for the
+	 * update: nothing written, so a label removed afterwards is not put
+	 * back; the checksum is not held. */
+	r.state = NODEUPDATE_SUCCESSFUL;
+	nodeupdate_result(&u, &r);
+	nodeupdate_want(&u, &w);
+	assert_false(w.hold_checksum);
+	assert_null(w.update_result);
+	struct kube_node k = { .ready_for_update = true };
+	nodeupdate_node(&u, &k);
+	nodeupdate_want(&u, &w);
+	assert_string_equal(w.update_result, "successful");
+	assert_true(w.failed_reason_remove);
+	assert_true(w.updating_os_remove);
+	assert_null(w.failed_reason);
+
+	/* A result for an older desired state: no opinion at all. */
+	r.current = false;
+	nodeupdate_result(&u, &r);
+	nodeupdate_want(&u, &w);
+	assert_null(w.update_result);
+	assert_false(w.hold_checksum);
+	/* No in-place update: none either. */
+	r = (struct nodeupdate_report){ .state = NODEUPDATE_NONE, .generation = 9, .current = true };
+	nodeupdate_result(&u, &r);
+	nodeupdate_want(&u, &w);
+	assert_null(w.update_result);
+	assert_false(w.hold_checksum);
+}
+
+static void rotations(void **state)
+{
+	struct nodeupdate u = {};
+	struct nodeupdate_want w;
+	struct kube_node k = { .ready_for_update = true };
+	nodeupdate_node(&u, &k);
+	struct nodeupdate_report r = { .state = NODEUPDATE_WAITING,
+				       .kinds = INPLACE_NODE_AGENT_CA_ROTATION | INPLACE_SA_KEY_ROTATION,
+				       .generation = 2, .current = true };
+	/* Nothing before the handshake. */
+	nodeupdate_result(&u, &r);
+	assert_false(u.resync_tokens);
+	assert_false(u.renew_cert);
+	/* Running: the tokens at once; the certificate waits for the OSC
+	 * (and its CA bundle) to be applied. */
+	r.state = NODEUPDATE_RUNNING;
+	r.generation = 3;
+	nodeupdate_result(&u, &r);
+	assert_true(u.resync_tokens);
+	assert_false(u.renew_cert);
+	u.resync_tokens = false;
+	/* The same again: not asked twice. */
+	nodeupdate_result(&u, &r);
+	assert_false(u.resync_tokens);
+	/* Successful: the certificate asked for, "successful" held until it
+	 * is in use; the tokens not again. */
+	r.state = NODEUPDATE_SUCCESSFUL;
+	nodeupdate_result(&u, &r);
+	assert_true(u.renew_cert);
+	assert_true(u.ca_pending);
+	assert_false(u.resync_tokens);
+	u.renew_cert = false;
+	nodeupdate_want(&u, &w);
+	assert_true(w.hold_checksum);
+	assert_null(w.update_result);
+	assert_true(nodeupdate_cert_renewed(&u));
+	assert_false(nodeupdate_cert_renewed(&u));
+	nodeupdate_want(&u, &w);
+	assert_false(w.hold_checksum);
+	assert_string_equal(w.update_result, "successful");
+	/* A later generation of the same update: not again. */
+	r.generation = 4;
+	nodeupdate_result(&u, &r);
+	assert_false(u.renew_cert);
+	assert_false(u.resync_tokens);
+	/* A new update (waiting first), successful at once: both again. */
+	r.state = NODEUPDATE_WAITING;
+	r.generation = 5;
+	nodeupdate_result(&u, &r);
+	assert_false(u.renew_cert);
+	r.state = NODEUPDATE_SUCCESSFUL;
+	r.generation = 6;
+	nodeupdate_result(&u, &r);
+	assert_true(u.renew_cert);
+	assert_true(u.resync_tokens);
+}
+
+int main(void)
+{
+	log_open("test-agent-nodeupdate", LOG_TARGET_STDERR);
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(from_result),
+		cmocka_unit_test(handshake),
+		cmocka_unit_test(results),
+		cmocka_unit_test(rotations),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
