@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""A stand-in for cloud-config-exec's in-place update (tests 077, 078):
+"""A stand-in for cloud-config-exec's in-place update (tests 078, 079):
 writes result.json (lib/node/result.h) for desired.json's checksum and
 generation. CONTROL (absent: no in-place update) says what the update does
 once desired.json has inPlaceUpdate.readyForUpdate true:
