@@ -414,6 +414,7 @@ static void on_node(struct agent *a, enum kube_event_type type, const struct kub
 	lease_set_node(&a->lease, type == KUBE_EVENT_DELETED ? NULL : n->uid);
 	events_set_node(&a->events, type == KUBE_EVENT_DELETED ? NULL : n->uid);
 	conditions_set_node(&a->conditions, type == KUBE_EVENT_DELETED ? NULL : n);
+	serial_set_node(&a->serial, type != KUBE_EVENT_DELETED, n->secret_name_label);
 	if (type == KUBE_EVENT_DELETED) {
 		log_fields(LOG_WARNING, LOG_FIELDS(nf), "Node %s was deleted", a->cfg.node_name);
 		a->node_exists = false;
@@ -471,6 +472,7 @@ static void cb_missing(struct watch *w, void *userdata)
 		a->dirty = true;
 		lease_set_node(&a->lease, NULL);
 		conditions_set_node(&a->conditions, NULL);
+		serial_set_node(&a->serial, false, NULL);
 	} else {
 		set_error(a, "Secret %s not found", w->name);
 	}
@@ -1002,6 +1004,7 @@ static bool follow_hostname(struct agent *a)
 	}
 	a->node_seen = false;
 	a->node_exists = false;
+	serial_set_node(&a->serial, false, NULL);
 	a->reconnect = true;
 	return true;
 }
