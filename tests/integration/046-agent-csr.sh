@@ -319,21 +319,26 @@ sleep 1
 check "  ... and the agent is still running (not killed by its seccomp filter)" kill -0 "$APID"
 
 # Token sync: the OSC's config names two token Secrets; one has a token, the
-# other none (one clear line, nothing handed over for it).
-kctl POST /secret "{\"namespace\": \"kube-system\", \"name\": \"shoot-access-otelcol\", \"osc\": \"\", \"checksum\": \"none\", \"data\": {\"token\": \"$(printf 'otel-token-1' | base64 -w0)\"}}" >/dev/null
-kctl POST /secret '{"namespace": "kube-system", "name": "no-token", "osc": "", "checksum": "none", "data": {"other": "eA=="}}' >/dev/null
+# other none (one clear line, nothing handed over for it). Both are token
+# Secrets Gardener's node-agent authorizer lets a node-agent read
+# (gardener/gardener pkg/resourcemanager/webhook/nodeagentauthorizer/
+# authorizer.go authorizeSecret: gardener-valitail,
+# gardener-opentelemetry-collector, shoot-access-kube-controller-manager,
+# shoot-access-kube-scheduler, shoot-access-cluster-admin).
+kctl POST /secret "{\"namespace\": \"kube-system\", \"name\": \"gardener-opentelemetry-collector\", \"osc\": \"\", \"checksum\": \"none\", \"data\": {\"token\": \"$(printf 'otel-token-1' | base64 -w0)\"}}" >/dev/null
+kctl POST /secret '{"namespace": "kube-system", "name": "gardener-valitail", "osc": "", "checksum": "none", "data": {"other": "eA=="}}' >/dev/null
 {
 	cat "$S/v1.yaml"
 	printf '  - path: /var/lib/gardener-node-agent/config-v1.149.4.yaml\n    permissions: 384\n    content:\n      inline:\n'
-	printf '        encoding: b64\n        data: %s\n' "$(printf 'apiVersion: nodeagent.config.gardener.cloud/v1alpha1\nkind: NodeAgentConfiguration\ncontrollers:\n  operatingSystemConfig:\n    kubernetesVersion: 1.33.3\n  token:\n    syncConfigs:\n    - secretName: shoot-access-otelcol\n      path: /var/lib/otelcol/auth-token\n    - secretName: no-token\n      path: /var/lib/x/token\n    syncPeriod: 12h\n' | base64 -w0)"
+	printf '        encoding: b64\n        data: %s\n' "$(printf 'apiVersion: nodeagent.config.gardener.cloud/v1alpha1\nkind: NodeAgentConfiguration\ncontrollers:\n  operatingSystemConfig:\n    kubernetesVersion: 1.33.3\n  token:\n    syncConfigs:\n    - secretName: gardener-opentelemetry-collector\n      path: /var/lib/otelcol/auth-token\n    - secretName: gardener-valitail\n      path: /var/lib/x/token\n    syncPeriod: 12h\n' | base64 -w0)"
 } >"$S/v3.yaml"
 kube_secret "$S/v3.yaml" >/dev/null
 tokens_are() { test "$(python3 -c 'import json,sys; print(json.dumps(json.load(open(sys.argv[1])).get("tokens")))' "$DES" 2>/dev/null)" = "$1"; }
 check "token sync: the token Secret's token is handed over for its path" \
 	wait_for 20 tokens_are '[{"path": "/var/lib/otelcol/auth-token", "token": "otel-token-1"}]'
 check "... a token Secret without \"token\": one clear line" \
-	logged 'token sync: Secret kube-system/no-token for /var/lib/x/token: no key "token"'
-check "... logged once" test "$(grep -c 'Secret kube-system/no-token' "$LOG")" = 1
+	logged 'token sync: Secret kube-system/gardener-valitail for /var/lib/x/token: no key "token"'
+check "... logged once" test "$(grep -c 'Secret kube-system/gardener-valitail' "$LOG")" = 1
 
 # A newer gardener-node-agent config through the OSC, without a restart.
 # osc_with VERSION YAML: v1's OSC plus config-VERSION.yaml holding YAML.
@@ -373,7 +378,7 @@ KUBE_SECRET=osc-next kube_secret "$S/next.yaml" >/dev/null
 # cluster CA and another one: the client is set up again.
 cat "$KUBE_PKI/ca.crt" "$KUBE_PKI/other-ca.crt" >"$S/bundle.pem"
 bundle=$(base64 -w0 <"$S/bundle.pem")
-osc_with v1.150.0 $'apiServer:\n  server: '"${KUBE_API/127.0.0.1/localhost}"$'\n  caBundle: '"$bundle"$'\ncontrollers:\n  operatingSystemConfig:\n    secretName: osc-next\n    kubernetesVersion: 1.33.3\n  token:\n    syncConfigs:\n    - secretName: shoot-access-otelcol\n      path: /var/lib/otelcol/auth-token\n' >"$S/v5.yaml"
+osc_with v1.150.0 $'apiServer:\n  server: '"${KUBE_API/127.0.0.1/localhost}"$'\n  caBundle: '"$bundle"$'\ncontrollers:\n  operatingSystemConfig:\n    secretName: osc-next\n    kubernetesVersion: 1.33.3\n  token:\n    syncConfigs:\n    - secretName: gardener-opentelemetry-collector\n      path: /var/lib/otelcol/auth-token\n' >"$S/v5.yaml"
 old_sum=$(des_sum)
 kube_secret "$S/v5.yaml" >/dev/null
 check "a newer gardener-node-agent config through the OSC is handed over" wait_for 20 sh -c 'test "$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))[\"checksum\"])" "$1")" != "$2"' sh "$DES" "$old_sum"
