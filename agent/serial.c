@@ -248,6 +248,15 @@ static void on_done(struct http_request *req, void *userdata)
 			 "gardener-node-agent-<node> and the one named by its Node's label %s, in kube-system, "
 			 "once the Node exists; with RBAC, grant get, create and update on leases in %s",
 			 desc, KUBE_LABEL_SECRET_NAME, s->ns);
+		if (step == SERIAL_RELEASE && s->held) {
+			/* It cannot be given back: it expires on its own. */
+			log_warning("serial rollout Lease %s/%s cannot be given back (%s); the others take it over "
+				    "once it expires (%u s after its renewTime)",
+				    s->ns, s->name, desc, KUBE_SERIAL_LEASE_DURATION_S);
+			set_held(s, false);
+			s->step = SERIAL_IDLE;
+			return;
+		}
 		failed_cap(s, now, msg, req->retry_after, SERIAL_FORBIDDEN_CAP_MS);
 		return;
 	}
@@ -387,7 +396,9 @@ uint64_t serial_tick(struct serial *s, uint64_t now)
 		snprintf(why, sizeof(why), "no answer within %u s", SERIAL_REQUEST_MS / 1000u);
 		failed(s, now, why, 0);
 	}
-	if (!serial_node_allows(s)) {
+	/* A Lease held when the label moved to another Secret is still
+	 * given back (with RBAC that works; a 403 drops it: on_done()). */
+	if (!serial_node_allows(s) && !(s->held && s->node_exists)) {
 		if (s->want && !s->node_told) {
 			s->node_told = true;
 			if (!s->node_exists)

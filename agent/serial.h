@@ -44,7 +44,9 @@
  * Lease cache is set up only "if r.NodeName != \"\""). A change that needs
  * the Lease waits meanwhile (a first OSC, with nothing in force yet, does
  * not need it: rollout_admit()), and says why, once. With plain RBAC the
- * label may be absent: then the Node's existence is enough.
+ * label may be absent: then the Node's existence is enough. A Lease held
+ * when the label moves on to another Secret is still given back; a 403 on
+ * that drops the hold (the Lease expires on its own).
  *
  * Every request has a deadline (SERIAL_REQUEST_MS); failures back off
  * (1 s doubling, at most 30 s, full jitter) and are logged once per state

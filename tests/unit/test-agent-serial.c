@@ -109,6 +109,32 @@ static void label_names_another_secret(void **state)
 	assert_int_equal(f->http.n_requests, 1);
 }
 
+/* Held when the label moved on to another Secret: the Lease is still given
+ * back (RBAC allows it; Gardener's authorizer answers 403, and the hold is
+ * dropped then). Before the Node exists, not even that. */
+static void held_is_given_back(void **state)
+{
+	struct fixture *f = *state;
+	const char lease[] = "{\"apiVersion\":\"coordination.k8s.io/v1\",\"kind\":\"Lease\",\"metadata\":"
+			     "{\"name\":\"osc-secret-worker-a\",\"namespace\":\"kube-system\",\"resourceVersion\":\"5\"},"
+			     "\"spec\":{\"holderIdentity\":\"node-1\",\"leaseDurationSeconds\":600}}";
+	serial_set_secret(&f->s, "kube-system", "osc-secret-worker-a", "uid-1", true);
+	f->s.check = false;
+	f->s.held = true;
+	f->s.obj = strdup(lease);
+	assert_non_null(f->s.obj);
+	f->s.obj_len = strlen(lease);
+	snprintf(f->s.rv, sizeof(f->s.rv), "5");
+	serial_want(&f->s, false);
+	assert_int_equal(serial_tick(&f->s, 1000), UINT64_MAX);
+	assert_int_equal(f->http.n_requests, 0);
+	serial_set_node(&f->s, true, "osc-secret-worker-b");
+	assert_false(serial_node_allows(&f->s));
+	serial_tick(&f->s, 1001);
+	assert_int_equal(f->http.n_requests, 1);
+	assert_int_equal(f->s.step, SERIAL_RELEASE);
+}
+
 /* Plain RBAC: a Node without the label; its existence is enough. */
 static void no_label_is_enough(void **state)
 {
@@ -137,6 +163,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(waits_for_the_node, setup, teardown),
 		cmocka_unit_test_setup_teardown(label_names_another_secret, setup, teardown),
+		cmocka_unit_test_setup_teardown(held_is_given_back, setup, teardown),
 		cmocka_unit_test_setup_teardown(no_label_is_enough, setup, teardown),
 		cmocka_unit_test_setup_teardown(off_asks_nothing, setup, teardown),
 	};
