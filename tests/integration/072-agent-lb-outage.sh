@@ -92,9 +92,11 @@ outage() {
 }
 
 # refused_after READY: the agent identity's requests the API server answered
-# 403 after READY (epoch s), from the audit log: how many, the last one's
-# time after READY, and its first 2xx after READY.
+# 403 after READY (epoch s), from the audit log (written asynchronously:
+# read a second later; a watch counts when its stream starts): how many,
+# the last one's time after READY, and its first 2xx after READY.
 refused_after() {
+	sleep 1
 	python3 - "$RK_AUDIT" "system:serviceaccount:kube-system:$SA" "$1" <<-'PY'
 	import datetime, json, sys
 	def ts(s):
@@ -102,7 +104,7 @@ refused_after() {
 	ready, n, last, ok = float(sys.argv[3]), 0, None, None
 	for l in open(sys.argv[1]):
 	    e = json.loads(l)
-	    if e.get("stage") != "ResponseComplete" or e.get("user", {}).get("username") != sys.argv[2]:
+	    if e.get("stage") not in ("ResponseStarted", "ResponseComplete") or e.get("user", {}).get("username") != sys.argv[2]:
 	        continue
 	    t, code = ts(e["requestReceivedTimestamp"]), e.get("responseStatus", {}).get("code", 0)
 	    if t < ready:
