@@ -464,6 +464,7 @@ static void on_node(struct agent *a, enum kube_event_type type, const struct kub
 	conditions_set_node(&a->conditions, type == KUBE_EVENT_DELETED ? NULL : n);
 	if (nodeupdate_node(&a->update, type == KUBE_EVENT_DELETED ? NULL : n))
 		a->dirty = true;
+	serial_set_node(&a->serial, type != KUBE_EVENT_DELETED, n->secret_name_label);
 	if (type == KUBE_EVENT_DELETED) {
 		log_fields(LOG_WARNING, LOG_FIELDS(nf), "Node %s was deleted", a->cfg.node_name);
 		a->node_exists = false;
@@ -521,6 +522,7 @@ static void cb_missing(struct watch *w, void *userdata)
 		a->dirty = true;
 		lease_set_node(&a->lease, NULL);
 		conditions_set_node(&a->conditions, NULL);
+		serial_set_node(&a->serial, false, NULL);
 	} else {
 		set_error(a, "Secret %s not found", w->name);
 	}
@@ -1101,6 +1103,7 @@ static bool follow_hostname(struct agent *a)
 	}
 	a->node_seen = false;
 	a->node_exists = false;
+	serial_set_node(&a->serial, false, NULL);
 	a->reconnect = true;
 	return true;
 }

@@ -89,6 +89,22 @@ void serial_set_secret(struct serial *s, const char *ns, const char *name, const
 		   ns, name, KUBE_ANN_SERIAL, ns, name);
 }
 
+void serial_set_node(struct serial *s, bool exists, const char *secret_label)
+{
+	const char *label = exists && secret_label ? secret_label : "";
+	if (s->node_exists == exists && strncmp(s->node_label, label, sizeof(s->node_label)) == 0)
+		return;
+	s->node_exists = exists;
+	snprintf(s->node_label, sizeof(s->node_label), "%s", label);
+	s->node_told = false;
+	s->wake_at = 0; /* what the authorizer allows may have changed */
+}
+
+bool serial_node_allows(const struct serial *s)
+{
+	return s->node_exists && (!s->node_label[0] || strcmp(s->node_label, s->name) == 0);
+}
+
 void serial_want(struct serial *s, bool want)
 {
 	if (want && !s->want)
@@ -110,18 +126,22 @@ static void set_held(struct serial *s, bool held)
 	s->held = held;
 }
 
-static void failed(struct serial *s, uint64_t now, const char *why, long retry_after_s)
+static void failed_cap(struct serial *s, uint64_t now, const char *why, long retry_after_s, uint64_t cap)
 {
 	if (s->failures == 0)
 		log_warning("serial rollout Lease %s/%s: %s; retrying with backoff", s->ns, s->name, why);
-	uint64_t delay = backoff_half_jitter(backoff_ceiling(SERIAL_RETRY_BASE_MS, SERIAL_RETRY_CAP_MS, s->failures));
+	uint64_t delay = backoff_half_jitter(backoff_ceiling(SERIAL_RETRY_BASE_MS, cap, s->failures));
 	if (retry_after_s > 0 && (uint64_t)retry_after_s * 1000u > delay)
-		delay = (uint64_t)retry_after_s * 1000u < SERIAL_RETRY_CAP_MS ? (uint64_t)retry_after_s * 1000u
-									: SERIAL_RETRY_CAP_MS;
+		delay = (uint64_t)retry_after_s * 1000u < cap ? (uint64_t)retry_after_s * 1000u : cap;
 	s->wake_at = now + delay;
 	s->step = SERIAL_GET; /* what we knew may be stale */
 	if (s->failures < UINT32_MAX)
 		s->failures++;
+}
+
+static void failed(struct serial *s, uint64_t now, const char *why, long retry_after_s)
+{
+	failed_cap(s, now, why, retry_after_s, SERIAL_RETRY_CAP_MS);
 }
 
 static void succeeded(struct serial *s)
@@ -218,6 +238,28 @@ static void on_done(struct http_request *req, void *userdata)
 		return;
 	}
 	long st = req->status;
+	if (st == 403) {
+		/* Not allowed: say what would be, and do not insist (a change
+		 * of the Node, its label, retries at once: serial_set_node()). */
+		char desc[256], msg[1024];
+		http_describe_failure(req, desc, sizeof(desc));
+		snprintf(msg, sizeof(msg),
+			 "%s: not allowed. Gardener's node-agent authorizer allows a node-agent the Leases "
+			 "gardener-node-agent-<node> and the one named by its Node's label %s, in kube-system, "
+			 "once the Node exists; with RBAC, grant get, create and update on leases in %s",
+			 desc, KUBE_LABEL_SECRET_NAME, s->ns);
+		if (step == SERIAL_RELEASE && s->held) {
+			/* It cannot be given back: it expires on its own. */
+			log_warning("serial rollout Lease %s/%s cannot be given back (%s); the others take it over "
+				    "once it expires (%u s after its renewTime)",
+				    s->ns, s->name, desc, KUBE_SERIAL_LEASE_DURATION_S);
+			set_held(s, false);
+			s->step = SERIAL_IDLE;
+			return;
+		}
+		failed_cap(s, now, msg, req->retry_after, SERIAL_FORBIDDEN_CAP_MS);
+		return;
+	}
 	if (st == 404 && step == SERIAL_GET) {
 		succeeded(s);
 		s->check = false;
@@ -353,6 +395,23 @@ uint64_t serial_tick(struct serial *s, uint64_t now)
 		char why[64];
 		snprintf(why, sizeof(why), "no answer within %u s", SERIAL_REQUEST_MS / 1000u);
 		failed(s, now, why, 0);
+	}
+	/* A Lease held when the label moved to another Secret is still
+	 * given back (with RBAC that works; a 403 drops it: on_done()). */
+	if (!serial_node_allows(s) && !(s->held && s->node_exists)) {
+		if (s->want && !s->node_told) {
+			s->node_told = true;
+			if (!s->node_exists)
+				log_notice("serial rollout: a change waits for Lease %s/%s, which is asked for only once "
+					   "Node %s exists (Gardener's node-agent authorizer refuses a Lease before)",
+					   s->ns, s->name, s->identity);
+			else
+				log_warning("serial rollout: a change waits for Lease %s/%s, but Node %s's label %s "
+					    "names \"%s\" (Gardener's node-agent authorizer allows only that Lease): "
+					    "waiting for the label or the Secret to change",
+					    s->ns, s->name, s->identity, KUBE_LABEL_SECRET_NAME, s->node_label);
+		}
+		return UINT64_MAX;
 	}
 	enum serial_step step = next_step(s);
 	if (step == SERIAL_IDLE) {

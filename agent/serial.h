@@ -32,9 +32,26 @@
  * Reconciliation"). At start, a Lease still held by this node from before
  * a restart is released when nothing needs it.
  *
+ * Nothing is sent about the Lease while the Node does not exist, nor while
+ * the Node's label worker.gardener.cloud/gardener-node-agent-secret-name
+ * names another Secret (serial_set_node()): Gardener's node-agent authorizer
+ * (gardener/gardener pkg/resourcemanager/webhook/nodeagentauthorizer/
+ * authorizer.go, authorizeLease) refuses every Lease request of a
+ * node-agent whose Node does not exist, and allows only the Leases
+ * gardener-node-agent-<node> and the one named by that label; and
+ * gardener-node-agent itself has no client for this Lease until it knows
+ * its Node (pkg/nodeagent/controller/operatingsystemconfig/add.go: the
+ * Lease cache is set up only "if r.NodeName != \"\""). A change that needs
+ * the Lease waits meanwhile (a first OSC, with nothing in force yet, does
+ * not need it: rollout_admit()), and says why, once. With plain RBAC the
+ * label may be absent: then the Node's existence is enough. A Lease held
+ * when the label moves on to another Secret is still given back; a 403 on
+ * that drops the hold (the Lease expires on its own).
+ *
  * Every request has a deadline (SERIAL_REQUEST_MS); failures back off
  * (1 s doubling, at most 30 s, full jitter) and are logged once per state
- * change. Only records state in its setters; requests start in
+ * change; a 403 says what the authorizer allows and backs off to
+ * SERIAL_FORBIDDEN_CAP_MS; a change of the Node (its label) retries at once. Only records state in its setters; requests start in
  * serial_tick() (libcurl forbids starting them in its callbacks). */
 #ifndef NA_AGENT_SERIAL_H
 #define NA_AGENT_SERIAL_H
@@ -52,6 +69,7 @@
 #define SERIAL_REQUEST_MS 10000u
 #define SERIAL_RETRY_BASE_MS 1000u
 #define SERIAL_RETRY_CAP_MS 30000u
+#define SERIAL_FORBIDDEN_CAP_MS 300000u /* after a 403: rights change rarely */
 
 enum serial_step {
 	SERIAL_IDLE,
@@ -85,6 +103,9 @@ struct serial {
 	char holder[KUBE_NAME_MAX + 1];     /* another holder seen ("" none) */
 	time_t holder_until;                /* wall clock: when its Lease expires */
 	char logged_holder[KUBE_NAME_MAX + 1];
+	bool node_exists;                   /* serial_set_node() */
+	char node_label[KUBE_NAME_MAX + 1]; /* its secret-name label, "" none */
+	bool node_told;                     /* the wait for the Node was logged */
 };
 
 /* Sets up the duty for the node identity (the node's name). Nothing is
@@ -95,6 +116,15 @@ void serial_done(struct serial *s);
 /* The OSC Secret as last seen: its namespace, name, uid (NULL: unknown) and
  * whether it asks for serial rollouts. Only records. */
 void serial_set_secret(struct serial *s, const char *ns, const char *name, const char *uid, bool serial);
+
+/* The Node as last seen: whether it exists and its label
+ * worker.gardener.cloud/gardener-node-agent-secret-name (NULL: none). Only
+ * records; the Lease is requested only while serial_node_allows(). */
+void serial_set_node(struct serial *s, bool exists, const char *secret_label);
+
+/* Whether Gardener's authorizer would allow this node-agent the Lease now:
+ * the Node exists and its label is absent or names the Lease (the Secret). */
+bool serial_node_allows(const struct serial *s);
 
 /* Whether a change needs the Lease now (rollout_lock_wanted()). */
 void serial_want(struct serial *s, bool want);

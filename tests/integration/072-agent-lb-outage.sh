@@ -83,11 +83,39 @@ outage() {
 	RK_API_PORT=6444 KUBE_API=https://127.0.0.1:6444 rk_stop_apiserver
 	rk_start_apiserver
 	local ready=$RK_READY_AT t
+	READY=$ready
 	if t=$(rk_wait_annotation $ANN "$(sha256 "$S/v$v.yaml")" 40); then
 		D=$(python3 -c "print('%.2f' % ($t - $ready))")
 	else
 		D=none
 	fi
+}
+
+# refused_after READY: the agent identity's requests the API server answered
+# 403 after READY (epoch s), from the audit log (written asynchronously:
+# read a second later; a watch counts when its stream starts): how many,
+# the last one's time after READY, and its first 2xx after READY.
+refused_after() {
+	sleep 1
+	python3 - "$RK_AUDIT" "system:serviceaccount:kube-system:$SA" "$1" <<-'PY'
+	import datetime, json, sys
+	def ts(s):
+	    return datetime.datetime.strptime(s, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=datetime.timezone.utc).timestamp()
+	ready, n, last, ok = float(sys.argv[3]), 0, None, None
+	for l in open(sys.argv[1]):
+	    e = json.loads(l)
+	    if e.get("stage") not in ("ResponseStarted", "ResponseComplete") or e.get("user", {}).get("username") != sys.argv[2]:
+	        continue
+	    t, code = ts(e["requestReceivedTimestamp"]), e.get("responseStatus", {}).get("code", 0)
+	    if t < ready:
+	        continue
+	    if code == 403:
+	        n, last = n + 1, t
+	    elif 200 <= code < 300 and ok is None:
+	        ok = t
+	print("the API server refused the agent's identity %d times after readiness, the last %s s after it; first 2xx %s s after it"
+	      % (n, "-" if last is None else "%.2f" % (last - ready), "-" if ok is None else "%.2f" % (ok - ready)))
+	PY
 }
 
 for way in direct haproxy; do
@@ -118,6 +146,11 @@ for way in direct haproxy; do
 		if [ "$d" = none ] || python3 -c "import sys; sys.exit(0 if $d > 2. else 1)"; then
 			echo "# $way, outage $r: over 2 s; the agent since the outage began:"
 			tail -n +"$((mark + 1))" "$S/agent.log" | tail -n 30
+			# Whose time: the API server's authorization of the agent's
+			# identity lags behind /readyz on a loaded machine (its Role
+			# and RoleBinding informers), and the agent retries a 403
+			# fast only for REVIVED_MS after the outage (agent/watch.c).
+			echo "# $way, outage $r: $(refused_after "$READY")"
 		fi
 	done
 	echo "# $way: readiness -> update applied: ${delays[*]} s"

@@ -21,7 +21,11 @@ pkg/resourcemanager/webhook/nodeagentauthorizer/authorizer.go (HEAD b312835,
 - leases (coordination.k8s.io): no subresource; get, list, watch, create,
   update (no patch, no delete); the Node must exist; namespace kube-system;
   except for create, only "gardener-node-agent-<node>" and the name in the
-  Node's label worker.gardener.cloud/gardener-node-agent-secret-name.
+  Node's label worker.gardener.cloud/gardener-node-agent-secret-name
+  (authorizeLease, allowedLeases; the second is the serial rollout Lease,
+  named like the OSC Secret: pkg/nodeagent/controller/operatingsystemconfig/
+  serial.go newLeaderElectorForSecret). The subresource is checked first,
+  then the verb, then the Node, as there.
 - nodes: subresource none or status; get, list, watch, patch, update; list
   and watch of any Node; the others only of the own Node (which must exist).
 - pods: no subresource; get, list, watch, delete; the Node must exist; list

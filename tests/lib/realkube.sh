@@ -27,8 +27,9 @@
 #   rk_sa NS NAME               creates a ServiceAccount
 #   rk_sa_token NS NAME [SECS]  prints a token for it (TokenRequest)
 #   rk_node NAME                creates a Node (pool worker-a, its OSC Secret $KUBE_SECRET)
-#   rk_secret NS NAME FILE [auto|wrong|none]   the OSC Secret (osc.yaml and the
-#                               checksum/data-script annotation), created or replaced
+#   rk_secret NS NAME FILE [auto|wrong|none] [ANNOTATIONS-JSON]   the OSC Secret
+#                               (osc.yaml and the checksum/data-script annotation,
+#                               plus those given), created or replaced in one write
 #   rk_role NS NAME RULES-JSON  / rk_clusterrole NAME RULES-JSON
 #   rk_bind NS|"" ROLE-KIND ROLE SUBJECT-JSON   RoleBinding or ClusterRoleBinding
 #   rk_bootstrap_token ID SECRET [GROUPS]       the bootstrap token Secret
@@ -243,19 +244,21 @@ rk_node() {
 }
 
 rk_secret() {
-	local json
+	local json ann='{}'
+	[ -z "${5:-}" ] || ann=$5
 	json=$(python3 -c 'import base64, hashlib, json, sys
-ns, name, f, mode = sys.argv[1:5]
+ns, name, f, mode, extra = sys.argv[1:6]
 b = open(f, "rb").read()
 s = hashlib.sha256(b).hexdigest()
 if mode == "wrong":
     s = hashlib.sha256(b + b"tampered").hexdigest()
 md = {"name": name, "namespace": ns, "labels": {"gardener.cloud/role": "operating-system-config",
                                                 "worker.gardener.cloud/pool": "worker-a"}}
+md["annotations"] = json.loads(extra)
 if mode != "none":
-    md["annotations"] = {"checksum/data-script": s}
+    md["annotations"]["checksum/data-script"] = s
 print(json.dumps({"apiVersion": "v1", "kind": "Secret", "type": "Opaque", "metadata": md,
-                  "data": {"osc.yaml": base64.b64encode(b).decode()}}))' "$1" "$2" "$3" "${4:-auto}")
+                  "data": {"osc.yaml": base64.b64encode(b).decode()}}))' "$1" "$2" "$3" "${4:-auto}" "$ann")
 	rk_apply "/api/v1/namespaces/$1/secrets" "$json"
 }
 
