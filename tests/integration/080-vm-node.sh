@@ -1,30 +1,52 @@
 #!/bin/bash
 # A real node (issue 23): a Debian 12 VM (tests/lib/vm.sh: its own kernel,
 # systemd 252 as PID 1, unified cgroup v2 with BPF IP filtering) under qemu
-# in this test's private network namespace, one boot for every scenario:
+# in this test's private network namespace, one boot for every scenario.
+# The host side: the real kube-apiserver v1.20.2 with Gardener's node-agent
+# authorizer webhook (tests/lib/nodeagent-authz.py, as 049: the agent's
+# identity has no RBAC of its own) behind haproxy (TCP mode), reached BY
+# NAME (api.node-vm.example in the guest's /etc/hosts); the real
+# kube-controller-manager signs CSRs. VM_SCENARIOS="1 5" runs some of them
+# (default: "0 1 3 4 5 6"; 2 is opt-in, see below); the image, boot, install
+# and join are shared, and the join runs whenever any of 1-6 is asked for.
 #  0. no configuration: `systemctl start node-agent` after `apt-get install`
 #     gives one line naming the stock user data and the example, the unit is
-#     skipped (ExecCondition=), not failed, and never restarted;
+#     skipped (ExecCondition=), not failed, and never restarted (with 1's
+#     node-agent.path start: the unit stays down until configuration appears);
 #  1. join from stock user data alone: Gardener's files in
-#     /var/lib/gardener-node-agent (config-<version>.yaml naming the API
-#     server BY NAME, api.node-vm.example in the guest's /etc/hosts, cluster
-#     CA, machine name, bootstrap token) and its gardener-node-init.service;
-#     node-agent.path starts the agent when they appear. The API server is
-#     the real kube-apiserver v1.20.2 behind haproxy (TCP mode) on the host
-#     side, the real kube-controller-manager signs CSRs; the test approves
+#     /var/lib/gardener-node-agent (config-<version>.yaml, cluster CA,
+#     machine name, bootstrap token) and its gardener-node-init.service;
+#     node-agent.path starts the agent when they appear; the test approves
 #     node-agent's CSR as Gardener's approver does. Shown: the Node annotated,
-#     the Lease renewed, the bootstrap token removed, and the IP filter fix
-#     (the shipped unit has none; the same filter in a transient unit is
-#     enforced on this node and times out, so the old unit could not have
-#     reached 10.0.2.2);
+#     the Lease renewed, the bootstrap token removed, no request of the agent
+#     answered 403 (the webhook decides), and the IP filter fix (the shipped
+#     unit has none; the same filter in a transient unit is enforced on this
+#     node and times out, so the old unit could not have reached 10.0.2.2);
+#  2. (opt-in: VM_SCENARIOS="2 ...") the real kubelet joins: v1.20.2 served
+#     as an OSC image file from Debian's docker-registry on the host side,
+#     pulled by cloud-config-exec-pull@.service into the guest's containerd,
+#     run by the OSC's kubelet.service with the kubeconfig-bootstrap the
+#     executor wrote; its TLS bootstrap (kube-controller-manager approves and
+#     signs) registers the Node, node-agent finds it by its hostname label,
+#     annotates it, reports SystemdUnitsReady; bootstrap kubeconfig and
+#     token removed; with 3: SIGSTOP the kubelet, the health duty has it
+#     restarted;
+#  5. the API server restarted behind haproxy while the OSC Secret changes
+#     (through a second API server): the agent fetched it within 2 s of
+#     readiness, applied and annotated within 2 s (KVM) / 10 s (TCG);
 #  6. (part) the package upgraded while the API server is unreachable:
-#     apt-get returns promptly (READY=1 does not wait for API contact) and
-#     the agent was restarted;
+#     the restarted agent READY within 30 s of its start (no API contact
+#     needed), apt-get returns;
 #  4. reboot: the agent comes back, the Lease is renewed again, nothing
-#     unchanged re-applied.
-# Not built here: the real kubelet (2), its health repair (3), the API server
-# restart behind haproxy during an update (5), purge (6). Prints each
-# scenario's time and figures. Heavy: run under flock /work/.heavy.lock.
+#     unchanged re-applied;
+#  3. `hostnamectl set-hostname` under the running agent: it follows to the
+#     Node of the new name (registered by the test, the Machine's label
+#     moved to it), annotates it and holds its Lease;
+#  6. purge: no process, unit, unit state, sshd drop-in, state directory or
+#     /etc/node-agent left (the system users stay: Debian practice), sshd's
+#     configuration valid and a new ssh login works.
+# Prints each scenario's time (# time:) and figures; docs/testing.md has
+# them. Heavy: run under flock /work/.heavy.lock.
 # test-timeout: 1800
 source "$TESTS_DIR/lib/common.sh"
 source "$TESTS_DIR/lib/kube.sh"
@@ -134,16 +156,130 @@ on_exit 'ha_stop'
 check "kube-apiserver $("$RK_BIN" --version | cut -d' ' -f2), kube-controller-manager $("$KCM" --version | cut -d' ' -f2) and haproxy in TCP mode up" \
 	sh -c "kill -0 $KCM_PID && curl -sf --cacert '$KUBE_PKI/ca.crt' --resolve $API_NAME:$HA_PORT:127.0.0.1 https://$API_NAME:$HA_PORT/version >/dev/null"
 
+# --- scenario 2's registry: the kubelet as an OSC image file -------------------
+# Debian's docker-registry on the host side (the guest pulls from
+# 10.0.2.2:5000 through node-agent's pull unit), the image built once with
+# umoci (../shared/kube/kubelet.xz as /kubelet) and pushed with ctr from a
+# containerd run by hand; the registry's storage is kept in $VM_IMAGE_DIR
+# between runs.
+REG_PORT=5000
+KUBELET_IMAGE=10.0.2.2:$REG_PORT/kubelet:v1.20.2
+if want 2; then
+	KUBELET_XZ=${NA_KUBE_SHARED:-$TESTS_DIR/../../shared/kube}/kubelet.xz
+	reg_ok=true
+	for t in docker-registry umoci containerd ctr; do command -v $t >/dev/null || reg_ok=false; done
+	[ -f "$KUBELET_XZ" ] || reg_ok=false
+	check "scenario 2 needs docker-registry, umoci, containerd, ctr and $KUBELET_XZ" $reg_ok
+	cat >"$S/registry.yml" <<-EOF
+	version: 0.1
+	log: {level: error}
+	storage:
+	  filesystem: {rootdirectory: $VM_IMAGE_DIR/registry}
+	http:
+	  addr: 127.0.0.1:$REG_PORT
+	EOF
+	docker-registry serve "$S/registry.yml" >"$S/registry.log" 2>&1 &
+	REG_PID=$!
+	on_exit "kill $REG_PID; wait $REG_PID"
+	wait_for 10 curl -sf -o /dev/null "http://127.0.0.1:$REG_PORT/v2/"
+	have_image() {
+		curl -sf -o /dev/null -H 'Accept: application/vnd.oci.image.manifest.v1+json' \
+			"http://127.0.0.1:$REG_PORT/v2/kubelet/manifests/v1.20.2"
+	}
+	if $reg_ok && ! have_image; then
+		t=$(date +%s)
+		D=$S/ctd
+		mkdir -p "$D"
+		containerd --root "$D/root" --state "$D/state" --address "$D/sock" >"$D/log" 2>&1 &
+		CTD_PID=$!
+		wait_for 30 ctr --address "$D/sock" version
+		L=$S/layout
+		umoci init --layout "$L" &&
+			umoci new --image "$L:v1.20.2" &&
+			umoci unpack --image "$L:v1.20.2" "$S/kb" >/dev/null &&
+			xz -dc "$KUBELET_XZ" >"$S/kb/rootfs/kubelet" && chmod 0755 "$S/kb/rootfs/kubelet" &&
+			umoci repack --image "$L:v1.20.2" "$S/kb" &&
+			tar -C "$L" -cf "$S/kubelet-image.tar" . &&
+			ctr --address "$D/sock" images import --base-name "127.0.0.1:$REG_PORT/kubelet" "$S/kubelet-image.tar" >/dev/null &&
+			ctr --address "$D/sock" images push --plain-http "127.0.0.1:$REG_PORT/kubelet:v1.20.2" >"$S/push.log" 2>&1
+		kill "$CTD_PID"
+		wait "$CTD_PID" 2>/dev/null
+		rm -rf "$L" "$S/kb" "$S/kubelet-image.tar" "$D"
+		echo "# kubelet image built and pushed in $(($(date +%s) - t)) s"
+	fi
+	check "the kubelet image in the registry ($KUBELET_IMAGE)" have_image
+fi
+
 # What Gardener provides: the Node (no kubelet in this scenario), the OSC
 # Secret, a bootstrap token with system:node-bootstrapper. node-agent's
 # identity (gardener.cloud:node-agent:machine:<m>, group
 # gardener.cloud:node-agents) is authorized by Gardener's node-agent
 # authorizer webhook, as on a seed: no ClusterRole for it.
-hello() { printf 'spec:\n  files:\n  - path: /etc/hello\n    permissions: 420\n    content:\n      inline:\n        data: "vm %s"\n' "$1" >"$S/v$1.yaml"; }
+# The OSC's kubelet (scenario 2), as Gardener's original kubelet component
+# writes it (gardener/gardener pkg/component/extensions/operatingsystemconfig/
+# original/components/kubelet: the binary an image file, the unit with
+# --bootstrap-kubeconfig, --kubeconfig=kubeconfig-real, --config), with the
+# node labels the node-agent authorizer and node-agent look for.
+cat >"$S/kubelet-config.yaml" <<EOF
+apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+cgroupDriver: systemd
+failSwapOn: false
+healthzBindAddress: 127.0.0.1
+healthzPort: 10248
+EOF
+kubelet_osc() {
+	cat <<-EOF
+	  - path: /opt/bin/kubelet
+	    permissions: 493
+	    content:
+	      imageRef:
+	        image: $KUBELET_IMAGE
+	        filePathInImage: /kubelet
+	  - path: /var/lib/kubelet/config/kubelet
+	    permissions: 384
+	    content:
+	      inline:
+	        encoding: b64
+	        data: $(base64 -w0 <"$S/kubelet-config.yaml")
+	  units:
+	  - name: kubelet.service
+	    enable: true
+	    command: start
+	    filePaths:
+	    - /opt/bin/kubelet
+	    - /var/lib/kubelet/config/kubelet
+	    content: |
+	      [Unit]
+	      Description=kubelet daemon
+	      After=containerd.service
+	      [Service]
+	      Restart=always
+	      RestartSec=5
+	      ExecStart=/opt/bin/kubelet --bootstrap-kubeconfig=/var/lib/kubelet/kubeconfig-bootstrap --kubeconfig=/var/lib/kubelet/kubeconfig-real --config=/var/lib/kubelet/config/kubelet --container-runtime=remote --container-runtime-endpoint=unix:///run/containerd/containerd.sock --node-labels=worker.gardener.cloud/pool=worker-a,worker.gardener.cloud/gardener-node-agent-secret-name=$KUBE_SECRET --v=2
+	      [Install]
+	      WantedBy=multi-user.target
+	EOF
+}
+hello() {
+	{
+		printf 'spec:\n  files:\n  - path: /etc/hello\n    permissions: 420\n    content:\n      inline:\n        data: "vm %s"\n' "$1"
+		if want 2; then kubelet_osc; fi
+	} >"$S/v$1.yaml"
+}
 hello 1
 OSC=$S/v1.yaml # the OSC in force
 setup_ok=true
-rk_node "$GUEST_NODE" || setup_ok=false
+# With the real kubelet (2) the Node is the kubelet's to register; its TLS
+# bootstrap needs the bindings kubeadm makes.
+if want 2; then
+	rk_bind "" ClusterRole system:certificates.k8s.io:certificatesigningrequests:nodeclient \
+		'{"kind":"Group","apiGroup":"rbac.authorization.k8s.io","name":"system:bootstrappers"}' || setup_ok=false
+	rk_bind "" ClusterRole system:certificates.k8s.io:certificatesigningrequests:selfnodeclient \
+		'{"kind":"Group","apiGroup":"rbac.authorization.k8s.io","name":"system:nodes"}' || setup_ok=false
+else
+	rk_node "$GUEST_NODE" || setup_ok=false
+fi
 rk_secret kube-system "$KUBE_SECRET" "$S/v1.yaml" || setup_ok=false
 rk_bootstrap_token abcdef 0123456789abcdef || setup_ok=false
 rk_bind "" ClusterRole system:node-bootstrapper \
@@ -197,6 +333,16 @@ if [ "$VM_SCENARIOS" = 0 ]; then
 	vm_stop
 	finish
 	exit 0
+fi
+
+if want 2; then
+	# The node's containerd (Debian 12's 1.6.20, default config: CRI on),
+	# told that the test registry speaks plain HTTP.
+	vm_ssh "mkdir -p /etc/containerd/certs.d/10.0.2.2:$REG_PORT &&
+		printf 'server = \"http://10.0.2.2:$REG_PORT\"\n\n[host.\"http://10.0.2.2:$REG_PORT\"]\n  capabilities = [\"pull\", \"resolve\"]\n' \
+			>/etc/containerd/certs.d/10.0.2.2:$REG_PORT/hosts.toml &&
+		systemctl enable --now containerd.service" >"$S/containerd.log" 2>&1
+	check "guest: containerd running" guest_is 'systemctl is-active containerd.service' 'active '
 fi
 
 # --- scenario 1: join from stock user data -------------------------------------
@@ -291,7 +437,9 @@ approve_pending() {
 	done
 }
 want=$(sha256 "$OSC")
-deadline=$(($(date +%s) + 120))
+join_s=120
+want 2 && join_s=420 # the image pulled, the kubelet started and registered under TCG
+deadline=$(($(date +%s) + join_s))
 while [ "$(date +%s)" -lt "$deadline" ] && [ "$(rk_annotation $ANN)" != "$want" ]; do
 	approve_pending
 	sleep 1
@@ -300,7 +448,7 @@ t_ann=$(now)
 if [ "$(rk_annotation $ANN)" = "$want" ]; then
 	ok "Node annotated: $(awk -v a="$t_stock" -v b="$t_ann" 'BEGIN { printf "%.1f", b - a }') s after the stock user data, $(awk -v a="$T0" -v b="$t_ann" 'BEGIN { printf "%.0f", b - a }') s into the test"
 else
-	fail "Node annotated with the OSC's checksum"
+	fail "Node annotated with the OSC's checksum within $join_s s"
 	vm_ssh 'journalctl -q --no-pager -u node-agent.service -u cloud-config-exec.service' 2>&1 | tail -30 | sed 's/^/#   /'
 fi
 check "/etc/hello written in the guest by cloud-config-exec" test "$(vm_ssh cat /etc/hello 2>/dev/null)" = "vm 1"
@@ -350,6 +498,47 @@ no_403() {
 no_403 " through the join"
 stage "scenario 1 (join from stock user data)"
 
+# --- scenario 2: the real kubelet joined -----------------------------------------
+if want 2; then
+	vm_ssh 'journalctl -q --no-pager -u "cloud-config-exec-pull@*" -u cloud-config-exec.service -u kubelet.service' >"$S/s2.journal" 2>&1
+	check "the kubelet pulled by node-agent's pull unit (cloud-config-exec-pull@) into containerd ($(vm_ssh 'ctr -n default images ls -q' 2>&1 | tr '\n' ' '))" \
+		sh -c 'vm_out=$1; case "$vm_out" in *"$2"*) exit 0 ;; *) exit 1 ;; esac' sh "$(vm_ssh 'ctr -n default images ls -q' 2>&1)" "$KUBELET_IMAGE"
+	check "  ... /opt/bin/kubelet is v1.20.2 ($(vm_ssh '/opt/bin/kubelet --version' 2>&1))" \
+		test "$(vm_ssh '/opt/bin/kubelet --version' 2>&1)" = "Kubernetes v1.20.2"
+	node_created_by=$(rk_audit "system:node:$GUEST_NODE" | awk '$3 == "create" && $4 == "/api/v1/nodes" { print $2 }' | head -1)
+	check "the Node $GUEST_NODE registered by the kubelet itself (POST /api/v1/nodes as system:node:$GUEST_NODE: $node_created_by)" \
+		test "$node_created_by" = 201
+	kcsr=$(rk GET "$CSRS" | jget '" ".join(o["metadata"]["name"] for o in d["items"] if o["spec"]["signerName"] == "kubernetes.io/kube-apiserver-client-kubelet" and o.get("status", {}).get("certificate"))')
+	check "  ... after its TLS bootstrap: CSR $kcsr approved and signed by kube-controller-manager" test -n "$kcsr"
+	k_start=$(vm_ssh 'systemctl show -p ActiveEnterTimestamp --value kubelet.service | xargs -I{} date -d {} +%s')
+	n_created=$(rk GET "/api/v1/nodes/$GUEST_NODE" | jget 'd["metadata"]["creationTimestamp"]')
+	echo "# kubelet registration: Node created $(($(date -d "$n_created" +%s) - k_start)) s after kubelet.service started"
+	suready=$(rk GET "/api/v1/nodes/$GUEST_NODE" | jget '" ".join(c["status"] for c in d["status"].get("conditions", []) if c["type"] == "SystemdUnitsReady")')
+	check "SystemdUnitsReady True on the kubelet's Node ($suready)" test "$suready" = True
+	check "the bootstrap kubeconfig removed once the Node is registered" \
+		vm_ssh 'for i in $(seq 100); do test -e /var/lib/kubelet/kubeconfig-bootstrap || exit 0; sleep 0.3; done; exit 1'
+	check "the kubelet runs on its own client certificate (kubeconfig-real, pki/kubelet-client-current.pem)" \
+		vm_ssh 'test -s /var/lib/kubelet/kubeconfig-real -a -e /var/lib/kubelet/pki/kubelet-client-current.pem && systemctl -q is-active kubelet.service'
+	stage "scenario 2 (the real kubelet joins)"
+	# Health repair: the kubelet stopped (SIGSTOP: its healthz hangs); the
+	# agent's health duty (interval 30 s, unhealthy for 60 s by default)
+	# asks the executor to restart it.
+	if want 3; then
+		kpid=$(vm_ssh 'systemctl show -p MainPID --value kubelet.service')
+		t_stop=$(now)
+		vm_ssh "kill -STOP $kpid"
+		kpid_new() { local p; p=$(vm_ssh 'systemctl show -p MainPID --value kubelet.service'); [ -n "$p" ] && [ "$p" != 0 ] && [ "$p" != "$kpid" ]; }
+		if wait_until 240 kpid_new; then
+			ok "health repair: the SIGSTOPped kubelet (pid $kpid) restarted $(awk -v a="$t_stop" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }') s after the stop"
+		else
+			fail "health repair: the SIGSTOPped kubelet restarted within 240 s"
+			vm_ssh 'journalctl -q --no-pager -u node-agent.service -u cloud-config-exec.service' 2>&1 | tail -20 | sed 's/^/#   /'
+		fi
+		check "  ... its healthz answers again" vm_ssh 'for i in $(seq 120); do curl -sf http://127.0.0.1:10248/healthz >/dev/null && exit 0; sleep 0.5; done; exit 1'
+		stage "scenario 3 (kubelet health repair)"
+	fi
+fi
+
 # --- scenario 5: API server restart behind haproxy during an update -----------
 # As 072, with the node: the real API server stopped, the update (a new OSC
 # Secret checksum) made through a second API server on another port that
@@ -375,7 +564,8 @@ if want 5; then
 	else
 		d=none
 	fi
-	seen=$(python3 -c 'import json, sys
+	# (the audit log is written behind the requests: read it until the GET is in)
+	audit_get_after() { python3 -c 'import json, sys
 from datetime import datetime
 for line in open(sys.argv[1]):
     e = json.loads(line)
@@ -385,7 +575,12 @@ for line in open(sys.argv[1]):
         if t > float(sys.argv[2]) - 0.5:
             print("%.2f" % (t - float(sys.argv[2]))); break
 else:
-    print("none")' "$RK_AUDIT" "$ready" "$KUBE_SECRET")
+    print("none")' "$RK_AUDIT" "$1" "$KUBE_SECRET"; }
+	for ((i = 0; i < 100; i++)); do
+		seen=$(audit_get_after "$ready")
+		[ "$seen" != none ] && break
+		sleep 0.2
+	done
 	limit=10
 	[ "$(vm_accel | cut -d' ' -f2)" = kvm ] && limit=2
 	echo "# outage behind haproxy: readiness -> the agent fetched the new OSC: $seen s; -> applied and the Node annotated: $d s ($(vm_accel | cut -d' ' -f2 | cut -d, -f1))"
@@ -500,7 +695,7 @@ if want 6; then
 		DEBIAN_FRONTEND=noninteractive apt-get purge -y -q node-agent >/root/purge.log 2>&1; echo "rc $?"
 		echo "status $(dpkg-query -W -f "\${Status}" node-agent 2>/dev/null)"
 		grep -qxs -e node-agent -e cloud-config-exec /proc/[0-9]*/comm && echo "process left"
-		echo "loadstate $(systemctl show -p LoadState --value node-agent.service node-agent.path cloud-config-exec.service cloud-config-exec.path cloud-config-exec.timer | sort -u | tr "\n" " ")"
+		echo "loadstate $(systemctl show -p LoadState --value node-agent.service node-agent.path cloud-config-exec.service cloud-config-exec.path cloud-config-exec.timer | grep . | sort -u | tr "\n" " ")"
 		for f in /lib/systemd/system/*node-agent* /lib/systemd/system/*cloud-config-exec* /etc/systemd/system/*node-agent* \
 			/etc/systemd/system/*/*node-agent* /etc/systemd/system/*/*cloud-config-exec* \
 			/var/lib/systemd/deb-systemd-helper-enabled/*node-agent* /var/lib/systemd/deb-systemd-helper-enabled/*/*node-agent* \
