@@ -3,7 +3,8 @@
 # deb_build [VERSION]: prints the path of node-agent_VERSION_*.deb (default:
 # debian/changelog's version), built by scripts/build-deb into
 # $B/deb-test/VERSION/ and reused while no source file is newer than it
-# (the booted tests of Debian 12 and 13 share one build). lintian is 053's
+# (the booted tests of Debian 12 and 13 share one build; an edit under
+# tests/ or docs/ is not in the package and does not count). lintian is 053's
 # business: not run here.
 deb_build() {
 	local top v dir deb newer
@@ -13,6 +14,7 @@ deb_build() {
 	deb=$(ls "$dir"/node-agent_"${v}"_*.deb 2>/dev/null | head -1)
 	if [ -n "$deb" ]; then
 		newer=$(cd "$top" && git ls-files -co --exclude-standard 2>/dev/null |
+			grep -v -e '^tests/' -e '^docs/' |
 			while IFS= read -r f; do [ "$f" -nt "$deb" ] && echo "$f"; done | head -1)
 		[ -z "$newer" ] && { echo "$deb"; return 0; }
 	fi

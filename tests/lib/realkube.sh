@@ -288,12 +288,12 @@ rk_bootstrap_token() {
 
 rk_annotation() { rk GET "/api/v1/nodes/${2:-$KUBE_NODE}" | python3 -c 'import json,sys; print(json.load(sys.stdin)["metadata"].get("annotations", {}).get(sys.argv[1], ""))' "$1"; }
 
-# rk_wait_annotation KEY VALUE SECONDS: polls (every 0.1 s) until the Node's
-# annotation KEY is VALUE; prints the time it saw it.
+# rk_wait_annotation KEY VALUE SECONDS [NODE]: polls (every 0.1 s) until the
+# Node's annotation KEY is VALUE; prints the time it saw it.
 rk_wait_annotation() {
 	local i
 	for ((i = 0; i < $3 * 10; i++)); do
-		[ "$(rk_annotation "$1")" = "$2" ] && { now; return 0; }
+		[ "$(rk_annotation "$1" "${4:-}")" = "$2" ] && { now; return 0; }
 		sleep 0.1
 	done
 	return 1

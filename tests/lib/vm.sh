@@ -100,6 +100,9 @@ vm_configure() {
 	ln -sf /dev/null "$r/etc/systemd/system/systemd-firstboot.service"
 	ln -sf /dev/null "$r/etc/systemd/system/apt-daily.timer"
 	ln -sf /dev/null "$r/etc/systemd/system/apt-daily-upgrade.timer"
+	# man-db's trigger rebuilds its index on every install, upgrade and
+	# purge: tens of seconds under TCG for nothing a test looks at.
+	rm -f "$r/var/lib/man-db/auto-update"
 	# containerd is for the kubelet scenario: not started unless asked.
 	rm -f "$r/etc/systemd/system/multi-user.target.wants/containerd.service"
 	cp "$VM_IMAGE_DIR/id_ed25519.pub" "$r/root/.ssh/authorized_keys"
