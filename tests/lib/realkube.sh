@@ -17,7 +17,11 @@
 #                               manager before RBAC; RK_WEBHOOK_MACHINES="M=N ..."
 #                               stands for the Machines' node labels (default:
 #                               Node named like the machine). Sets RK_AUTHZ_LOG
-#                               (one JSON line per decision).
+#                               (one JSON line per decision). RK_WEBHOOK_TTL
+#                               (default 1ms): the API server's cache of allowed
+#                               decisions (a real server's default is 5m).
+#                               RK_TOKENS=FILE: more lines for --token-auth-file
+#                               (token,user,uid,"group,...").
 #   rk_authz_denied USER        the webhook's "deny" lines for that user (none: exit 1)
 #   rk_stop_apiserver / rk_start_apiserver    (restart, e.g. after compaction)
 #   rk_compact                  compacts etcd at its current revision
@@ -65,6 +69,7 @@ rk_start() {
 	openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out "$KUBE_PKI/sa.key" 2>/dev/null
 	openssl pkey -in "$KUBE_PKI/sa.key" -pubout -out "$KUBE_PKI/sa.pub" 2>/dev/null
 	printf '%s,admin,admin-uid,system:masters\n' "$RK_ADMIN_TOKEN" >"$dir/tokens.csv"
+	[ -z "${RK_TOKENS:-}" ] || cat "$RK_TOKENS" >>"$dir/tokens.csv"
 	cat >"$dir/audit-policy.yaml" <<-EOF
 	apiVersion: audit.k8s.io/v1
 	kind: Policy
@@ -155,7 +160,7 @@ rk_start_apiserver() {
 	# as it is (a Node created a moment ago, a label changed).
 	[ -z "${RK_WEBHOOK_PID:-}" ] || authz=(--authorization-mode=Node,Webhook,RBAC
 		--authorization-webhook-config-file="$dir/authz-webhook.kubeconfig" --authorization-webhook-version=v1
-		--authorization-webhook-cache-authorized-ttl=1ms --authorization-webhook-cache-unauthorized-ttl=1ms)
+		--authorization-webhook-cache-authorized-ttl=${RK_WEBHOOK_TTL:-1ms} --authorization-webhook-cache-unauthorized-ttl=1ms)
 	"$RK_BIN" --etcd-servers="http://127.0.0.1:$RK_ETCD_PORT" \
 		--bind-address=127.0.0.1 --advertise-address=127.0.0.1 --secure-port=$RK_API_PORT --insecure-port=0 \
 		--tls-cert-file="$KUBE_PKI/server.crt" --tls-private-key-file="$KUBE_PKI/server.key" \
