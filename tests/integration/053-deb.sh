@@ -76,8 +76,9 @@ check "postinst: systemd-sysusers before systemd-tmpfiles (the directories' owne
 	sh -c "grep -n -e 'systemd-sysusers ' -e 'systemd-tmpfiles ' '$W/ctl/postinst' | head -2 | tr '\n' ' ' | grep -q 'sysusers.*tmpfiles'"
 check "postinst enables node-agent.service, the paths and the timer" \
 	sh -c "for u in node-agent.service node-agent.path cloud-config-exec.path cloud-config-exec.timer; do grep -q \"deb-systemd-helper enable '\$u'\" '$W/ctl/postinst' || exit 1; done"
-check "postinst starts path+timer only on a running system, never node-agent.service" \
-	sh -c "grep -q \"deb-systemd-invoke \\\$_dh_action 'cloud-config-exec.path' 'cloud-config-exec.timer'\" '$W/ctl/postinst' &&
+check "postinst starts the paths and timers only on a running system, never node-agent.service" \
+	sh -c "for u in cloud-config-exec.path cloud-config-exec.timer cloud-config-exec-containerd-probe.timer; do
+			grep \"deb-systemd-invoke \\\$_dh_action \" '$W/ctl/postinst' | grep -q \"'\$u'\" || exit 1; done &&
 		! grep -q \"deb-systemd-invoke \\\$_dh_action.*node-agent.service\" '$W/ctl/postinst' &&
 		grep -q \"deb-systemd-invoke try-restart 'node-agent.service'\" '$W/ctl/postinst'"
 check "postinst loads the SELinux module only under selinuxenabled" \
