@@ -19,7 +19,9 @@ expected() {
 	for m in "$TOP"/man/*.8; do [ -e "$m" ] && echo "$p/share/man/man8/${m##*/}"; done
 	for m in "$TOP"/man/*.5; do [ -e "$m" ] && echo "$p/share/man/man5/${m##*/}"; done
 	for u in node-agent.service node-agent.path cloud-config-exec.service cloud-config-exec.path cloud-config-exec.timer \
-		cloud-config-exec-pull@.service cloud-config-exec-kubelet-data-volume.service; do
+		cloud-config-exec-pull@.service cloud-config-exec-kubelet-data-volume.service \
+		cloud-config-exec-containerd-probe.service cloud-config-exec-containerd-probe.timer \
+		cloud-config-exec-os-update.service; do
 		echo "$sysd/$u"
 	done
 	echo "$sysd/gardener-node-init.service.d/50-node-agent.conf"
