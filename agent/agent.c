@@ -377,12 +377,18 @@ static void read_result(struct agent *a)
 	}
 }
 
+/* True when result.json reports on the desired state we wrote last. */
+static bool result_current(const struct agent *a)
+{
+	return a->exec.valid && a->handover.checksum[0] &&
+	       strcmp(a->exec.result.checksum, a->handover.checksum) == 0 &&
+	       a->exec.result.generation >= a->handover.generation;
+}
+
 /* True when result.json says the executor applied what we wrote last. */
 static bool applied_ok(const struct agent *a)
 {
-	return a->exec.valid && a->exec.result.success && a->handover.checksum[0] &&
-	       strcmp(a->exec.result.checksum, a->handover.checksum) == 0 &&
-	       a->exec.result.generation >= a->handover.generation;
+	return result_current(a) && a->exec.result.success;
 }
 
 /* The in-place update as result.json reports it, for the desired state
@@ -391,18 +397,13 @@ static bool applied_ok(const struct agent *a)
 static void take_update_report(struct agent *a)
 {
 	struct nodeupdate_report r;
-	bool current = a->exec.valid && a->handover.checksum[0] &&
-		       strcmp(a->exec.result.checksum, a->handover.checksum) == 0 &&
-		       a->exec.result.generation >= a->handover.generation;
-	nodeupdate_report_from(a->exec.valid ? &a->exec.result : NULL, current, &r);
+	nodeupdate_report_from(a->exec.valid ? &a->exec.result : NULL, result_current(a), &r);
 	nodeupdate_result(&a->update, &r);
 }
 
 static bool applied_failed(const struct agent *a)
 {
-	return a->exec.valid && !a->exec.result.success && a->handover.checksum[0] &&
-	       strcmp(a->exec.result.checksum, a->handover.checksum) == 0 &&
-	       a->exec.result.generation >= a->handover.generation;
+	return result_current(a) && !a->exec.result.success;
 }
 
 /* ---- Secret --------------------------------------------------------------- */
