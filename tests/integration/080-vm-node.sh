@@ -759,7 +759,16 @@ print("|".join([l.get("node.machine.sapcloud.io/update-result", ""),
 		{
 			printf 'apiVersion: extensions.gardener.cloud/v1alpha1\nkind: OperatingSystemConfig\n'
 			printf 'spec:\n  type: gardenlinux\n  purpose: reconcile\n  files:\n  - path: /etc/hello\n    permissions: 420\n    content:\n      inline:\n        data: "vm 7%s"\n' "$2"
-			if want 2; then kubelet_osc; fi
+			# The kubelet's configuration file is in every OSC gardenlet
+			# writes, and gardener-node-agent's classification reads it
+			# (changes.go ComputeKubeletConfigChange: "kubelet config file
+			# ... not found in OSC" otherwise); with 2 it is kubelet_osc's.
+			if want 2; then
+				kubelet_osc
+			else
+				printf '  - path: /var/lib/kubelet/config/kubelet\n    permissions: 384\n    content:\n      inline:\n        encoding: b64\n        data: %s\n' \
+					"$(base64 -w0 <"$S/kubelet-config.yaml")"
+			fi
 			printf '  inPlaceUpdates:\n    operatingSystemVersion: "%s"\n    kubelet: "1.20.2"\n' "$1"
 			printf 'status:\n  extensionFiles:\n  - path: /opt/gardener/bin/inplace-update.sh\n    permissions: 493\n    content:\n      inline:\n        encoding: b64\n        data: %s\n' \
 				"$(base64 -w0 <"$S/inplace-update.sh")"
@@ -774,7 +783,7 @@ print("|".join([l.get("node.machine.sapcloud.io/update-result", ""),
 	osc7 12 a
 	rk_secret kube-system "$KUBE_SECRET" "$S/v7a.yaml" && OSC=$S/v7a.yaml
 	check "7: the in-place pool's OSC (OS version 12, the running one) applied at once and annotated" \
-		rk_wait_annotation $ANN "$(sha256 "$S/v7a.yaml")" 120
+		eval 'rk_wait_annotation $ANN "$(sha256 "$S/v7a.yaml")" 120 >/dev/null'
 	check "  ... the extension's update script on the node" vm_ssh 'test -x /opt/gardener/bin/inplace-update.sh'
 	check "  ... no update-result label" test -z "$(view7 | cut -d'|' -f1)"
 
