@@ -803,7 +803,7 @@ print("|".join([l.get("node.machine.sapcloud.io/update-result", ""),
 	check "machine-controller-manager: Node condition InPlaceUpdate reason ReadyForUpdate (PATCH .../status: $code)" test "$code" = 200
 	# Until the label: each look at the Node also notes the updating-
 	# operating-system-version annotation and the Lease (host clock).
-	ann_seen= t_done= last_lease= lease_log=$S/lease7.log
+	ann_seen='' t_done='' last_lease='' lease_log=$S/lease7.log
 	: >"$lease_log"
 	deadline=$(($(date +%s) + 600))
 	while [ "$(date +%s)" -lt "$deadline" ]; do
