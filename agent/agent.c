@@ -641,7 +641,7 @@ static void reconcile(struct agent *a, uint64_t now)
 		write_desired(a, now);
 	take_update_report(a);
 	/* A rotation it asks for is started by the next pass (take_rotations()). */
-	if (a->update.resync_tokens || a->update.renew_cert)
+	if (a->update.resync_tokens || a->update.renew_cert || a->update.recheck)
 		a->dirty = true;
 	if (!a->opts->once || applied_ok(a))
 		maybe_patch(a, now);
@@ -713,6 +713,10 @@ static void on_new_credentials(void *userdata)
 /* The rotations an in-place update asks the agent for (nodeupdate.h). */
 static void take_rotations(struct agent *a, uint64_t now)
 {
+	if (a->update.recheck) {
+		a->update.recheck = false;
+		handover_rewrite(a->state_fd, a->cfg.state_dir);
+	}
 	if (a->update.resync_tokens) {
 		a->update.resync_tokens = false;
 		tokensync_resync_now(&a->tokens);

@@ -97,8 +97,12 @@ int execdir_read(struct execdir *x, const char *dir)
 	x->result = res;
 	x->valid = true;
 
-	char seen[96];
-	snprintf(seen, sizeof(seen), "%.64s/%llu/%d", res.checksum, (unsigned long long)res.generation, res.success);
+	/* The in-place update's state too: it changes within one generation
+	 * (waiting -> running after the handshake, running -> failed after a
+	 * reboot into the old OS), and each change is news to report. */
+	char seen[sizeof(x->reported)];
+	snprintf(seen, sizeof(seen), "%.64s/%llu/%d/%d", res.checksum, (unsigned long long)res.generation, res.success,
+		 res.inplace.present ? res.inplace.state : -1);
 	if (strcmp(seen, x->reported) == 0)
 		return 1;
 	snprintf(x->reported, sizeof(x->reported), "%s", seen);

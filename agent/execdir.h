@@ -17,7 +17,8 @@ struct execdir {
 	int wd;                     /* its inotify watch, -1 while none */
 	bool valid;                 /* result holds the last result.json read */
 	struct result result;
-	char reported[96];          /* "checksum/generation/success" last reported */
+	char reported[112];         /* "checksum/generation/success/in-place state"
+	                             * last reported */
 	bool probe_written;         /* containerd-health.json written since the
 	                             * last execdir_read_probe() */
 };
@@ -41,7 +42,8 @@ bool execdir_inotify(struct execdir *x, int inotify_fd, const char *dir);
 /* Reads and parses result.json (dir names it in messages). Returns 0 when
  * there is none to take (no directory, no file, or one unreadable or
  * invalid: logged as a warning), 1 when x->result is a result read now
- * that was reported before, 2 when it was not (it counts as reported from
+ * that was reported before (the same checksum, generation, success and
+ * in-place update state), 2 when it was not (it counts as reported from
  * now on). */
 int execdir_read(struct execdir *x, const char *dir);
 

@@ -97,6 +97,15 @@ bool nodeupdate_result(struct nodeupdate *u, const struct nodeupdate_report *r)
 			break;
 		}
 	}
+	if (u->current && !u->first_taken) {
+		u->first_taken = true;
+		if (u->state == NODEUPDATE_RUNNING) {
+			u->recheck = true;
+			log_notice("in-place update (%s) was running when node-agent started (the update's reboot?): "
+				   "asking cloud-config-exec to check it now",
+				   what);
+		}
+	}
 	/* The rotations the agent carries out itself, once per update: the
 	 * token resync once the executor is past the handshake; the new
 	 * client certificate once the executor applied the OSC, whose

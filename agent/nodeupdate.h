@@ -99,6 +99,10 @@ struct nodeupdate {
 	bool tokens_synced;
 	bool cert_asked;
 	bool ca_pending;              /* a new certificate asked for, not in use yet */
+	bool first_taken;             /* a current report was taken since the start */
+	bool recheck;                 /* for the agent: have the executor run now (a
+	                               * rewrite of desired.json): an update was
+	                               * running when the agent started */
 	bool resync_tokens;           /* for the agent: re-read the token Secrets now */
 	bool renew_cert;              /* for the agent: ask for a new client certificate now */
 };
@@ -115,7 +119,12 @@ bool nodeupdate_node(struct nodeupdate *u, const struct kube_node *k);
 
 /* Records the executor's report. Returns true when it changed what the
  * Node should show; logs the transitions and sets resync_tokens /
- * renew_cert when a rotation asks for it (once per update). */
+ * renew_cert when a rotation asks for it (once per update), and recheck
+ * when the first current report since the start says "running": the
+ * executor stopped for the OS update's reboot, and nothing else starts it
+ * soon after the boot (its path unit waits for a change of desired.json,
+ * its timer for OnBootSec=), while gardener-node-agent reconciles as soon
+ * as it is started again. */
 bool nodeupdate_result(struct nodeupdate *u, const struct nodeupdate_report *r);
 
 /* The new client certificate is in use: a held "successful" may go on the

@@ -281,6 +281,30 @@ static int pending_result(int statefd, struct result *res, const char *step, con
 	return APPLY_EXIT_OK;
 }
 
+/* ipu_started_fn: "running" in result.json before the OS update command
+ * runs (it reboots the node: the executor may not get to write after it). */
+struct os_update_started {
+	int rootfd;
+	int statefd;
+	struct result *res;
+	const struct osc *new;
+	char **changed_units;
+};
+
+static void os_update_started(void *data, const struct state *st)
+{
+	struct os_update_started *o = data;
+	char running[INPLACE_VERSION_MAX + 1] = "";
+	(void)ipu_running_os_version(o->rootfd, running);
+	ipu_fill_result(st, o->new, running, o->res);
+	o->res->changed_units = o->changed_units;
+	char msg[256];
+	snprintf(msg, sizeof(msg), "the OS update to %s is running", o->new->inplace.os_version);
+	(void)pending_result(o->statefd, o->res, "inplace-os-update", msg);
+	o->res->changed_units = NULL;
+	ipu_fill_result(st, o->new, NULL, o->res); /* no pointer to running kept */
+}
+
 static void check_units(const struct apply_ctx *c, const struct osc *osc, struct result *res)
 {
 	if (!c->bus || !osc || res->units_ready.present)
@@ -740,7 +764,8 @@ int apply_osc(const struct apply_ctx *c, const char *osc, size_t len, const stru
 
 	/* 3b. The rest of the in-place update (performInPlaceUpdate): the OS
 	 * update, the kubelet's CA rotation. Not committed until it is done. */
-	r = ipu_finish(c, statefd, &st, new);
+	struct os_update_started started = { .rootfd = c->rootfd, .statefd = statefd, .res = &res, .new = new, .changed_units = changed_units };
+	r = ipu_finish(c, statefd, &st, new, os_update_started, &started);
 	if (r != 0) {
 		(void)ipu_running_os_version(c->rootfd, running);
 		ipu_fill_result(&st, new, running, &res);

@@ -59,14 +59,23 @@ int ipu_running_os_version(int rootfd, char out[static INPLACE_VERSION_MAX + 1])
 	return -ENOENT;
 }
 
-/* The kernel's boot id below the root (proc/sys/kernel/random/boot_id: the
- * host's for "/", what a test root holds otherwise); "" when unreadable. */
-static void boot_id(int rootfd, char out[static 40])
+/* This boot's identity, to tell "the reboot is still to come" from "the
+ * node came back": with systemd the manager's UserspaceTimestamp (the
+ * executor's unit has ProcSubset=pid, which hides /proc/sys, and a run by
+ * hand must give the same answer), else the kernel's boot id below the root
+ * (proc/sys/kernel/random/boot_id: what a test root holds); "" when
+ * neither can be read. */
+static void boot_id(const struct apply_ctx *c, char out[static 40])
 {
 	_cleanup_free_ char *data = NULL;
 	size_t len = 0;
+	uint64_t ts;
 	out[0] = '\0';
-	if (fsx_read_at(rootfd, "proc/sys/kernel/random/boot_id", 64, &data, &len) < 0)
+	if (c->bus && systemd_userspace_timestamp(c->bus, &ts) == 0) {
+		snprintf(out, 40, "userspace-%llu", (unsigned long long)ts);
+		return;
+	}
+	if (fsx_read_at(c->rootfd, "proc/sys/kernel/random/boot_id", 64, &data, &len) < 0)
 		return;
 	size_t n = strcspn(data, "\n");
 	if (n > 0 && n < 40) {
@@ -368,6 +377,16 @@ static int run_in_unit(const struct apply_ctx *c, int statefd, const struct osc 
 		 job.result ? job.result : job.message ? job.message : strerror(-(job.error ? job.error : r)));
 	r = job.error ? job.error : (r < 0 ? r : -EIO);
 	systemd_job_done(&job);
+	/* The update script reboots the node (Garden Linux's does, right
+	 * after its update): the shutdown cancels the unit's job. That is the
+	 * reboot the update waits for, not a failed command (gardener-node-
+	 * agent is simply killed by it). */
+	char sys[32] = "";
+	if (systemd_manager_state(c->bus, sys, sizeof(sys)) == 0 && strcmp(sys, "stopping") == 0) {
+		log_notice("In-place update: the system is going down while %s runs (%s): the reboot of the update",
+			   IPU_OS_UPDATE_UNIT, why);
+		return 1;
+	}
 	_cleanup_free_ char *rf = NULL;
 	(void)systemd_reset_failed(c->bus, IPU_OS_UPDATE_UNIT, &rf);
 	return r;
@@ -523,7 +542,8 @@ static int rebootstrap_kubelet(const struct apply_ctx *c, const struct osc *new,
 	return 0;
 }
 
-int ipu_finish(const struct apply_ctx *c, int statefd, struct state *st, const struct osc *new)
+int ipu_finish(const struct apply_ctx *c, int statefd, struct state *st, const struct osc *new, ipu_started_fn started,
+	       void *data)
 {
 	if (!st->inplace_checksum[0])
 		return 0;
@@ -540,7 +560,7 @@ int ipu_finish(const struct apply_ctx *c, int statefd, struct state *st, const s
 		quote(qr, sizeof(qr), running);
 		bool attempted_same = false;
 		char boot[40];
-		boot_id(c->rootfd, boot);
+		boot_id(c, boot);
 		if (st->inplace_os_attempted && st->inplace_boot_id[0] && strcmp(boot, st->inplace_boot_id) == 0 &&
 		    inplace_version_equal(st->inplace_os_attempted, desired, &attempted_same) == 0 && attempted_same) {
 			/* Ran in this boot: the reboot into the new OS is still
@@ -581,9 +601,13 @@ int ipu_finish(const struct apply_ctx *c, int statefd, struct state *st, const s
 		int r = save(statefd, st);
 		if (r < 0)
 			return r;
+		if (started)
+			started(data, st);
 		log_notice("In-place update: executing the OS update command %s for %s", new->os_update.command, desired);
 		r = c->bus ? run_in_unit(c, statefd, new, why, sizeof(why))
 			   : ipu_run_os_update(new->os_update.command, new->os_update.args, why, sizeof(why));
+		if (r > 0)
+			return 1; /* the node is rebooting: state running, checked after the boot */
 		if (r < 0) {
 			snprintf(reason, sizeof(reason), "failed to execute OS update command: %s", why);
 			set_state(st, INPLACE_STATE_FAILED, reason);

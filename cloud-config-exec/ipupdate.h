@@ -87,10 +87,17 @@ int ipu_before_units(int rootfd, int statefd, struct state *st);
  * reason). */
 int ipu_kubelet_done(const struct apply_ctx *c, int statefd, struct state *st);
 
+/* Called by ipu_finish() with the attempt recorded (state running), just
+ * before the OS update command runs: the caller reports "running" then, as
+ * updateOSInPlace sets its annotation before the command (which reboots
+ * the node and may end the executor with it). */
+typedef void (*ipu_started_fn)(void *data, const struct state *st);
+
 /* Step 5. 0: everything done (state successful); 1: the OS update ran and
  * the reboot is pending (state running); -errno: failed (st marked failed
- * with the reason). */
-int ipu_finish(const struct apply_ctx *c, int statefd, struct state *st, const struct osc *new);
+ * with the reason). started (may be NULL) as above. */
+int ipu_finish(const struct apply_ctx *c, int statefd, struct state *st, const struct osc *new, ipu_started_fn started,
+	       void *data);
 
 /* The OS update command itself, as updateOSInPlace runs it: command
  * (looked up in a fixed PATH when it has no '/') with args, retried every

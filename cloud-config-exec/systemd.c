@@ -228,6 +228,24 @@ static int get_string(sd_bus *bus, const char *path, const char *iface, const ch
 	return 0;
 }
 
+int systemd_manager_state(sd_bus *bus, char *buf, size_t size)
+{
+	return get_string(bus, PATH, MANAGER, "SystemState", buf, size);
+}
+
+int systemd_userspace_timestamp(sd_bus *bus, uint64_t *ret)
+{
+	_cleanup_bus_error_ sd_bus_error e = SD_BUS_ERROR_NULL;
+	uint64_t ts = 0;
+	int r = sd_bus_get_property_trivial(bus, DEST, PATH, MANAGER, "UserspaceTimestamp", &e, 't', &ts);
+	if (r < 0)
+		return r;
+	if (ts == 0)
+		return -ENODATA;
+	*ret = ts;
+	return 0;
+}
+
 int systemd_unit_probe(sd_bus *bus, const char *unit, struct systemd_unit_probe *ret)
 {
 	_cleanup_bus_error_ sd_bus_error e = SD_BUS_ERROR_NULL;

@@ -45,6 +45,15 @@ int systemd_reset_failed(struct sd_bus *bus, const char *unit, char **ret_error)
 int systemd_unit_state(struct sd_bus *bus, const char *unit, char **ret_active_state,
 		       char **ret_load_state, uint64_t *ret_active_enter_monotonic);
 
+/* The manager's SystemState ("running", "degraded", "stopping", ...) into
+ * buf. Returns 0 or -errno; logs nothing. */
+int systemd_manager_state(struct sd_bus *bus, char *buf, size_t size);
+
+/* The manager's UserspaceTimestamp (CLOCK_REALTIME us when this boot's
+ * user space started): fixed for a boot, another in the next one. Returns
+ * 0, -ENODATA when it is 0, or -errno; logs nothing. */
+int systemd_userspace_timestamp(struct sd_bus *bus, uint64_t *ret);
+
 /* What the SystemdUnitsReady check needs of a unit (unitcheck.h). */
 struct systemd_unit_probe {
 	char active_state[32];      /* "active", "failed", "activating", ... */

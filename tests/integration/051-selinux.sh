@@ -57,6 +57,8 @@ check "file contexts: authkeys-cmd is authkeys_cmd_exec_t" \
 	grep -q '^/usr/libexec/node-agent/authkeys-cmd[[:space:]].*authkeys_cmd_exec_t' "$FC"
 check "file contexts: the pull unit is node_agent_unit_t" \
 	grep -q '^/usr/lib/systemd/system/cloud-config-exec-pull@.\.service[[:space:]].*node_agent_unit_t' "$FC"
+check "file contexts: the OS update unit is node_agent_unit_t" \
+	grep -q '^/usr/lib/systemd/system/cloud-config-exec-os-update\\.service[[:space:]].*node_agent_unit_t' "$FC"
 check "file contexts: /var/lib/node-agent is node_agent_var_lib_t" \
 	grep -q '^/var/lib/node-agent(/\.\*)?[[:space:]].*node_agent_var_lib_t' "$FC"
 
@@ -181,6 +183,22 @@ deny -A -s authkeys_cmd_t -t node_agent_t -c process -p transition
 want -A -s cloud_config_exec_t -t bin_t -c file -p write,create -b cloud_config_exec_manage_bin_usr
 uncond -A -s cloud_config_exec_t -t bin_t -c file -p write,create
 uncond -A -s cloud_config_exec_t -t usr_t -c file -p write,create
+# cloud_config_os_update_t: the OS update unit (SELinuxContext=), unconfined
+# on purpose (the OSC's update command: network, /usr, /boot, the reboot),
+# entered by systemd only, never automatically, never by the other domains
+want -A -s init_t -t cloud_config_os_update_t -c process -p transition
+want -A -s cloud_config_os_update_t -t cloud_config_exec_exec_t -c file -p entrypoint
+want -T -s init_t -t cloud_config_exec_exec_t -c process -D cloud_config_exec_t
+deny -T -s init_t -t cloud_config_exec_exec_t -c process -D cloud_config_os_update_t
+want -A -s cloud_config_os_update_t -t http_port_t -c tcp_socket -p name_connect
+want -A -s cloud_config_os_update_t -t usr_t -c file -p write,create
+want -A -s cloud_config_os_update_t -t boot_t -c file -p write,create
+want -A -s cloud_config_os_update_t -t bin_t -c file -p execute
+want -A -s cloud_config_os_update_t -t cloud_config_exec_var_lib_t -c file -p read
+deny -A -s cloud_config_exec_t -t cloud_config_os_update_t -c process -p transition
+deny -A -s node_agent_t -t cloud_config_os_update_t -c process -p transition
+deny -A -s authkeys_cmd_t -t cloud_config_os_update_t -c process -p transition
+want -A -s cloud_config_exec_t -t node_agent_unit_t -c service -p start
 ASSERT
 SEBATCH=$TESTS_DIR/lib/sesearch-batch.py
 /usr/bin/python3 "$SEBATCH" "$P" <"$W/assertions" >"$W/assert.out" 2>&1

@@ -46,6 +46,9 @@
 #  6. purge: no process, unit, unit state, sshd drop-in, state directory or
 #     /etc/node-agent left (the system users stay: Debian practice), sshd's
 #     configuration valid and a new ssh login works.
+#  7. (opt-in: VM_SCENARIOS="1 7", issue 26) an in-place OS update (GEP-31)
+#     with a real reboot: the section's own comment says how; then one that
+#     rolls back (update-result=failed with Gardener's reason).
 # Prints each scenario's time (# time:) and figures; docs/testing.md has
 # them. Heavy: run under flock /work/.heavy.lock.
 source "$TESTS_DIR/lib/common.sh"
@@ -653,6 +656,232 @@ if want 4; then
 		fail "reboot: ssh back within 300 s"
 	fi
 	stage "scenario 4 (reboot)"
+fi
+# --- scenario 7: an in-place OS update with a real reboot (GEP-31) -------------
+# (opt-in: VM_SCENARIOS="1 7"; issue 26.) The OSC of an in-place pool, shaped
+# as gardenlet and the Garden Linux extension publish it: spec.inPlaceUpdates
+# (gardener pkg/apis/extensions/v1alpha1/types_operatingsystemconfig.go
+# InPlaceUpdates), status.inPlaceUpdates.osUpdate {command:
+# /opt/gardener/bin/inplace-update.sh, args: [<version>]} and that script
+# as an extension file (gardener-extension-os-gardenlinux pkg/controller/
+# operatingsystemconfig/actuator_test.go "should return InPlaceUpdatesStatus
+# with the OS update command", "should deliver the inplace-update.sh
+# script"). The script here follows the extension's contract (one argument,
+# the version; gardenlinux-update installs it; "exit status N: ..." lines
+# that gardener-node-agent's retry reads; reboot on success); the
+# gardenlinux-update of the Garden Linux image is a stand-in that stages an
+# /etc/os-release with the new version (PRETTY_NAME, what GetOSVersion reads),
+# which a unit moves in at the next boot, as the new image becomes the
+# running one. The test acts as machine-controller-manager: it sets the Node
+# condition InPlaceUpdate with reason ReadyForUpdate and reads the label
+# node.machine.sapcloud.io/update-result. Real agent, real executor (its OS
+# update unit cloud-config-exec-os-update.service), real systemd, real reboot.
+if want 7; then
+	# mcm REASON: the Node condition InPlaceUpdate as machine-controller-
+	# manager sets it (strategic merge: the other conditions stay).
+	mcm() {
+		curl -s -o /dev/null -w '%{http_code}' --cacert "$KUBE_PKI/ca.crt" -H "Authorization: Bearer $RK_ADMIN_TOKEN" \
+			-X PATCH -H 'Content-Type: application/strategic-merge-patch+json' \
+			--data-binary '{"status":{"conditions":[{"type":"InPlaceUpdate","status":"True","reason":"'"$1"'","message":"set by the test as machine-controller-manager","lastTransitionTime":"'"$(date -u +%Y-%m-%dT%H:%M:%SZ)"'"}]}}' \
+			"$KUBE_API/api/v1/nodes/$GUEST_NODE/status"
+	}
+	# view7: the Node's in-place fields and the Lease in one go:
+	# "<update-result>|<updating-os-version>|<failed-reason>|<checksum>|<lease renewTime>"
+	view7() {
+		{ rk GET "/api/v1/nodes/$GUEST_NODE"; echo; rk GET "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/gardener-node-agent-$GUEST_NODE"; } |
+			python3 -c 'import json, sys
+lines = sys.stdin.read().split("\n", 1)
+try:
+    m = json.loads(lines[0])["metadata"]
+except Exception:
+    m = {}
+try:
+    r = json.loads(lines[1])["spec"].get("renewTime", "")
+except Exception:
+    r = ""
+l, a = m.get("labels", {}), m.get("annotations", {})
+print("|".join([l.get("node.machine.sapcloud.io/update-result", ""),
+                a.get("node-agent.gardener.cloud/updating-operating-system-version", ""),
+                a.get("node.machine.sapcloud.io/update-failed-reason", ""),
+                a.get("checksum/cloud-config-data", ""), r]))'
+	}
+	# The Garden Linux extension's script (its contract, our words).
+	cat >"$S/inplace-update.sh" <<-'SH'
+	#!/bin/bash
+	# In-place OS update of a Garden Linux node: installs <version> with
+	# gardenlinux-update and reboots into it. Its "exit status N: ..." line
+	# tells gardener-node-agent whether to retry ("network problems").
+	set -Eeuo pipefail
+	if [ "$#" -ne 1 ]; then
+	    echo "Usage: $0 <version>"
+	    exit 1
+	fi
+	rc=0
+	gardenlinux-update "$1" || rc=$?
+	case $rc in
+	0) echo "exit status 0: success"; reboot ;;
+	1) echo "exit status 1: invalid arguments" ;;
+	2) echo "exit status 2: system failure" ;;
+	3) echo "exit status 3: network problems" ;;
+	*) echo "exit status $rc: unknown error" ;;
+	esac
+	exit "$rc"
+	SH
+	# The image's gardenlinux-update, a stand-in: records the call, stages
+	# the new version for the next boot unless /root/update-rolls-back says
+	# the new image will not come up (the node boots the old one again).
+	cat >"$S/gardenlinux-update" <<-'SH'
+	#!/bin/sh
+	echo "$(cat /proc/sys/kernel/random/boot_id) $*" >>/root/update-calls
+	[ -e /root/update-rolls-back ] && exit 0
+	printf 'PRETTY_NAME="Debian GNU/Linux %s (in-place)"\nNAME="Debian GNU/Linux"\nID=debian\n' "$1" >/etc/os-release.staged
+	sync
+	SH
+	cat >"$S/gardenlinux-update-boot.service" <<-'EOF'
+	[Unit]
+	Description=test stand-in: the staged OS version is the running one from this boot on
+	DefaultDependencies=no
+	After=local-fs.target
+	Before=sysinit.target
+	ConditionPathExists=/etc/os-release.staged
+	[Service]
+	Type=oneshot
+	ExecStart=/bin/mv -f /etc/os-release.staged /etc/os-release
+	[Install]
+	WantedBy=sysinit.target
+	EOF
+	vm_copy "$S/gardenlinux-update" /usr/local/sbin/gardenlinux-update
+	vm_copy "$S/gardenlinux-update-boot.service" /etc/systemd/system/gardenlinux-update-boot.service
+	vm_ssh 'chmod 0755 /usr/local/sbin/gardenlinux-update && rm -f /root/update-calls /root/update-rolls-back &&
+		systemctl daemon-reload && systemctl enable -q gardenlinux-update-boot.service'
+	# osc7 OS-VERSION MARK: the in-place pool's OSC (with 2: the kubelet too).
+	osc7() {
+		{
+			printf 'apiVersion: extensions.gardener.cloud/v1alpha1\nkind: OperatingSystemConfig\n'
+			printf 'spec:\n  type: gardenlinux\n  purpose: reconcile\n  files:\n  - path: /etc/hello\n    permissions: 420\n    content:\n      inline:\n        data: "vm 7%s"\n' "$2"
+			# The kubelet's configuration file is in every OSC gardenlet
+			# writes, and gardener-node-agent's classification reads it
+			# (changes.go ComputeKubeletConfigChange: "kubelet config file
+			# ... not found in OSC" otherwise); with 2 it is kubelet_osc's.
+			if want 2; then
+				kubelet_osc
+			else
+				printf '  - path: /var/lib/kubelet/config/kubelet\n    permissions: 384\n    content:\n      inline:\n        encoding: b64\n        data: %s\n' \
+					"$(base64 -w0 <"$S/kubelet-config.yaml")"
+			fi
+			printf '  inPlaceUpdates:\n    operatingSystemVersion: "%s"\n    kubelet: "1.20.2"\n' "$1"
+			printf 'status:\n  extensionFiles:\n  - path: /opt/gardener/bin/inplace-update.sh\n    permissions: 493\n    content:\n      inline:\n        encoding: b64\n        data: %s\n' \
+				"$(base64 -w0 <"$S/inplace-update.sh")"
+			printf '  inPlaceUpdates:\n    osUpdate:\n      command: /opt/gardener/bin/inplace-update.sh\n      args: ["%s"]\n' "$1"
+		} >"$S/v7$2.yaml"
+	}
+	guest_os() { vm_ssh '. /etc/os-release; echo "$PRETTY_NAME"' 2>/dev/null; }
+	boot_id() { vm_ssh cat /proc/sys/kernel/random/boot_id 2>/dev/null; }
+	result_state() { vm_ssh "grep -q '$1' /var/lib/cloud-config-exec/result.json && grep -Eq '\"state\":[[:space:]]*\"$2\"' /var/lib/cloud-config-exec/result.json"; }
+	# The pool becomes in-place with the version the node runs (Debian 12:
+	# GetOSVersion gives "12"): nothing to update, applied at once.
+	osc7 12 a
+	rk_secret kube-system "$KUBE_SECRET" "$S/v7a.yaml" && OSC=$S/v7a.yaml
+	check "7: the in-place pool's OSC (OS version 12, the running one) applied at once and annotated" \
+		eval 'rk_wait_annotation $ANN "$(sha256 "$S/v7a.yaml")" 120 >/dev/null'
+	check "  ... the extension's update script on the node" vm_ssh 'test -x /opt/gardener/bin/inplace-update.sh'
+	check "  ... no update-result label" test -z "$(view7 | cut -d'|' -f1)"
+
+	# (1) The OS update to 12.99: waits for the drain, then runs, reboots.
+	osc7 12.99 b
+	b0=$(boot_id)
+	rk_secret kube-system "$KUBE_SECRET" "$S/v7b.yaml" && OSC=$S/v7b.yaml
+	check "7: OS update to 12.99: the executor waits for the handshake (result.json state waiting)" \
+		wait_until 120 result_state "$(sha256 "$S/v7b.yaml")" waiting
+	v=$(view7)
+	check "  ... the Node keeps the old checksum, no update-result label ($v)" \
+		test "$(cut -d'|' -f1,4 <<<"$v")" = "|$(sha256 "$S/v7a.yaml")"
+	check "  ... the update script has not run" vm_ssh '! test -e /root/update-calls'
+	check "  ... /etc/hello not yet the new OSC's" test "$(vm_ssh cat /etc/hello)" = "vm 7a"
+	t_hs=$(date +%s.%N)
+	code=$(mcm ReadyForUpdate)
+	check "machine-controller-manager: Node condition InPlaceUpdate reason ReadyForUpdate (PATCH .../status: $code)" test "$code" = 200
+	# Until the label: each look at the Node also notes the updating-
+	# operating-system-version annotation and the Lease (host clock).
+	ann_seen='' t_done='' last_lease='' lease_log=$S/lease7.log
+	: >"$lease_log"
+	deadline=$(($(date +%s) + 600))
+	while [ "$(date +%s)" -lt "$deadline" ]; do
+		v=$(view7)
+		IFS='|' read -r v_res v_os v_reason v_sum v_lease <<<"$v"
+		[ -n "$v_os" ] && [ -z "$ann_seen" ] && ann_seen=$v_os && echo "# 7: updating-operating-system-version=$v_os seen $(awk -v a="$t_hs" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }') s after the handshake"
+		if [ -n "$v_lease" ] && [ "$v_lease" != "$last_lease" ]; then
+			echo "$(date +%s.%N) $v_lease" >>"$lease_log"
+			last_lease=$v_lease
+		fi
+		if [ "$v_res" = successful ] || [ "$v_res" = failed ]; then
+			t_done=$(date +%s.%N)
+			break
+		fi
+		sleep 0.5
+	done
+	check "7: update-result=successful after the reboot ($v)" test "$v_res" = successful
+	vm_wait_ssh 120 >/dev/null
+	b1=$(boot_id)
+	check "  ... the node rebooted (boot id $b0 -> $b1)" sh -c '[ -n "$1" ] && [ -n "$2" ] && [ "$1" != "$2" ]' sh "$b0" "$b1"
+	check "  ... it runs the new OS ($(guest_os))" test "$(guest_os)" = "Debian GNU/Linux 12.99 (in-place)"
+	check "  ... updating-operating-system-version was on the Node during the update ($ann_seen), removed after it" \
+		sh -c '[ "$1" = 12.99 ] && [ -z "$2" ]' sh "$ann_seen" "$v_os"
+	check "  ... the new checksum annotated, no update-failed-reason" \
+		sh -c '[ "$1" = "$2" ] && [ -z "$3" ]' sh "$v_sum" "$(sha256 "$S/v7b.yaml")" "$v_reason"
+	check "  ... /etc/hello is the new OSC's" test "$(vm_ssh cat /etc/hello)" = "vm 7b"
+	calls=$(vm_ssh cat /root/update-calls 2>/dev/null)
+	check "  ... the update script ran once, in the boot before ($calls)" test "$calls" = "$b0 12.99"
+	vm_ssh 'journalctl -q -b --no-pager -u cloud-config-exec.service -u cloud-config-exec-os-update.service' >"$S/exec7-after-reboot" 2>&1
+	check_not "  ... nothing repeated after the reboot: no OS update command, no file or unit written this boot" \
+		grep -qiE 'executing the OS update command|Wrote (file|unit)|Restarted' "$S/exec7-after-reboot"
+	up=$(vm_ssh 'cut -d" " -f1 /proc/uptime')
+	t_boot=$(awk -v n="$(date +%s.%N)" -v u="$up" 'BEGIN { printf "%.3f", n - u }')
+	t_lease=$(awk -v b="$t_boot" '$1 > b { print $1; exit }' "$lease_log")
+	if [ -z "$t_lease" ] && wait_until 60 sh -c '[ "$(view7 | cut -d"|" -f5)" != "$1" ]' sh "$last_lease"; then
+		t_lease=$(date +%s.%N)
+	fi
+	echo "# time: in-place OS update, handshake -> update-result=successful $(awk -v a="$t_hs" -v b="$t_done" 'BEGIN { printf "%.1f", b - a }') s"
+	echo "# time: in-place OS update, reboot (the new kernel's start) -> Lease renewed $(awk -v a="$t_boot" -v b="${t_lease:-0}" 'BEGIN { if (b > 0) printf "%.1f", b - a; else print "none" }') s; -> successful $(awk -v a="$t_boot" -v b="$t_done" 'BEGIN { printf "%.1f", b - a }') s"
+	check "  ... the Lease renewed after the reboot" test -n "$t_lease"
+	vm_ssh 'journalctl -q --no-pager -u node-agent.service' >"$S/agent7.journal"
+	echo "# agent: $(grep -o 'in-place update (os-version) was running when node-agent started.*' "$S/agent7.journal" | tail -1)"
+	# machine-controller-manager takes the node back: its condition and label go.
+	mcm UpdateSuccessful >/dev/null
+	rk PATCH "/api/v1/nodes/$GUEST_NODE" '{"metadata":{"labels":{"node.machine.sapcloud.io/update-result":null}}}' >/dev/null
+	stage "scenario 7 (in-place OS update with reboot)"
+
+	# (2) A rolled-back update: the script reboots, the node comes back on 12.99.
+	vm_ssh 'touch /root/update-rolls-back'
+	osc7 13 c
+	rk_secret kube-system "$KUBE_SECRET" "$S/v7c.yaml"
+	check "7: OS update to 13: waiting for the handshake" wait_until 120 result_state "$(sha256 "$S/v7c.yaml")" waiting
+	b1=$(boot_id)
+	t_hs=$(date +%s.%N)
+	mcm ReadyForUpdate >/dev/null
+	v_res=
+	deadline=$(($(date +%s) + 600))
+	while [ "$(date +%s)" -lt "$deadline" ]; do
+		v=$(view7)
+		IFS='|' read -r v_res v_os v_reason v_sum v_lease <<<"$v"
+		[ "$v_res" = failed ] || [ "$v_res" = successful ] && break
+		sleep 0.5
+	done
+	t_done=$(date +%s.%N)
+	want_reason='OS update might have failed and rolled back to the previous version. Desired version: "13", Current version: "12.99"'
+	check "7: rolled back: update-result=failed ($v_res)" test "$v_res" = failed
+	check "  ... update-failed-reason is Gardener's text ($v_reason)" test "$v_reason" = "$want_reason"
+	check "  ... the checksum annotation stays at the OSC before ($v_sum)" test "$v_sum" = "$(sha256 "$S/v7b.yaml")"
+	vm_wait_ssh 120 >/dev/null
+	b2=$(boot_id)
+	check "  ... after a reboot (boot id $b1 -> $b2) on the old OS ($(guest_os))" \
+		sh -c '[ -n "$1" ] && [ "$1" != "$2" ] && [ "$3" = "Debian GNU/Linux 12.99 (in-place)" ]' sh "$b2" "$b1" "$(guest_os)"
+	sleep 5 # a second executor run would come now (the agent's nudge, the path unit)
+	calls=$(vm_ssh cat /root/update-calls 2>/dev/null | wc -l)
+	check "  ... the update script ran once for it, not again after the reboot ($calls calls in all)" test "$calls" = 2
+	echo "# time: rolled-back in-place OS update, handshake -> update-result=failed $(awk -v a="$t_hs" -v b="$t_done" 'BEGIN { printf "%.1f", b - a }') s"
+	OSC=$S/v7b.yaml # the OSC applied last
+	stage "scenario 7 (rolled-back in-place OS update)"
 fi
 no_403 " in every scenario so far"
 

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "fsx.h"
+#include "inplace.h"
 #include "log.h"
 #include "result.h"
 #include "scratch.h"
@@ -39,6 +40,54 @@ static void put_result(struct scratch *s, uint64_t generation, bool success)
 	assert_true(fsx_write_atomic_at(dfd, EXECDIR_RESULT_FILE, out, len, 0644, FSX_UID_KEEP, FSX_GID_KEEP, 0) >= 0);
 	close(dfd);
 	free(out);
+}
+
+/* A result for the same checksum and generation, not successful, with an
+ * in-place update in state st (enum inplace_state) and, when failed, a
+ * reason. */
+static void put_inplace(struct scratch *s, int st)
+{
+	static char step[] = "inplace-os-update", reason[] = "OS update might have failed and rolled back";
+	struct result r = { .checksum = SUM, .generation = 5, .success = false, .failed_step = step,
+			    .finished_at = 1763740800,
+			    .inplace = { .present = true, .kinds = INPLACE_OS_VERSION, .state = st,
+					 .reason = st == INPLACE_STATE_FAILED ? reason : NULL } };
+	char *out = NULL;
+	size_t len;
+	assert_int_equal(result_format(&r, &out, &len), 0);
+	int dfd = openat(s->fd, "exec", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	assert_true(dfd >= 0);
+	assert_true(fsx_write_atomic_at(dfd, EXECDIR_RESULT_FILE, out, len, 0644, FSX_UID_KEEP, FSX_GID_KEEP, 0) >= 0);
+	close(dfd);
+	free(out);
+}
+
+/* The executor's in-place state changes within one generation (waiting ->
+ * running after the handshake; running -> failed after the reboot into the
+ * old OS), checksum and success unchanged: each is a new result, reported
+ * (so the agent logs the failure and emits its Event), and one read again
+ * is not. */
+static void inplace_state_change(void **state)
+{
+	struct scratch *s = *state;
+	struct execdir x = EXECDIR_INIT;
+	int ifd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+	assert_true(ifd >= 0);
+	assert_int_equal(mkdirat(s->fd, "exec", 0755), 0);
+	assert_int_equal(execdir_open(&x, s->fd, ifd, DIR), 0);
+	put_inplace(s, INPLACE_STATE_WAITING);
+	assert_int_equal(execdir_read(&x, DIR), 2);
+	assert_int_equal(execdir_read(&x, DIR), 1);
+	put_inplace(s, INPLACE_STATE_RUNNING);
+	assert_int_equal(execdir_read(&x, DIR), 2);
+	assert_int_equal(x.result.inplace.state, INPLACE_STATE_RUNNING);
+	assert_int_equal(execdir_read(&x, DIR), 1);
+	put_inplace(s, INPLACE_STATE_FAILED);
+	assert_int_equal(execdir_read(&x, DIR), 2);
+	assert_int_equal(x.result.inplace.state, INPLACE_STATE_FAILED);
+	assert_int_equal(execdir_read(&x, DIR), 1);
+	execdir_done(&x, ifd);
+	close(ifd);
 }
 
 static void results(void **state)
@@ -112,6 +161,7 @@ int main(void)
 	log_set_max_level(LOG_WARNING);
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(results, setup, scratch_teardown),
+		cmocka_unit_test_setup_teardown(inplace_state_change, setup, scratch_teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

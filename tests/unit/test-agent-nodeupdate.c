@@ -91,6 +91,7 @@ static void results(void **state)
 	assert_string_equal(w.updating_os, "1877.3");
 	assert_false(u.resync_tokens);
 	assert_false(u.renew_cert);
+	assert_false(u.recheck); /* it was waiting when the agent started */
 
 	/* Failed: label and reason (one line). */
 	r.state = NODEUPDATE_FAILED;
@@ -134,6 +135,33 @@ static void results(void **state)
 	nodeupdate_want(&u, &w);
 	assert_null(w.update_result);
 	assert_false(w.hold_checksum);
+}
+
+/* The agent started (after the OS update's reboot) and finds the update
+ * "running": it asks for an executor run once; not for a report of an
+ * older desired state, not for another state, not twice. */
+static void recheck_after_restart(void **state)
+{
+	struct nodeupdate u = {};
+	struct nodeupdate_report r = { .state = NODEUPDATE_RUNNING, .kinds = INPLACE_OS_VERSION,
+				       .os_version = "12.99", .generation = 3, .current = false };
+	nodeupdate_result(&u, &r);
+	assert_false(u.recheck);
+	r.current = true;
+	nodeupdate_result(&u, &r);
+	assert_true(u.recheck);
+	u.recheck = false; /* the agent rewrote desired.json */
+	nodeupdate_result(&u, &r);
+	assert_false(u.recheck);
+	r.state = NODEUPDATE_SUCCESSFUL;
+	nodeupdate_result(&u, &r);
+	assert_false(u.recheck);
+
+	struct nodeupdate v = {};
+	r.state = NODEUPDATE_FAILED;
+	r.reason = "rolled back";
+	nodeupdate_result(&v, &r);
+	assert_false(v.recheck);
 }
 
 static void rotations(void **state)
@@ -200,6 +228,7 @@ int main(void)
 		cmocka_unit_test(from_result),
 		cmocka_unit_test(handshake),
 		cmocka_unit_test(results),
+		cmocka_unit_test(recheck_after_restart),
 		cmocka_unit_test(rotations),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

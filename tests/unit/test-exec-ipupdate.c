@@ -194,7 +194,7 @@ static void pending_then_rolled_back(void **state)
 	memcpy(st.inplace_checksum, SUM1, 65);
 	st.inplace_kinds = st.inplace_remaining = INPLACE_OS_VERSION;
 	/* The command (/bin/false) fails: failed with the reason, recorded. */
-	assert_int_equal(ipu_finish(&c, s->fd, &st, &new), -EIO);
+	assert_int_equal(ipu_finish(&c, s->fd, &st, &new, NULL, NULL), -EIO);
 	assert_int_equal(st.inplace_state, INPLACE_STATE_FAILED);
 	assert_string_equal(st.inplace_reason, "failed to execute OS update command: no specific error detected: exit status 1, output: ");
 	assert_string_equal(st.inplace_os_attempted, "1592.2");
@@ -202,10 +202,10 @@ static void pending_then_rolled_back(void **state)
 	/* Same boot, attempt recorded: pending (a command that rebooted the
 	 * node before it returned leaves exactly this). */
 	st.inplace_state = INPLACE_STATE_RUNNING;
-	assert_int_equal(ipu_finish(&c, s->fd, &st, &new), 1);
+	assert_int_equal(ipu_finish(&c, s->fd, &st, &new, NULL, NULL), 1);
 	/* Another boot, still the old version: rolled back. */
 	put(s->fd, "proc/sys/kernel/random/boot_id", "boot-b\n");
-	assert_int_equal(ipu_finish(&c, s->fd, &st, &new), -EIO);
+	assert_int_equal(ipu_finish(&c, s->fd, &st, &new, NULL, NULL), -EIO);
 	assert_string_equal(st.inplace_reason, "OS update might have failed and rolled back to the previous version. "
 					       "Desired version: \"1592.2\", Current version: \"1592.1\"");
 	osc_done(&new);
@@ -227,7 +227,7 @@ static void rebootstrap(void **state)
 	struct state st = { 0 };
 	memcpy(st.inplace_checksum, SUM1, 65);
 	st.inplace_kinds = st.inplace_remaining = INPLACE_KUBELET_CA_ROTATION | INPLACE_NODE_AGENT_CA_ROTATION;
-	assert_int_equal(ipu_finish(&c, s->fd, &st, &new), 0);
+	assert_int_equal(ipu_finish(&c, s->fd, &st, &new, NULL, NULL), 0);
 	assert_int_equal(st.inplace_state, INPLACE_STATE_SUCCESSFUL);
 	assert_int_equal(st.inplace_remaining, 0);
 	assert_true(st.inplace_steps & IPU_STEP_KUBELET_REBOOTSTRAPPED);
