@@ -1236,7 +1236,10 @@ static uint64_t tell_manager(struct agent *a, uint64_t now, uint64_t start)
 	if (!a->opts->once)
 		notify_status(a, now);
 	a->metrics.last_contact_ms = a->last_contact_ms;
-	a->metrics.ready_window_ms = (uint64_t)a->cfg.watch_idle_timeout_ms + a->cfg.request_timeout_ms;
+	/* The Lease renews every 20 s, so contact is recent on a healthy node;
+	 * the window is not stretched with watchIdleMs (720 s by default). */
+	a->metrics.ready_window_ms = (uint64_t)(a->cfg.watch_idle_timeout_ms < 120000u ? a->cfg.watch_idle_timeout_ms : 120000u) +
+				     a->cfg.request_timeout_ms;
 	if (!a->watchdog_ms)
 		return UINT64_MAX;
 	if (now >= a->next_watchdog) {
