@@ -1240,7 +1240,12 @@ static uint64_t tell_manager(struct agent *a, uint64_t now, uint64_t start)
 	if (!a->opts->once)
 		notify_status(a, now);
 	a->metrics.last_contact_ms = a->last_contact_ms;
-	a->metrics.ready_window_ms = (uint64_t)a->cfg.watch_idle_timeout_ms + a->cfg.request_timeout_ms;
+	/* With the Lease (renewed every 20 s) contact is recent on a healthy
+	 * node: 120 s + requestMs. Without it only the watches answer, and an
+	 * idle one stays silent up to watchIdleMs (720 s by default). */
+	uint64_t quiet_ms = a->cfg.lease_enabled && a->cfg.watch_idle_timeout_ms > 120000u ? 120000u
+											    : a->cfg.watch_idle_timeout_ms;
+	a->metrics.ready_window_ms = quiet_ms + a->cfg.request_timeout_ms;
 	if (!a->watchdog_ms)
 		return UINT64_MAX;
 	if (now >= a->next_watchdog) {

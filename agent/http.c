@@ -4,7 +4,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/random.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
 
@@ -285,6 +288,35 @@ int http_set_client_pem(struct http_client *c, const char *path)
 /* The options every request has, the API's and the probes': no signals,
  * HTTP/1.1, our User-Agent, no content encoding, the request's error
  * buffer and callbacks. */
+int http_tune_socket(int fd)
+{
+	/* libcurl 7.88 (Debian 12) sets TCP_KEEPIDLE and TCP_KEEPINTVL but has no
+	 * CURLOPT_TCP_KEEPCNT (8.9): without it Linux sends 9 probes, a peer gone
+	 * without a FIN/RST is noticed after 30 + 9 * 10 = 120 s. With 3 probes
+	 * and TCP_USER_TIMEOUT (unacknowledged data, where keepalive does not
+	 * probe) a dead connection ends after HTTP_DEAD_PEER_S, so a watch needs
+	 * no idle timer shorter than its stream: kube-apiserver sends no
+	 * bookmark on a watch without events (v1.20: bookmarks only ride on
+	 * the cacher's progress, see docs/design.md "watchIdleMs"). */
+	static const int cnt = HTTP_KEEPALIVE_PROBES;
+	static const unsigned user_ms = HTTP_DEAD_PEER_S * 1000u;
+	if (setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt)) < 0 ||
+	    setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user_ms, sizeof(user_ms)) < 0)
+		return -errno;
+	return 0;
+}
+
+static int on_sockopt(void *userdata, curl_socket_t fd, curlsocktype purpose)
+{
+	(void)userdata;
+	if (purpose != CURLSOCKTYPE_IPCXN)
+		return CURL_SOCKOPT_OK;
+	int k = http_tune_socket(fd);
+	if (k < 0 && k != -ENOPROTOOPT && k != -EOPNOTSUPP) /* a unix socket (tests) has no TCP options */
+		log_debug("TCP keepalive options not set: %s", strerror(-k));
+	return CURL_SOCKOPT_OK;
+}
+
 static void set_common_options(CURL *e, struct http_request *r, const char *user_agent)
 {
 	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
@@ -355,8 +387,9 @@ int http_start(struct http_client *c, const char *method, const char *path, cons
 	set_common_options(e, r, c->user_agent);
 	curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, (long)cfg->connect_timeout_ms);
 	curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
-	curl_easy_setopt(e, CURLOPT_TCP_KEEPIDLE, 30L);
-	curl_easy_setopt(e, CURLOPT_TCP_KEEPINTVL, 10L);
+	curl_easy_setopt(e, CURLOPT_TCP_KEEPIDLE, (long)HTTP_KEEPALIVE_IDLE_S);
+	curl_easy_setopt(e, CURLOPT_TCP_KEEPINTVL, (long)HTTP_KEEPALIVE_INTVL_S);
+	curl_easy_setopt(e, CURLOPT_SOCKOPTFUNCTION, on_sockopt);
 	if (!watch) {
 		curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)cfg->request_timeout_ms);
 		curl_easy_setopt(e, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)cfg->response_max);

@@ -135,6 +135,19 @@ int http_dispatch(struct http_client *c);
  * contains credentials. */
 void http_describe_failure(const struct http_request *req, char *buf, size_t len);
 
+/* Every API connection: TCP keepalive after HTTP_KEEPALIVE_IDLE_S idle, a
+ * probe every HTTP_KEEPALIVE_INTVL_S, HTTP_KEEPALIVE_PROBES unanswered ones
+ * (or data unacknowledged for HTTP_DEAD_PEER_S) end it: a dead peer is
+ * noticed within HTTP_DEAD_PEER_S (60 s). */
+#define HTTP_KEEPALIVE_IDLE_S 30u
+#define HTTP_KEEPALIVE_INTVL_S 10u
+#define HTTP_KEEPALIVE_PROBES 3
+#define HTTP_DEAD_PEER_S (HTTP_KEEPALIVE_IDLE_S + HTTP_KEEPALIVE_PROBES * HTTP_KEEPALIVE_INTVL_S)
+
+/* Sets the options libcurl 7.88 has no setting for (TCP_KEEPCNT,
+ * TCP_USER_TIMEOUT) on socket fd; -errno. */
+int http_tune_socket(int fd);
+
 /* host[:port] of a URL (no scheme, userinfo or path), for logs. */
 void http_url_authority(const char *url, char *buf, size_t len);
 

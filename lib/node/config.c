@@ -309,7 +309,11 @@ static void init_unset(struct config *c)
 		.allow_root = false,
 		.connect_timeout_ms = 10000,
 		.request_timeout_ms = 30000,
-		.watch_idle_timeout_ms = 120000,
+		/* Longer than a watch stream (timeoutSeconds 660, agent/watch.c):
+		 * the server ends every healthy stream first; kube-apiserver sends
+		 * no bookmark on a watch without events, and a dead connection is
+		 * ended by TCP keepalive within 60 s (agent/http.c). */
+		.watch_idle_timeout_ms = 720000,
 		.resync_interval_ms = 36000000,
 		.apply_timeout_ms = 300000,
 		.csr_timeout_ms = 900000, /* gardener-node-agent waits 15 min (certificatesigningrequest/certificate.go) */

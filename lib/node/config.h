@@ -62,7 +62,7 @@ struct config {
 	/* timeouts, milliseconds */
 	unsigned connect_timeout_ms;  /* default 10000 */
 	unsigned request_timeout_ms;  /* default 30000 (non-watch requests) */
-	unsigned watch_idle_timeout_ms; /* default 120000: no byte, not even a bookmark */
+	unsigned watch_idle_timeout_ms; /* default 720000: no event, not even a bookmark */
 	unsigned resync_interval_ms;  /* default 36000000 (10 h, controller-runtime's SyncPeriod) */
 	unsigned apply_timeout_ms;    /* default 300000: --once waits this long for a result */
 	unsigned csr_timeout_ms;      /* default 900000: a CSR not issued by then is given up */

@@ -8,6 +8,10 @@
 #include <cmocka.h>
 
 #include <string.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "../../agent/http.h"
 
@@ -42,11 +46,35 @@ static void connect_timeout(void **state)
 	assert_string_equal(b, "Operation timed out after 3000 milliseconds with 0 bytes received");
 }
 
+/* A dead peer ends a connection within HTTP_DEAD_PEER_S: 3 keepalive
+ * probes (Linux's 9 took 120 s) and TCP_USER_TIMEOUT for unacknowledged
+ * data; the watch idle timer no longer has to (watchIdleMs 720 s). */
+static void keepalive(void **state)
+{
+	(void)state;
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	assert_true(fd >= 0);
+	assert_int_equal(http_tune_socket(fd), 0);
+	int v = 0;
+	socklen_t len = sizeof(v);
+	assert_int_equal(getsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &v, &len), 0);
+	assert_int_equal(v, 3);
+	unsigned u = 0;
+	len = sizeof(u);
+	assert_int_equal(getsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &u, &len), 0);
+	assert_int_equal(u, 60000);
+	assert_int_equal(HTTP_DEAD_PEER_S, 60);
+	close(fd);
+	/* Not a TCP socket: an error, which the curl callback ignores. */
+	assert_true(http_tune_socket(-1) < 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(authority),
 		cmocka_unit_test(connect_timeout),
+		cmocka_unit_test(keepalive),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -39,7 +39,7 @@ static void defaults(void **state)
 	assert_string_equal(c.snapshot_path, "/var/lib/cloud-config-exec/authkeys.snap");
 	assert_int_equal(c.connect_timeout_ms, 10000);
 	assert_int_equal(c.request_timeout_ms, 30000);
-	assert_int_equal(c.watch_idle_timeout_ms, 120000);
+	assert_int_equal(c.watch_idle_timeout_ms, 720000); /* above a stream's timeoutSeconds (660) */
 	assert_int_equal(c.resync_interval_ms, 36000000);
 	assert_int_equal(c.apply_timeout_ms, 300000);
 	assert_int_equal(c.response_max, 16u << 20);
