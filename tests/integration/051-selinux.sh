@@ -59,6 +59,8 @@ check "file contexts: the pull unit is node_agent_unit_t" \
 	grep -q '^/usr/lib/systemd/system/cloud-config-exec-pull@.\.service[[:space:]].*node_agent_unit_t' "$FC"
 check "file contexts: the OS update unit is node_agent_unit_t" \
 	grep -q '^/usr/lib/systemd/system/cloud-config-exec-os-update\\.service[[:space:]].*node_agent_unit_t' "$FC"
+check "file contexts: the containerd probe unit is node_agent_unit_t" \
+	grep -q '^/usr/lib/systemd/system/cloud-config-exec-containerd-probe.\.(service|timer)[[:space:]].*node_agent_unit_t' "$FC"
 check "file contexts: /var/lib/node-agent is node_agent_var_lib_t" \
 	grep -q '^/var/lib/node-agent(/\.\*)?[[:space:]].*node_agent_var_lib_t' "$FC"
 
@@ -144,6 +146,30 @@ deny -A -s cloud_config_pull_t -c tcp_socket -p name_bind
 deny -A -s cloud_config_pull_t -c service -p start,stop
 deny -A -s node_agent_t -t cloud_config_pull_t -c process -p transition
 deny -A -s cloud_config_exec_t -t cloud_config_pull_t -c process -p transition
+# cloud_config_probe_t: the containerd probe unit; ctr, containerd's socket, its verdict file; nothing else
+want -A -s init_t -t cloud_config_probe_t -c process -p transition
+want -A -s cloud_config_probe_t -t cloud_config_exec_exec_t -c file -p entrypoint
+want -T -s init_t -t cloud_config_exec_exec_t -c process -D cloud_config_exec_t
+want -A -s cloud_config_probe_t -t bin_t -c file -p execute,execute_no_trans
+deny -T -s cloud_config_probe_t -t bin_t -c process
+want -A -s cloud_config_probe_t -t initrc_t -c unix_stream_socket -p connectto
+want -A -s cloud_config_probe_t -t init_t -c unix_stream_socket -p connectto
+want -A -s cloud_config_probe_t -t var_run_t -c sock_file -p write
+want -A -s cloud_config_probe_t -t cloud_config_exec_var_lib_t -c file -p write,create,rename
+want -A -s cloud_config_probe_t -t node_agent_conf_t -c file -p read
+deny -A -s cloud_config_probe_t -c capability
+deny -A -s cloud_config_probe_t -c tcp_socket,udp_socket -p create,name_connect,name_bind
+deny -A -s cloud_config_probe_t -c rawip_socket,packet_socket,netlink_route_socket -p create
+deny -A -s cloud_config_probe_t -t system_dbusd_t -c unix_stream_socket -p connectto
+deny -A -s cloud_config_probe_t -c service -p start,stop
+deny -A -s cloud_config_probe_t -t etc_t -c file,dir -p write,create,append,add_name,rename,unlink
+deny -A -s cloud_config_probe_t -t bin_t -c file -p write,create
+deny -A -s cloud_config_probe_t -t cloud_config_exec_var_lib_t -c dir -p create,rmdir,setattr
+deny -A -s cloud_config_probe_t -t node_agent_var_lib_t
+deny -A -s cloud_config_probe_t -t ssh_home_t
+deny -A -s cloud_config_probe_t -t shadow_t
+deny -A -s node_agent_t -t cloud_config_probe_t -c process -p transition
+deny -A -s cloud_config_exec_t -t cloud_config_probe_t -c process -p transition
 # authkeys_cmd_t: from sshd_t, reads the snapshot, writes sshd's pipe; nothing else
 want -T -s sshd_t -t authkeys_cmd_exec_t -c process
 # OpenSSH >= 9.8 (Debian 13: 10.0) runs the command from sshd-session (the
