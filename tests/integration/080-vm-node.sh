@@ -192,7 +192,7 @@ if want 2; then
 		mkdir -p "$D"
 		containerd --root "$D/root" --state "$D/state" --address "$D/sock" >"$D/log" 2>&1 &
 		CTD_PID=$!
-		wait_for 30 ctr --address "$D/sock" version
+		wait_for 30 sh -c "ctr --address '$D/sock' version >/dev/null"
 		L=$S/layout
 		umoci init --layout "$L" &&
 			umoci new --image "$L:v1.20.2" &&
