@@ -195,7 +195,7 @@ if want 2; then
 		mkdir -p "$D"
 		containerd --root "$D/root" --state "$D/state" --address "$D/sock" >"$D/log" 2>&1 &
 		CTD_PID=$!
-		wait_for 30 ctr --address "$D/sock" version
+		wait_for 30 sh -c "ctr --address '$D/sock' version >/dev/null"
 		L=$S/layout
 		umoci init --layout "$L" &&
 			umoci new --image "$L:v1.20.2" &&
@@ -291,6 +291,7 @@ check "Node, OSC Secret, bootstrap token, system:node-bootstrapper binding; no R
 stage "host side"
 
 # --- boot ---------------------------------------------------------------------
+t_boot=$(now)
 if ! vm_boot "$S/vm"; then
 	fail "the VM boots to ssh"
 	finish
@@ -450,6 +451,7 @@ done
 t_ann=$(now)
 if [ "$(rk_annotation $ANN)" = "$want" ]; then
 	ok "Node annotated: $(awk -v a="$t_stock" -v b="$t_ann" 'BEGIN { printf "%.1f", b - a }') s after the stock user data, $(awk -v a="$T0" -v b="$t_ann" 'BEGIN { printf "%.0f", b - a }') s into the test"
+	echo "# time: boot to Node annotated $(awk -v a="$t_boot" -v b="$t_ann" 'BEGIN { printf "%.1f", b - a }') s (qemu started to the OSC's checksum on the Node)"
 else
 	fail "Node annotated with the OSC's checksum within $join_s s"
 	vm_ssh 'journalctl -q --no-pager -u node-agent.service -u cloud-config-exec.service' 2>&1 | tail -30 | sed 's/^/#   /'
@@ -515,7 +517,7 @@ if want 2; then
 	check "  ... after its TLS bootstrap: CSR $kcsr approved and signed by kube-controller-manager" test -n "$kcsr"
 	k_start=$(vm_ssh 'systemctl show -p ActiveEnterTimestamp --value kubelet.service | xargs -I{} date -d {} +%s')
 	n_created=$(rk GET "/api/v1/nodes/$GUEST_NODE" | jget 'd["metadata"]["creationTimestamp"]')
-	echo "# kubelet registration: Node created $(($(date -d "$n_created" +%s) - k_start)) s after kubelet.service started"
+	echo "# time: kubelet registration: Node created $(($(date -d "$n_created" +%s) - k_start)) s after kubelet.service started"
 	suready=$(rk GET "/api/v1/nodes/$GUEST_NODE" | jget '" ".join(c["status"] for c in d["status"].get("conditions", []) if c["type"] == "SystemdUnitsReady")')
 	check "SystemdUnitsReady True on the kubelet's Node ($suready)" test "$suready" = True
 	check "the bootstrap kubeconfig removed once the Node is registered" \
