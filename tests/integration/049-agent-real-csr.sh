@@ -311,9 +311,10 @@ check "... and awaited it with a watch on that CSR (system:node-bootstrapper all
 check_not "... never reading it with GET" grep -q " [0-9]* get $CSRS/" "$S/audit-bt.txt"
 # Both credentials valid (the bootstrap token Secret is still there): once
 # the agent holds its certificate it never uses the bootstrap token again.
-bt_after=$(python3 -c 'import sys
-first = min(l.split()[0] for l in open(sys.argv[1]))
-print(sum(1 for l in open(sys.argv[2]) if l.split()[0] > first))' "$S/audit-cn.txt" "$S/audit-bt.txt")
+bt_after=$(python3 -c 'import datetime, sys
+ts = lambda l: datetime.datetime.strptime(l.split()[0], "%Y-%m-%dT%H:%M:%S.%fZ").timestamp()
+first = min(ts(l) for l in open(sys.argv[1]))
+print(sum(1 for l in open(sys.argv[2]) if ts(l) > first))' "$S/audit-cn.txt" "$S/audit-bt.txt")
 check "the bootstrap token (still valid) not used once the certificate is ($bt_after requests after the first with the certificate)" \
 	test "$bt_after" = 0
 
