@@ -263,10 +263,10 @@ static void on_get_done(struct http_request *req, void *userdata)
 		return;
 	}
 	if (listing && req->result == CURLE_OK && req->status == 403 && now >= w->revived_until) {
-		/* RBAC without list on nodes (the label-selector list of
-		 * agent/nodefind.c is refused too then): read the Node by
-		 * name instead, at once. Only Gardener's authorizer needs the
-		 * list, and it grants it. */
+		/* RBAC without list on the own Node (a Role with get and
+		 * watch by resourceNames only): read it with a GET instead,
+		 * at once. Gardener's authorizer, which needs the list while
+		 * the Node does not exist, grants it. */
 		char idf2[320];
 		w->denied |= WATCH_DENIED_LIST;
 		log_fields(w->list_denied_logged ? LOG_DEBUG : LOG_NOTICE,
