@@ -275,6 +275,8 @@ check "the serial Lease: read (404), created (201), given back by update (200) u
 		grep -q " 200 update $2\$" "$1"' sh "$S/audit-cn.txt" "$SLEASE"
 check "the SystemdUnitsReady condition patched (nodes/<n>/status, 200)" \
 	grep -q " 200 patch /api/v1/nodes/$KUBE_NODE/status" "$S/audit-cn.txt"
+check "Events created under the webhook (201, $(grep -c " 201 create /api/v1/namespaces/default/events\$" "$S/audit-cn.txt"))" \
+	grep -q " 201 create /api/v1/namespaces/default/events\$" "$S/audit-cn.txt"
 check "the token Secret read (200)" grep -q " 200 get /api/v1/namespaces/kube-system/secrets/gardener-opentelemetry-collector" "$S/audit-cn.txt"
 check "the secretRef'd Secret read (200, Gardener's authorizer: secretRefNamesFromOSCSecret)" \
 	grep -q " 200 get /api/v1/namespaces/kube-system/secrets/etcd-ca" "$S/audit-cn.txt"
