@@ -144,7 +144,7 @@ static const char *rbac_object(const struct watch *w, char *buf, size_t len)
 static void set_denied(struct watch *w, unsigned verb, bool denied)
 {
 	char idf[320], obj[320];
-	const char *name = verb == WATCH_DENIED_GET ? "get" : "watch";
+	const char *name = verb == WATCH_DENIED_GET ? "get" : verb == WATCH_DENIED_LIST ? "list" : "watch";
 	if (denied == ((w->denied & verb) != 0))
 		return;
 	w->denied = denied ? w->denied | verb : w->denied & ~verb;
@@ -166,12 +166,31 @@ static void set_denied(struct watch *w, unsigned verb, bool denied)
 			   w->what);
 }
 
+/* The object does not exist: a GET answered 404, or the list by name is
+ * empty. */
+static void got_missing(struct watch *w, uint64_t now, const struct http_request *req, bool listing,
+			const char *idf, const char *status, const char *url)
+{
+	w->synced = true;
+	w->failures = 0;
+	w->down = false;
+	log_fields(LOG_NOTICE, LOG_FIELDS(idf, status, url), "%s %s: %s does not exist (yet); watching for it",
+		   listing ? "list" : "GET", req->path, w->what);
+	w->ops->on_missing(w, w->userdata);
+	/* A watch without a resourceVersion starts with ADDED once it exists. */
+	w->rv[0] = '\0';
+	w->state = w->oneshot ? WATCH_STOPPED : WATCH_NEED_WATCH;
+	w->wake_at = now;
+}
+
 static void on_get_done(struct http_request *req, void *userdata)
 {
 	struct watch *w = userdata;
 	uint64_t now = now_ms();
 	char idf[320], status[32], why[512], url[320];
+	bool listing = w->listing;
 	w->req = NULL;
+	w->listing = false;
 	id_field(w, idf, sizeof(idf));
 	snprintf(status, sizeof(status), "HTTP_STATUS=%ld", req->status);
 	snprintf(url, sizeof(url), "URL=%s", req->path);
@@ -180,14 +199,19 @@ static void on_get_done(struct http_request *req, void *userdata)
 		const char *err = NULL;
 		struct kube_secret s = {};
 		struct kube_node n = {};
-		int r = w->kind == KUBE_KIND_SECRET
-				? kube_secret_parse(req->body, req->body_len, w->max_osc, &s, &err)
-				: kube_node_parse(req->body, req->body_len, &n, &err);
+		int r = w->kind == KUBE_KIND_SECRET ? kube_secret_parse(req->body, req->body_len, w->max_osc, &s, &err)
+			: listing		    ? kube_node_list_named(req->body, req->body_len, w->name, &n, &err)
+						    : kube_node_parse(req->body, req->body_len, &n, &err);
 		if (w->ops->on_contact)
 			w->ops->on_contact(w, w->userdata);
+		if (listing && r == -ENOENT) {
+			set_denied(w, WATCH_DENIED_GET, false);
+			got_missing(w, now, req, listing, idf, status, url);
+			return;
+		}
 		if (r < 0) {
-			snprintf(why, sizeof(why), "GET %s: invalid %s: %s: %s", req->path, w->what, err ? err : "?",
-				 strerror(-r));
+			snprintf(why, sizeof(why), "%s %s: invalid %s: %s: %s", listing ? "list" : "GET", req->path,
+				 w->what, err ? err : "?", strerror(-r));
 			log_fields(LOG_WARNING, LOG_FIELDS(idf, status, url), "%s", why);
 			report_error(w, why);
 			goto fail;
@@ -209,7 +233,7 @@ static void on_get_done(struct http_request *req, void *userdata)
 		 * watch costs a GET and a watch per resync after a few minutes).
 		 * After a 403 on the GET as well, the permissions changed: the
 		 * watch is tried at once. */
-		bool watch_later = w->denied == WATCH_DENIED_WATCH;
+		bool watch_later = (w->denied & ~WATCH_DENIED_LIST) == WATCH_DENIED_WATCH;
 		uint64_t watch_at = now + (uint64_t)BACKOFF_BASE_MS * (1ull << (w->denials < 20 ? w->denials : 20));
 		if (watch_at > now + denied_cap_ms(w))
 			watch_at = now + denied_cap_ms(w);
@@ -235,24 +259,39 @@ static void on_get_done(struct http_request *req, void *userdata)
 	if (req->result == CURLE_OK && req->status > 0 && w->ops->on_contact)
 		w->ops->on_contact(w, w->userdata);
 	if (req->result == CURLE_OK && req->status == 404) {
-		w->synced = true;
-		w->failures = 0;
-		w->down = false;
-		log_fields(LOG_NOTICE, LOG_FIELDS(idf, status, url), "GET %s: %s does not exist (yet); watching for it",
-			   req->path, w->what);
-		w->ops->on_missing(w, w->userdata);
-		/* A watch without a resourceVersion starts with ADDED once it exists. */
-		w->rv[0] = '\0';
-		w->state = w->oneshot ? WATCH_STOPPED : WATCH_NEED_WATCH;
+		got_missing(w, now, req, listing, idf, status, url);
+		return;
+	}
+	if (listing && req->result == CURLE_OK && req->status == 403 && now >= w->revived_until) {
+		/* RBAC without list on the own Node (a Role with get and
+		 * watch by resourceNames only): read it with a GET instead,
+		 * at once. Gardener's authorizer, which needs the list while
+		 * the Node does not exist, grants it. */
+		char idf2[320];
+		w->denied |= WATCH_DENIED_LIST;
+		log_fields(w->list_denied_logged ? LOG_DEBUG : LOG_NOTICE,
+			   LOG_FIELDS(id_field(w, idf2, sizeof(idf2)), "HTTP_STATUS=403"),
+			   "no list permission on nodes (fieldSelector metadata.name=%s): reading the Node with GET "
+			   "instead (Gardener's node-agent authorizer refuses a GET of a Node that does not exist yet)",
+			   w->name);
+		w->list_denied_logged = true;
+		if (w->ops->on_contact)
+			w->ops->on_contact(w, w->userdata);
+		w->state = WATCH_NEED_GET;
 		w->wake_at = now;
 		return;
 	}
 	{
 		char msg[700];
 		bool forbidden = req->result == CURLE_OK && req->status == 403;
-		snprintf(msg, sizeof(msg), "GET %s failed: %s", req->path, why);
-		if (forbidden)
+		snprintf(msg, sizeof(msg), "%s %s failed: %s", listing ? "list" : "GET", req->path, why);
+		if (forbidden && !listing) {
 			set_denied(w, WATCH_DENIED_GET, true);
+			/* The GET is refused as well: the credential reads no
+			 * Node (a bootstrap token before the certificate), which
+			 * says nothing about list. The next try lists again. */
+			w->denied &= ~WATCH_DENIED_LIST;
+		}
 		log_fields(forbidden ? LOG_DEBUG : LOG_WARNING, LOG_FIELDS(idf, status, url), "%s", msg);
 		report_error(w, msg);
 	}
@@ -472,6 +511,8 @@ int watch_retarget(struct watch *w, const char *name)
 
 void watch_resync(struct watch *w)
 {
+	/* New credentials or SIGHUP: the permissions are learnt anew. */
+	w->denied &= ~WATCH_DENIED_LIST;
 	if (w->state == WATCH_STOPPED || w->state == WATCH_FAILED)
 		return;
 	if (w->state == WATCH_GETTING)
@@ -483,11 +524,21 @@ void watch_resync(struct watch *w)
 	w->wake_at = 0;
 }
 
+/* The read before a watch. The Node is listed by name: Gardener's node-agent
+ * authorizer (gardener/gardener
+ * pkg/resourcemanager/webhook/nodeagentauthorizer/authorizer.go,
+ * authorizeNode) allows a node-agent list and watch of Nodes always, but a
+ * get only of its own Node once it exists; before the kubelet registers it
+ * a GET is refused (403, "no node for <machine> found") where the list
+ * answers with no item. As client-go's reflectors (list, then watch). */
 static void start_get(struct watch *w, uint64_t now)
 {
-	char path[512];
-	object_path(w, false, path, sizeof(path));
-	int r = http_start(w->http, "GET", path, NULL, NULL, NULL, false, NULL, on_get_done, w, &w->req);
+	char path[512], query[300];
+	bool list = w->kind == KUBE_KIND_NODE && !(w->denied & WATCH_DENIED_LIST);
+	object_path(w, list, path, sizeof(path));
+	snprintf(query, sizeof(query), "fieldSelector=metadata.name%%3D%s", w->name);
+	int r = http_start(w->http, "GET", path, list ? query : NULL, NULL, NULL, false, NULL, on_get_done, w,
+			   &w->req);
 	if (r < 0) {
 		char msg[600];
 		snprintf(msg, sizeof(msg), "GET %s: cannot start: %s", path,
@@ -503,6 +554,7 @@ static void start_get(struct watch *w, uint64_t now)
 		return;
 	}
 	w->state = WATCH_GETTING;
+	w->listing = list;
 	w->resync_at = now + w->http->cfg->resync_interval_ms;
 }
 

@@ -1,8 +1,13 @@
-/* One watched object (the OSC Secret or the agent's own Node): a GET, then a
- * watch by name, resumed from the last version a stream showed after every
- * clean end of the stream, and started without a version (a synthetic ADDED
- * first) when there is none: never from the GET's object version, which a
- * restarted API server answers with 410. Re-read at once after 410 Gone
+/* One watched object (the OSC Secret or the agent's own Node): a read, then a
+ * watch by name. The Secret is read with a GET; the Node with a list by
+ * name (fieldSelector metadata.name=<node>), which answers "absent" with
+ * an empty list where Gardener's node-agent authorizer refuses a GET of a
+ * Node that does not exist yet (403; list and watch of Nodes it always
+ * allows), falling back to a GET when the list is refused (403: RBAC
+ * without list on nodes). The watch is resumed from the last version a
+ * stream showed after every clean end of the stream, and started without a
+ * version (a synthetic ADDED first) when there is none: never from the
+ * read's version, which a restarted API server answers with 410. Re-read at once after 410 Gone
  * (backing off only when the re-read's watch expires again), and at every
  * resync interval; a 403 on the watch logs the missing verb once and leaves
  * updates to a GET before each new try of the watch (0.5 s doubling up to
@@ -38,6 +43,7 @@ struct watch;
 enum {
 	WATCH_DENIED_GET = 1u << 0,
 	WATCH_DENIED_WATCH = 1u << 1,
+	WATCH_DENIED_LIST = 1u << 2,  /* the Node is read by GET instead */
 };
 
 struct watch_ops {
@@ -45,7 +51,8 @@ struct watch_ops {
 	 * object stays with the watch (it is released after the call). */
 	void (*on_object)(struct watch *w, enum kube_event_type type, const struct kube_secret *secret,
 			  const struct kube_node *node, void *userdata);
-	/* The object does not exist (GET 404; DELETED is delivered as an event). */
+	/* The object does not exist (GET 404, or an empty list by name;
+	 * DELETED is delivered as an event). */
 	void (*on_missing)(struct watch *w, void *userdata);
 	/* A request failed; why is one line for STATUS=. */
 	void (*on_error)(struct watch *w, const char *why, void *userdata);
@@ -63,7 +70,9 @@ struct watch {
 	enum watch_state state;
 	struct http_request *req;
 	bool oneshot;               /* GET only, no watch, no retry */
-	bool synced;                /* at least one GET answered */
+	bool synced;                /* at least one read (GET or list) answered */
+	bool listing;               /* the read under way is a list by name */
+	bool list_denied_logged;    /* the fallback to GET was logged (once) */
 	bool got_event;             /* the current stream delivered an event */
 	int stream_error;           /* set by the line callback */
 	unsigned failures;          /* failed requests in a row */

@@ -747,3 +747,41 @@ int kube_node_list_find(const char *data, size_t len, const char *key, const cha
 	*ret = TAKE_PTR(found);
 	return 0;
 }
+
+int kube_node_list_named(const char *data, size_t len, const char *name, struct kube_node *ret, const char **err)
+{
+	_cleanup_(cJSON_Deletep) cJSON *j = NULL;
+	int r = parse_object(data, len, &j);
+	if (r < 0)
+		return jsonx_fail(err, "not a JSON object", r);
+	if (check_kind(j, "NodeList") < 0)
+		return jsonx_fail(err, "kind", -EINVAL);
+	const cJSON *items = cJSON_GetObjectItemCaseSensitive(j, "items");
+	if (items && !cJSON_IsNull(items) && !cJSON_IsArray(items))
+		return jsonx_fail(err, "items", -EINVAL);
+	struct kube_node found = {};
+	size_t n = 0;
+	const cJSON *it;
+	cJSON_ArrayForEach(it, items)
+	{
+		const cJSON *meta;
+		_cleanup_free_ char *item_name = NULL;
+		if (!cJSON_IsObject(it) || get_object(it, "metadata", &meta) < 0 || !meta ||
+		    (r = dup_string(meta, "name", KUBE_NAME_MAX, &item_name)) < 0 || !item_name) {
+			kube_node_done(&found);
+			return jsonx_fail(err, "items[].metadata.name", r < 0 ? r : -EINVAL);
+		}
+		if (strcmp(item_name, name) != 0)
+			continue;
+		if (n++ > 0) {
+			kube_node_done(&found);
+			return -ENOTUNIQ;
+		}
+		if ((r = node_from_json(it, &found, err)) < 0)
+			return r;
+	}
+	if (n == 0)
+		return -ENOENT;
+	*ret = found;
+	return 0;
+}

@@ -215,6 +215,14 @@ bool kube_name_is_valid(const char *name);
 int kube_node_list_find(const char *data, size_t len, const char *key, const char *value, char **ret,
 			const char **err);
 
+/* A NodeList answering a list with fieldSelector metadata.name=<name>: the
+ * item named name parsed as kube_node_parse() does, into *ret. Returns 0,
+ * -ENOENT when no item has that name (the Node does not exist), -ENOTUNIQ
+ * when more than one has, -EINVAL/-EMSGSIZE for anything that is not a
+ * NodeList or an item that does not parse (err names the field). Items of
+ * other names (a server ignoring the selector) are skipped. Pure. */
+int kube_node_list_named(const char *data, size_t len, const char *name, struct kube_node *ret, const char **err);
+
 /* One entry of a metadata map in a merge patch: value NULL removes the key. */
 struct kube_patch_entry {
 	const char *key;

@@ -3,10 +3,10 @@
  * to the splitter once whole and once at pseudo-random chunk boundaries, the
  * two must yield the same lines and hold back the same unfinished tail, and
  * every line goes through the event parser. The whole input also goes
- * through the Secret, Node, NodeList and Status parsers, a Node's Secret-name
- * label through the name check the agent applies to it, and its remembered
- * InternalIP through inet_pton()/inet_ntop(). Never a crash, a
- * leak, or a disagreement. */
+ * through the Secret, Node, NodeList (by label and by name) and Status
+ * parsers, a Node's Secret-name label through the name check the agent
+ * applies to it, and its remembered InternalIP through
+ * inet_pton()/inet_ntop(). Never a crash, a leak, or a disagreement. */
 #include <arpa/inet.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -98,6 +98,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if ((rl == 0) != (found != NULL) || (found && !kube_name_is_valid(found)))
 		abort();
 	free(found);
+	/* The agent's list of its own Node by name: the one item of that name. */
+	struct kube_node named = {};
+	int rn = kube_node_list_named(s, n, "node-1", &named, NULL);
+	if ((rn == 0) != (named.name != NULL) || (rn == 0 && strcmp(named.name, "node-1") != 0))
+		abort();
+	kube_node_done(&named);
 	struct kube_node node;
 	if (kube_node_parse(s, n, &node, NULL) == 0) {
 		/* The agent follows this label only when it is a valid name. */

@@ -37,7 +37,7 @@ SA=node-agent
 SAUSER=system:serviceaccount:kube-system:$SA
 SUBJ='{"kind":"ServiceAccount","name":"'$SA'","namespace":"kube-system"}'
 SECRET_RULES='[{"apiGroups":[""],"resources":["secrets"],"verbs":["get","watch"],"resourceNames":["'$KUBE_SECRET'"]}]'
-NODE_RULES='[{"apiGroups":[""],"resources":["nodes"],"verbs":["get","watch","patch"],"resourceNames":["'$KUBE_NODE'"]},{"apiGroups":[""],"resources":["nodes/status"],"verbs":["patch"],"resourceNames":["'$KUBE_NODE'"]}]'
+NODE_RULES='[{"apiGroups":[""],"resources":["nodes"],"verbs":["get","list","watch","patch"],"resourceNames":["'$KUBE_NODE'"]},{"apiGroups":[""],"resources":["nodes/status"],"verbs":["patch"],"resourceNames":["'$KUBE_NODE'"]}]'
 
 hello() { printf 'spec:\n  files:\n  - path: /etc/hello\n    permissions: 420\n    content:\n      inline:\n        data: "real %s"\n' "$1" >"$S/v$1.yaml"; }
 new_token() { # writes a fresh TokenRequest token into $KUBE_DIR/token (atomically)
@@ -203,6 +203,9 @@ check "fresh start: no 410 (no \"expired\" in the agent's log)" not_logged_since
 update
 check "fresh start: applies the next version" applied $v
 check "fresh start: no 410 in the audit log" [ "$(rk_audit "$SAUSER" | awk -v t="$(date -u -d "@${t_fresh%.*}" +%Y-%m-%dT%H:%M:%S)" '$1 >= t && $2 == 410' | wc -l)" -eq 0 ]
+check "the Node read with a list by name under RBAC (list with resourceNames: 200), never refused" \
+	sh -c 'grep -q " 200 list /api/v1/nodes?fieldSelector=metadata.name%3D$2\$" "$1" && ! grep -q " 403 list /api/v1/nodes" "$1"' \
+	sh "$(rk_audit "$SAUSER" >"$S/audit-sa.txt"; echo "$S/audit-sa.txt")" "$KUBE_NODE"
 
 # --- 9. the Role without `watch` on the Secret: one clear line
 agent_stop

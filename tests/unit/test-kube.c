@@ -574,6 +574,77 @@ static void node_list(void **state)
 #undef ITEM
 }
 
+/* The agent's own Node read with a list by name (fieldSelector
+ * metadata.name=<node>): Gardener's node-agent authorizer refuses a GET of a
+ * Node that does not exist yet, the list answers with no item. */
+static void node_list_named(void **state)
+{
+	(void)state;
+	const char *err = NULL;
+	struct kube_node n = {};
+	static const char one[] =
+		"{\"kind\": \"NodeList\", \"apiVersion\": \"v1\", \"metadata\": {\"resourceVersion\": \"900\"}, \"items\": ["
+		"{\"metadata\": {\"name\": \"node-1\", \"uid\": \"u-1\", \"resourceVersion\": \"812\", "
+		"\"labels\": {\"worker.gardener.cloud/gardener-node-agent-secret-name\": \"osc-a\"}, "
+		"\"annotations\": {\"worker.gardener.cloud/restart-systemd-services\": \"kubelet\"}}, "
+		"\"status\": {\"addresses\": [{\"type\": \"InternalIP\", \"address\": \"10.0.0.5\"}], "
+		"\"conditions\": [{\"type\": \"Ready\", \"status\": \"True\"}]}}]}";
+	assert_int_equal(kube_node_list_named(one, strlen(one), "node-1", &n, &err), 0);
+	assert_string_equal(n.name, "node-1");
+	assert_string_equal(n.uid, "u-1");
+	/* The object's own version (the list's is not the Node's). */
+	assert_string_equal(n.resource_version, "812");
+	assert_string_equal(n.secret_name_label, "osc-a");
+	assert_string_equal(n.restart_services, "kubelet");
+	assert_string_equal(n.internal_ip, "10.0.0.5");
+	assert_int_equal(n.ready, 1);
+	kube_node_done(&n);
+	/* The same as kube_node_parse() of the item itself. */
+	static const char item[] = "{\"kind\": \"Node\", \"metadata\": {\"name\": \"node-1\", \"uid\": \"u-1\", "
+				   "\"resourceVersion\": \"812\"}}";
+	struct kube_node m = {};
+	assert_int_equal(kube_node_parse(item, strlen(item), &m, &err), 0);
+	assert_string_equal(m.resource_version, "812");
+	kube_node_done(&m);
+	/* Absent: an empty list, items null or missing. */
+	static const char none[] = "{\"kind\": \"NodeList\", \"metadata\": {\"resourceVersion\": \"900\"}, \"items\": []}";
+	assert_int_equal(kube_node_list_named(none, strlen(none), "node-1", &n, &err), -ENOENT);
+	static const char null_items[] = "{\"kind\": \"NodeList\", \"items\": null}";
+	assert_int_equal(kube_node_list_named(null_items, strlen(null_items), "node-1", &n, &err), -ENOENT);
+	static const char no_items[] = "{\"kind\": \"NodeList\"}";
+	assert_int_equal(kube_node_list_named(no_items, strlen(no_items), "node-1", &n, &err), -ENOENT);
+	/* A server ignoring the selector: other Nodes are skipped. */
+	static const char others[] = "{\"kind\": \"NodeList\", \"items\": [{\"metadata\": {\"name\": \"node-2\"}}, "
+				     "{\"metadata\": {\"name\": \"node-1\", \"resourceVersion\": \"7\"}}]}";
+	assert_int_equal(kube_node_list_named(others, strlen(others), "node-1", &n, &err), 0);
+	assert_string_equal(n.name, "node-1");
+	assert_string_equal(n.resource_version, "7");
+	kube_node_done(&n);
+	static const char only_others[] = "{\"kind\": \"NodeList\", \"items\": [{\"metadata\": {\"name\": \"node-2\"}}]}";
+	assert_int_equal(kube_node_list_named(only_others, strlen(only_others), "node-1", &n, &err), -ENOENT);
+	/* Twice the name: no guess. */
+	static const char twice[] = "{\"kind\": \"NodeList\", \"items\": [{\"metadata\": {\"name\": \"node-1\"}}, "
+				    "{\"metadata\": {\"name\": \"node-1\"}}]}";
+	assert_int_equal(kube_node_list_named(twice, strlen(twice), "node-1", &n, &err), -ENOTUNIQ);
+	/* Not a NodeList, or items that are not Nodes. */
+	static const char kind[] = "{\"kind\": \"SecretList\", \"items\": []}";
+	assert_int_equal(kube_node_list_named(kind, strlen(kind), "node-1", &n, &err), -EINVAL);
+	assert_string_equal(err, "kind");
+	static const char items[] = "{\"kind\": \"NodeList\", \"items\": {}}";
+	assert_int_equal(kube_node_list_named(items, strlen(items), "node-1", &n, &err), -EINVAL);
+	static const char no_name[] = "{\"kind\": \"NodeList\", \"items\": [{\"metadata\": {}}]}";
+	assert_int_equal(kube_node_list_named(no_name, strlen(no_name), "node-1", &n, &err), -EINVAL);
+	assert_string_equal(err, "items[].metadata.name");
+	static const char item_kind[] = "{\"kind\": \"NodeList\", \"items\": [{\"kind\": \"Secret\", "
+					"\"metadata\": {\"name\": \"node-1\"}}]}";
+	assert_int_equal(kube_node_list_named(item_kind, strlen(item_kind), "node-1", &n, &err), -EINVAL);
+	static const char bad_label[] = "{\"kind\": \"NodeList\", \"items\": [{\"metadata\": {\"name\": \"node-1\", "
+					"\"labels\": []}}]}";
+	assert_int_equal(kube_node_list_named(bad_label, strlen(bad_label), "node-1", &n, &err), -EINVAL);
+	assert_null(n.name);
+	assert_int_equal(kube_node_list_named("[]", 2, "node-1", &n, &err), -EINVAL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -596,6 +667,7 @@ int main(void)
 		cmocka_unit_test(names),
 		cmocka_unit_test(patches),
 		cmocka_unit_test(node_list),
+		cmocka_unit_test(node_list_named),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
