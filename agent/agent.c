@@ -1119,8 +1119,11 @@ static bool follow_hostname(struct agent *a)
 static uint64_t tick_duties(struct agent *a, uint64_t now)
 {
 	take_rotations(a, now);
-	uint64_t next = min_u64(watch_tick(&a->secret, now), watch_tick(&a->node, now));
-	next = min_u64(next, creds_tick(&a->creds, now));
+	/* Until the CSR brings a certificate, the watches wait (a certificate
+	 * that arrives marks the state dirty, and the next tick connects). */
+	uint64_t next = creds_tick(&a->creds, now);
+	if (creds_usable(&a->creds))
+		next = min_u64(next, min_u64(watch_tick(&a->secret, now), watch_tick(&a->node, now)));
 	next = min_u64(next, nodefind_tick(&a->nodefind, now, a->node_seen && !a->node_exists));
 	if (a->nodefind.found) {
 		/* The Node the kubelet registered under another name

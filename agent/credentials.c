@@ -611,6 +611,11 @@ uint64_t creds_tick(struct creds *c, uint64_t now)
 	return next;
 }
 
+bool creds_usable(const struct creds *c)
+{
+	return c->state == CREDS_OFF || c->have_cert;
+}
+
 void creds_done(struct creds *c)
 {
 	if (c->req)

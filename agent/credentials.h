@@ -85,6 +85,11 @@ int creds_init(struct creds *c, struct http_client *http, const struct config *c
 /* Starts what is due; returns the next deadline (monotonic ms, UINT64_MAX
  * for none). */
 uint64_t creds_tick(struct creds *c, uint64_t now);
+/* Whether requests other than the CSR may go out: another credential is
+ * configured, or a valid certificate is held. The bootstrap token is for the
+ * CSR alone (gardener-node-agent's bootstrap uses it for nothing else, and
+ * Gardener's node-agent authorizer refuses it every read). */
+bool creds_usable(const struct creds *c);
 
 /* Asks for a new client certificate at the next tick (a CA rotation:
  * gardener/gardener pkg/nodeagent/controller/operatingsystemconfig/

@@ -303,6 +303,10 @@ check "... and never with a GET then" test -z "$(node_gets_before "$S/audit-cn.t
 check "the webhook decided its requests (allow lines in its log)" grep -q '"decision": "allow"' "$RK_AUTHZ_LOG"
 rk_audit "$BTUSER" >"$S/audit-bt.txt"
 echo "# 403s for the bootstrap token in the audit log: $(grep -c " 403 " "$S/audit-bt.txt")"
+# The bootstrap token is for the CSR alone: nothing else is asked with it.
+grep -v " /apis/certificates.k8s.io/v1/certificatesigningrequests" "$S/audit-bt.txt" | head -5 | sed 's/^/# bootstrap token: /'
+check_not "the bootstrap token was used for nothing but its CSR (no 403: no Secret, Node or Lease asked)" \
+	grep -v " /apis/certificates.k8s.io/v1/certificatesigningrequests" "$S/audit-bt.txt"
 check "the certificate's identity read the Secret (200)" grep -q " 200 [a-z]* /api/v1/namespaces/kube-system/secrets" "$S/audit-cn.txt"
 check "... and patched its Node (200)" grep -q " 200 patch /api/v1/nodes/$KUBE_NODE" "$S/audit-cn.txt"
 check_not "... and was never refused otherwise (Gardener's authorizer is enough)" awk '$2 >= 400 && $2 != 404 && $2 != 409 {print; f=1} END {exit !f}' "$S/audit-cn.txt"
