@@ -707,18 +707,28 @@ int kube_secret_data(const char *data, size_t len, const char *key, size_t max, 
 
 /* ---- NodeList ---------------------------------------------------------------- */
 
+/* Parses a NodeList; *items is its items array (NULL when absent or null). */
+static int node_list_items(const char *data, size_t len, cJSON **j, const cJSON **items, const char **err)
+{
+	int r = parse_object(data, len, j);
+	if (r < 0)
+		return jsonx_fail(err, "not a JSON object", r);
+	if (check_kind(*j, "NodeList") < 0)
+		return jsonx_fail(err, "kind", -EINVAL);
+	*items = cJSON_GetObjectItemCaseSensitive(*j, "items");
+	if (*items && !cJSON_IsNull(*items) && !cJSON_IsArray(*items))
+		return jsonx_fail(err, "items", -EINVAL);
+	return 0;
+}
+
 int kube_node_list_find(const char *data, size_t len, const char *key, const char *value, char **ret,
 			const char **err)
 {
 	_cleanup_(cJSON_Deletep) cJSON *j = NULL;
-	int r = parse_object(data, len, &j);
+	const cJSON *items;
+	int r = node_list_items(data, len, &j, &items, err);
 	if (r < 0)
-		return jsonx_fail(err, "not a JSON object", r);
-	if (check_kind(j, "NodeList") < 0)
-		return jsonx_fail(err, "kind", -EINVAL);
-	const cJSON *items = cJSON_GetObjectItemCaseSensitive(j, "items");
-	if (items && !cJSON_IsNull(items) && !cJSON_IsArray(items))
-		return jsonx_fail(err, "items", -EINVAL);
+		return r;
 	_cleanup_free_ char *found = NULL;
 	size_t n = 0;
 	const cJSON *it;
@@ -751,14 +761,10 @@ int kube_node_list_find(const char *data, size_t len, const char *key, const cha
 int kube_node_list_named(const char *data, size_t len, const char *name, struct kube_node *ret, const char **err)
 {
 	_cleanup_(cJSON_Deletep) cJSON *j = NULL;
-	int r = parse_object(data, len, &j);
+	const cJSON *items;
+	int r = node_list_items(data, len, &j, &items, err);
 	if (r < 0)
-		return jsonx_fail(err, "not a JSON object", r);
-	if (check_kind(j, "NodeList") < 0)
-		return jsonx_fail(err, "kind", -EINVAL);
-	const cJSON *items = cJSON_GetObjectItemCaseSensitive(j, "items");
-	if (items && !cJSON_IsNull(items) && !cJSON_IsArray(items))
-		return jsonx_fail(err, "items", -EINVAL);
+		return r;
 	struct kube_node found = {};
 	size_t n = 0;
 	const cJSON *it;
