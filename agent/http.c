@@ -285,9 +285,7 @@ int http_set_client_pem(struct http_client *c, const char *path)
 	c->client_pem = p;
 	return 0;
 }
-/* The options every request has, the API's and the probes': no signals,
- * HTTP/1.1, our User-Agent, no content encoding, the request's error
- * buffer and callbacks. */
+
 int http_tune_socket(int fd)
 {
 	/* libcurl 7.88 (Debian 12) sets TCP_KEEPIDLE and TCP_KEEPINTVL but has no
@@ -317,6 +315,9 @@ static int on_sockopt(void *userdata, curl_socket_t fd, curlsocktype purpose)
 	return CURL_SOCKOPT_OK;
 }
 
+/* The options every request has, the API's and the probes': no signals,
+ * HTTP/1.1, our User-Agent, no content encoding, the request's error
+ * buffer and callbacks. */
 static void set_common_options(CURL *e, struct http_request *r, const char *user_agent)
 {
 	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
