@@ -291,17 +291,28 @@ struct os_update_started {
 	char **changed_units;
 };
 
+/* result.json for an in-place update that is not done yet: filled from the
+ * state with the running OS version, "pending" at the OS update step with
+ * how (verb) it stands. */
+static int os_update_pending(int rootfd, int statefd, const struct state *st, const struct osc *new,
+			     char **changed_units, char running[static INPLACE_VERSION_MAX + 1], const char *verb,
+			     struct result *res)
+{
+	(void)ipu_running_os_version(rootfd, running);
+	ipu_fill_result(st, new, running, res);
+	res->changed_units = changed_units;
+	char msg[256];
+	snprintf(msg, sizeof(msg), "the OS update to %s %s", new->inplace.os_version, verb);
+	int x = pending_result(statefd, res, "inplace-os-update", msg);
+	res->changed_units = NULL;
+	return x;
+}
+
 static void os_update_started(void *data, const struct state *st)
 {
 	struct os_update_started *o = data;
 	char running[INPLACE_VERSION_MAX + 1] = "";
-	(void)ipu_running_os_version(o->rootfd, running);
-	ipu_fill_result(st, o->new, running, o->res);
-	o->res->changed_units = o->changed_units;
-	char msg[256];
-	snprintf(msg, sizeof(msg), "the OS update to %s is running", o->new->inplace.os_version);
-	(void)pending_result(o->statefd, o->res, "inplace-os-update", msg);
-	o->res->changed_units = NULL;
+	(void)os_update_pending(o->rootfd, o->statefd, st, o->new, o->changed_units, running, "is running", o->res);
 	ipu_fill_result(st, o->new, NULL, o->res); /* no pointer to running kept */
 }
 
@@ -766,20 +777,19 @@ int apply_osc(const struct apply_ctx *c, const char *osc, size_t len, const stru
 	 * update, the kubelet's CA rotation. Not committed until it is done. */
 	struct os_update_started started = { .rootfd = c->rootfd, .statefd = statefd, .res = &res, .new = new, .changed_units = changed_units };
 	r = ipu_finish(c, statefd, &st, new, os_update_started, &started);
-	if (r != 0) {
+	if (r > 0) {
+		int x = os_update_pending(c->rootfd, statefd, &st, new, changed_units, running,
+					  "ran; waiting for the node to run it (reboot)", &res);
+		res.restarted_units = res.stopped_units = NULL;
+		return x;
+	}
+	if (r < 0) {
 		(void)ipu_running_os_version(c->rootfd, running);
 		ipu_fill_result(&st, new, running, &res);
 		res.changed_units = changed_units;
-		int x;
-		if (r > 0) {
-			char msg[256];
-			snprintf(msg, sizeof(msg), "the OS update to %s ran; waiting for the node to run it (reboot)",
-				 new->inplace.os_version);
-			x = pending_result(statefd, &res, "inplace-os-update", msg);
-		} else
-			x = fail_result(statefd, &res,
-					(st.inplace_remaining & INPLACE_OS_VERSION) ? "inplace-os-update" : "inplace-kubelet",
-					st.inplace_reason ? st.inplace_reason : "in-place update failed");
+		int x = fail_result(statefd, &res,
+				    (st.inplace_remaining & INPLACE_OS_VERSION) ? "inplace-os-update" : "inplace-kubelet",
+				    st.inplace_reason ? st.inplace_reason : "in-place update failed");
 		res.changed_units = NULL;
 		res.restarted_units = res.stopped_units = NULL;
 		return x;
