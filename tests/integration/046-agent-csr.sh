@@ -410,7 +410,7 @@ else
 	kctl POST /node "{\"name\": \"node-by-label\", \"labels\": {\"kubernetes.io/hostname\": \"$host\"}}" >/dev/null
 	kctl POST /node '{"name": "node-other-host", "labels": {"kubernetes.io/hostname": "another-host"}}' >/dev/null
 	kube_secret "$S/v1.yaml" >/dev/null # no newer gardener-node-agent config to follow here
-	t_list=$(date +%s)
+	t_list=$(now) # sub-second: the previous agent's last list may fall in the same second
 	start bylabel
 	check "Node node-by-name missing: Node node-by-label found by label kubernetes.io/hostname=$host (logged)" \
 		logged "Node node-by-name does not exist; Node node-by-label has label kubernetes.io/hostname=$host: following it"
