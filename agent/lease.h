@@ -15,8 +15,9 @@
  *
  * Requests: the first time (and after a 409), a GET by name learns the
  * resourceVersion and who holds the Lease; 404 -> POST (create); then each
- * renewal is one merge PATCH carrying that resourceVersion as a
- * precondition, whose answer gives the next one. Nothing comes from a watch
+ * renewal is one update (PUT of the Lease read, with its resourceVersion:
+ * Gardener's node-agent authorizer allows no patch on Leases), whose answer
+ * gives the next one. Nothing comes from a watch
  * cache (gardener issues #15716 and #15471: a stale cache left a Lease
  * unrenewed). A 409 means someone else wrote the Lease: it is read again.
  *
