@@ -10,8 +10,11 @@
 # it, the Node is not annotated, the agent logs the wait once; once the
 # mirror answers (any HTTP status: 404 here) it is written, the run
 # succeeds and the Node is annotated. A changed configuration is probed
-# again and keeps the previous hosts.toml meanwhile. Needs containerd
-# (for `containerd --version` / `config dump`). About 15 s.
+# again and keeps the previous hosts.toml meanwhile. An https mirror is
+# verified against the registry's own caCerts (a relative path, the file
+# written by the same OSC): one signed by that CA answers, one signed by
+# another CA never does. Needs containerd (for `containerd --version` /
+# `config dump`). 14-25 s.
 source "$TESTS_DIR/lib/common.sh"
 source "$TESTS_DIR/lib/kube.sh"
 source "$TESTS_DIR/lib/agent.sh"
@@ -122,6 +125,68 @@ check "a changed registry waits again for its new mirror (step containerd)" \
 	wait_for 15 result_says "$sum2" False containerd
 check "  ... the previous hosts.toml stays" grep -qF '[host."http://127.0.0.1:5302/v2"]' "$ROOT/$SLOW"
 check "  ... the Node keeps the previous checksum" [ "$(kube_annotation $ANN)" = "$sum1" ]
+
+# 4. An https mirror with a CA the OSC writes next to its hosts.toml
+# (caCerts relative to certs.d/<upstream>, as Gardener reads them): the
+# agent verifies the mirror against that CA (the test API server's, whose
+# certificate names 127.0.0.1); slow.example:5000 back on the mirror that
+# answers.
+python3 -c '
+import http.server, ssl, sys
+s = http.server.HTTPServer(("127.0.0.1", 5304), http.server.SimpleHTTPRequestHandler)
+c = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER); c.load_cert_chain(sys.argv[1], sys.argv[2])
+s.socket = c.wrap_socket(s.socket, server_side=True)
+s.serve_forever()' "$KUBE_PKI/server.crt" "$KUBE_PKI/server.key" >>"$S/mirror-tls.log" 2>&1 &
+TLS_PID=$!
+on_exit "kill $TLS_PID 2>/dev/null; wait $TLS_PID 2>/dev/null"
+osc "$W/v3.yaml" 5302
+cat >>"$W/v3.yaml" <<-EOF
+	      - upstream: tls.example
+	        readinessProbe: true
+	        hosts:
+	        - url: https://127.0.0.1:5304
+	          caCerts: [ca.crt]
+	EOF
+python3 - "$W/v3.yaml" "$KUBE_PKI/ca.crt" <<-'EOF'
+	import base64, sys
+	y = open(sys.argv[1]).read()
+	ca = base64.b64encode(open(sys.argv[2], "rb").read()).decode()
+	y = y.replace("  criConfig:", "  - path: /etc/containerd/certs.d/tls.example/ca.crt\n    permissions: 420\n"
+	              "    content: {inline: {encoding: b64, data: %s}}\n  criConfig:" % ca, 1)
+	open(sys.argv[1], "w").write(y)
+	EOF
+sum3=$(sha256 "$W/v3.yaml")
+T3=$(now)
+kube_secret "$W/v3.yaml" >/dev/null
+check "an https mirror verified against the registry's own caCerts: written, Node annotated" \
+	annotated $ANN "$sum3" "$T3" 20
+check "  ... its hosts.toml names the CA" grep -qxF '  ca = ["ca.crt"]' "$ROOT/etc/containerd/certs.d/tls.example/hosts.toml"
+check "  ... the agent reached it over TLS" grep -q '"GET / HTTP/1.1" 200' "$S/mirror-tls.log"
+
+# 5. A mirror whose certificate that CA did not sign never counts as
+# answering (the TLS handshake fails before any HTTP status).
+python3 -c '
+import http.server, ssl, sys
+s = http.server.HTTPServer(("127.0.0.1", 5305), http.server.SimpleHTTPRequestHandler)
+c = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER); c.load_cert_chain(sys.argv[1], sys.argv[2])
+s.socket = c.wrap_socket(s.socket, server_side=True)
+s.serve_forever()' "$KUBE_PKI/server-other-ca.crt" "$KUBE_PKI/server-other-ca.key" >>"$S/mirror-tls2.log" 2>&1 &
+TLS2_PID=$!
+on_exit "kill $TLS2_PID 2>/dev/null; wait $TLS2_PID 2>/dev/null"
+cp "$W/v3.yaml" "$W/v4.yaml"
+cat >>"$W/v4.yaml" <<-EOF
+	      - upstream: other-ca.example
+	        readinessProbe: true
+	        hosts:
+	        - url: https://127.0.0.1:5305
+	          caCerts: [/etc/containerd/certs.d/tls.example/ca.crt]
+	EOF
+sum4=$(sha256 "$W/v4.yaml")
+kube_secret "$W/v4.yaml" >/dev/null
+check "a mirror whose certificate the CA does not sign is not ready (step containerd)" \
+	wait_for 15 result_says "$sum4" False containerd
+check "  ... its hosts.toml is not written" [ ! -e "$ROOT/etc/containerd/certs.d/other-ca.example/hosts.toml" ]
+check "  ... the agent says why (the certificate)" grep -q 'Registry other-ca.example waits: its host https://127.0.0.1:5305 does not answer (.*[Cc]ertificate' "$S/agent.log"
 
 check_not "no sanitizer report in the agent's or the executor's log" \
 	grep -qE 'AddressSanitizer|LeakSanitizer|runtime error' "$S/agent.log" "$S/exec.log"
