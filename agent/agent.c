@@ -63,6 +63,7 @@
 #include "stock.h"
 #include "strx.h"
 #include "secretref.h"
+#include "mirrors.h"
 #include "tokensync.h"
 #include "watch.h"
 
@@ -84,6 +85,7 @@ struct agent {
 	struct creds creds;         /* client certificate through the CSR API */
 	struct tokensync tokens;    /* token sync (tokensync.c) */
 	struct secretref secretref; /* files from a Secret (secretref.h) */
+	struct mirrors mirrors;     /* registry mirrors' readinessProbe (mirrors.h) */
 	struct nodefind nodefind;   /* the Node by the hostname label (nodefind.c) */
 	struct hostname host;       /* the hostname, followed (hostname.c) */
 	bool node_follows_host;     /* node.name is the hostname or was found by its label */
@@ -188,6 +190,7 @@ struct agent_doc {
 	struct desired d;
 	struct desired_token *tokens;
 	struct desired_secret_file *secret_files;
+	struct desired_ready_registry *ready_registries;
 	char kb_ca[PATH_MAX];
 	char kb_token[PATH_MAX];
 };
@@ -220,6 +223,14 @@ static int doc_fill(struct agent *a, struct agent_doc *doc, char *osc, size_t os
 		return -ENOMEM;
 	}
 	doc->d.secret_files = doc->secret_files;
+	doc->ready_registries = NULL;
+	if (mirrors_desired(&a->mirrors, osc, osc_len, a->cfg.state_dir, a->cfg.node_name, &doc->ready_registries,
+			    &doc->d.n_ready_registries) < 0) {
+		free(doc->tokens);
+		free(doc->secret_files);
+		return -ENOMEM;
+	}
+	doc->d.ready_registries = doc->ready_registries;
 	/* The kubelet's bootstrap kubeconfig, until the Node is registered. */
 	if (stock_kubelet_paths(&a->cfg, doc->kb_ca, sizeof(doc->kb_ca), doc->kb_token, sizeof(doc->kb_token))) {
 		doc->d.kb_server = a->cfg.server;
@@ -236,6 +247,8 @@ static void doc_done(struct agent_doc *doc)
 	doc->tokens = NULL;
 	free(doc->secret_files);
 	doc->secret_files = NULL;
+	free(doc->ready_registries);
+	doc->ready_registries = NULL;
 }
 
 /* The desired state for osc (NUL-terminated), generation 0, as written. */
@@ -449,6 +462,10 @@ static void on_secret(struct agent *a, enum kube_event_type type, const struct k
 					 a->cfg.state_dir, a->cfg.node_name);
 		if (r < 0)
 			log_error_errno(r, "cannot follow the files from a Secret of OSC %.12s", a->good.checksum);
+		r = mirrors_follow(&a->mirrors, a->good.osc, a->good.osc_len, a->cfg.state_dir, a->cfg.node_name,
+				   a->opts->root);
+		if (r < 0)
+			log_error_errno(r, "cannot follow the registry mirrors of OSC %.12s", a->good.checksum);
 	} else
 		secretref_refresh(&a->secretref); /* delivered again: the Secrets are read again */
 }
@@ -745,6 +762,7 @@ static int start_watches(struct agent *a)
 		return log_error_errno(r, "cannot set up the client certificate");
 	tokensync_attach(&a->tokens, &a->http);
 	secretref_attach(&a->secretref, &a->http);
+	mirrors_attach(&a->mirrors, &a->http);
 	a->http.observe = metrics_observe;
 	a->http.observe_data = &a->metrics;
 	r = watch_init(&a->secret, &a->http, KUBE_KIND_SECRET, a->cfg.secret_namespace, a->cfg.secret_name,
@@ -793,6 +811,7 @@ static void stop_watches(struct agent *a)
 	creds_done(&a->creds);
 	tokensync_attach(&a->tokens, NULL);
 	secretref_attach(&a->secretref, NULL);
+	mirrors_attach(&a->mirrors, NULL);
 	lease_done(&a->lease);
 	serial_done(&a->serial);
 	events_done(&a->events);
@@ -869,6 +888,7 @@ static void agent_free(struct agent *a)
 	gnaconfig_done(&a->gna_followed);
 	tokensync_done(&a->tokens);
 	secretref_done(&a->secretref);
+	mirrors_done(&a->mirrors);
 	annotate_done(&a->annotate);
 	nodereq_done(&a->req);
 	handover_done(&a->handover);
@@ -1149,6 +1169,11 @@ static uint64_t tick_duties(struct agent *a, uint64_t now)
 	next = min_u64(next, secretref_tick(&a->secretref, now));
 	if (a->secretref.changed) {
 		a->secretref.changed = false;
+		a->dirty = true;
+	}
+	next = min_u64(next, mirrors_tick(&a->mirrors, now));
+	if (a->mirrors.changed) {
+		a->mirrors.changed = false;
 		a->dirty = true;
 	}
 	next = min_u64(next, lease_tick(&a->lease, now));

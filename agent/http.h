@@ -103,6 +103,17 @@ int http_start(struct http_client *c, const char *method, const char *path, cons
 int http_probe_start(struct http_client *c, const char *url, unsigned timeout_ms, size_t max, http_done_cb done,
 		     void *userdata, struct http_request **ret);
 
+/* Starts a GET of a registry mirror's url for its readinessProbe
+ * (agent/mirrors.h): http or https only, no credential, no proxy, no
+ * redirect, a fresh connection not kept, connect and total deadline
+ * timeout_ms, the body capped at max. https verifies the server against
+ * ca_pem (PEM text, the host's caCerts) when non-NULL, else against the
+ * system's trust store (as Go's default client in gardener-node-agent),
+ * TLS 1.2 at least. Not counted in n_requests nor shown to the observer.
+ * Returns 0 and *ret, -EINVAL for another scheme, -ENOMEM. */
+int http_mirror_start(struct http_client *c, const char *url, const char *ca_pem, unsigned timeout_ms, size_t max,
+		      http_done_cb done, void *userdata, struct http_request **ret);
+
 /* Uses the PEM file at path (certificate chain and private key together,
  * replaced atomically by its owner) as the client certificate of every
  * request started from now on, after the bearer token file and before

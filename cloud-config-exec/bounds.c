@@ -158,6 +158,22 @@ static int check_secret_files(const struct desired *d, const struct bounds *b, c
 	return 0;
 }
 
+static int check_ready_registries(const struct desired *d, const struct bounds *b, char *err, size_t err_size)
+{
+	for (size_t i = 0; i < d->n_ready_registries; i++) {
+		char field[48];
+		snprintf(field, sizeof(field), "readyRegistries[%zu].upstream", i);
+		const char *u = d->ready_registries[i].upstream;
+		const struct osc_registry *g = NULL;
+		for (size_t k = 0; b->osc && b->osc->cri.present && k < b->osc->cri.n_registries; k++)
+			if (strcmp(b->osc->cri.registries[k].upstream, u) == 0)
+				g = &b->osc->cri.registries[k];
+		if (!g || !g->readiness_probe)
+			return refuse(err, err_size, field, u, "not a registry of the OSC's criConfig with readinessProbe");
+	}
+	return 0;
+}
+
 static int check_restart(const struct desired *d, char *err, size_t err_size)
 {
 	size_t i = 0;
@@ -184,6 +200,8 @@ int bounds_check(const struct desired *d, const struct bounds *b, char *err, siz
 		r = check_tokens(d, b, err, err_size);
 	if (r >= 0)
 		r = check_secret_files(d, b, err, err_size);
+	if (r >= 0)
+		r = check_ready_registries(d, b, err, err_size);
 	if (r >= 0)
 		r = check_restart(d, err, err_size);
 	return r;

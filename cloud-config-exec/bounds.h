@@ -40,6 +40,10 @@
  *                               for exactly the files whose bytes the OSC says
  *                               come from a Secret, and for no other path
  *                               (the file's mode and owner are the OSC's);
+ *   readyRegistries[].upstream  only a registry of the OSC's criConfig that
+ *                               has readinessProbe: true (a listed one only
+ *                               lets its hosts.toml be written now, as the
+ *                               OSC says, never another file);
  *   restart.units[]             only valid unit names that can be restarted
  *                               (desired_parse() checks the names; a template
  *                               "a@.service" is no unit and is refused here).

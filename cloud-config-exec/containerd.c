@@ -16,6 +16,7 @@
 #include "cleanup.h"
 #include "containerd.h"
 #include "criconfig.h"
+#include "desired.h"
 #include "fsx.h"
 #include "log.h"
 #include "state.h"
@@ -241,8 +242,33 @@ static int write_config(int rootfd, const char *root, const char *bin, const cha
 	return 1;
 }
 
+bool containerd_mirror_may_write(const struct osc_registry *g, const char *hosts, const char *digest, const char *cur,
+				 size_t cur_len, const struct desired *d)
+{
+	if (!g->readiness_probe || !d)
+		return true;
+	if (cur && cur_len == strlen(hosts) && memcmp(cur, hosts, cur_len) == 0)
+		return true;
+	for (size_t i = 0; i < d->n_ready_registries; i++)
+		if (strcmp(d->ready_registries[i].upstream, g->upstream) == 0)
+			return strcmp(d->ready_registries[i].sha256, digest) == 0;
+	return false;
+}
+
+/* The current bytes of path below rootfd (NULL when absent or unreadable). */
+static char *read_current(int rootfd, const char *path, size_t *ret_len)
+{
+	const char *base;
+	_cleanup_close_ int dfd = fsx_open_parent_at(rootfd, path, FSX_FOLLOW_ROOT_SYMLINKS, 0, &base);
+	char *data = NULL;
+	if (dfd < 0 || fsx_read_at(dfd, base, 1u << 20, &data, ret_len) < 0)
+		return NULL;
+	return data;
+}
+
 int containerd_apply(int rootfd, const char *root, const char *containerd_bin, struct state *st,
-		     const struct osc *old, const struct osc *new, bool *ret_restart, char **ret_error)
+		     const struct osc *old, const struct osc *new, const struct desired *d, bool *ret_restart,
+		     char **ret_error)
 {
 	*ret_restart = false;
 	if (!new->cri.present)
@@ -286,12 +312,41 @@ int containerd_apply(int rootfd, const char *root, const char *containerd_bin, s
 	if ((r = write_config(rootfd, root, containerd_bin, config, differs, ret_error)) < 0)
 		return r;
 	bool config_written = r > 0;
+	_cleanup_free_ char *waiting = NULL; /* "a b": registries waiting for their readiness probe */
+	size_t waiting_len = 0;
 	for (size_t i = 0; i < new->cri.n_registries; i++) {
 		const struct osc_registry *g = &new->cri.registries[i];
 		_cleanup_free_ char *path = NULL, *hosts = NULL;
 		if (asprintf(&path, "%s/%s/hosts.toml", CRI_CERTS_DIR, g->upstream) < 0 ||
 		    cri_render_hosts(g, &hosts) < 0)
 			return errorf(ret_error, -ENOMEM, "out of memory");
+		if (g->readiness_probe && d) {
+			/* Gardener's addRegistryToContainerdFunc with
+			 * shouldProbe (containerd.go): the probe itself
+			 * runs in node-agent (agent/mirrors.h). */
+			char digest[65];
+			size_t cur_len = 0;
+			_cleanup_free_ char *cur = read_current(rootfd, path, &cur_len);
+			if (cri_hosts_digest(g, digest) < 0)
+				return errorf(ret_error, -ENOMEM, "out of memory");
+			if (!containerd_mirror_may_write(g, hosts, digest, cur, cur_len, d)) {
+				log_notice("Registry %s waits for its readinessProbe (node-agent has not seen every host "
+					   "answer): %s %s",
+					   g->upstream, path, cur ? "keeps its previous content" : "not written yet");
+				size_t ul = strlen(g->upstream);
+				char *w = realloc(waiting, waiting_len + ul + 2);
+				if (!w)
+					return errorf(ret_error, -ENOMEM, "out of memory");
+				waiting = w;
+				if (waiting_len)
+					waiting[waiting_len++] = ' ';
+				memcpy(waiting + waiting_len, g->upstream, ul + 1);
+				waiting_len += ul;
+				continue;
+			}
+			if (!cur || strcmp(cur, hosts) != 0)
+				log_info("Registry %s answered node-agent's readinessProbe: writing %s", g->upstream, path);
+		}
 		if ((r = write_file(rootfd, path, hosts, ret_error)) < 0)
 			return r;
 		written = written || r > 0;
@@ -305,6 +360,10 @@ int containerd_apply(int rootfd, const char *root, const char *containerd_bin, s
 	if (written)
 		log_debug("hosts.toml changed: containerd reads it at each pull, no restart");
 	*ret_restart = config_written || differs;
+	if (waiting)
+		return errorf(ret_error, -EAGAIN,
+			      "registries waiting for their readinessProbe (a host does not answer node-agent yet): %s",
+			      waiting);
 	return 0;
 }
 

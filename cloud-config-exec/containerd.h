@@ -20,6 +20,7 @@ struct sd_bus;
 
 struct state;
 struct stat;
+struct desired;
 
 /* The cache decision (pure): the version line s holds for the binary st
  * describes, or NULL when s has none or it was learnt from another binary
@@ -45,9 +46,30 @@ const char *containerd_cached_version(const struct state *s, const struct stat *
  * that changes nothing (Gardener #11120). Plugins that cri_plugins_check()
  * refuses fail the step before anything is written. On failure returns
  * -errno and *ret_error (free()) says why in one line; logs each file
- * written and each error. */
+ * written and each error.
+ *
+ * A registry with readinessProbe: true is written only as
+ * containerd_mirror_may_write() says, with d the desired state (NULL: an
+ * operator's "apply FILE", written at once); one that must wait keeps its
+ * previous hosts.toml (or none), is logged as waiting, and the step then
+ * fails with -EAGAIN naming the registries that wait, after everything
+ * else of the step was done (Gardener's reconcile does not finish either
+ * until they answered). */
 int containerd_apply(int rootfd, const char *root, const char *containerd_bin, struct state *st,
-		     const struct osc *old, const struct osc *new, bool *ret_restart, char **ret_error);
+		     const struct osc *old, const struct osc *new, const struct desired *d, bool *ret_restart,
+		     char **ret_error);
+
+/* Whether the hosts.toml of registry g (rendered as hosts, digest its
+ * cri_hosts_digest()) may be written now (pure): always for a registry
+ * without readinessProbe, or when there is no desired state (d NULL); when
+ * the file already holds exactly these bytes (cur, cur_len; cur NULL: no
+ * file), i.e. this configuration was written before: gardener-node-agent
+ * probes only a registry that is new or changed against the last applied
+ * OSC (changes.go UpstreamsToProbe); and when d's readyRegistries lists
+ * g's upstream with this very digest (node-agent saw every host of this
+ * configuration answer; agent/mirrors.h). */
+bool containerd_mirror_may_write(const struct osc_registry *g, const char *hosts, const char *digest, const char *cur,
+				 size_t cur_len, const struct desired *d);
 
 /* Where extensions install container runtime shims (gVisor's runsc, Kata):
  * gardener/gardener pkg/apis/extensions/v1alpha1/

@@ -8,6 +8,7 @@
 
 #include "cleanup.h"
 #include "criconfig.h"
+#include "desired.h"
 
 static const char header[] = "# managed by node-agent's cloud-config-exec from the OSC's criConfig; "
 			     "edits are overwritten\n";
@@ -457,6 +458,16 @@ int cri_render_hosts(const struct osc_registry *g, char **ret)
 		return -ENOMEM;
 	*ret = TAKE_PTR(buf);
 	return 0;
+}
+
+int cri_hosts_digest(const struct osc_registry *g, char out[static 65])
+{
+	_cleanup_free_ char *hosts = NULL;
+	int r = cri_render_hosts(g, &hosts);
+	if (r < 0)
+		return r;
+	desired_sha256_hex(hosts, strlen(hosts), out);
+	return out[0] ? 0 : -ENOMEM;
 }
 
 static bool render_same(int ra, const char *a, int rb, const char *b)

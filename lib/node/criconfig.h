@@ -73,6 +73,12 @@ bool cri_key_is_safe(const char *key);
  * them. Returns 0 and the text in *ret (free()), -ENOMEM. */
 int cri_render_hosts(const struct osc_registry *g, char **ret);
 
+/* Lowercase hex SHA-256 of cri_render_hosts(g): names one configuration of
+ * a registry (its hosts, CA files, capabilities, server), as the agent
+ * probed it and the executor would write it (desired.h readyRegistries).
+ * Returns 0, -ENOMEM. */
+int cri_hosts_digest(const struct osc_registry *g, char out[static 65]);
+
 /* True when both OSCs' criConfigs render to the same files (configuration
  * and every hosts.toml) for t; a NULL osc counts as "no criConfig". */
 bool cri_equal(const struct osc_cri *a, const struct osc_cri *b, const struct cri_target *t);

@@ -82,6 +82,19 @@ static int check(const struct desired *d, const char **err)
 			if (strcmp(d->secret_files[k].path, f->path) == 0)
 				return jsonx_fail(err, "secretFiles[].path: given twice", -EINVAL);
 	}
+	if (d->n_ready_registries > DESIRED_READY_REGISTRIES_MAX)
+		return jsonx_fail(err, "readyRegistries: more than DESIRED_READY_REGISTRIES_MAX", -EMSGSIZE);
+	for (size_t i = 0; i < d->n_ready_registries; i++) {
+		const struct desired_ready_registry *g = &d->ready_registries[i];
+		if (!g->upstream || !g->upstream[0] || !jsonx_is_line(g->upstream, DESIRED_UPSTREAM_MAX) ||
+		    strchr(g->upstream, ' '))
+			return jsonx_fail(err, "readyRegistries[].upstream: empty, too long or not printable", -EINVAL);
+		if (!jsonx_is_sha256_hex(g->sha256))
+			return jsonx_fail(err, "readyRegistries[].sha256: not 64 lowercase hex digits", -EINVAL);
+		for (size_t k = 0; k < i; k++)
+			if (strcmp(d->ready_registries[k].upstream, g->upstream) == 0)
+				return jsonx_fail(err, "readyRegistries[].upstream: given twice", -EINVAL);
+	}
 	if (!d->restart_id != !d->restart_units)
 		return jsonx_fail(err, "restart: id and units go together", -EINVAL);
 	if (d->restart_id) {
@@ -157,6 +170,21 @@ int desired_format(const struct desired *d, char **ret, size_t *ret_len)
 				return -ENOMEM;
 		}
 	}
+	if (d->n_ready_registries) {
+		cJSON *arr = cJSON_AddArrayToObject(root, "readyRegistries");
+		if (!arr)
+			return -ENOMEM;
+		for (size_t i = 0; i < d->n_ready_registries; i++) {
+			cJSON *o = cJSON_CreateObject();
+			if (!o || !cJSON_AddItemToArray(arr, o)) {
+				cJSON_Delete(o);
+				return -ENOMEM;
+			}
+			if (!cJSON_AddStringToObject(o, "upstream", d->ready_registries[i].upstream) ||
+			    !cJSON_AddStringToObject(o, "sha256", d->ready_registries[i].sha256))
+				return -ENOMEM;
+		}
+	}
 	if (d->inplace_present) {
 		cJSON *ip = cJSON_AddObjectToObject(root, "inPlaceUpdate");
 		if (!ip || !cJSON_AddBoolToObject(ip, "readyForUpdate", d->inplace_ready))
@@ -188,10 +216,11 @@ int desired_format(const struct desired *d, char **ret, size_t *ret_len)
 
 static const char *const top_keys[] = { "version", "checksum", "generation", "sshAccess", "osc",
 					"keyDocument", "restart", "kubeletBootstrap", "tokens", "secretFiles", "inPlaceUpdate",
-					NULL };
+					"readyRegistries", NULL };
 static const char *const inplace_keys[] = { "readyForUpdate", NULL };
 static const char *const token_keys[] = { "path", "token", NULL };
 static const char *const secret_file_keys[] = { "path", "data", NULL };
+static const char *const ready_keys[] = { "upstream", "sha256", NULL };
 static const char *const kb_keys[] = { "server", "caFile", "tokenFile", "nodeRegistered", NULL };
 static const char *const restart_keys[] = { "id", "units", NULL };
 
@@ -327,6 +356,32 @@ int desired_parse(const char *data, size_t len, struct desired *ret, const char 
 				return jsonx_fail(err, "secretFiles[].data: not canonical base64", -EINVAL);
 		}
 	}
+	const cJSON *rrs = cJSON_GetObjectItemCaseSensitive(root, "readyRegistries");
+	if (rrs) {
+		if (!cJSON_IsArray(rrs))
+			return jsonx_fail(err, "readyRegistries: not an array", -EINVAL);
+		int n = cJSON_GetArraySize(rrs);
+		if (n > (int)DESIRED_READY_REGISTRIES_MAX)
+			return jsonx_fail(err, "readyRegistries: more than DESIRED_READY_REGISTRIES_MAX", -EMSGSIZE);
+		if (n > 0 && !(d.ready_registries = calloc((size_t)n, sizeof(*d.ready_registries))))
+			return jsonx_fail(err, "out of memory", -ENOMEM);
+		const cJSON *t;
+		cJSON_ArrayForEach(t, rrs)
+		{
+			if (!cJSON_IsObject(t) || jsonx_check_keys(t, ready_keys, NULL) < 0)
+				return jsonx_fail(err, "readyRegistries[]: not an object of upstream and sha256", -EINVAL);
+			const cJSON *u = cJSON_GetObjectItemCaseSensitive(t, "upstream");
+			const cJSON *h = cJSON_GetObjectItemCaseSensitive(t, "sha256");
+			if (!cJSON_IsString(u) || !cJSON_IsString(h))
+				return jsonx_fail(err, "readyRegistries[]: upstream or sha256 missing or not a string", -EINVAL);
+			if (!jsonx_is_sha256_hex(h->valuestring))
+				return jsonx_fail(err, "readyRegistries[].sha256: not 64 lowercase hex digits", -EINVAL);
+			struct desired_ready_registry *g = &d.ready_registries[d.n_ready_registries++];
+			memcpy(g->sha256, h->valuestring, 65);
+			if (take_string(u, &g->upstream) < 0)
+				return jsonx_fail(err, "out of memory", -ENOMEM);
+		}
+	}
 	const cJSON *kb = cJSON_GetObjectItemCaseSensitive(root, "kubeletBootstrap");
 	if (kb) {
 		if (!cJSON_IsObject(kb))
@@ -391,5 +446,8 @@ void desired_done(struct desired *d)
 		}
 	}
 	free(d->secret_files);
+	for (size_t i = 0; i < d->n_ready_registries; i++)
+		free(d->ready_registries[i].upstream);
+	free(d->ready_registries);
 	memset(d, 0, sizeof(*d));
 }

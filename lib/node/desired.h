@@ -19,6 +19,12 @@
  *                        the OSC's content.secretRef files node-agent read
  *                        (agent/secretfiles.h); a secretRef file without an
  *                        entry is one whose Secret could not be read
+ *    "readyRegistries": [{"upstream": "host[:port]", "sha256": "<hex>"}] | absent,
+ *                        registry mirrors with readinessProbe (agent/mirrors.h):
+ *                        every host of that registry's configuration, whose
+ *                        rendered hosts.toml has this SHA-256
+ *                        (cri_hosts_digest()), answered node-agent's probe;
+ *                        the executor writes such a hosts.toml only then
  *    "kubeletBootstrap": {"server": "https://...", "caFile": "/abs", "tokenFile": "/abs",
  *                         "nodeRegistered": bool} | absent,
  *                        the kubelet's bootstrap kubeconfig (cloud-config-exec/kubelet.c):
@@ -72,6 +78,9 @@
  * (Kubernetes refuses a Secret over 1 MiB: MaxSecretSize). */
 #define DESIRED_SECRET_FILES_MAX 256
 #define DESIRED_SECRET_FILE_MAX (1u << 20)
+/* readyRegistries: at most one per registry of the OSC (OSC_REGISTRIES_MAX). */
+#define DESIRED_READY_REGISTRIES_MAX 64
+#define DESIRED_UPSTREAM_MAX 253
 
 struct desired_token {
 	char *path;                 /* absolute, normalised */
@@ -82,6 +91,11 @@ struct desired_secret_file {
 	char *path;                 /* absolute, normalised */
 	unsigned char *data;        /* the file's bytes (may contain NUL), NUL after len */
 	size_t len;                 /* at most DESIRED_SECRET_FILE_MAX */
+};
+
+struct desired_ready_registry {
+	char *upstream;             /* 1..DESIRED_UPSTREAM_MAX printable bytes, no space */
+	char sha256[65];            /* cri_hosts_digest() of the configuration probed */
 };
 
 struct desired {
@@ -102,6 +116,8 @@ struct desired {
 	size_t n_tokens;
 	struct desired_secret_file *secret_files; /* NULL when none; paths distinct */
 	size_t n_secret_files;
+	struct desired_ready_registry *ready_registries; /* NULL when none; upstreams distinct */
+	size_t n_ready_registries;
 	uint64_t generation;
 };
 

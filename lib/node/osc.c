@@ -1031,6 +1031,7 @@ static int parse_registry(struct ctx *c, const struct ynode *n, const char *wher
 	size_t nh = hosts ? hosts->n_items : 0;
 	if (nh > OSC_REGISTRY_HOSTS_MAX)
 		return fail(c, -EMSGSIZE, "%s.hosts: more than %u entries", where, OSC_REGISTRY_HOSTS_MAX);
+	g->readiness_probe = probe == 1;
 	if (nh && !(g->hosts = calloc(nh, sizeof(*g->hosts))))
 		return fail(c, -ENOMEM, "out of memory");
 	for (size_t i = 0; i < nh; i++) {

@@ -127,6 +127,8 @@ struct osc_registry {
 	char *server;               /* NULL when not given */
 	struct osc_registry_host *hosts;
 	size_t n_hosts;
+	bool readiness_probe;       /* readinessProbe: true: hosts.toml only once
+	                             * every host answered (agent/mirrors.h) */
 };
 
 /* A value of criConfig.containerd.plugins[].values (arbitrary JSON in
@@ -277,7 +279,7 @@ int osc_parse(const char *data, size_t len, const char *forbidden_prefix, struct
  *    "systemd"; containerd.sandboxImage (an image reference like
  *    imageRef.image, "" allowed), containerd.registries[] (upstream,
  *    server, hosts[].{url, capabilities pull|resolve|push, caCerts,
- *    overridePath}, readinessProbe: accepted, not kept), containerd.plugins[]
+ *    overridePath}, readinessProbe), containerd.plugins[]
  *    (path: 1..OSC_PLUGIN_PATH_MAX non-empty strings, op add|remove,
  *    values: a mapping, see struct osc_tval; at most OSC_PLUGINS_MAX).
  *    Strings that end up in containerd's TOML are printable ASCII without

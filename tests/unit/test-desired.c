@@ -452,6 +452,76 @@ static void secret_files(void **state)
 	assert_int_equal(desired_parse(many, off, &q, &e), -EMSGSIZE);
 }
 
+/* readyRegistries (issue 25, item 8): round trip; strict parse. */
+static void ready_registries(void **state)
+{
+	(void)state;
+	static char u1[] = "mirror.example:5000", u2[] = "b.example";
+	struct desired_ready_registry rr[2] = { { .upstream = u1 }, { .upstream = u2 } };
+	memset(rr[0].sha256, 'a', 64);
+	memset(rr[1].sha256, '0', 64);
+	struct desired d = { .osc = osc_text, .osc_len = strlen(osc_text), .ssh_access = true, .ready_registries = rr,
+			     .n_ready_registries = 2, .generation = 1 };
+	desired_sha256_hex(d.osc, d.osc_len, d.checksum);
+	_cleanup_free_ char *out = NULL;
+	size_t len;
+	assert_int_equal(desired_format(&d, &out, &len), 0);
+	assert_non_null(strstr(out, "\"readyRegistries\""));
+	struct desired p = {};
+	const char *err = NULL;
+	int r = desired_parse(out, len, &p, &err);
+	if (r < 0)
+		fail_msg("%s", err);
+	assert_int_equal(p.n_ready_registries, 2);
+	assert_string_equal(p.ready_registries[0].upstream, u1);
+	assert_memory_equal(p.ready_registries[0].sha256, rr[0].sha256, 65);
+	assert_string_equal(p.ready_registries[1].upstream, u2);
+	desired_done(&p);
+	/* Format refuses what parse would refuse. */
+	rr[1].upstream = u1;
+	_cleanup_free_ char *out2 = NULL;
+	assert_int_equal(desired_format(&d, &out2, &len), -EINVAL);
+	rr[1].upstream = u2;
+	rr[1].sha256[3] = 'G';
+	assert_int_equal(desired_format(&d, &out2, &len), -EINVAL);
+
+#define HX "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+	static const struct {
+		const char *rr;
+		int r;
+		const char *err;
+	} table[] = {
+		{ "[]", 0, NULL },
+		{ "[{\"upstream\":\"a\",\"sha256\":\"" HX "\"}]", 0, NULL },
+		{ "{}", -EINVAL, "readyRegistries: not an array" },
+		{ "[\"a\"]", -EINVAL, "readyRegistries[]: not an object" },
+		{ "[{\"upstream\":\"a\"}]", -EINVAL, "readyRegistries[]: upstream or sha256 missing" },
+		{ "[{\"upstream\":\"a\",\"sha256\":\"" HX "\",\"x\":1}]", -EINVAL, "readyRegistries[]: not an object" },
+		{ "[{\"upstream\":1,\"sha256\":\"" HX "\"}]", -EINVAL, "readyRegistries[]: upstream or sha256" },
+		{ "[{\"upstream\":\"a\",\"sha256\":\"abc\"}]", -EINVAL, "readyRegistries[].sha256" },
+		{ "[{\"upstream\":\"\",\"sha256\":\"" HX "\"}]", -EINVAL, "readyRegistries[].upstream" },
+		{ "[{\"upstream\":\"a b\",\"sha256\":\"" HX "\"}]", -EINVAL, "readyRegistries[].upstream" },
+		{ "[{\"upstream\":\"a\\n\",\"sha256\":\"" HX "\"}]", -EINVAL, "readyRegistries[].upstream" },
+		{ "[{\"upstream\":\"a\",\"sha256\":\"" HX "\"},{\"upstream\":\"a\",\"sha256\":\"" HX "\"}]", -EINVAL,
+		  "readyRegistries[].upstream: given twice" },
+	};
+	for (size_t i = 0; i < ELEMENTSOF(table); i++) {
+		const char *field = table[i].rr;
+		_cleanup_free_ char *doc_text = NULL;
+		assert_true(asprintf(&doc_text,
+				     "{\"version\":1,\"checksum\":\"%s\",\"osc\":\"spec:\\n  files:\\n  - path: /etc/x\\n    "
+				     "content: {inline: {data: x}}\\n\",\"generation\":1,\"readyRegistries\":%s}",
+				     d.checksum, field) > 0);
+		struct desired q = {};
+		const char *e = "(none)";
+		r = desired_parse(doc_text, strlen(doc_text), &q, &e);
+		if (r != table[i].r || (table[i].err && strncmp(e, table[i].err, strlen(table[i].err)) != 0))
+			fail_msg("case %zu: %s\n  want %d '%s'\n  got  %d '%s'", i, doc_text, table[i].r,
+				 table[i].err ? table[i].err : "", r, e);
+		desired_done(&q);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -463,6 +533,7 @@ int main(void)
 		cmocka_unit_test(format_refuses_bad_input),
 		cmocka_unit_test(ceilings),
 		cmocka_unit_test(secret_files),
+		cmocka_unit_test(ready_registries),
 	};
 	return cmocka_run_group_tests_name("desired", tests, NULL, NULL);
 }

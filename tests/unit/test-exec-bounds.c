@@ -190,6 +190,43 @@ static void restart(void **state)
 	assert_non_null(strstr(err, "'a?b.service'"));
 }
 
+/* readyRegistries (issue 25, item 8): only a registry of the OSC with
+ * readinessProbe: true. */
+static void ready_registries(void **state)
+{
+	(void)state;
+	static const char yaml[] = "spec:\n"
+				   "  criConfig:\n"
+				   "    name: containerd\n"
+				   "    containerd:\n"
+				   "      registries:\n"
+				   "      - upstream: a.example\n"
+				   "        readinessProbe: true\n"
+				   "        hosts: [{url: 'http://10.0.0.1'}]\n"
+				   "      - upstream: b.example\n"
+				   "        hosts: [{url: 'http://10.0.0.2'}]\n";
+	struct osc o;
+	struct osc_error e = { 0 };
+	if (osc_parse(yaml, strlen(yaml), STATE, &o, &e) < 0)
+		fail_msg("test OSC does not parse: %s", e.message);
+	char err[BOUNDS_ERROR_MAX];
+	struct desired_ready_registry rr = { .upstream = S("a.example") };
+	memset(rr.sha256, 'a', 64);
+	struct desired d = { .ready_registries = &rr, .n_ready_registries = 1 };
+	assert_int_equal(run(&d, &o, NULL, err, sizeof(err)), 0);
+	rr.upstream = S("b.example");
+	assert_int_equal(run(&d, &o, NULL, err, sizeof(err)), -EPERM);
+	assert_string_equal(err, "readyRegistries[0].upstream 'b.example': not a registry of the OSC's criConfig "
+				 "with readinessProbe");
+	rr.upstream = S("c.example");
+	assert_int_equal(run(&d, &o, NULL, err, sizeof(err)), -EPERM);
+	struct osc *none = osc_with(NULL);
+	rr.upstream = S("a.example");
+	assert_int_equal(run(&d, none, NULL, err, sizeof(err)), -EPERM);
+	osc_free(none);
+	osc_done(&o);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -197,6 +234,7 @@ int main(void)
 		cmocka_unit_test(places),
 		cmocka_unit_test(kubelet),
 		cmocka_unit_test(restart),
+		cmocka_unit_test(ready_registries),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -13,6 +13,9 @@
 #include "../../cloud-config-exec/containerd.h"
 #include "../../cloud-config-exec/state.h"
 #include "cleanup.h"
+#include "criconfig.h"
+#include "desired.h"
+#include "osc.h"
 
 static struct stat binary(void)
 {
@@ -105,11 +108,61 @@ static void cache_roundtrip(void **unused)
 	state_done(&s);
 }
 
+/* readinessProbe (issue 25, item 8): when a flagged registry's hosts.toml
+ * may be written. */
+static void mirror_decision(void **state)
+{
+	(void)state;
+	static const char yaml[] = "spec:\n"
+				   "  criConfig:\n"
+				   "    name: containerd\n"
+				   "    containerd:\n"
+				   "      registries:\n"
+				   "      - upstream: a.example\n"
+				   "        readinessProbe: true\n"
+				   "        hosts: [{url: 'http://10.0.0.1'}]\n"
+				   "      - upstream: b.example\n"
+				   "        hosts: [{url: 'http://10.0.0.2'}]\n";
+	struct osc o;
+	struct osc_error e = { 0 };
+	if (osc_parse(yaml, strlen(yaml), "/var/lib/cloud-config-exec", &o, &e) < 0)
+		fail_msg("test OSC does not parse: %s", e.message);
+	const struct osc_registry *a = &o.cri.registries[0], *b = &o.cri.registries[1];
+	_cleanup_free_ char *ha = NULL, *hb = NULL;
+	char da[65], db[65];
+	assert_int_equal(cri_render_hosts(a, &ha), 0);
+	assert_int_equal(cri_render_hosts(b, &hb), 0);
+	assert_int_equal(cri_hosts_digest(a, da), 0);
+	assert_int_equal(cri_hosts_digest(b, db), 0);
+
+	struct desired_ready_registry rr = { .upstream = (char *)(uintptr_t) "a.example" };
+	struct desired d = { 0 };
+	/* Without the flag, or an operator's apply (no desired state): at once. */
+	assert_true(containerd_mirror_may_write(b, hb, db, NULL, 0, &d));
+	assert_true(containerd_mirror_may_write(a, ha, da, NULL, 0, NULL));
+	/* Flagged, new, not listed: waits. */
+	assert_false(containerd_mirror_may_write(a, ha, da, NULL, 0, &d));
+	/* Flagged, on disk another configuration: waits. */
+	assert_false(containerd_mirror_may_write(a, ha, da, hb, strlen(hb), &d));
+	/* Flagged, on disk exactly this one (unchanged): written before. */
+	assert_true(containerd_mirror_may_write(a, ha, da, ha, strlen(ha), &d));
+	/* Listed with this configuration's digest: written. */
+	d.ready_registries = &rr;
+	d.n_ready_registries = 1;
+	memcpy(rr.sha256, da, 65);
+	assert_true(containerd_mirror_may_write(a, ha, da, NULL, 0, &d));
+	/* Listed for another configuration (probed before a change): waits. */
+	memcpy(rr.sha256, db, 65);
+	assert_false(containerd_mirror_may_write(a, ha, da, hb, strlen(hb), &d));
+	osc_done(&o);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(cache_decision),
 		cmocka_unit_test(cache_roundtrip),
+		cmocka_unit_test(mirror_decision),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
