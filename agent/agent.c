@@ -50,6 +50,7 @@
 #include "nodereq.h"
 #include "inplace.h"
 #include "nodeupdate.h"
+#include "podsweep.h"
 #include "notify.h"
 #include "osc.h"
 #include "oscsecret.h"
@@ -100,6 +101,7 @@ struct agent {
 	struct health health;       /* zeroed: off */
 	struct internalip internalip; /* the lost InternalIP (internalip.h); zeroed: off */
 	struct nodeupdate update;   /* in-place updates: handshake and result (nodeupdate.h) */
+	struct podsweep sweep;      /* the Pods left on the Node after one (podsweep.h) */
 	/* The last good OSC from the Secret (oscsecret.h). */
 	struct oscsecret good;
 	/* Stock user data and where each setting came from (stock.h); the
@@ -657,6 +659,7 @@ static void reconcile(struct agent *a, uint64_t now)
 	if (a->node.synced || a->node_seen || (!a->cfg.keys_from_node_annotation && a->node.failures > 0))
 		write_desired(a, now);
 	take_update_report(a);
+	podsweep_want(&a->sweep, nodeupdate_sweep_wanted(&a->update), now);
 	/* A rotation it asks for is started by the next pass (take_rotations()). */
 	if (a->update.resync_tokens || a->update.renew_cert || a->update.recheck)
 		a->dirty = true;
@@ -727,6 +730,17 @@ static void on_new_credentials(void *userdata)
 		a->dirty = true;
 }
 
+/* A round of deleting the Pods left on the Node ended (podsweep.h). */
+static void on_sweep_round(void *userdata, bool ok, const char *why)
+{
+	struct agent *a = userdata;
+	if (ok)
+		nodeupdate_pods_deleted(&a->update);
+	else
+		set_error(a, "%s", why);
+	a->dirty = true;
+}
+
 /* The rotations an in-place update asks the agent for (nodeupdate.h). */
 static void take_rotations(struct agent *a, uint64_t now)
 {
@@ -795,6 +809,7 @@ static int start_watches(struct agent *a)
 		health_init(&a->health, &a->cfg, &a->http, &a->events);
 	internalip_init(&a->internalip, a->cfg.health_enabled && !a->opts->once, a->cfg.health_interval_ms, &a->http,
 			&a->events, &a->health, (const char *const *)&a->cfg.node_name);
+	podsweep_init(&a->sweep, &a->http, (const char *const *)&a->cfg.node_name, on_sweep_round, a);
 	a->metrics.health = &a->health;
 	a->metrics.lease = a->cfg.lease_enabled ? &a->lease : NULL;
 	a->metrics.httpd = &a->httpd;
@@ -818,6 +833,7 @@ static void stop_watches(struct agent *a)
 	conditions_done(&a->conditions);
 	health_done(&a->health);
 	internalip_done(&a->internalip);
+	podsweep_done(&a->sweep);
 	httpd_done(&a->httpd);
 	http_client_done(&a->http);
 }
@@ -1181,6 +1197,7 @@ static uint64_t tick_duties(struct agent *a, uint64_t now)
 	next = min_u64(next, events_tick(&a->events, now));
 	next = min_u64(next, conditions_tick(&a->conditions, now));
 	next = min_u64(next, internalip_tick(&a->internalip, now));
+	next = min_u64(next, podsweep_tick(&a->sweep, now));
 	next = min_u64(next, health_tick(&a->health, now, applied_ok(a)));
 	take_probe_verdict(a, now);
 	take_health_repair(a);

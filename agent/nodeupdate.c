@@ -39,6 +39,7 @@ bool nodeupdate_node(struct nodeupdate *u, const struct kube_node *k)
 	bool had_condition = u->ready_for_update;
 	u->ready_for_update = k && k->ready_for_update;
 	u->label_failed = k && strx_eq(k->update_result, KUBE_UPDATE_RESULT_FAILED);
+	u->label_successful = k && strx_eq(k->update_result, KUBE_UPDATE_RESULT_SUCCESSFUL);
 	if (u->ready_for_update && !had_condition)
 		log_notice("Node has condition %s with reason %s: machine-controller-manager drained it, the in-place "
 			   "update may proceed",
@@ -114,6 +115,9 @@ bool nodeupdate_result(struct nodeupdate *u, const struct nodeupdate_report *r)
 	 * that the issued certificate is checked against it. */
 	if (u->current && (u->state == NODEUPDATE_WAITING || u->state == NODEUPDATE_FAILED))
 		u->tokens_synced = u->cert_asked = false;
+	/* The Pods are deleted once per update: any other report starts over. */
+	if (u->current && u->state != NODEUPDATE_SUCCESSFUL)
+		u->pods_deleted = false;
 	bool past_handshake = u->current && (u->state == NODEUPDATE_RUNNING || u->state == NODEUPDATE_SUCCESSFUL);
 	if (past_handshake && !u->tokens_synced && (u->kinds & INPLACE_SA_KEY_ROTATION)) {
 		u->tokens_synced = true;
@@ -130,6 +134,20 @@ bool nodeupdate_result(struct nodeupdate *u, const struct nodeupdate_report *r)
 	}
 	nodeupdate_want(u, &after);
 	return memcmp(&before, &after, sizeof(before)) != 0 || state_changed;
+}
+
+bool nodeupdate_sweep_wanted(const struct nodeupdate *u)
+{
+	return u->current && u->state == NODEUPDATE_SUCCESSFUL && !u->ca_pending && nodeupdate_ready(u) &&
+	       !u->label_successful && !u->pods_deleted;
+}
+
+bool nodeupdate_pods_deleted(struct nodeupdate *u)
+{
+	if (u->pods_deleted)
+		return false;
+	u->pods_deleted = true;
+	return true;
 }
 
 bool nodeupdate_cert_renewed(struct nodeupdate *u)
@@ -171,7 +189,13 @@ void nodeupdate_want(const struct nodeupdate *u, struct nodeupdate_want *w)
 			return;
 		}
 		/* performInPlaceUpdate: labelled only while the Node has the
-		 * condition ReadyForUpdate or the label "failed". */
+		 * condition ReadyForUpdate or the label "failed", and only
+		 * after deleteRemainingPods (podsweep.h); until then the
+		 * update is not over. */
+		if (nodeupdate_sweep_wanted(u)) {
+			w->hold_checksum = true;
+			return;
+		}
 		if (nodeupdate_ready(u)) {
 			w->update_result = KUBE_UPDATE_RESULT_SUCCESSFUL;
 			w->failed_reason_remove = true;

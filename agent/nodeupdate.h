@@ -17,7 +17,8 @@
  *   node-agent.gardener.cloud/updating-operating-system-version removed;
  *   only while the Node still has the ReadyForUpdate condition or the label
  *   "failed" (performInPlaceUpdate's guard), so a label machine-controller-
- *   manager removed after the update is not put back;
+ *   manager removed after the update is not put back; and only once the
+ *   Pods remaining on the Node were deleted (podsweep.h);
  * - failed: the label "failed" and the reason in the update-failed-reason
  *   annotation (where Gardener puts it); the executor retries, a later
  *   success replaces both;
@@ -83,6 +84,7 @@ struct nodeupdate {
 	/* The Node as last seen by the watch. */
 	bool ready_for_update;
 	bool label_failed;
+	bool label_successful;        /* update-result=successful already on the Node */
 	/* The executor's report, as last read. */
 	enum nodeupdate_state state;
 	unsigned kinds;
@@ -99,6 +101,8 @@ struct nodeupdate {
 	bool tokens_synced;
 	bool cert_asked;
 	bool ca_pending;              /* a new certificate asked for, not in use yet */
+	bool pods_deleted;            /* the Pods remaining on the Node were deleted
+	                               * for this update (podsweep.h) */
 	bool first_taken;             /* a current report was taken since the start */
 	bool recheck;                 /* for the agent: have the executor run now (a
 	                               * rewrite of desired.json): an update was
@@ -130,6 +134,18 @@ bool nodeupdate_result(struct nodeupdate *u, const struct nodeupdate_report *r);
 /* The new client certificate is in use: a held "successful" may go on the
  * Node. Returns true when one was held. */
 bool nodeupdate_cert_renewed(struct nodeupdate *u);
+
+/* Whether the Pods remaining on the Node are to be deleted now (podsweep.h):
+ * the executor's current report is "successful", no new certificate is
+ * awaited, the Node has the condition ReadyForUpdate or the label "failed",
+ * not the label "successful", and they were not deleted for this update
+ * yet (performInPlaceUpdate's guard before deleteRemainingPods). The label
+ * "successful" waits for it (nodeupdate_want()). Pure. */
+bool nodeupdate_sweep_wanted(const struct nodeupdate *u);
+
+/* The Pods were deleted: the label may go on the Node. Returns true when
+ * that changed what the Node should show. */
+bool nodeupdate_pods_deleted(struct nodeupdate *u);
 
 /* desired.json's inPlaceUpdate.readyForUpdate: the Node has the condition
  * InPlaceUpdate with the reason ReadyForUpdate, or the label update-result

@@ -378,6 +378,26 @@ check "... update-result=successful, both annotations removed (200)" \
 check "... the label on the Node" test "$(rk GET "/api/v1/nodes/$KUBE_NODE" | jget "d['metadata']['labels'].get('node.machine.sapcloud.io/update-result')")" = successful
 check "... the same on another Node refused (403)" \
 	test "$(cert_req PATCH /api/v1/nodes/other-node "$IP_OK")" = 403
+# deleteRemainingPods (agent/podsweep.c) as the agent sends it: the list
+# of its Node's Pods by field selector and a DELETE of each, allowed by
+# Gardener's authorizer (authorizePod) for Pods bound to its Node only.
+# Pods as the scheduler binds them (no kubelet here: a deleted Pod keeps
+# its deletionTimestamp, as it would until the kubelet confirms).
+rk_sa kube-system default || fail "ServiceAccount kube-system/default"
+podj() { printf '{"apiVersion":"v1","kind":"Pod","metadata":{"name":"%s","namespace":"kube-system"},"spec":{"nodeName":"%s","automountServiceAccountToken":false,"containers":[{"name":"c","image":"pause"}]}}' "$1" "$2"; }
+rk POST /api/v1/namespaces/kube-system/pods "$(podj ds-mine "$KUBE_NODE")" >/dev/null
+c1=$RK_CODE
+rk POST /api/v1/namespaces/kube-system/pods "$(podj ds-other other-node)" >/dev/null
+check "Pods on its Node and on another created ($c1, $RK_CODE)" test "$c1/$RK_CODE" = 201/201
+plist=$(curl -s --cacert "$KUBE_PKI/ca.crt" --cert "$PEM" "$KUBE_API/api/v1/pods?fieldSelector=spec.nodeName%3D$KUBE_NODE")
+check "with the certificate: list of Pods with spec.nodeName=$KUBE_NODE allowed, its Pod only" \
+	test "$(jget "' '.join(o['metadata']['name'] for o in d.get('items', []))" <<<"$plist")" = ds-mine
+check "... DELETE of its Node's Pod allowed (200)" \
+	test "$(cert_req DELETE /api/v1/namespaces/kube-system/pods/ds-mine)" = 200
+check "... DELETE of another Node's Pod refused (403)" \
+	test "$(cert_req DELETE /api/v1/namespaces/kube-system/pods/ds-other)" = 403
+check "... the one deleted (deletionTimestamp), the other not" \
+	test "$(rk GET /api/v1/namespaces/kube-system/pods/ds-mine | jget "bool(d['metadata'].get('deletionTimestamp'))")/$(rk GET /api/v1/namespaces/kube-system/pods/ds-other | jget "bool(d['metadata'].get('deletionTimestamp'))")" = true/false
 agent_stop
 check_not "no sanitizer report in the agent's log" grep -l 'Sanitizer\|runtime error' "$S/agent.log"
 echo "# real-apiserver CSR test took $(($(date +%s) - t_begin)) s"

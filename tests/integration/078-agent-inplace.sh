@@ -10,7 +10,11 @@
 # node-agent.gardener.cloud/updating-operating-system-version; "failed"
 # becomes update-result=failed with the reason in
 # node.machine.sapcloud.io/update-failed-reason and no checksum; a
-# restarted agent derives the same from the Node and result.json. The
+# restarted agent derives the same from the Node and result.json. Before
+# the label "successful", the Pods left on the Node are deleted, those of
+# other Nodes untouched, and a delete that fails holds the label back
+# until a retry succeeds (agent/podsweep.c, gardener's deleteRemainingPods).
+# The
 # executor here is a stand-in that writes result.json as lib/node/result.h
 # describes it (the real executor's steps are tested on its side).
 source "$TESTS_DIR/lib/common.sh"
@@ -97,11 +101,30 @@ view
 check "  ... no update-result label" [ -z "$V_RESULT" ]
 check "  ... the checksum annotation stays at the old OSC" [ "$V_SUM" = "$(sum "$S/v1.yaml")" ]
 
+# What machine-controller-manager's drain leaves on the node (a DaemonSet
+# pod, a pod with local storage), and a pod of another node.
+pod() { kctl POST /pod '{"namespace": "'"$1"'", "name": "'"$2"'", "node": "'"$3"'"}' >/dev/null; }
+pods() { kctl GET /pods | jget "' '.join(sorted(d))"; }
+pod kube-system calico-node-x2b9k "$KUBE_NODE"
+pod shop web-0 "$KUBE_NODE"
+pod shop web-1 node-other
 # machine-controller-manager drained the node.
 t=$(now)
 m=$(log_mark)
 mcm ReadyForUpdate
 check "ReadyForUpdate: update-result=successful" wait_label successful 20
+t_label=$(kube_wait_annotation checksum/cloud-config-data "$(sum "$S/v2.yaml")" "$t" 5)
+check "  ... the Pods on the Node deleted, the other Node's untouched" [ "$(pods)" = "shop/web-1" ]
+check "  ... listed by field selector spec.nodeName across all namespaces" \
+	[ "$(kube_count "$t" 'e["method"] == "GET" and e["path"] == "/api/v1/pods?fieldSelector=spec.nodeName%3D'"$KUBE_NODE"'" and e["status"] == 200')" -eq 1 ]
+check "  ... each deleted once, before the label was set" \
+	python3 -c 'import json, subprocess, sys
+log = json.loads(subprocess.check_output(["python3", sys.argv[1], "ctl", "GET", "/log?since=" + sys.argv[2]]))["requests"]
+d = [e for e in log if e["method"] == "DELETE"]
+paths = sorted(e["path"] for e in d)
+sys.exit(not (paths == ["/api/v1/namespaces/kube-system/pods/calico-node-x2b9k", "/api/v1/namespaces/shop/pods/web-0"]
+              and all(e["status"] == 200 and e["end"] <= float(sys.argv[3]) for e in d)))' "$_kube_py" "$t" "$t_label"
+check "  ... logged" wait_log "deleted the 2 Pod(s) remaining on Node $KUBE_NODE" "$m" 1
 check "  ... the handshake is logged" wait_log "Node has condition InPlaceUpdate with reason ReadyForUpdate" "$m" 1
 check "  ... desired.json said readyForUpdate true" [ "$(ready_in_desired)" = true ]
 check "  ... the new checksum annotated (same patch)" [ "$V_SUM" = "$(sum "$S/v2.yaml")" ]
@@ -145,8 +168,20 @@ check "  ... and patches nothing it already finds on the Node" \
 	[ "$(kube_count "$t" 'e["method"] == "PATCH" and e["path"] == "/api/v1/nodes/'"$KUBE_NODE"'"')" -eq 0 ]
 printf '{"kinds": ["os-version"], "outcome": "successful", "os": "1877.4"}' >"$S/inplace"
 mcm ""
+# A Pod left on the Node whose first two deletes fail (500): the label
+# waits (the second round comes 1-2 s after the first, the third 2-4 s
+# after that: the view below has seconds to see "failed").
+pod kube-system calico-node-q7m2p "$KUBE_NODE"
+kctl POST /fault '{"type": "500", "match": "DELETE /api/v1/namespaces/", "count": 2}' >/dev/null
+m=$(log_mark)
 exec_once
+check "a failed Pod delete is logged, the label not set" wait_log "cannot delete the Pods remaining on Node $KUBE_NODE" "$m" 10
+view
+check "  ... update-result still failed" [ "$V_RESULT" = failed ]
 check "the retry succeeds: update-result=successful (label failed counts as ready)" wait_label successful 20
+check "  ... after the Pod was deleted by a later round" [ "$(pods)" = "shop/web-1" ]
+check "  ... three rounds: two deletes refused, the third deleted it" \
+	[ "$(kube_count "$t" 'e["method"] == "DELETE" and e["path"].endswith("/calico-node-q7m2p")')" -eq 3 ]
 check "  ... the reason and the version annotation removed (same patch)" [ -z "$V_REASON$V_OS" ]
 check "  ... the checksum annotated" [ "$V_SUM" = "$(sum "$S/v3.yaml")" ]
 

@@ -5,7 +5,8 @@
 # handshake and the executor's "successful" it requests a new certificate
 # with the current one (gardener's requestNewKubeConfigForNodeAgent), the
 # old one in use until the new one is issued and verified, and only then
-# sets update-result=successful and the checksum annotation. The executor is
+# sets update-result=successful and the checksum annotation (after deleting
+# the Pods left on the Node, none here). The executor is
 # the stand-in of tests/lib/inplace-exec.py.
 source "$TESTS_DIR/lib/common.sh"
 source "$TESTS_DIR/lib/kube.sh"
@@ -84,6 +85,16 @@ check "  ... the label only after the new certificate was in use" python3 - "$S/
 	inuse = next(i for i, l in enumerate(lines) if "the new client certificate is in use" in l)
 	label = next(i for i, l in enumerate(lines) if "patching Node" in l and "update-result" in l)
 	sys.exit(0 if inuse < label else 1)
+	PY
+# gardener's performInPlaceUpdate: the rotation, then deleteRemainingPods,
+# then the label (agent/podsweep.c).
+check "  ... the Pods on the Node deleted after the new certificate, before the label" python3 - "$S/agent.log" "$m" <<-'PY'
+	import sys
+	lines = open(sys.argv[1]).read().splitlines()[int(sys.argv[2]):]
+	inuse = next(i for i, l in enumerate(lines) if "the new client certificate is in use" in l)
+	swept = next(i for i, l in enumerate(lines) if "deleted the 0 Pod(s) remaining on Node" in l)
+	label = next(i for i, l in enumerate(lines) if "patching Node" in l and "update-result" in l)
+	sys.exit(0 if inuse < swept < label else 1)
 	PY
 check "  ... the checksum annotated" [ "$(kube_annotation checksum/cloud-config-data)" = "$(sha256 "$S/v2.yaml")" ]
 

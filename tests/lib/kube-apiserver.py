@@ -37,7 +37,10 @@ that node referencing the Secret. --secret-reader subjects may get a named Secre
 fieldSelector=metadata.name=<name> (RBAC resourceNames), not list them all.
 --node-admin subjects may get/list/watch/patch every Node. --admin subjects
 (and group system:masters) may do everything. Anonymous requests are
-system:anonymous and get 403.
+system:anonymous and get 403. Pods: a list of all namespaces with
+fieldSelector=spec.nodeName=<node> (a node identity: its own) and DELETE of a
+Pod bound to a Node (a node identity: its own) for node identities and
+--node-admin subjects (Gardener's node-agent authorizer, authorizePod).
 
 CONTROL (all JSON; times are the server's time.time()):
   GET  /healthz
@@ -49,6 +52,8 @@ CONTROL (all JSON; times are the server's time.time()):
   POST /node     {"name", "annotations": {k: v|null}, "labels": {k: v|null}, "status": {...} merged in,
                   "delete": bool}
   GET  /node?name=NAME                         -> the Node
+  POST /pod      {"namespace","name","node" (spec.nodeName) | "delete": bool}
+  GET  /pods                                   -> {"<ns>/<name>": nodeName} of every Pod
   GET  /annotations?key=KEY                    -> {"values": {node: value or null}} for every Node
   GET  /leases?namespace=NS                    -> {"items": [Leases]}
   GET  /events?namespace=NS                    -> {"items": [Events]} (POSTed by agents)
@@ -475,6 +480,8 @@ EVENTS_RE = re.compile(r"^/api/v1/namespaces/(?P<ns>[^/]+)/events$")
 LEASE_RE = re.compile(r"^/apis/coordination\.k8s\.io/v1/namespaces/(?P<ns>[^/]+)/leases(?:/(?P<name>[^/]+))?$")
 PATH_RE = re.compile(r"^/api/v1/(?:namespaces/(?P<ns>[^/]+)/)?(?P<res>secrets|nodes)(?:/(?P<name>[^/]+))?$")
 NODE_STATUS_RE = re.compile(r"^/api/v1/nodes/(?P<name>[^/]+)/status$")
+# Pods (agent/podsweep.c): the list of all namespaces, and one Pod.
+POD_RE = re.compile(r"^/api/v1/(?:namespaces/(?P<ns>[^/]+)/)?pods(?:/(?P<name>[^/]+))?$")
 
 
 class ApiHandler(http.server.BaseHTTPRequestHandler):
@@ -699,6 +706,10 @@ class ApiHandler(http.server.BaseHTTPRequestHandler):
         if mst:
             self.node_status(user, groups, mst.group("name"), body)
             return
+        mp = POD_RE.match(url.path)
+        if mp:
+            self.pods(user, groups, mp.group("ns"), mp.group("name"), q)
+            return
         m = PATH_RE.match(url.path)
         if not m or (m.group("res") == "secrets") != (m.group("ns") is not None):
             self.send_json(404, status(404, "NotFound", "the server could not find the requested resource", {}))
@@ -751,6 +762,50 @@ class ApiHandler(http.server.BaseHTTPRequestHandler):
             if not self.authorize(user, groups, "patch", res, ns, name):
                 return
             self.patch(user, groups, kind, res, ns, name, body)
+            return
+        self.send_json(405, status(405, "MethodNotAllowed",
+                                   "the server does not allow this method on the requested resource", {}))
+
+    # --- Pods: list by field selector spec.nodeName, delete (gardener's
+    # deleteRemainingPods). Admins may do anything; a node identity or a
+    # --node-admin subject may list with spec.nodeName=<a node> (a node
+    # identity: its own) and delete a Pod bound to a Node (a node identity:
+    # to its own), as Gardener's node-agent authorizer (authorizePod) and
+    # the Node authorizer allow. No watch, no get.
+    def pods(self, user, groups, ns, name, q):
+        st = self.st
+        admin = self.subject_in(user, groups, st.admins) or "system:masters" in groups
+        is_node = user.startswith("system:node:") and "system:nodes" in groups
+        mine = user[len("system:node:"):] if is_node else None
+        ok = admin or is_node or self.subject_in(user, groups, st.node_admins)
+        if self.command == "GET" and not name:
+            fs = q.get("fieldSelector", "")
+            mm = re.match(r"^spec\.nodeName(?:=|==)([^,]+)$", fs) if fs else None
+            if fs and not mm:
+                self.send_json(400, status(400, "BadRequest", 'unable to parse requested field selector "%s"' % fs))
+                return
+            node = mm.group(1) if mm else None
+            if not admin and (not ok or node is None or (mine is not None and node != mine)):
+                self.forbidden(user, "list", "pods", ns, None,
+                               "can only list/watch pods with spec.nodeName field selector")
+                return
+            items, rv = st.store.list("Pod", ns, None)
+            items = [o for o in items if node is None or (o.get("spec") or {}).get("nodeName") == node]
+            self.send_json(200, {"kind": "PodList", "apiVersion": "v1",
+                                 "metadata": {"resourceVersion": str(rv)}, "items": items})
+            return
+        if self.command == "DELETE" and ns and name:
+            pod = st.store.get("Pod", ns, name)
+            bound = (pod.get("spec") or {}).get("nodeName") if pod else None
+            if not admin and (not ok or (pod is not None and (not bound or (mine is not None and bound != mine)))):
+                self.forbidden(user, "delete", "pods", ns, name, "pod does not belong to this node")
+                return
+            gone = st.store.delete("Pod", ns, name)
+            if gone is None:
+                self.send_json(404, status(404, "NotFound", 'pods "%s" not found' % name,
+                                           {"name": name, "kind": "pods"}))
+                return
+            self.send_json(200, gone)
             return
         self.send_json(405, status(405, "MethodNotAllowed",
                                    "the server does not allow this method on the requested resource", {}))
@@ -1617,6 +1672,26 @@ class ControlHandler(http.server.BaseHTTPRequestHandler):
                     stored, changed = store.put("Node", None, name, new)
                 self.reply(200, {"t": t, "resourceVersion": stored["metadata"]["resourceVersion"],
                                  "changed": changed})
+            elif p == "/pods":
+                # {"<ns>/<name>": "<spec.nodeName>"} of every Pod
+                items, _ = store.list("Pod", None, None)
+                self.reply(200, {"%s/%s" % (o["metadata"]["namespace"], o["metadata"]["name"]):
+                                 (o.get("spec") or {}).get("nodeName") for o in items})
+            elif p == "/pod":
+                # {"namespace", "name", "node"}: a Pod bound to node (as the
+                # scheduler or a DaemonSet controller makes it); "delete": true
+                ns, name = req.get("namespace", "default"), req["name"]
+                if req.get("delete"):
+                    o = store.delete("Pod", ns, name)
+                    self.reply(200 if o else 404, {"t": time.time()})
+                    return
+                obj = {"kind": "Pod", "apiVersion": "v1",
+                       "metadata": {"name": name, "namespace": ns, "uid": str(uuid.uuid4()),
+                                    "creationTimestamp": now_ts()},
+                       "spec": {"nodeName": req.get("node"), "containers": [{"name": "c", "image": "pause"}]},
+                       "status": {"phase": "Running"}}
+                stored, _ = store.put("Pod", ns, name, obj)
+                self.reply(200, {"t": time.time(), "resourceVersion": stored["metadata"]["resourceVersion"]})
             elif p == "/annotations":
                 # {"values": {node: value of annotation KEY or null}} for every Node (a fleet's progress)
                 items, _ = store.list("Node", None, None)

@@ -117,7 +117,17 @@ static void results(void **state)
 	assert_null(w.update_result);
 	struct kube_node k = { .ready_for_update = true };
 	nodeupdate_node(&u, &k);
+	/* Ready: first the Pods left on the Node go (podsweep.h), the
+	 * label and the checksum wait for it. */
+	assert_true(nodeupdate_sweep_wanted(&u));
 	nodeupdate_want(&u, &w);
+	assert_null(w.update_result);
+	assert_true(w.hold_checksum);
+	assert_true(nodeupdate_pods_deleted(&u));
+	assert_false(nodeupdate_pods_deleted(&u));
+	assert_false(nodeupdate_sweep_wanted(&u));
+	nodeupdate_want(&u, &w);
+	assert_false(w.hold_checksum);
 	assert_string_equal(w.update_result, "successful");
 	assert_true(w.failed_reason_remove);
 	assert_true(w.updating_os_remove);
@@ -199,8 +209,11 @@ static void rotations(void **state)
 	nodeupdate_want(&u, &w);
 	assert_true(w.hold_checksum);
 	assert_null(w.update_result);
+	assert_false(nodeupdate_sweep_wanted(&u)); /* not before the certificate */
 	assert_true(nodeupdate_cert_renewed(&u));
 	assert_false(nodeupdate_cert_renewed(&u));
+	assert_true(nodeupdate_sweep_wanted(&u));
+	nodeupdate_pods_deleted(&u);
 	nodeupdate_want(&u, &w);
 	assert_false(w.hold_checksum);
 	assert_string_equal(w.update_result, "successful");
@@ -221,6 +234,72 @@ static void rotations(void **state)
 	assert_true(u.resync_tokens);
 }
 
+/* deleteRemainingPods' guard (gardener reconciler.go performInPlaceUpdate):
+ * the Pods are deleted after every step, while the Node has the condition
+ * ReadyForUpdate (or the label "failed") and not the label "successful";
+ * once per update; the label waits for it. */
+static void pods_before_label(void **state)
+{
+	struct nodeupdate u = {};
+	struct nodeupdate_want w;
+	struct kube_node k = {};
+	struct nodeupdate_report r = { .state = NODEUPDATE_WAITING, .kinds = INPLACE_KUBELET_MINOR_VERSION,
+				       .generation = 1, .current = true };
+	nodeupdate_result(&u, &r);
+	assert_false(nodeupdate_sweep_wanted(&u));
+	k.ready_for_update = true;
+	nodeupdate_node(&u, &k);
+	r.state = NODEUPDATE_RUNNING;
+	r.generation = 2;
+	nodeupdate_result(&u, &r);
+	assert_false(nodeupdate_sweep_wanted(&u)); /* not while running */
+	r.state = NODEUPDATE_SUCCESSFUL;
+	r.generation = 3;
+	nodeupdate_result(&u, &r);
+	assert_true(nodeupdate_sweep_wanted(&u));
+	/* A report of an older desired state: no. */
+	r.current = false;
+	nodeupdate_result(&u, &r);
+	assert_false(nodeupdate_sweep_wanted(&u));
+	r.current = true;
+	nodeupdate_result(&u, &r);
+	/* The Node not ready (the condition gone, no label): no. */
+	k.ready_for_update = false;
+	nodeupdate_node(&u, &k);
+	assert_false(nodeupdate_sweep_wanted(&u));
+	nodeupdate_want(&u, &w);
+	assert_null(w.update_result);
+	/* The label "failed" counts as ready (a retry). */
+	k.update_result = (char[]){ "failed" };
+	nodeupdate_node(&u, &k);
+	assert_true(nodeupdate_sweep_wanted(&u));
+	/* The label "successful" already there (set before a restart):
+	 * no new sweep, and the label stays wanted while ready. */
+	k.update_result = (char[]){ "successful" };
+	k.ready_for_update = true;
+	nodeupdate_node(&u, &k);
+	assert_false(nodeupdate_sweep_wanted(&u));
+	nodeupdate_want(&u, &w);
+	assert_string_equal(w.update_result, "successful");
+	assert_false(w.hold_checksum);
+	/* Deleted once: a later generation of the same result does not ask
+	 * again; a new update (another state first) does. */
+	k.update_result = NULL;
+	nodeupdate_node(&u, &k);
+	assert_true(nodeupdate_sweep_wanted(&u));
+	assert_true(nodeupdate_pods_deleted(&u));
+	r.generation = 4;
+	nodeupdate_result(&u, &r);
+	assert_false(nodeupdate_sweep_wanted(&u));
+	r.state = NODEUPDATE_RUNNING;
+	r.generation = 5;
+	nodeupdate_result(&u, &r);
+	r.state = NODEUPDATE_SUCCESSFUL;
+	r.generation = 6;
+	nodeupdate_result(&u, &r);
+	assert_true(nodeupdate_sweep_wanted(&u));
+}
+
 int main(void)
 {
 	log_open("test-agent-nodeupdate", LOG_TARGET_STDERR);
@@ -230,6 +309,7 @@ int main(void)
 		cmocka_unit_test(results),
 		cmocka_unit_test(recheck_after_restart),
 		cmocka_unit_test(rotations),
+		cmocka_unit_test(pods_before_label),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
