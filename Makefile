@@ -240,7 +240,7 @@ check-integration: $(PROGS) $(TESTS) $(TOOLS)
 # curl: nothing of ours runs in it.
 # SANITIZE_INTEGRATION=all runs everything.
 SANITIZE_INTEGRATION ?= 010- 011- 020- 021- 023- 024- 026- 027- 028- 037- 040- 041- 042- 044- 045- 046- \
-                        047- 048- 065-
+                        047- 048- 065- 081-
 check-sanitize:
 	$(Q)$(MAKE) B=$(B)-sanitize SANITIZE=1 CC=clang check-unit
 	$(Q)$(MAKE) B=$(B)-sanitize SANITIZE=1 CC=clang \
