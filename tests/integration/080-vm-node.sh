@@ -442,7 +442,7 @@ approve_pending() {
 }
 want=$(sha256 "$OSC")
 join_s=120
-want 2 && join_s=420 # the image pulled, the kubelet started and registered under TCG
+want 2 && join_s=600 # the image pulled (3 min under TCG), its layer copied out (2 min), the kubelet started and registered
 # kubelet_diag: what the guest says about the kubelet (scenario 2), into the
 # test's output ("#   ") and $VM_DIAG_DIR (kept after the run when set).
 kubelet_diag() {
