@@ -65,6 +65,12 @@ int child_run(const char *path, char *const argv[], char *const envp[], unsigned
 int child_run_sink(const char *path, char *const argv[], char *const envp[], unsigned timeout_ms,
 		   int (*sink)(void *userdata, const void *data, size_t len), void *userdata, int *ret_status)
 {
+	return child_run_stream(path, argv, envp, timeout_ms, timeout_ms, sink, userdata, ret_status);
+}
+
+int child_run_stream(const char *path, char *const argv[], char *const envp[], unsigned idle_ms, unsigned total_ms,
+		     int (*sink)(void *userdata, const void *data, size_t len), void *userdata, int *ret_status)
+{
 	int p[2];
 	if (pipe2(p, O_CLOEXEC) < 0)
 		return negerrno();
@@ -86,11 +92,14 @@ int child_run_sink(const char *path, char *const argv[], char *const envp[], uns
 	}
 	close(wfd);
 
-	struct timespec start;
+	struct timespec start, last;
 	clock_gettime(CLOCK_MONOTONIC, &start);
+	last = start;
 	int status = 0, r = 0;
 	for (;;) {
-		long left = (long)timeout_ms - ms_since(&start);
+		long left = (long)total_ms - ms_since(&start), idle_left = (long)idle_ms - ms_since(&last);
+		if (idle_left < left)
+			left = idle_left;
 		if (left <= 0) {
 			reap(pid, true, &status);
 			return -ETIMEDOUT;
@@ -112,19 +121,21 @@ int child_run_sink(const char *path, char *const argv[], char *const envp[], uns
 			continue;
 		if (k <= 0)
 			break; /* EOF: the child (and anything it started) closed stdout */
+		clock_gettime(CLOCK_MONOTONIC, &last);
 		if ((r = sink(userdata, tmp, (size_t)k)) < 0) {
 			reap(pid, true, &status);
 			return r;
 		}
 	}
-	/* stdout closed; the child must still end within the deadline. */
+	/* stdout closed; the child must still end within the deadlines. */
+	clock_gettime(CLOCK_MONOTONIC, &last);
 	for (;;) {
 		pid_t w = waitpid(pid, &status, WNOHANG);
 		if (w == pid)
 			break;
 		if (w < 0 && errno != EINTR)
 			return negerrno();
-		if (ms_since(&start) > (long)timeout_ms) {
+		if (ms_since(&start) > (long)total_ms || ms_since(&last) > (long)idle_ms) {
 			reap(pid, true, &status);
 			return -ETIMEDOUT;
 		}

@@ -375,7 +375,8 @@ static int layer(const struct images_ctx *ic, const char *digest, bool gzip, con
 	char *argv[] = { a0, a1, (char *)(uintptr_t)ic->address, a3, a4, a5, a6, d, NULL };
 	struct layer_feed f = { .l = l };
 	int status = 0;
-	r = child_run_sink(IMAGES_CTR, argv, child_env, IMAGES_CTR_TIMEOUT_MS, layer_sink, &f, &status);
+	r = child_run_stream(IMAGES_CTR, argv, child_env, IMAGES_CTR_TIMEOUT_MS, IMAGES_LAYER_TIMEOUT_MS, layer_sink, &f,
+			     &status);
 	if (r < 0) {
 		if (r == -EFBIG)
 			snprintf(why, why_size, "layer %.19s: more than %u MiB (compressed or not)", digest,
@@ -383,7 +384,8 @@ static int layer(const struct images_ctx *ic, const char *digest, bool gzip, con
 		else if (o->write_error)
 			snprintf(why, why_size, "cannot write %s: %s", o->path, strerror(-r));
 		else
-			snprintf(why, why_size, "ctr content get %.19s: %s", digest, strerror(-r));
+			snprintf(why, why_size, "ctr content get %.19s: %s", digest,
+				 r == -ETIMEDOUT ? "no data for 60 s or not done in 5 min" : strerror(-r));
 		oci_layer_free(l);
 		return r;
 	}

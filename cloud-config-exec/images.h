@@ -41,6 +41,10 @@
 #define IMAGES_STATE_FILE "images.json"
 #define IMAGES_PULL_TIMEOUT_MS (300u * 1000) /* containerd's image_pull_progress_timeout */
 #define IMAGES_CTR_TIMEOUT_MS (60u * 1000)
+/* A layer streamed out of containerd: IMAGES_CTR_TIMEOUT_MS without data,
+ * or this in all (the kubelet's 28 MiB layer took more than 60 s to inflate
+ * and hash under qemu's TCG; child_run_stream()). */
+#define IMAGES_LAYER_TIMEOUT_MS (5u * 60 * 1000)
 #define IMAGES_BLOB_MAX (1024u << 20)        /* bytes of one layer, compressed or not (time, disk) */
 #define IMAGES_PULL_UNIT_PREFIX "cloud-config-exec-pull@"
 #define IMAGES_UNIT_NAME_MAX 255              /* systemd's UNIT_NAME_MAX - 1 */

@@ -442,10 +442,36 @@ approve_pending() {
 }
 want=$(sha256 "$OSC")
 join_s=120
-want 2 && join_s=420 # the image pulled, the kubelet started and registered under TCG
+want 2 && join_s=600 # the image pulled (3 min under TCG), its layer copied out (2 min), the kubelet started and registered
+# kubelet_diag: what the guest says about the kubelet (scenario 2), into the
+# test's output ("#   ") and $VM_DIAG_DIR (kept after the run when set).
+kubelet_diag() {
+	local f=$S/kubelet-diag.txt
+	VM_SSH_TIMEOUT=60 vm_ssh 'set -x
+		systemctl --no-pager status kubelet.service containerd.service "cloud-config-exec-pull@*" cloud-config-exec.service
+		ls -la /var/lib/kubelet /var/lib/kubelet/pki /opt/bin
+		sed "s/token: .*/token: (elided)/" /var/lib/kubelet/kubeconfig-bootstrap
+		stat -fc %T /sys/fs/cgroup
+		journalctl -q --no-pager -o short-monotonic -u kubelet.service | tail -n 80
+		journalctl -q --no-pager -o short-monotonic -u containerd.service | tail -n 30
+		journalctl -q --no-pager -o short-monotonic -u "cloud-config-exec-pull@*" -u cloud-config-exec.service | tail -n 40
+		journalctl -q --no-pager -o short-monotonic -u node-agent.service | tail -n 30' >"$f" 2>&1
+	sed 's/^/#   /' "$f"
+	if [ -n "${VM_DIAG_DIR:-}" ]; then
+		mkdir -p "$VM_DIAG_DIR" && cp "$f" "$VM_DIAG_DIR/kubelet-diag-$(date +%H%M%S).txt"
+		cp "$S/kcm.log" "$VM_DIAG_DIR/" 2>/dev/null
+	fi
+}
 deadline=$(($(date +%s) + join_s))
+t_prog=$(date +%s)
 while [ "$(date +%s)" -lt "$deadline" ] && [ "$(rk_annotation $ANN)" != "$want" ]; do
 	approve_pending
+	# Progress every 60 s while the kubelet is awaited (a killed run still
+	# says where it was).
+	if want 2 && [ $(($(date +%s) - t_prog)) -ge 60 ]; then
+		t_prog=$(date +%s)
+		echo "# waiting for the kubelet: $(VM_SSH_TIMEOUT=20 vm_ssh 'systemctl show -p ActiveState -p NRestarts --value kubelet.service | tr "\n" " "; journalctl -q --no-pager -u kubelet.service -n 1 -o cat | cut -c1-200' 2>&1 | tr '\n' ' ')"
+	fi
 	sleep 1
 done
 t_ann=$(now)
@@ -454,7 +480,11 @@ if [ "$(rk_annotation $ANN)" = "$want" ]; then
 	echo "# time: boot to Node annotated $(awk -v a="$t_boot" -v b="$t_ann" 'BEGIN { printf "%.1f", b - a }') s (qemu started to the OSC's checksum on the Node)"
 else
 	fail "Node annotated with the OSC's checksum within $join_s s"
-	vm_ssh 'journalctl -q --no-pager -u node-agent.service -u cloud-config-exec.service' 2>&1 | tail -30 | sed 's/^/#   /'
+	if want 2; then
+		kubelet_diag
+	else
+		vm_ssh 'journalctl -q --no-pager -u node-agent.service -u cloud-config-exec.service' 2>&1 | tail -30 | sed 's/^/#   /'
+	fi
 fi
 check "/etc/hello written in the guest by cloud-config-exec" test "$(vm_ssh cat /etc/hello 2>/dev/null)" = "vm 1"
 lease() { rk GET "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/gardener-node-agent-$GUEST_NODE" | jget 'd["spec"].get("renewTime", "")'; }
@@ -505,6 +535,7 @@ stage "scenario 1 (join from stock user data)"
 
 # --- scenario 2: the real kubelet joined -----------------------------------------
 if want 2; then
+	s2_fail0=$_fail
 	vm_ssh 'journalctl -q --no-pager -u "cloud-config-exec-pull@*" -u cloud-config-exec.service -u kubelet.service' >"$S/s2.journal" 2>&1
 	check "the kubelet pulled by node-agent's pull unit (cloud-config-exec-pull@) into containerd ($(vm_ssh 'ctr -n default images ls -q' 2>&1 | tr '\n' ' '))" \
 		sh -c 'vm_out=$1; case "$vm_out" in *"$2"*) exit 0 ;; *) exit 1 ;; esac' sh "$(vm_ssh 'ctr -n default images ls -q' 2>&1)" "$KUBELET_IMAGE"
@@ -524,6 +555,8 @@ if want 2; then
 		vm_ssh 'for i in $(seq 100); do test -e /var/lib/kubelet/kubeconfig-bootstrap || exit 0; sleep 0.3; done; exit 1'
 	check "the kubelet runs on its own client certificate (kubeconfig-real, pki/kubelet-client-current.pem)" \
 		vm_ssh 'test -s /var/lib/kubelet/kubeconfig-real -a -e /var/lib/kubelet/pki/kubelet-client-current.pem && systemctl -q is-active kubelet.service'
+	# The join's failure has dumped it already.
+	[ "$_fail" -eq "$s2_fail0" ] || [ "$(rk_annotation $ANN)" != "$want" ] || kubelet_diag
 	stage "scenario 2 (the real kubelet joins)"
 	# Health repair: the kubelet stopped (SIGSTOP: its healthz hangs); the
 	# agent's health duty (interval 30 s, unhealthy for 60 s by default)
