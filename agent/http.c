@@ -431,11 +431,13 @@ fail:
 	return k;
 }
 
-int http_probe_start(struct http_client *c, const char *url, unsigned timeout_ms, size_t max, http_done_cb done,
-		     void *userdata, struct http_request **ret)
+/* A GET without credentials or proxy, on a fresh connection, never
+ * followed, one deadline: the health probes (http only, loopback) and the
+ * registry mirrors' readinessProbe (http or https; with ca_pem, only that
+ * CA; TLS 1.2 at least). */
+static int probe_start(struct http_client *c, const char *url, bool tls, const char *ca_pem, unsigned timeout_ms,
+		       size_t max, http_done_cb done, void *userdata, struct http_request **ret)
 {
-	if (!urlx_loopback_is_valid(url))
-		return -EINVAL;
 	struct http_request *r = calloc(1, sizeof(*r));
 	if (!r)
 		return -ENOMEM;
@@ -449,62 +451,19 @@ int http_probe_start(struct http_client *c, const char *url, unsigned timeout_ms
 	r->url = strdup(url);
 	r->path = strdup(url);
 	r->easy = curl_easy_init();
-	int k = -ENOMEM;
 	if (!r->url || !r->path || !r->easy)
 		goto fail;
 	CURL *e = r->easy;
+	const char *protocols = tls ? "http,https" : "http";
 	if (curl_easy_setopt(e, CURLOPT_URL, r->url) != CURLE_OK ||
-	    curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http") != CURLE_OK ||
-	    curl_easy_setopt(e, CURLOPT_REDIR_PROTOCOLS_STR, "http") != CURLE_OK ||
+	    curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, protocols) != CURLE_OK ||
+	    curl_easy_setopt(e, CURLOPT_REDIR_PROTOCOLS_STR, protocols) != CURLE_OK ||
 	    curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L) != CURLE_OK ||
 	    curl_easy_setopt(e, CURLOPT_PROXY, "") != CURLE_OK || curl_easy_setopt(e, CURLOPT_NOPROXY, "*") != CURLE_OK)
 		goto fail;
-	set_common_options(e, r, c->user_agent);
-	curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, (long)timeout_ms);
-	curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)timeout_ms);
-	curl_easy_setopt(e, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)max);
-	curl_easy_setopt(e, CURLOPT_FRESH_CONNECT, 1L);
-	curl_easy_setopt(e, CURLOPT_FORBID_REUSE, 1L);
-	r->last_activity_ms = now_ms();
-	if (curl_multi_add_handle(c->multi, e) != CURLM_OK)
-		goto fail;
-	c->n_active++;
-	*ret = r;
-	return 0;
-fail:
-	request_free(r);
-	return k;
-}
-
-int http_mirror_start(struct http_client *c, const char *url, const char *ca_pem, unsigned timeout_ms, size_t max,
-		      http_done_cb done, void *userdata, struct http_request **ret)
-{
-	if (strncmp(url, "http://", 7) != 0 && strncmp(url, "https://", 8) != 0)
-		return -EINVAL;
-	struct http_request *r = calloc(1, sizeof(*r));
-	if (!r)
-		return -ENOMEM;
-	r->client = c;
-	r->method = "GET";
-	r->probe = true;
-	r->max = max;
-	r->done = done;
-	r->userdata = userdata;
-	kube_splitter_init(&r->splitter, max);
-	r->url = strdup(url);
-	r->path = strdup(url);
-	r->easy = curl_easy_init();
-	if (!r->url || !r->path || !r->easy)
-		goto fail;
-	CURL *e = r->easy;
-	if (curl_easy_setopt(e, CURLOPT_URL, r->url) != CURLE_OK ||
-	    curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https") != CURLE_OK ||
-	    curl_easy_setopt(e, CURLOPT_REDIR_PROTOCOLS_STR, "http,https") != CURLE_OK ||
-	    curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L) != CURLE_OK ||
-	    curl_easy_setopt(e, CURLOPT_PROXY, "") != CURLE_OK || curl_easy_setopt(e, CURLOPT_NOPROXY, "*") != CURLE_OK ||
-	    curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 1L) != CURLE_OK ||
-	    curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 2L) != CURLE_OK ||
-	    curl_easy_setopt(e, CURLOPT_SSLVERSION, (long)CURL_SSLVERSION_TLSv1_2) != CURLE_OK)
+	if (tls && (curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 1L) != CURLE_OK ||
+		    curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 2L) != CURLE_OK ||
+		    curl_easy_setopt(e, CURLOPT_SSLVERSION, (long)CURL_SSLVERSION_TLSv1_2) != CURLE_OK))
 		goto fail;
 	if (ca_pem) {
 		struct curl_blob blob = { .data = (void *)(uintptr_t)ca_pem, .len = strlen(ca_pem),
@@ -527,6 +486,22 @@ int http_mirror_start(struct http_client *c, const char *url, const char *ca_pem
 fail:
 	request_free(r);
 	return -ENOMEM;
+}
+
+int http_probe_start(struct http_client *c, const char *url, unsigned timeout_ms, size_t max, http_done_cb done,
+		     void *userdata, struct http_request **ret)
+{
+	if (!urlx_loopback_is_valid(url))
+		return -EINVAL;
+	return probe_start(c, url, false, NULL, timeout_ms, max, done, userdata, ret);
+}
+
+int http_mirror_start(struct http_client *c, const char *url, const char *ca_pem, unsigned timeout_ms, size_t max,
+		      http_done_cb done, void *userdata, struct http_request **ret)
+{
+	if (strncmp(url, "http://", 7) != 0 && strncmp(url, "https://", 8) != 0)
+		return -EINVAL;
+	return probe_start(c, url, true, ca_pem, timeout_ms, max, done, userdata, ret);
 }
 
 void http_cancel(struct http_request *r)
