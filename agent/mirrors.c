@@ -178,14 +178,18 @@ uint64_t mirrors_tick(struct mirrors *m, uint64_t now)
 			}
 			char ca_path[4352];
 			_cleanup_free_ char *ca = NULL;
+			char why[4500];
 			int r = read_cas(m, e, &e->hosts[e->host], &ca, ca_path, sizeof(ca_path));
-			if (r >= 0)
+			if (r < 0)
+				snprintf(why, sizeof(why), "cannot read the CA file %s: %s", ca_path, strerror(-r));
+			else {
 				r = http_mirror_start(m->http, e->hosts[e->host].url, ca, MIRRORS_TIMEOUT_MS, MIRRORS_BODY_MAX,
 						      on_done, e, &e->req);
-			if (r >= 0)
-				continue;
-			char why[4500];
-			snprintf(why, sizeof(why), "cannot read the CA file %s: %s", ca_path, strerror(-r));
+				if (r >= 0)
+					continue;
+				snprintf(why, sizeof(why), "cannot start the probe of %s: %s", e->hosts[e->host].url,
+					 strerror(-r));
+			}
 			mirrors_answer(m, i, 0, r == -ENOMEM ? "out of memory" : why, now);
 		}
 		if (!e->ready && !e->req)
