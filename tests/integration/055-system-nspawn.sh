@@ -537,11 +537,13 @@ fi
 # not /proc, /sys, /dev, /run, /tmp; not /src) except logs, caches and apt/dpkg's own
 # bookkeeping, with a checksum for each regular file under /etc except the
 # account databases (the system users stay by design, see debian/postrm).
+# The running services' temporary files (fsx.c's ".#<name>.<random>", renamed
+# into place a moment later) are not part of any state.
 snapshot() {
 	box sh -c 'find / -xdev \( -path /src -o -path /var/log -o -path /var/cache -o -path /var/lib/apt -o -path /var/lib/dpkg \
-			-o -path /var/lib/systemd/timers -o -path /var/lib/systemd/catalog -o -path /var/tmp \) -prune -o -print |
+			-o -path /var/lib/systemd/timers -o -path /var/lib/systemd/catalog -o -path /var/tmp -o -name ".#*" \) -prune -o -print |
 		sort
-		find /etc -xdev -type f ! -name passwd ! -name group ! -name shadow ! -name gshadow \
+		find /etc -xdev -type f ! -name ".#*" ! -name passwd ! -name group ! -name shadow ! -name gshadow \
 			! -name "passwd-" ! -name "group-" ! -name "shadow-" ! -name "gshadow-" ! -name ld.so.cache -print0 |
 			sort -z | xargs -0 md5sum' >"$1"
 }
@@ -614,20 +616,36 @@ if [ -n "$pid1" ]; then
 fi
 out=$(login gardener gardener-current)
 check "upgrade: ssh login through authkeys-cmd still works: '$out'" test "$out" = gardener
-# The maintainer scripts are idempotent: configuring the same version again
-# changes nothing and fails nowhere.
-snapshot "$S/before-reinstall"
-if boxapt install --reinstall "/src/debs/$DEB_NAME"; then ok "apt-get install --reinstall (postinst again)"; else fail "reinstall"; fi
-snapshot "$S/after-reinstall"
-check "reinstall: the same file list and /etc contents, node-agent, path and timer still active" \
-	sh -c "cmp -s '$S/before-reinstall' '$S/after-reinstall' &&
-		test \"\$('$SDBOX' ctl is-active node-agent.service cloud-config-exec.path cloud-config-exec.timer | tr '\n' ' ')\" = 'active active active '"
 # The token the test gave back above goes again once the Node is registered
-# (the executor's run after the restarted agent's hand-over); the purge must
-# not race that run, or the token is a trace the purge left.
+# (the executor's run after the restarted agent's hand-over). That run must
+# be over before the reinstall's snapshots, or its work (the token removed,
+# a temporary file) is counted as the reinstall's; and the purge must not
+# race it, or the token is a trace the purge left.
 if [ -n "$pid1" ]; then
 	check "the executor removed the given-back bootstrap token again" \
 		wait_for 60 test ! -e "$BOX/var/lib/gardener-node-agent/credentials/bootstrap-token"
+fi
+# The containerd probe's timer (new in this version) gives its first verdict
+# a moment after the upgrade started it; that file is the timer's, not the
+# reinstall's.
+check "upgrade: the containerd probe's timer gave its first verdict" \
+	wait_for 60 test -e "$BOX/var/lib/cloud-config-exec/containerd-health.json"
+# executor_idle: no executor run or probe under way (the path unit and the
+# timers may start one).
+executor_idle() { ! ctl is-active -q cloud-config-exec.service cloud-config-exec-containerd-probe.service; }
+# The maintainer scripts are idempotent: configuring the same version again
+# changes nothing and fails nowhere.
+wait_for 60 executor_idle || fail "the executor's run before the reinstall did not end"
+snapshot "$S/before-reinstall"
+if boxapt install --reinstall "/src/debs/$DEB_NAME"; then ok "apt-get install --reinstall (postinst again)"; else fail "reinstall"; fi
+wait_for 60 executor_idle || fail "the executor's run after the reinstall did not end"
+snapshot "$S/after-reinstall"
+units=$(ctl is-active node-agent.service cloud-config-exec.path cloud-config-exec.timer | tr '\n' ' ')
+if cmp -s "$S/before-reinstall" "$S/after-reinstall" && [ "$units" = "active active active " ]; then
+	ok "reinstall: the same file list and /etc contents, node-agent, path and timer still active"
+else
+	fail "reinstall: the same file list and /etc contents, node-agent, path and timer still active ($units)"
+	dump "what the reinstall changed" diff "$S/before-reinstall" "$S/after-reinstall"
 fi
 if boxapt purge node-agent; then ok "apt-get purge node-agent again"; else fail "apt-get purge node-agent again"; fi
 snapshot "$S/after-purge"
