@@ -174,6 +174,7 @@ static int remove_file(int rootfd, const char *path)
 }
 
 static void remove_stale_file_temps(int rootfd, const struct osc *new, const struct files_plan *plan);
+static void remove_temps_of(int rootfd, const char *path);
 
 int files_apply(int rootfd, const struct osc *new, const struct files_plan *plan, struct state *st,
 		int statefd, char ***ret_written)
@@ -283,6 +284,9 @@ int files_remove_dropped(int rootfd, const struct files_plan *plan, struct state
 		}
 		log_fields(LOG_INFO, LOG_FIELDS(ffield), r > 0 ? "File %s removed (dropped from the OSC)"
 							      : "File %s already gone (dropped from the OSC)", *p);
+		/* Its temporaries too (a write of it killed before the rename),
+		 * before it is disowned: afterwards no plan claims them. */
+		remove_temps_of(rootfd, *p);
 		state_disown(st, *p);
 		if ((r = state_save(statefd, st)) < 0)
 			return log_error_errno(r, "Failed to save %s", STATE_FILE);
@@ -336,11 +340,33 @@ static bool temp_target_ours(const char *path, void *userdata)
 	return find_file(new, path) || strv_has(plan->changed, path) || strv_has(plan->remove, path);
 }
 
-static int add_dir_of(char ***dirs, const char *path)
+/* The directory of an absolute path ("/" for "/x"), or NULL without memory. */
+static char *dir_of(const char *path)
 {
 	const char *slash = strrchr(path, '/');
-	_cleanup_free_ char *dir = strndup(path, slash == path ? 1 : (size_t)(slash - path));
+	return strndup(path, slash == path ? 1 : (size_t)(slash - path));
+}
+
+static int add_dir_of(char ***dirs, const char *path)
+{
+	_cleanup_free_ char *dir = dir_of(path);
 	return dir ? files_strv_add(dirs, dir) : -ENOMEM;
+}
+
+static bool temp_target_is(const char *path, void *userdata)
+{
+	return strcmp(path, userdata) == 0;
+}
+
+/* The temporaries of path in its directory, which a write of path killed
+ * between creating and renaming them left behind. */
+static void remove_temps_of(int rootfd, const char *path)
+{
+	_cleanup_free_ char *dir = dir_of(path);
+	const char *name;
+	_cleanup_close_ int dfd = fsx_open_parent_at(rootfd, path, WALK, 0, &name);
+	if (dir && dfd >= 0)
+		(void)files_remove_stale_temps(dfd, dir, temp_target_is, (void *)(uintptr_t)path);
 }
 
 /* Temporaries of OSC files left behind by a kill between creating and

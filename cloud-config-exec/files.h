@@ -55,8 +55,9 @@ int files_apply(int rootfd, const struct osc *new, const struct files_plan *plan
 		int statefd, char ***ret_written);
 
 /* The second half of files_apply(): removes plan->remove (files we
- * created that the OSC dropped), each disowned in *st and st saved to
- * statefd once it is gone. The executor calls it after the units step, as
+ * created that the OSC dropped) with their temporaries (a write killed
+ * before its rename), each disowned in *st and st saved to statefd once it
+ * is gone. The executor calls it after the units step, as
  * gardener-node-agent's removeDeletedFiles runs last (gardener/gardener
  * pkg/nodeagent/controller/operatingsystemconfig/reconciler.go), so a unit
  * still running (or held back) keeps its files. Logs each file; returns

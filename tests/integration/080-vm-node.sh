@@ -1,5 +1,5 @@
 #!/bin/bash
-# test-timeout: 1800
+# test-timeout: 3600
 # A real node (issue 23): a Debian 12 VM (tests/lib/vm.sh: its own kernel,
 # systemd 252 as PID 1, unified cgroup v2 with BPF IP filtering) under qemu
 # in this test's private network namespace, one boot for every scenario.

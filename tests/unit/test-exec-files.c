@@ -301,6 +301,67 @@ static void test_apply_image_files(void **state)
 	}
 }
 
+/* 022 found it: a run toward v1 (which has /etc/d) owns /etc/d, creates its
+ * temporary and is killed before the rename; the next run goes back to v2
+ * (last applied, without /etc/d), so the plan names /etc/d only as owned and
+ * dropped. Removing it must take its temporary along before disowning it,
+ * or nothing claims the temporary again. Another file's temporary, and a
+ * file that merely looks like one, stay. */
+static void test_remove_dropped_takes_its_temporaries(void **state)
+{
+	(void)state;
+	if (geteuid() != 0)
+		skip(); /* as test_apply_image_files */
+	char dir[] = "/tmp/test-exec-files.XXXXXX";
+	assert_non_null(mkdtemp(dir));
+	int rootfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	assert_true(rootfd >= 0);
+	assert_int_equal(mkdirat(rootfd, "etc", 0755), 0);
+	assert_int_equal(mkdirat(rootfd, "state", 0755), 0);
+	int statefd = openat(rootfd, "state", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	assert_true(statefd >= 0);
+	put_rel(rootfd, "etc/.#d.c61fbf2d92a3aa6d", "half of d");
+	put_rel(rootfd, "etc/.#a.0123456789abcdef", "someone's write of a");
+	put_rel(rootfd, "etc/.#d.not-a-temporary", "not fsx's name");
+
+	static const struct f v2[] = { { "/etc/a", "inline a", 0644, NULL, NULL } };
+	struct osc o2;
+	build(&o2, v2, ELEMENTSOF(v2));
+	struct state st = { 0 };
+	assert_int_equal(state_load(statefd, &st), 0);
+	assert_int_equal(state_own(&st, "/etc/d"), 1);
+	struct files_plan p = { 0 };
+	assert_int_equal(files_plan_compute(&o2, &o2, st.owned_files, &p), 0);
+	assert_int_equal(len(p.changed), 0);
+	assert_int_equal(len(p.remove), 1);
+	assert_string_equal(p.remove[0], "/etc/d");
+	assert_int_equal(files_remove_dropped(rootfd, &p, &st, statefd), 0);
+	files_plan_done(&p);
+
+	char buf[64];
+	assert_int_equal(read_rel(rootfd, "etc/.#d.c61fbf2d92a3aa6d", buf, sizeof(buf)), -ENOENT);
+	assert_int_equal(read_rel(rootfd, "etc/.#a.0123456789abcdef", buf, sizeof(buf)), 0);
+	assert_int_equal(read_rel(rootfd, "etc/.#d.not-a-temporary", buf, sizeof(buf)), 0);
+	assert_false(state_owns(&st, "/etc/d"));
+
+	state_done(&st);
+	free(o2.files);
+	close(statefd);
+	close(rootfd);
+	static const char *const rm[] = { "etc/.#a.0123456789abcdef", "etc/.#d.not-a-temporary", "state/state.json" };
+	for (size_t i = 0; i < ELEMENTSOF(rm); i++) {
+		char path[512];
+		snprintf(path, sizeof(path), "%s/%s", dir, rm[i]);
+		assert_int_equal(unlink(path), 0);
+	}
+	static const char *const rmd[] = { "etc", "state", "" };
+	for (size_t i = 0; i < ELEMENTSOF(rmd); i++) {
+		char path[512];
+		snprintf(path, sizeof(path), "%s/%s", dir, rmd[i]);
+		assert_int_equal(rmdir(path), 0);
+	}
+}
+
 /* A unit whose filePaths name an image file restarts only when the image
  * reference changes: the files plan feeds the units plan. */
 static const char *kubelet_actions(const char *old_image, const char *new_image, char *buf, size_t size)
@@ -345,6 +406,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_table),
 		cmocka_unit_test(test_apply_image_files),
+		cmocka_unit_test(test_remove_dropped_takes_its_temporaries),
 		cmocka_unit_test(test_image_ref_restarts),
 		cmocka_unit_test(test_strv_add_sorted_unique),
 	};
