@@ -20,6 +20,7 @@
 #include "fsx.h"
 #include "log.h"
 #include "osc.h"
+#include "scratch.h"
 
 struct f {
 	const char *path;
@@ -309,16 +310,12 @@ static void test_apply_image_files(void **state)
  * file that merely looks like one, stay. */
 static void test_remove_dropped_takes_its_temporaries(void **state)
 {
-	(void)state;
 	if (geteuid() != 0)
 		skip(); /* as test_apply_image_files */
-	char dir[] = "/tmp/test-exec-files.XXXXXX";
-	assert_non_null(mkdtemp(dir));
-	int rootfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	assert_true(rootfd >= 0);
+	int rootfd = ((struct scratch *)*state)->fd;
 	assert_int_equal(mkdirat(rootfd, "etc", 0755), 0);
 	assert_int_equal(mkdirat(rootfd, "state", 0755), 0);
-	int statefd = openat(rootfd, "state", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	_cleanup_close_ int statefd = openat(rootfd, "state", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	assert_true(statefd >= 0);
 	put_rel(rootfd, "etc/.#d.c61fbf2d92a3aa6d", "half of d");
 	put_rel(rootfd, "etc/.#a.0123456789abcdef", "someone's write of a");
@@ -343,23 +340,13 @@ static void test_remove_dropped_takes_its_temporaries(void **state)
 	assert_int_equal(read_rel(rootfd, "etc/.#a.0123456789abcdef", buf, sizeof(buf)), 0);
 	assert_int_equal(read_rel(rootfd, "etc/.#d.not-a-temporary", buf, sizeof(buf)), 0);
 	assert_false(state_owns(&st, "/etc/d"));
-
 	state_done(&st);
 	free(o2.files);
-	close(statefd);
-	close(rootfd);
-	static const char *const rm[] = { "etc/.#a.0123456789abcdef", "etc/.#d.not-a-temporary", "state/state.json" };
-	for (size_t i = 0; i < ELEMENTSOF(rm); i++) {
-		char path[512];
-		snprintf(path, sizeof(path), "%s/%s", dir, rm[i]);
-		assert_int_equal(unlink(path), 0);
-	}
-	static const char *const rmd[] = { "etc", "state", "" };
-	for (size_t i = 0; i < ELEMENTSOF(rmd); i++) {
-		char path[512];
-		snprintf(path, sizeof(path), "%s/%s", dir, rmd[i]);
-		assert_int_equal(rmdir(path), 0);
-	}
+}
+
+static int setup(void **state)
+{
+	return scratch_setup(state, "exec-files");
 }
 
 /* A unit whose filePaths name an image file restarts only when the image
@@ -406,7 +393,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_table),
 		cmocka_unit_test(test_apply_image_files),
-		cmocka_unit_test(test_remove_dropped_takes_its_temporaries),
+		cmocka_unit_test_setup_teardown(test_remove_dropped_takes_its_temporaries, setup, scratch_teardown),
 		cmocka_unit_test(test_image_ref_restarts),
 		cmocka_unit_test(test_strv_add_sorted_unique),
 	};
