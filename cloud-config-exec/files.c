@@ -330,14 +330,15 @@ static bool strv_has(char *const *v, const char *s)
 	return false;
 }
 
-/* A temporary is ours when its target is a file of the new OSC, one the
- * old OSC had (plan->changed lists dropped files too) or one we owned. */
+/* A temporary is ours when its target is a file of the new OSC or one the
+ * old OSC had (plan->changed lists dropped files too). Those of files we
+ * owned and the OSC dropped go with them (files_remove_dropped()). */
 static bool temp_target_ours(const char *path, void *userdata)
 {
 	const void *const *ctx = userdata;
 	const struct osc *new = ctx[0];
 	const struct files_plan *plan = ctx[1];
-	return find_file(new, path) || strv_has(plan->changed, path) || strv_has(plan->remove, path);
+	return find_file(new, path) || strv_has(plan->changed, path);
 }
 
 /* The directory of an absolute path ("/" for "/x"), or NULL without memory. */
@@ -378,9 +379,6 @@ static void remove_stale_file_temps(int rootfd, const struct osc *new, const str
 		if (add_dir_of(&dirs, new->files[i].path) < 0)
 			return;
 	for (char **p = plan->changed; p && *p; p++)
-		if (add_dir_of(&dirs, *p) < 0)
-			return;
-	for (char **p = plan->remove; p && *p; p++)
 		if (add_dir_of(&dirs, *p) < 0)
 			return;
 	const void *ctx[2] = { new, plan };

@@ -32,11 +32,15 @@ for i in 1 2 3; do
 	cce "$R" apply "$W/v1.json" 2>/dev/null
 	times+=($(( (t1 - t0) / 1000 )))
 done
-T=$(printf '%s\n' "${times[@]}" | sort -n | sed -n 2p)
-echo "# apply v1 -> v2 takes ${T} us (median of 3); kills at 0..${T} us"
+# The shortest of three: a time measured during a burst of load elsewhere
+# would put most kills after the end of a quieter machine's apply.
+T=$(printf '%s\n' "${times[@]}" | sort -n | sed -n 1p)
+echo "# apply v1 -> v2 takes ${T} us (shortest of 3); kills at 0..${T} us"
 
+# KILLS kills, and more (up to twice as many) while fewer than half of them
+# landed mid-apply: the machine's load changes the apply time under the test.
 kills=0 mid=0 landed_done=0 violations=0 tgt=v1
-for ((i = 1; i <= KILLS; i++)); do
+for ((i = 1; i <= KILLS || (mid < KILLS / 2 && i <= 2 * KILLS); i++)); do
 	# Alternate the target: each kill interrupts a transition from
 	# whatever mix the previous kill left towards the other version.
 	if [ "$tgt" = v1 ]; then tgt=v2 other=v1; else tgt=v1 other=v2; fi
@@ -75,7 +79,7 @@ for ((i = 1; i <= KILLS; i++)); do
 done
 echo "# kills: $kills, landed mid-apply: $mid, process had already finished: $landed_done"
 check "at least $KILLS kills" test "$kills" -ge "$KILLS"
-check "most kills landed mid-apply ($mid of $kills)" test "$mid" -ge $((kills / 2))
+check "at least $((KILLS / 2)) kills landed mid-apply ($mid of $kills)" test "$mid" -ge $((KILLS / 2))
 check "after every kill each file was the old or the new version ($violations violations)" test "$violations" -eq 0
 
 # Final: complete to v2 and compare exactly.
