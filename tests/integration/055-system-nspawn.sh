@@ -625,9 +625,9 @@ if [ -n "$pid1" ]; then
 	check "the executor removed the given-back bootstrap token again" \
 		wait_for 60 test ! -e "$BOX/var/lib/gardener-node-agent/credentials/bootstrap-token"
 fi
-# The containerd probe's timer (new in this version) gives its first verdict
-# a moment after the upgrade started it; that file is the timer's, not the
-# reinstall's.
+# The containerd probe's timer, started again by the installs after the
+# purge, gives its first verdict when it first fires; that file is the
+# timer's, not the reinstall's.
 check "upgrade: the containerd probe's timer gave its first verdict" \
 	wait_for 60 test -e "$BOX/var/lib/cloud-config-exec/containerd-health.json"
 # executor_idle: no executor run or probe under way (the path unit and the
