@@ -540,25 +540,61 @@ static int fd_sha256(int fd, char out[static 65])
 	return 0;
 }
 
+/* A file's identity: device, inode, size, and modification and change
+ * times to the nanosecond. While it is the same, the bytes are the ones
+ * hashed when it was taken: nobody but root may write the file (root's, in
+ * a directory only root may write: check_parent()), and the kernel sets
+ * ctime on every write, truncate, chmod, chown and rename; no caller can set
+ * it back. So an intact file is not read again on every run (the kubelet's
+ * 105 MB cost 30-44 s of each run on a TCG VM, issue 23), and any change to
+ * it is hashed. */
+#define IDENTITY_MAX 128
+
+static void identity_of(const struct stat *st, char out[static IDENTITY_MAX])
+{
+	snprintf(out, IDENTITY_MAX, "%ju:%ju:%jd:%jd.%09ld:%jd.%09ld", (uintmax_t)st->st_dev, (uintmax_t)st->st_ino,
+		 (intmax_t)st->st_size, (intmax_t)st->st_mtim.tv_sec, st->st_mtim.tv_nsec,
+		 (intmax_t)st->st_ctim.tv_sec, st->st_ctim.tv_nsec);
+}
+
+static bool owned_as(const struct stat *st, mode_t mode)
+{
+	return S_ISREG(st->st_mode) && (st->st_mode & 07777) == mode && st->st_uid == 0 && st->st_gid == 0 &&
+	       (uint64_t)st->st_size <= IMAGES_BLOB_MAX;
+}
+
 /* True when name in dfd is a regular file of root's, of mode, whose
- * SHA-256 is hex (read in pieces: a large binary costs no memory). */
-static bool file_is(int dfd, const char *name, mode_t mode, const char *hex)
+ * SHA-256 is hex (read in pieces: a large binary costs no memory); its
+ * identity goes to ident, taken before it is read: a change while it is
+ * read gives another identity, so the next run reads it again. */
+static bool file_is(int dfd, const char *name, mode_t mode, const char *hex, char ident[static IDENTITY_MAX])
 {
 	_cleanup_close_ int fd = openat(dfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
 	struct stat st;
 	char sum[65];
-	if (!hex || fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || (st.st_mode & 07777) != mode ||
-	    st.st_uid != 0 || st.st_gid != 0 || (uint64_t)st.st_size > IMAGES_BLOB_MAX)
+	if (!hex || fd < 0 || fstat(fd, &st) < 0 || !owned_as(&st, mode))
 		return false;
+	identity_of(&st, ident);
 	return fd_sha256(fd, sum) >= 0 && strcmp(sum, hex) == 0;
 }
 
-/* True when path below rootfd is a regular file of mode whose SHA-256 is hex. */
-static bool on_disk_is(int rootfd, const char *path, mode_t mode, const char *hex)
+enum { DISK_DIFFERS, DISK_SAME, DISK_SAME_HASHED };
+
+/* Whether path below rootfd is a regular file of mode whose SHA-256 is hex:
+ * DISK_SAME when its identity is still ident (not read), DISK_SAME_HASHED
+ * when its bytes were read and match (its identity now in ident_now). */
+static int on_disk(int rootfd, const char *path, mode_t mode, const char *hex, const char *ident,
+		   char ident_now[static IDENTITY_MAX])
 {
 	const char *base;
 	_cleanup_close_ int dfd = fsx_open_parent_at(rootfd, path, FSX_FOLLOW_ROOT_SYMLINKS, 0, &base);
-	return dfd >= 0 && file_is(dfd, base, mode, hex);
+	struct stat st;
+	if (dfd < 0 || !hex || fstatat(dfd, base, &st, AT_SYMLINK_NOFOLLOW) < 0 || !owned_as(&st, mode))
+		return DISK_DIFFERS;
+	identity_of(&st, ident_now);
+	if (ident && strcmp(ident, ident_now) == 0)
+		return DISK_SAME;
+	return file_is(dfd, base, mode, hex, ident_now) ? DISK_SAME_HASHED : DISK_DIFFERS;
 }
 
 /* The directory a file goes to must be root's and not writable by group or
@@ -581,9 +617,17 @@ static int one(const struct images_ctx *ic, int rootfd, const struct osc_file *f
 {
 	cJSON *rec = cJSON_GetObjectItemCaseSensitive(record, f->path);
 	const char *rimage = rec_str(rec, "image"), *rsum = rec_str(rec, "sha256");
-	if (rimage && strcmp(rimage, f->image) == 0 && on_disk_is(rootfd, f->path, f->mode, rsum)) {
-		log_debug("Image file %s is up to date (%s)", f->path, f->image);
-		return 0;
+	char ident[IDENTITY_MAX] = "";
+	if (rimage && strcmp(rimage, f->image) == 0) {
+		switch (on_disk(rootfd, f->path, f->mode, rsum, rec_str(rec, "identity"), ident)) {
+		case DISK_SAME:
+			log_debug("Image file %s is up to date (%s)", f->path, f->image);
+			return 0;
+		case DISK_SAME_HASHED: /* intact under a new identity, or a record without one */
+			log_debug("Image file %s is up to date (%s), hashed", f->path, f->image);
+			cJSON_DeleteItemFromObjectCaseSensitive(rec, "identity");
+			return cJSON_AddStringToObject(rec, "identity", ident) ? 1 : -ENOMEM;
+		}
 	}
 	if (!ref_is_safe(f->image, strlen(f->image))) {
 		snprintf(why, why_size, "refusing the image reference");
@@ -627,14 +671,17 @@ static int one(const struct images_ctx *ic, int rootfd, const struct osc_file *f
 	if (r >= 0)
 		r = fd_sha256(o.fd, sum); /* what is on disk, not what was meant to be */
 	EVP_MD_CTX_free(o.md);
-	bool same = r >= 0 && file_is(dfd, base, f->mode, sum);
+	bool same = r >= 0 && file_is(dfd, base, f->mode, sum, ident);
 	if (r >= 0 && !same) {
+		struct stat st;
 		if (fchown(o.fd, 0, 0) < 0 || fchmod(o.fd, f->mode & 07777) < 0 || fsync(o.fd) < 0 ||
-		    renameat(dfd, tmp, dfd, base) < 0) {
+		    renameat(dfd, tmp, dfd, base) < 0 || fstat(o.fd, &st) < 0) {
 			r = negerrno();
 			snprintf(why, why_size, "cannot write %s: %s", f->path, strerror(-r));
-		} else
+		} else {
+			identity_of(&st, ident); /* after the rename, which sets ctime */
 			(void)fsx_fsync_dir(dfd);
+		}
 	}
 	if (r < 0 || same)
 		(void)unlinkat(dfd, tmp, 0);
@@ -647,7 +694,7 @@ static int one(const struct images_ctx *ic, int rootfd, const struct osc_file *f
 	}
 	cJSON *n = cJSON_CreateObject();
 	if (!n || !cJSON_AddStringToObject(n, "image", f->image) || !cJSON_AddStringToObject(n, "digest", digest) ||
-	    !cJSON_AddStringToObject(n, "sha256", sum)) {
+	    !cJSON_AddStringToObject(n, "sha256", sum) || !cJSON_AddStringToObject(n, "identity", ident)) {
 		cJSON_Delete(n);
 		return -ENOMEM;
 	}

@@ -24,9 +24,10 @@
  *    gardener-node-agent);
  *  - the file is written atomically with the OSC's mode only when its bytes
  *    differ; images.json in the state directory records, per path, the
- *    reference, the manifest digest and the SHA-256 of the file written, so
- *    an unchanged reference whose file is intact needs neither containerd
- *    nor the registry. */
+ *    reference, the manifest digest, the SHA-256 of the file written and
+ *    its identity (images.c identity_of()), so an unchanged reference whose
+ *    file is intact needs neither containerd nor the registry, and one whose
+ *    identity is unchanged is not even read. */
 #ifndef CCE_IMAGES_H
 #define CCE_IMAGES_H
 

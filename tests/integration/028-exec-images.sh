@@ -170,6 +170,7 @@ check "digest recorded in images.json" grep -q '"digest":[[:space:]]*"sha256:' "
 check "unit naming it restarted" grep -q 'restart:.*na-kubelet.service' "$W/a1.log"
 check "keys applied" grep -q "$(cut -d' ' -f2 "$KCUR")" "$AK"
 check "no temporary left" test "$(ls -A "$R/opt/bin")" = kubelet
+cp "$KB" "$W/kubelet-v1"
 
 # --- same image again: nothing written, containerd not even asked
 before=$(tree_state "$R"; stat -c '%n %i %y %z' "$ST"/*)
@@ -180,6 +181,17 @@ check "re-apply: no file touched" test "$before" = "$after"
 check "re-apply: zero writes (strace)" test "$(count_fs_writes "$W/s2.strace")" -eq 0
 check_not "re-apply: ctr not run" grep -q 'execve("/usr/bin/ctr"' "$W/s2.strace"
 check_not "re-apply: no restart" grep -q 'restart:.*na-kubelet.service' "$W/a2.log"
+check_not "re-apply: the intact binary not even opened (its identity is the one recorded)" \
+	grep -q 'open.*"\(/opt/bin/\)\?kubelet"' "$W/s2.strace"
+check "  ... the identity in images.json" grep -q '"identity":[[:space:]]*"[0-9]*:[0-9]*:[0-9]*:' "$ST/images.json"
+
+# --- an edit in place that keeps the size and the times: the identity changes (ctime), so it is hashed
+mtime=$(stat -c %y "$KB")
+printf 'X' | dd of="$KB" bs=1 seek=2 conv=notrunc 2>/dev/null
+touch -d "$mtime" "$KB"
+check "same-size edit, mtime put back: re-apply rewrites the binary" cci apply "$W/v1.yaml" 2>"$W/a2b.log"
+check "  ... it is v1 again" cmp -s "$KB" "$W/kubelet-v1"
+check "  ... and the unit restarts" grep -q 'restart:.*na-kubelet.service' "$W/a2b.log"
 
 # --- a new tag replaces the binary and restarts the unit
 osc "$W/v2.yaml" registry.example:5000/kubelet:v2 /kubelet "$KCUR"
