@@ -129,7 +129,7 @@ TOOLS := $(patsubst tests/tools/%.c,$(B)/tools/%,$(TOOL_SRCS))
 # The LD_PRELOAD fault injector of the disk fault tests (tests/lib/faultfs.c).
 TOOLS += $(B)/tools/faultfs.so
 
-.PHONY: all check check-unit check-integration check-sanitize check-production check-vm fuzz fuzz-build \
+.PHONY: all check check-unit check-integration check-sanitize check-production check-untimed check-vm fuzz fuzz-build \
         fuzz-replay fuzz-coverage lint bench install uninstall clean deb
 .DEFAULT_GOAL := all
 # Keep intermediate objects (unit-test .o files are built through a chain).
@@ -249,10 +249,16 @@ check-sanitize:
 # CI (scripts/test-all) runs each integration test once: the ones above
 # under ASan/UBSan only (a second run on the production build exercised the
 # same code without the sanitizers' checks, 11 min of CI), the VM node test
-# in a stage of its own (check-vm), every other one here, on the production
-# build. `make check` still runs them all on the production build.
+# in a stage of its own (check-vm) and, beside it, the tests that measure no
+# time (check-untimed: the SELinux policy's build and queries, the package's
+# build and lintian), every other one here, on the production build.
+# `make check` still runs them all on the production build.
+UNTIMED_INTEGRATION := 051- 053-
 check-production: check-unit
-	$(Q)$(MAKE) EXCLUDE="$(filter-out all,$(SANITIZE_INTEGRATION)) 080-" check-integration
+	$(Q)$(MAKE) EXCLUDE="$(filter-out all,$(SANITIZE_INTEGRATION)) $(UNTIMED_INTEGRATION) 080-" check-integration
+
+check-untimed:
+	$(Q)$(MAKE) PREFIXES="$(UNTIMED_INTEGRATION)" check-integration
 
 # The real node (080, issue 23): a Debian 12 VM under qemu, 20-30 min under
 # TCG. VM_SCENARIOS picks scenarios (the test's header). A skip (no qemu,

@@ -103,6 +103,13 @@ vm_configure() {
 	# man-db's trigger rebuilds its index on every install, upgrade and
 	# purge: tens of seconds under TCG for nothing a test looks at.
 	rm -f "$r/var/lib/man-db/auto-update"
+	# Boot time under TCG: udev loads a module for every device it finds,
+	# each load tens of seconds of emulation at boot (kvm alone took 24 s:
+	# -cpu max offers VMX). None of these serve a node test; qemu runs with
+	# -nodefaults (no VGA, CD-ROM, floppy or parallel port) besides.
+	printf 'blacklist %s\n' kvm kvm_intel kvm_amd cfg80211 pcspkr parport parport_pc sr_mod cdrom floppy \
+		joydev serio_raw bochs drm drm_kms_helper ttm >"$r/etc/modprobe.d/vm-test.conf"
+	ln -sf /dev/null "$r/etc/systemd/system/e2scrub_reap.service"
 	# containerd is for the kubelet scenario: not started unless asked.
 	rm -f "$r/etc/systemd/system/multi-user.target.wants/containerd.service"
 	cp "$VM_IMAGE_DIR/id_ed25519.pub" "$r/root/.ssh/authorized_keys"
@@ -164,7 +171,7 @@ vm_boot() {
 	mkdir -p "$VM_DIR"
 	t0=$(date +%s.%N)
 	# shellcheck disable=SC2046 # vm_accel's words
-	qemu-system-x86_64 $(vm_accel) -m "$VM_MEM" -smp 2 -display none \
+	qemu-system-x86_64 $(vm_accel) -m "$VM_MEM" -smp 2 -display none -nodefaults \
 		-kernel "$VM_KERNEL" -initrd "$VM_INITRD" -append "$append" \
 		-drive "file=$VM_IMG,format=raw,if=virtio,snapshot=${VM_SNAPSHOT:-on}" \
 		-netdev "user,id=n0,net=10.0.2.0/24,host=10.0.2.2,hostfwd=tcp:127.0.0.1:$VM_SSH_PORT-:22" \
