@@ -544,8 +544,8 @@ static int fd_sha256(int fd, char out[static 65])
  * times to the nanosecond. While it is the same, the bytes are the ones
  * hashed when it was taken: nobody but root may write the file (root's, in
  * a directory only root may write: check_parent()), and the kernel sets
- * ctime on every write, truncate, chmod, chown and rename; no caller can set
- * it back. So an intact file is not read again on every run (the kubelet's
+ * ctime on every write, truncate, chmod, chown and rename; no system call
+ * sets it back (only a clock set back could). So an intact file is not read again on every run (the kubelet's
  * 105 MB cost 30-44 s of each run on a TCG VM, issue 23), and any change to
  * it is hashed. */
 #define IDENTITY_MAX 128
