@@ -731,6 +731,12 @@ if want 7; then
 			--data-binary '{"status":{"conditions":[{"type":"InPlaceUpdate","status":"True","reason":"'"$1"'","message":"set by the test as machine-controller-manager","lastTransitionTime":"'"$(date -u +%Y-%m-%dT%H:%M:%SZ)"'"}]}}' \
 			"$KUBE_API/api/v1/nodes/$GUEST_NODE/status"
 	}
+	# mcm_take_back: machine-controller-manager takes the node back after an
+	# update: its condition says so and the update-result label goes.
+	mcm_take_back() {
+		mcm UpdateSuccessful >/dev/null
+		rk PATCH "/api/v1/nodes/$GUEST_NODE" '{"metadata":{"labels":{"node.machine.sapcloud.io/update-result":null}}}' >/dev/null
+	}
 	# view7: the Node's in-place fields and the Lease in one go:
 	# "<update-result>|<updating-os-version>|<failed-reason>|<checksum>|<lease renewTime>"
 	view7() {
@@ -892,9 +898,7 @@ print("|".join([l.get("node.machine.sapcloud.io/update-result", ""),
 	check "  ... the Lease renewed after the reboot" test -n "$t_lease"
 	vm_ssh 'journalctl -q --no-pager -u node-agent.service' >"$S/agent7.journal"
 	echo "# agent: $(grep -o 'in-place update (os-version) was running when node-agent started.*' "$S/agent7.journal" | tail -1)"
-	# machine-controller-manager takes the node back: its condition and label go.
-	mcm UpdateSuccessful >/dev/null
-	rk PATCH "/api/v1/nodes/$GUEST_NODE" '{"metadata":{"labels":{"node.machine.sapcloud.io/update-result":null}}}' >/dev/null
+	mcm_take_back
 	stage "scenario 7 (in-place OS update with reboot)"
 
 	# (2) A rolled-back update: the script reboots, the node comes back on 12.99.
@@ -930,8 +934,7 @@ print("|".join([l.get("node.machine.sapcloud.io/update-result", ""),
 	# does after a failed update: it applies at once, and the scenarios
 	# after this one start from an OSC the node can apply (3's hostname
 	# change waits for the Node of the new name to be annotated with it).
-	mcm UpdateSuccessful >/dev/null
-	rk PATCH "/api/v1/nodes/$GUEST_NODE" '{"metadata":{"labels":{"node.machine.sapcloud.io/update-result":null}}}' >/dev/null
+	mcm_take_back
 	rk_secret kube-system "$KUBE_SECRET" "$S/v7b.yaml" && OSC=$S/v7b.yaml
 	applied_ok() { vm_ssh "grep -q '$1' /var/lib/cloud-config-exec/result.json && grep -Eq '\"success\":[[:space:]]*true' /var/lib/cloud-config-exec/result.json"; }
 	check "7: the pool back at 12.99, the running version: applied" wait_until 120 applied_ok "$(sha256 "$S/v7b.yaml")"
