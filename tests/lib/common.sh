@@ -24,6 +24,10 @@ wait_for() {
 	for ((i = 0; i < n; i++)); do "$@" && return 0; sleep 0.1; done
 	return 1
 }
+# sized CI SOAK: a campaign's size (kills, rounds, outage seconds...). CI
+# runs the CI size; `make soak` (TEST_SIZE=soak) the long one. One parameter
+# for every campaign, so a soak run is one command and CI stays in its time.
+sized() { if [ "${TEST_SIZE:-ci}" = soak ]; then echo "$2"; else echo "$1"; fi; }
 # dump TITLE CMD...: the end of CMD's output as TAP comments.
 dump() { echo "# --- $1"; shift; "$@" 2>&1 | tail -n "${DUMP_LINES:-40}" | sed 's/^/#   /'; }
 
