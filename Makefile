@@ -129,7 +129,7 @@ TOOLS := $(patsubst tests/tools/%.c,$(B)/tools/%,$(TOOL_SRCS))
 # The LD_PRELOAD fault injector of the disk fault tests (tests/lib/faultfs.c).
 TOOLS += $(B)/tools/faultfs.so
 
-.PHONY: all check check-unit check-integration check-sanitize check-production check-untimed check-vm fuzz fuzz-build \
+.PHONY: all check check-unit check-integration check-sanitize check-production check-untimed check-vm vm-fetch fuzz fuzz-build \
         fuzz-replay fuzz-coverage lint bench install uninstall clean deb
 .DEFAULT_GOAL := all
 # Keep intermediate objects (unit-test .o files are built through a chain).
@@ -263,8 +263,13 @@ check-untimed:
 # The real node (080, issue 23): a Debian 12 VM under qemu, 20-30 min under
 # TCG. VM_SCENARIOS picks scenarios (the test's header). A skip (no qemu,
 # say) fails here: CI must not pass without the real node.
-check-vm:
+check-vm: vm-fetch
 	$(Q)$(MAKE) NA_VM_TEST=1 FAIL_ON_SKIP=1 ONLY=080- check-integration
+
+# The VM image's packages, fetched from the Debian mirror (retried) into
+# $(B)/vm-cache: the test runs in a network namespace of its own.
+vm-fetch:
+	$(Q)B=$(abspath $(B)) tests/vm-fetch
 
 # ---- fuzzing ---------------------------------------------------------------
 FUZZ_CFLAGS := -std=gnu11 -D_GNU_SOURCE -g -O1 $(INC_ALL) $(PKG_CFLAGS) \
