@@ -78,6 +78,7 @@ struct creds {
 	bool nokey_logged;          /* "no credential" said for this condition */
 	bool step_logged;           /* a failed step was logged (once per run of failures) */
 	unsigned step_failures;     /* failed answers in a row to this step */
+	uint64_t revived_until;     /* monotonic ms: the API server answers again after failures */
 	EVP_PKEY *pending_key;      /* the key of the CSR in flight */
 	char *csr_name;
 	char csr_uid[128];
