@@ -32,7 +32,7 @@
 #    (node-agent restarted), purge again leaving the tree as it was before
 #    that install (file list and /etc contents compared).
 # Run: ONLY=055 make check-integration (root). The rootfs is debootstrapped once
-# (~60 s) and cached as a tar in /var/cache/node-agent-sdbox (SDBOX_CACHE=0 to
+# (~60 s) and cached as a tar in $B/sdbox-cache (SDBOX_CACHE=0 to
 # not write the cache); later runs take ~20 s.
 source "$TESTS_DIR/lib/common.sh"
 

@@ -60,9 +60,14 @@ source "$TESTS_DIR/lib/vm.sh"
 # NA_VM_TEST=1), a stage of its own in scripts/test-all.
 [ "${NA_VM_TEST:-0}" = 1 ] ||
 	skip_all "the VM node test runs in its own stage: make check-vm (scripts/test-all runs it)"
-kube_netns "$@"
 require_root
 vm_require
+# The image's packages come from a Debian mirror: fetched here, before the
+# test enters its private network namespace (only lo there).
+if [ -z "${NA_IN_NETNS:-}" ]; then
+	vm_fetch || { fail "the VM image's packages are fetched (debootstrap $VM_SUITE)"; finish; exit 1; }
+fi
+kube_netns "$@"
 rk_require
 command -v haproxy >/dev/null || skip_all "needs haproxy (scripts/install-deps)"
 for t in dpkg-buildpackage dh fakeroot; do
