@@ -39,12 +39,13 @@ static void reason(struct console *c, const char *key, const char *why, const ch
 	if (c->fd < 0 || c->joined || strncmp(c->key, key, sizeof(c->key)) == 0)
 		return;
 	snprintf(c->key, sizeof(c->key), "%s", key);
-	char text[1024];
-	snprintf(text, sizeof(text), PREFIX "WARNING: the node cannot join the cluster: %s\n" PREFIX "%s\n", why, hint);
-	/* One line each: a reason from the network never adds lines. */
-	for (char *p = text; *p; p++)
-		if (((unsigned char)*p < 0x20 && *p != '\n') || *p == 0x7f)
+	char line[700], text[1024];
+	snprintf(line, sizeof(line), "%s", why);
+	/* One line: a reason from the network never adds lines. */
+	for (char *p = line; *p; p++)
+		if ((unsigned char)*p < 0x20 || *p == 0x7f)
 			*p = '?';
+	snprintf(text, sizeof(text), PREFIX "WARNING: the node cannot join the cluster: %s\n" PREFIX "%s\n", line, hint);
 	put(c, text);
 	c->warned = true;
 	c->printed++;

@@ -222,6 +222,38 @@ d = json.load(open(sys.argv[3]))
 sys.exit(not (len(l) == 1 and l[0]["status"] == 200 and "restart" in d and os.stat(sys.argv[3]).st_mtime < l[0]["end"]))' \
 	"$_kube_py" "$t" "$(desired_file)"
 
+# A Node named with 253 characters, the longest the API allows (four labels
+# of a DNS subdomain), served by a second agent: watched and patched by that
+# name, its Event named within 63 characters (the server cuts generateName)
+# for the whole name, and no Lease: gardener-node-agent-<node> would be 273
+# characters; one error names the name and the limit.
+L63=ip-10-250-17-203-eu-central-1-compute-internal-0123456789abcdef
+N253=$L63.$L63.$L63.${L63%??}
+R2=$S/root253
+install -d -m 0755 "$R2/var/lib/cloud-config-exec"
+kctl POST /node '{"name": "'"$N253"'"}' >/dev/null
+KUBE_NODE=$N253 agent_config "$S/agent253.json" '{"timeouts": {"watchIdleMs": 120000}, "events": {"enabled": true}}'
+printf '#!/bin/sh\nexec python3 "%s" "%s" "%s" "%s"\n' "$TESTS_DIR/lib/inplace-exec.py" "$R2/var/lib/cloud-config-exec/result.json" \
+	"$R2/var/lib/node-agent/desired.json" "$S/no-inplace" >"$S/exec253"
+chmod +x "$S/exec253"
+ROOT=$R2 EXEC=$S/exec253 exec_loop_start
+t=$(now)
+"$AGENT" --root "$R2" --config "$S/agent253.json" </dev/null >>"$S/agent253.log" 2>&1 &
+A253=$!
+on_exit "kill $A253 2>/dev/null; wait $A253 2>/dev/null"
+check "a Node name of ${#N253} characters: watched, the OSC applied, the Node annotated" \
+	eval 'KUBE_NODE=$N253 kube_wait_annotation checksum/cloud-config-data "$(sum "$S/v5.yaml")" "$t" 20 >/dev/null'
+check "  ... its Event for the whole name, named within 63 characters" wait_for 10 python3 -c '
+import json, subprocess, sys
+ev = json.loads(subprocess.check_output(["python3", sys.argv[1], "ctl", "GET", "/events?namespace=default"]))["items"]
+sys.exit(not any(e["involvedObject"]["name"] == sys.argv[2] and e["reason"] == "OSCApplied" and len(e["metadata"]["name"]) <= 63
+                 for e in ev))' "$_kube_py" "$N253"
+check "  ... no Lease, one error naming the name and the limit" \
+	test "$(grep -c "node name \"$N253\" gives no valid Lease name (gardener-node-agent-<node>, at most 253 bytes)" "$S/agent253.log")" = 1
+check_not "  ... no request refused" grep -q "HTTP 4[0-9][0-9]" "$S/agent253.log"
+kill "$A253"
+wait "$A253" 2>/dev/null
+
 agent_stop
 echo "# in-place test body took $(($(date +%s) - tb)) s"
 check "the agent exits cleanly (rc $AGENT_RC)" [ "$AGENT_RC" -eq 0 ]

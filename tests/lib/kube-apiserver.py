@@ -126,6 +126,7 @@ import http.client
 import http.server
 import json
 import os
+import random
 import re
 import select
 import socket
@@ -691,7 +692,10 @@ class ApiHandler(http.server.BaseHTTPRequestHandler):
             # core/v1 Events (agent/events.c): stored as sent, name generated
             try:
                 obj = json.loads(body.decode("utf-8"))
-                name = obj["metadata"]["generateName"] + uuid.uuid4().hex[:10]
+                # as the API server's SimpleNameGenerator: the base cut
+                # to 58, then 5 random characters (63 at most)
+                name = obj["metadata"]["generateName"][:58] + "".join(
+                    random.choice("bcdfghjklmnpqrstvwxz2456789") for _ in range(5))
             except (UnicodeDecodeError, ValueError, KeyError, TypeError) as e:
                 self.send_json(400, status(400, "BadRequest", "error decoding body: %s" % e))
                 return
