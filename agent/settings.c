@@ -105,7 +105,7 @@ int settings_load(const char *path, bool check_files, struct config *ret, struct
 		snprintf(err, errlen,
 			 "%s: %s: \"%s\"%s (%zu characters) is not a valid Kubernetes name (lowercase letters, digits, "
 			 "'-' and '.', alphanumeric at both ends, at most %u characters)",
-			 path, key, shown, n > k ? "..." : "", n, KUBE_NAME_MAX);
+			 path, key, shown, n > k ? "..." : "", n, (unsigned)KUBE_NAME_MAX);
 		goto fail;
 	}
 	if (!c.token_file && !c.client_cert_file && !c.bootstrap_token_file && !c.machine_name) {

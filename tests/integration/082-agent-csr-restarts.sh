@@ -230,9 +230,10 @@ for ((r = 1; r <= IP_ROUNDS; r++)); do
 	check "  ... the Pods left on the Node deleted" [ "$(pods_left)" = 0 ]
 	rep=$(ip_repeats "$mark")
 	check "  ... no line said twice${rep:+ ($(echo "$rep" | head -3 | cut -c1-160 | tr '\n' '|'))}" test -z "$rep"
-	# machine-controller-manager moves on
-	rk PATCH "/api/v1/nodes/$KUBE_NODE" '{"metadata": {"labels": {"node.machine.sapcloud.io/update-result": null}}}' >/dev/null
+	# machine-controller-manager moves on: the condition first (while it
+	# says ReadyForUpdate, a label removed is the agent's to put back)
 	rk PATCH "/api/v1/nodes/$KUBE_NODE/status" '{"status": {"conditions": [{"type": "InPlaceUpdate", "status": "True", "reason": "UpdateSuccessful", "message": "by the test", "lastTransitionTime": "'"$(date -u +%Y-%m-%dT%H:%M:%SZ)"'"}]}}' >/dev/null
+	rk PATCH "/api/v1/nodes/$KUBE_NODE" '{"metadata": {"labels": {"node.machine.sapcloud.io/update-result": null}}}' >/dev/null
 done
 echo "# in-place: readiness -> update-result=successful: ${ip_delays[*]} s"
 check "in-place: no key of a CSR in flight left behind" test ! -e "$ROOT/var/lib/node-agent/csr-pending.pem"
