@@ -232,7 +232,7 @@ N253=$L63.$L63.$L63.${L63%??}
 R2=$S/root253
 install -d -m 0755 "$R2/var/lib/cloud-config-exec"
 kctl POST /node '{"name": "'"$N253"'"}' >/dev/null
-KUBE_NODE=$N253 agent_config "$S/agent253.json" '{"timeouts": {"watchIdleMs": 120000}, "events": {"enabled": true}}'
+KUBE_NODE=$N253 agent_config "$S/agent253.json" '{"timeouts": {"watchIdleMs": 120000}, "events": {"enabled": true}, "lease": {"enabled": true}}'
 printf '#!/bin/sh\nexec python3 "%s" "%s" "%s" "%s"\n' "$TESTS_DIR/lib/inplace-exec.py" "$R2/var/lib/cloud-config-exec/result.json" \
 	"$R2/var/lib/node-agent/desired.json" "$S/no-inplace" >"$S/exec253"
 chmod +x "$S/exec253"
@@ -241,8 +241,12 @@ t=$(now)
 "$AGENT" --root "$R2" --config "$S/agent253.json" </dev/null >>"$S/agent253.log" 2>&1 &
 A253=$!
 on_exit "kill $A253 2>/dev/null; wait $A253 2>/dev/null"
-check "a Node name of ${#N253} characters: watched, the OSC applied, the Node annotated" \
-	eval 'KUBE_NODE=$N253 kube_wait_annotation checksum/cloud-config-data "$(sum "$S/v5.yaml")" "$t" 20 >/dev/null'
+if KUBE_NODE=$N253 kube_wait_annotation checksum/cloud-config-data "$(sum "$S/v5.yaml")" "$t" 20 >/dev/null; then
+	ok "a Node name of ${#N253} characters: watched, the OSC applied, the Node annotated"
+else
+	fail "a Node name of ${#N253} characters: watched, the OSC applied, the Node annotated"
+	dump "its agent's log" cat "$S/agent253.log"
+fi
 check "  ... its Event for the whole name, named within 63 characters" wait_for 10 python3 -c '
 import json, subprocess, sys
 ev = json.loads(subprocess.check_output(["python3", sys.argv[1], "ctl", "GET", "/events?namespace=default"]))["items"]

@@ -1596,14 +1596,17 @@ def sign_csr(st, pem, mode, lifetime):
 
 
 def make_node(name):
+    # The kubelet's hostname label: a label value (63 at most); a Node named
+    # longer (a cloud provider's name) has its host's short name there.
+    host = name if len(name) <= 63 else name.split(".")[0][:63]
     return {"kind": "Node", "apiVersion": "v1",
             "metadata": {"name": name,
-                         "labels": {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux",
+                         "labels": {"kubernetes.io/hostname": host, "kubernetes.io/os": "linux",
                                     "worker.gardener.cloud/pool": "worker-a"},
                          "annotations": {"node.alpha.kubernetes.io/ttl": "0"}},
             "spec": {"podCIDR": "10.244.0.0/24"},
             "status": {"addresses": [{"type": "InternalIP", "address": "127.0.0.1"},
-                                     {"type": "Hostname", "address": name}],
+                                     {"type": "Hostname", "address": host}],
                        "nodeInfo": {"machineID": "", "systemUUID": "", "bootID": "", "kernelVersion": "",
                                     "osImage": "Debian GNU/Linux 12 (bookworm)", "containerRuntimeVersion": "",
                                     "kubeletVersion": "v1.20.2", "kubeProxyVersion": "v1.20.2",
