@@ -15,6 +15,8 @@
 # around the renewal. Checked per restart: the certificate in use (client.pem
 # written) at most 2 s after readiness (the server's first /readyz 200 in
 # its audit log after the restart); no log line said twice in the round.
+# Then in-place updates with a node-agent CA rotation, the API server
+# restarted at a random instant of each (see there; IP_ROUNDS=$(sized 1 4)).
 # At the end: every CSR issued is one the agent installed, none pending.
 # ROUNDS=${ROUNDS:-$(sized 3 12)}. Prints each delay.
 # Skips (saying why) without a kube-apiserver binary, etcd or haproxy.
