@@ -11,7 +11,7 @@ the source line it came from, so a finding can name PAGE:LINE."""
 import re
 
 _ESCAPES = [("\\(dq", '"'), ("\\(lq", '"'), ("\\(rq", '"'), ("\\(en", "-"), ("\\(em", "-"),
-            ("\\-", "-"), ("\\&", ""), ("\\e", "\\"), ("\\ ", " ")]
+            ("\\-", "-"), ("\\&", ""), ("\\%", ""), ("\\e", "\\"), ("\\ ", " ")]
 _FONT = re.compile(r"\\f[BIRP]|\\f\(..")
 _ALTERNATING = {".BR", ".RB", ".BI", ".IB", ".IR", ".RI"}
 
