@@ -337,7 +337,8 @@ bench: $(PROGS) $(TOOLS)
 include install.mk
 
 # The Debian package, built from a copy of the tree, then lintian (errors and
-# warnings fail): $(B)/deb/node-agent_*.deb, $(B)/deb/lintian.txt.
+# warnings fail): $(B)/deb/kube-node-agent_*.deb (and the transitional
+# node-agent_*_all.deb of the package's old name), $(B)/deb/lintian.txt.
 deb:
 	$(Q)scripts/build-deb $(B)/deb
 
