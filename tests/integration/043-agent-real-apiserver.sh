@@ -52,9 +52,8 @@ ok "etcd and kube-apiserver $("$RK_BIN" --version | cut -d' ' -f2) ready after $
 ANN=checksum/cloud-config-data
 SA=node-agent
 SAUSER=system:serviceaccount:kube-system:$SA
-# Issue 34 makes machine names of real length (40-60) work; until it lands
-# a CN over 64 characters gets no CSR, so this one has 30.
-MACHINE=${RK_MACHINE:-shoot--dev--ci-a-z1-7d9f6-x2k9}
+# A machine name of real length (55), not the Node's name.
+MACHINE=shoot--i512345--prod-eu1-workerpool1-z1-7d9f6c8b4-x2k9p
 CN=gardener.cloud:node-agent:machine:$MACHINE
 BTUSER=system:bootstrap:abcdef
 LEASE=/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/gardener-node-agent-$KUBE_NODE
