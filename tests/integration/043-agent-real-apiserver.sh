@@ -31,6 +31,8 @@
 # Skips (saying why) without a kube-apiserver binary (tests/tools/kube-apiserver),
 # etcd or openssl. IDLE_SECONDS (default 75) sets the idle window.
 source "$TESTS_DIR/lib/common.sh"
+# A Node name that differs from the machine's (as on AWS), as in 049.
+KUBE_NODE=${KUBE_NODE:-ip-10-250-17-203.eu-central-1.compute.internal}
 source "$TESTS_DIR/lib/kube.sh"
 source "$TESTS_DIR/lib/agent.sh"
 source "$TESTS_DIR/lib/realkube.sh"
@@ -52,7 +54,7 @@ ok "etcd and kube-apiserver $("$RK_BIN" --version | cut -d' ' -f2) ready after $
 ANN=checksum/cloud-config-data
 SA=node-agent
 SAUSER=system:serviceaccount:kube-system:$SA
-# A machine name of real length (55), not the Node's name.
+# A machine name of real length (55 characters; the CN is 89).
 MACHINE=shoot--i512345--prod-eu1-workerpool1-z1-7d9f6c8b4-x2k9p
 CN=gardener.cloud:node-agent:machine:$MACHINE
 BTUSER=system:bootstrap:abcdef
