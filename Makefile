@@ -274,7 +274,7 @@ check-quick: check-unit
 # valgrind, network faults, API server restarts; then every fuzz target for
 # SOAK_FUZZ_SECONDS. The last figures are in docs/testing.md ("make soak").
 SOAK_INTEGRATION := 022- 060- 062- 063- 072- 082-
-SOAK_FUZZ_SECONDS ?= 300
+SOAK_FUZZ_SECONDS ?= 120
 soak: $(PROGS) $(TESTS) $(TOOLS)
 	$(Q)TEST_SIZE=soak $(MAKE) PREFIXES="$(SOAK_INTEGRATION)" check-integration
 	$(Q)$(MAKE) FUZZ_SECONDS=$(SOAK_FUZZ_SECONDS) fuzz
