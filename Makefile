@@ -365,4 +365,4 @@ deb:
 clean:
 	rm -rf $(B) $(B)-sanitize
 
--include $(shell find $(B) -name '*.d' 2>/dev/null)
+-include $(shell find $(B)/obj $(B)/fuzz-obj -name '*.d' -type f 2>/dev/null)
