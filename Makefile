@@ -134,7 +134,7 @@ TOOLS := $(patsubst tests/tools/%.c,$(B)/tools/%,$(TOOL_SRCS))
 # The LD_PRELOAD fault injector of the disk fault tests (tests/lib/faultfs.c).
 TOOLS += $(B)/tools/faultfs.so
 
-.PHONY: all check check-unit check-integration check-sanitize check-ci check-quick check-vm vm-fetch soak fuzz fuzz-build \
+.PHONY: all check check-unit check-integration check-sanitize check-ci check-quick check-vm fetch soak fuzz fuzz-build \
         fuzz-replay fuzz-coverage lint bench install uninstall clean deb
 .DEFAULT_GOAL := all
 # Keep intermediate objects (unit-test .o files are built through a chain).
@@ -282,13 +282,15 @@ soak: $(PROGS) $(TESTS) $(TOOLS)
 # The real node (080, issue 23): a Debian 12 VM under qemu, 20-30 min under
 # TCG. VM_SCENARIOS picks scenarios (the test's header). A skip (no qemu,
 # say) fails here: CI must not pass without the real node.
-check-vm: vm-fetch
+check-vm:
+	$(Q)B=$(abspath $(B)) tests/fetch vm
 	$(Q)$(MAKE) NA_VM_TEST=1 FAIL_ON_SKIP=1 ONLY=080- check-integration
 
-# The VM image's packages, fetched from the Debian mirror (retried) into
-# $(B)/vm-cache: the test runs in a network namespace of its own.
-vm-fetch:
-	$(Q)B=$(abspath $(B)) tests/vm-fetch
+# The Debian trees the tests boot (the VM's, the nspawn boxes'), fetched
+# from the mirror (retried) into $(B)/vm-cache and $(B)/sdbox-cache: the
+# tests run in network namespaces of their own.
+fetch:
+	$(Q)B=$(abspath $(B)) tests/fetch
 
 # ---- fuzzing ---------------------------------------------------------------
 FUZZ_CFLAGS := -std=gnu11 -D_GNU_SOURCE -g -O1 $(INC_ALL) $(PKG_CFLAGS) \
