@@ -599,9 +599,9 @@ fi
 # readiness: the agent fetched the new OSC Secret (its GET in the audit
 # log): within 2 s; applied by the executor and the Node annotated (which
 # the agent does after the executor's result): within 2 s under KVM, within
-# 10 s under TCG, where the executor's run in the emulated guest alone takes
-# about 3.5 s (first run: Secret fetched 0.9 s after readiness, the
-# annotation 3.5 s after it).
+# 25 s under TCG, where the executor's run in the emulated guest alone takes
+# about 3.5 s on an idle host and stretches with the host's load (first
+# run: Secret fetched 0.9 s after readiness, the annotation 3.5 s after it).
 if want 5; then
 	rk_stop_apiserver
 	hello 2
@@ -645,7 +645,14 @@ else:
 	done
 	d=none
 	[ "$t" = none ] || [ "$ready" = none ] || d=$(awk -v a="$ready" -v b="$t" 'BEGIN { printf "%.2f", b - a }')
-	limit=10
+	# Under TCG the guest's part (the agent's parse and write, the path
+	# unit, the executor's run, the PATCH) is emulated: about 3.5 s on an
+	# idle host, and it stretches with the host's load (CI runs other tests
+	# beside this one: 14.8 s was seen at load 20). The agent's own
+	# reaction is the fetch above (host clock, 2 s); this bound catches an
+	# apply that does slow work it should not (the 105 MB kubelet hashed on
+	# every run took 53.6 s here) without failing on a loaded host.
+	limit=25
 	[ "$(vm_accel | cut -d' ' -f2)" = kvm ] && limit=2
 	echo "# outage behind haproxy: readiness -> the agent fetched the new OSC: $seen s; -> applied and the Node annotated: $d s ($(vm_accel | cut -d' ' -f2 | cut -d, -f1))"
 	check "API server restart behind haproxy: the agent fetched the update $seen s after readiness (<= 2 s)" \
