@@ -36,6 +36,7 @@
  * the token file changes. Every wait of the duty comes from backoff(). */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -254,10 +255,10 @@ static void drop_csr(struct creds *c)
 	c->step_failures = 0;
 }
 
-/* A reason the join cannot go on (creds_failure): for the console. The
- * caller logs. */
-static void note_failure(struct creds *c, const char *key, const char *fmt, ...) _printf_(3, 4);
-static void note_failure(struct creds *c, const char *key, const char *fmt, ...)
+/* A reason the join cannot go on (creds_failure, for the console) of kind
+ * key; with log, also the duty's error line (the same text). */
+static void note_failure(struct creds *c, bool log, const char *key, const char *fmt, ...) _printf_(4, 5);
+static void note_failure(struct creds *c, bool log, const char *key, const char *fmt, ...)
 {
 	va_list ap;
 	c->failure.seq++;
@@ -265,6 +266,8 @@ static void note_failure(struct creds *c, const char *key, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(c->failure.text, sizeof(c->failure.text), fmt, ap);
 	va_end(ap);
+	if (log)
+		log_error("%s", c->failure.text);
 }
 
 enum retry {
@@ -352,7 +355,7 @@ static bool auth_refused(struct creds *c, const struct http_request *req, const 
 	}
 	if (!c->auth_logged) {
 		c->auth_logged = true;
-		note_failure(c, "token-refused", "the API server has refused the bootstrap token for %u s (HTTP 401; "
+		note_failure(c, false, "token-refused", "the API server has refused the bootstrap token for %u s (HTTP 401; "
 			     "deleted or expired?)", (unsigned)((refused_grace_ms(c) + 999u) / 1000u));
 		log_error("%s: the API server has refused the bootstrap token for %u s (HTTP 401; %s deleted or "
 			  "expired?) and node-agent holds no valid client certificate: it cannot authenticate. Needed: "
@@ -375,20 +378,16 @@ static void no_credential(struct creds *c, const char *what, uint64_t now, enum 
 	if (!c->nokey_logged) {
 		c->nokey_logged = true;
 		int r = token_check(c);
-		note_failure(c, "no-credential", "no client certificate, and the bootstrap token file %s %s%s",
-			     c->cfg->bootstrap_token_file ? c->cfg->bootstrap_token_file : "(apiServer.bootstrapTokenFile)",
-			     !c->cfg->bootstrap_token_file ? "is not configured"
-			     : r == 0		    ? "was not usable a moment ago"
-						    : "is not usable: ",
-			     c->cfg->bootstrap_token_file && r < 0 ? http_token_strerror(r) : "");
-		log_error("CSR %s: cannot %s: node-agent holds no valid client certificate and the bootstrap token "
-			  "file %s %s%s; waiting for one",
-			  c->csr_name ? c->csr_name : "-", what,
-			  c->cfg->bootstrap_token_file ? c->cfg->bootstrap_token_file : "(apiServer.bootstrapTokenFile)",
-			  !c->cfg->bootstrap_token_file ? "is not configured"
-			  : r == 0		       ? "was not usable a moment ago"
+		char file[PATH_MAX + 128];
+		snprintf(file, sizeof(file), "the bootstrap token file %s %s%s",
+			 c->cfg->bootstrap_token_file ? c->cfg->bootstrap_token_file : "(apiServer.bootstrapTokenFile)",
+			 !c->cfg->bootstrap_token_file ? "is not configured"
+			 : r == 0		       ? "was not usable a moment ago"
 						       : "is not usable: ",
-			  c->cfg->bootstrap_token_file && r < 0 ? http_token_strerror(r) : "");
+			 c->cfg->bootstrap_token_file && r < 0 ? http_token_strerror(r) : "");
+		note_failure(c, false, "no-credential", "no client certificate, and %s", file);
+		log_error("CSR %s: cannot %s: node-agent holds no valid client certificate and %s; waiting for one",
+			  c->csr_name ? c->csr_name : "-", what, file);
 	}
 	backoff(c, now, RETRY_TOKEN, step, 0);
 }
@@ -585,8 +584,7 @@ static void on_created(struct http_request *req, void *userdata)
 		/* The request itself is refused: another one may not be. */
 		char why[512];
 		http_describe_failure(req, why, sizeof(why));
-		log_error("CSR %s: creating it failed: %s", c->csr_name, why);
-		note_failure(c, "csr-invalid", "CSR %s: creating it failed: %s", c->csr_name, why);
+		note_failure(c, true, "csr-invalid", "CSR %s: creating it failed: %s", c->csr_name, why);
 		backoff(c, now, RETRY_NEW, CREDS_NEED_CREATE, 0);
 		return;
 	}
@@ -610,8 +608,7 @@ static int install(struct creds *c, const struct csr_status *s, uint64_t now)
 	struct csr_cert_info info;
 	int r = check_pem(c, pem, strlen(pem), &k, &info, why, sizeof(why));
 	if (r < 0) {
-		log_error("CSR %s: issued certificate refused: %s", c->csr_name, why);
-		note_failure(c, "csr-refused", "CSR %s: the issued certificate is not usable: %s", c->csr_name, why);
+		note_failure(c, true, "csr-refused", "CSR %s: issued certificate refused: %s", c->csr_name, why);
 		return -EINVAL;
 	}
 	r = fsx_write_atomic_at(c->state_fd, CREDS_FILE, pem, strlen(pem), 0600, FSX_UID_KEEP, FSX_GID_KEEP, 0);
@@ -642,10 +639,8 @@ static void handle_status(struct creds *c, struct csr_status *s, uint64_t now)
 		break;
 	case CSR_DENIED:
 	case CSR_FAILED:
-		log_error("CSR %s: %s, reason \"%s\", message \"%s\"", c->csr_name,
-			  s->state == CSR_DENIED ? "denied" : "failed", s->reason, s->message);
-		note_failure(c, s->state == CSR_DENIED ? "csr-denied" : "csr-failed",
-			     "CSR %s %s: reason \"%s\", message \"%s\"", c->csr_name,
+		note_failure(c, true, s->state == CSR_DENIED ? "csr-denied" : "csr-failed",
+			     "CSR %s: %s, reason \"%s\", message \"%s\"", c->csr_name,
 			     s->state == CSR_DENIED ? "denied" : "failed", s->reason, s->message);
 		backoff(c, now, RETRY_NEW, CREDS_NEED_CREATE, 0);
 		break;
@@ -669,8 +664,7 @@ static void on_polled(struct http_request *req, void *userdata)
 	uint64_t now = now_ms();
 	c->req = NULL;
 	if (req->status == 404) {
-		log_error("CSR %s: gone before it was issued", c->csr_name);
-		note_failure(c, "csr-gone", "CSR %s deleted before it was issued", c->csr_name);
+		note_failure(c, true, "csr-gone", "CSR %s: gone before it was issued", c->csr_name);
 		backoff(c, now, RETRY_NEW, CREDS_NEED_CREATE, 0);
 		return;
 	}
@@ -766,8 +760,7 @@ static void on_watch_done(struct http_request *req, void *userdata)
 	}
 	if (c->watch_gone) {
 		c->watch_gone = false;
-		log_error("CSR %s: gone before it was issued", c->csr_name);
-		note_failure(c, "csr-gone", "CSR %s deleted before it was issued", c->csr_name);
+		note_failure(c, true, "csr-gone", "CSR %s: gone before it was issued", c->csr_name);
 		backoff(c, now, RETRY_NEW, CREDS_NEED_CREATE, 0);
 		return;
 	}
@@ -832,9 +825,7 @@ static void start_watch(struct creds *c, uint64_t now)
 static void start_poll(struct creds *c, uint64_t now)
 {
 	if (c->deadline && now >= c->deadline) {
-		log_error("CSR %s: not issued within %u s (never approved?)", c->csr_name,
-			  c->cfg->csr_timeout_ms / 1000u);
-		note_failure(c, "csr-timeout", "CSR %s not issued within %u s (never approved?)", c->csr_name,
+		note_failure(c, true, "csr-timeout", "CSR %s: not issued within %u s (never approved?)", c->csr_name,
 			     c->cfg->csr_timeout_ms / 1000u);
 		backoff(c, now, RETRY_NEW, CREDS_NEED_CREATE, 0);
 		return;
