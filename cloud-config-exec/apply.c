@@ -582,7 +582,7 @@ int apply_osc(const struct apply_ctx *c, const char *osc, size_t len, const stru
 	 * is reported at the end: units, keys and the snapshot still apply. */
 	bool restart_containerd = false;
 	_cleanup_free_ char *cri_error = NULL;
-	int cri_r = containerd_apply(c->rootfd, c->root, CONTAINERD_BIN, &st, old, new, d, &restart_containerd,
+	int cri_r = containerd_apply(c->rootfd, statefd, c->root, CONTAINERD_BIN, &st, old, new, d, &restart_containerd,
 				     &cri_error);
 	(void)state_save(statefd, &st); /* the version cache, if it was learnt (unchanged bytes: no write) */
 	/* 1e. Image files (images.h): a failed pull keeps the old file and

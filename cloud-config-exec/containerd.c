@@ -20,6 +20,7 @@
 #include "fsx.h"
 #include "log.h"
 #include "state.h"
+#include "toml.h"
 
 static int errorf(char **ret_error, int r, const char *fmt, ...) _printf_(3, 4);
 static int errorf(char **ret_error, int r, const char *fmt, ...)
@@ -196,10 +197,11 @@ static int remove_registry(int rootfd, const char *upstream, bool *ret_changed, 
 
 /* Replaces config.toml by config once containerd accepted it: the bytes go
  * to CANDIDATE next to it, `config dump` reads that (its host path below
- * root), then it is renamed over config.toml. 1 written, 0 already the
- * same (and accepted when check is set), -errno (old file kept). */
-static int write_config(int rootfd, const char *root, const char *bin, const char *config, bool check,
-			char **ret_error)
+ * root), then it is renamed over config.toml. containerd is asked only
+ * when the text changed: bytes it accepted before are not asked about
+ * again (issue 36: `config dump` was 130 ms of a first apply). 1 written,
+ * 0 already the same, -errno (old file kept). */
+static int write_config(int rootfd, const char *root, const char *bin, const char *config, char **ret_error)
 {
 	const char *base;
 	_cleanup_close_ int dfd =
@@ -212,11 +214,11 @@ static int write_config(int rootfd, const char *root, const char *bin, const cha
 	size_t cur_len = 0;
 	bool same = fsx_read_at(dfd, base, 4u << 20, &cur, &cur_len) >= 0 && cur_len == strlen(config) &&
 		    memcmp(cur, config, cur_len) == 0;
-	if (same && !check)
+	if (same)
 		return 0;
-	const char *name = same ? base : CONTAINERD_CANDIDATE;
+	const char *name = CONTAINERD_CANDIDATE;
 	int r;
-	if (!same && (r = fsx_write_atomic_at(dfd, name, config, strlen(config), 0644, 0, 0, 0)) < 0) {
+	if ((r = fsx_write_atomic_at(dfd, name, config, strlen(config), 0644, 0, 0, 0)) < 0) {
 		log_error_errno(r, "Cannot write %s/%s", CRI_CONFIG_DIR, name);
 		return errorf(ret_error, r, "cannot write %s/%s: %s", CRI_CONFIG_DIR, name, strerror(-r));
 	}
@@ -225,12 +227,9 @@ static int write_config(int rootfd, const char *root, const char *bin, const cha
 		return errorf(ret_error, -ENOMEM, "out of memory");
 	r = containerd_accepts(bin, hostpath, ret_error);
 	if (r < 0) {
-		if (!same)
-			(void)unlinkat(dfd, name, 0);
+		(void)unlinkat(dfd, name, 0);
 		return r;
 	}
-	if (same)
-		return 0;
 	if (renameat(dfd, name, dfd, base) < 0) {
 		r = negerrno();
 		(void)unlinkat(dfd, name, 0);
@@ -266,18 +265,122 @@ static char *read_current(int rootfd, const char *path, size_t *ret_len)
 	return data;
 }
 
-int containerd_apply(int rootfd, const char *root, const char *containerd_bin, struct state *st,
+/* The image's config.toml as it was before node-agent first patched it,
+ * in the executor's state directory: its bytes, or the marker that there
+ * was none. Written once; restored when the OSC drops its criConfig. */
+#define IMAGE_CONFIG "containerd-config.image.toml"
+#define IMAGE_CONFIG_NONE "containerd-config.image-none"
+/* What node-agent wrote before it patched (a file of its keys alone). */
+#define OWN_HEADER_OLD "# managed by node-agent's cloud-config-exec from the OSC's criConfig"
+
+static bool ours_alone(const char *cur, size_t len)
+{
+	return len >= strlen(OWN_HEADER_OLD) && memcmp(cur, OWN_HEADER_OLD, strlen(OWN_HEADER_OLD)) == 0;
+}
+
+/* The image's config.toml kept before: 1 and its bytes in *ret (NULL:
+ * it had none), 0 when nothing was kept yet. */
+static int kept_image_config(int statefd, char **ret, size_t *ret_len)
+{
+	struct stat sb;
+	if (statefd < 0)
+		return 0;
+	if (fstatat(statefd, IMAGE_CONFIG_NONE, &sb, AT_SYMLINK_NOFOLLOW) == 0)
+		return 1;
+	return fsx_read_at(statefd, IMAGE_CONFIG, 4u << 20, ret, ret_len) >= 0 ? 1 : 0;
+}
+
+/* Keeps the image's config.toml (cur, NULL: none) once, before the first
+ * patch. */
+static int keep_image_config(int statefd, const char *cur, size_t cur_len, char **ret_error)
+{
+	struct stat sb;
+	if (statefd < 0 || fstatat(statefd, IMAGE_CONFIG, &sb, AT_SYMLINK_NOFOLLOW) == 0 ||
+	    fstatat(statefd, IMAGE_CONFIG_NONE, &sb, AT_SYMLINK_NOFOLLOW) == 0)
+		return 0;
+	bool none = !cur || ours_alone(cur, cur_len);
+	int r = fsx_write_atomic_at(statefd, none ? IMAGE_CONFIG_NONE : IMAGE_CONFIG, none ? "" : cur,
+				    none ? 0 : cur_len, 0600, 0, 0, 0);
+	if (r < 0) {
+		log_error_errno(r, "Cannot keep the image's %s", CRI_CONFIG_FILE);
+		return errorf(ret_error, r, "cannot keep the image's %s: %s", CRI_CONFIG_FILE, strerror(-r));
+	}
+	log_notice("Kept the image's %s (%s) before patching it; it comes back when the OSC drops its criConfig",
+		   CRI_CONFIG_FILE, none ? "there was none" : "its bytes");
+	return 0;
+}
+
+/* The OSC has no criConfig (any more): what the image had comes back. */
+static int restore_image_config(int rootfd, int statefd, bool *ret_restart, char **ret_error)
+{
+	_cleanup_free_ char *img = NULL;
+	size_t len = 0;
+	struct stat sb;
+	bool none = statefd >= 0 && fstatat(statefd, IMAGE_CONFIG_NONE, &sb, AT_SYMLINK_NOFOLLOW) == 0;
+	if (statefd < 0 || (!none && fsx_read_at(statefd, IMAGE_CONFIG, 4u << 20, &img, &len) < 0))
+		return 0;
+	const char *base;
+	_cleanup_close_ int dfd = fsx_open_parent_at(rootfd, CRI_CONFIG_FILE, FSX_FOLLOW_ROOT_SYMLINKS, 0, &base);
+	int r = dfd < 0 ? dfd : none ? (unlinkat(dfd, base, 0) < 0 && errno != ENOENT ? negerrno() : 0)
+				    : fsx_write_atomic_at(dfd, base, img, len, 0644, 0, 0, FSX_SKIP_IF_SAME);
+	if (r < 0 && r != -ENOENT) {
+		log_error_errno(r, "Cannot restore the image's %s", CRI_CONFIG_FILE);
+		return errorf(ret_error, r, "cannot restore the image's %s: %s", CRI_CONFIG_FILE, strerror(-r));
+	}
+	(void)unlinkat(statefd, none ? IMAGE_CONFIG_NONE : IMAGE_CONFIG, 0);
+	log_notice("The OSC has no criConfig: %s is the image's again (%s)", CRI_CONFIG_FILE,
+		   none ? "removed: the image had none" : "its bytes restored");
+	*ret_restart = true;
+	return 0;
+}
+
+int containerd_apply(int rootfd, int statefd, const char *root, const char *containerd_bin, struct state *st,
 		     const struct osc *old, const struct osc *new, const struct desired *d, bool *ret_restart,
 		     char **ret_error)
 {
 	*ret_restart = false;
 	if (!new->cri.present)
-		return 0;
-	struct cri_target t;
-	int r = find_target(containerd_bin, st, &t, ret_error);
-	if (r < 0)
+		return restore_image_config(rootfd, statefd, ret_restart, ret_error);
+	/* The base every apply patches: the image's file as it was before
+	 * the first patch (kept then: keep_image_config()), so the file is a
+	 * function of the image's and the OSC's (a plugin the OSC drops
+	 * leaves; gardener-node-agent patches the file it patched before and
+	 * keeps it). Its version decides the key paths (containerd_config.go
+	 * getContainerdConfigFileVersion); the binary is asked only when that
+	 * is not enough: no file, or version 3 and later (bin_dirs from
+	 * containerd 2.2). */
+	size_t cur_len = 0;
+	_cleanup_free_ char *cur = NULL;
+	int kept = kept_image_config(statefd, &cur, &cur_len);
+	if (kept == 0) /* nothing kept yet: what is there now is the image's */
+		cur = read_current(rootfd, CRI_CONFIG_FILE, &cur_len);
+	const char *based = cur && !ours_alone(cur, cur_len) ? cur : NULL;
+	struct cri_target t = { .config_version = 2 };
+	int fv = 0, r;
+	if (based) {
+		_cleanup_(toml_freep) struct toml_node *doc = NULL;
+		char err[TOML_ERROR_MAX], why[256];
+		if ((r = toml_parse(based, cur_len, &doc, err, sizeof(err))) < 0) {
+			log_error("%s does not parse (%s): not patched", CRI_CONFIG_FILE, err);
+			return errorf(ret_error, r, "%s does not parse: %s", CRI_CONFIG_FILE, err);
+		}
+		if ((r = cri_file_version(doc, &fv, why, sizeof(why))) < 0 || fv == 1) {
+			if (r >= 0)
+				snprintf(why, sizeof(why), "%s is of version 1 (containerd before 1.3): not patched",
+					 CRI_CONFIG_FILE);
+			log_error("%s", why);
+			return errorf(ret_error, -EINVAL, "%s", why);
+		}
+	}
+	if (!based || fv >= 3) {
+		if ((r = find_target(containerd_bin, st, &t, ret_error)) < 0)
+			return r;
+		log_info("containerd %u.%u: configuration version %d", t.major, t.minor, t.config_version);
+	}
+	if (based)
+		t.config_version = fv;
+	if ((r = keep_image_config(statefd, cur, cur_len, ret_error)) < 0)
 		return r;
-	log_info("containerd %u.%u: configuration version %d", t.major, t.minor, t.config_version);
 
 	bool written = false;
 	_cleanup_free_ char *config = NULL;
@@ -288,8 +391,11 @@ int containerd_apply(int rootfd, const char *root, const char *containerd_bin, s
 		log_error("criConfig.containerd.%s", why);
 		return errorf(ret_error, r, "criConfig.containerd.%s", why);
 	}
-	if ((r = cri_render_config(&new->cri, &t, &config)) < 0)
-		return errorf(ret_error, r, "cannot render %s: %s", CRI_CONFIG_FILE, strerror(-r));
+	char mwhy[512] = "";
+	if ((r = cri_merge_config(based, cur_len, &new->cri, &t, &config, mwhy, sizeof(mwhy))) < 0) {
+		log_error("%s", mwhy[0] ? mwhy : strerror(-r));
+		return errorf(ret_error, r, "%s", mwhy[0] ? mwhy : strerror(-r));
+	}
 	/* Gardener's ensureContainerdConfigDirectories(). */
 	static const char *const dirs[] = { CONTAINERD_RUNTIMES_BIN_DIR, CRI_IMPORTS_DIR, CRI_CERTS_DIR };
 	for (size_t i = 0; i < ELEMENTSOF(dirs); i++) {
@@ -306,10 +412,11 @@ int containerd_apply(int rootfd, const char *root, const char *containerd_bin, s
 	 * rendering of the old OSC restarts it too (a crash between the write
 	 * and the restart). Whatever restarts containerd is first read by
 	 * containerd itself: a file it refuses would keep it down. */
-	_cleanup_free_ char *old_config = NULL;
+	_cleanup_free_ char *old_config = NULL, *new_config = NULL;
 	bool differs = !old || !old->cri.present || cri_render_config(&old->cri, &t, &old_config) < 0 ||
-		       strcmp(old_config, config) != 0 || old->cri.n_plugins != new->cri.n_plugins;
-	if ((r = write_config(rootfd, root, containerd_bin, config, differs, ret_error)) < 0)
+		       cri_render_config(&new->cri, &t, &new_config) < 0 || strcmp(old_config, new_config) != 0 ||
+		       old->cri.n_plugins != new->cri.n_plugins;
+	if ((r = write_config(rootfd, root, containerd_bin, config, ret_error)) < 0)
 		return r;
 	bool config_written = r > 0;
 	_cleanup_free_ char *waiting = NULL; /* "a b": registries waiting for their readiness probe */
@@ -325,15 +432,15 @@ int containerd_apply(int rootfd, const char *root, const char *containerd_bin, s
 			 * shouldProbe (containerd.go): the probe itself
 			 * runs in node-agent (agent/mirrors.h). */
 			char digest[65];
-			size_t cur_len = 0;
-			_cleanup_free_ char *cur = read_current(rootfd, path, &cur_len);
+			size_t hcur_len = 0;
+			_cleanup_free_ char *hcur = read_current(rootfd, path, &hcur_len);
 			desired_sha256_hex(hosts, strlen(hosts), digest); /* = cri_hosts_digest(), rendered once */
 			if (!digest[0])
 				return errorf(ret_error, -ENOMEM, "out of memory");
-			if (!containerd_mirror_may_write(g, hosts, digest, cur, cur_len, d)) {
+			if (!containerd_mirror_may_write(g, hosts, digest, hcur, hcur_len, d)) {
 				log_notice("Registry %s waits for its readinessProbe (node-agent has not seen every host "
 					   "answer): %s %s",
-					   g->upstream, path, cur ? "keeps its previous content" : "not written yet");
+					   g->upstream, path, hcur ? "keeps its previous content" : "not written yet");
 				size_t ul = strlen(g->upstream);
 				char *w = realloc(waiting, waiting_len + ul + 2);
 				if (!w)
@@ -345,7 +452,7 @@ int containerd_apply(int rootfd, const char *root, const char *containerd_bin, s
 				waiting_len += ul;
 				continue;
 			}
-			if (!cur || strcmp(cur, hosts) != 0)
+			if (!hcur || strcmp(hcur, hosts) != 0)
 				log_info("Registry %s answered node-agent's readinessProbe: writing %s", g->upstream, path);
 		}
 		if ((r = write_file(rootfd, path, hosts, ret_error)) < 0)

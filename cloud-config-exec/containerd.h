@@ -28,11 +28,15 @@ struct desired;
  * rewritten in place). */
 const char *containerd_cached_version(const struct state *s, const struct stat *st);
 
-/* Nothing when new has no criConfig. Otherwise learns from containerd_bin
- * which configuration version it reads ("containerd --version", a child
- * with a deadline, see child.h; the answer is cached in st per binary,
- * containerd_cached_version(), and asked again only when the binary
- * changed), writes CRI_CONFIG_FILE and one hosts.toml per registry below
+/* When new has no criConfig: the image's config.toml comes back (kept in
+ * statefd before the first patch: its bytes, or none), *ret_restart set;
+ * nothing when none was kept. Otherwise patches CRI_CONFIG_FILE as
+ * gardener-node-agent does (cri_merge_config(): what is there stays but the
+ * keys node-agent owns; the file's version decides the key paths), asking
+ * containerd_bin which configuration it reads only when that file does not
+ * tell ("containerd --version", a child with a deadline, see child.h; the
+ * answer is cached in st per binary, containerd_cached_version(), and asked
+ * again only when the binary changed), and writes one hosts.toml per registry below
  * rootfd (atomically, 0644, only when the bytes differ; conf.d and certs.d
  * created 0755) and removes the hosts.toml of registries old had and new
  * has not. A config.toml that would restart containerd is first loaded by
@@ -55,7 +59,7 @@ const char *containerd_cached_version(const struct state *s, const struct stat *
  * fails with -EAGAIN naming the registries that wait, after everything
  * else of the step was done (Gardener's reconcile does not finish either
  * until they answered). */
-int containerd_apply(int rootfd, const char *root, const char *containerd_bin, struct state *st,
+int containerd_apply(int rootfd, int statefd, const char *root, const char *containerd_bin, struct state *st,
 		     const struct osc *old, const struct osc *new, const struct desired *d, bool *ret_restart,
 		     char **ret_error);
 
