@@ -617,7 +617,7 @@ const char *units_actions_to_string(unsigned actions, char *buf, size_t size)
 		{ UNITS_WRITE, "write" },     { UNITS_REMOVE, "remove" },   { UNITS_REMOVE_DROPINS, "remove-dropins" },
 		{ UNITS_ENABLE, "enable" },   { UNITS_DISABLE, "disable" }, { UNITS_RESTART, "restart" },
 		{ UNITS_STOP, "stop" },       { UNITS_REQUESTED, "requested" },
-		{ UNITS_SUPERSEDED, "superseded" }, { UNITS_HELD, "held" },
+		{ UNITS_SUPERSEDED, "superseded" }, { UNITS_HELD, "held" }, { UNITS_DRIFT, "drift" },
 	};
 	size_t len = 0;
 
@@ -957,7 +957,7 @@ static void apply_files(struct apply *a)
 			remove_unit_file(a, i, e->unit);
 		/* Drift: the OSC did not change the unit, but its files on disk
 		 * differed. Restart it so what runs is what the OSC says. */
-		if (a->run[i].disk_changed && !(e->actions & (UNITS_RESTART | UNITS_STOP))) {
+		if (a->run[i].disk_changed && !(e->actions & (UNITS_RESTART | UNITS_STOP | UNITS_DRIFT))) {
 			char field[300];
 			snprintf(field, sizeof(field), "UNIT=%s", e->unit);
 			log_fields(LOG_NOTICE, LOG_FIELDS(field), "%s: files on disk differed from the OSC, rewritten",
@@ -1085,7 +1085,8 @@ static int run_phase(struct apply *a, enum job_phase phase)
 		if (j->error == 0) {
 			log_fields(LOG_INFO, LOG_FIELDS(field_unit, field_result), "%s %s (%s%s): done in %.1f ms",
 				   j->verb == SYSTEMD_STOP ? "Stopped" : "Restarted", e->unit, e->reason,
-				   a->run[idx[k]].drift ? ", drift repaired" : "", (double)j->usec / 1000.0);
+				   a->run[idx[k]].drift || (e->actions & UNITS_DRIFT) ? ", drift repaired" : "",
+				   (double)j->usec / 1000.0);
 		} else if (j->error == -ENOENT && phase != PHASE_REQUESTS && (!e->new || phase == PHASE_DROPPED)) {
 			/* Dropped or superseded, and already gone (Gardener PR #8898): fine. */
 			log_debug("%s: %s: unit no longer exists", e->unit, verb);
@@ -1312,4 +1313,46 @@ int units_apply_report(const struct units_plan *plan, int rootfd, sd_bus *bus, u
 		*ret_error = TAKE_PTR(a.errors.s);
 	free(a.errors.s);
 	return r;
+}
+
+/* 1 when a unit file or drop-in of n below sysfd does not hold what n
+ * says (missing, other bytes), 0 when all do. */
+static int unit_files_differ(int sysfd, const struct osc_unit *n)
+{
+	if (sysfd < 0)
+		return 1;
+	if (n->content && !same_content(sysfd, n->name, n->content))
+		return 1;
+	if (n->n_dropins == 0)
+		return 0;
+	char dname[300];
+	if (dropin_dir_name(n->name, dname, sizeof(dname)) < 0)
+		return 1;
+	_cleanup_close_ int dfd = fsx_open_dir_at(sysfd, dname, 0, 0);
+	if (dfd < 0)
+		return 1;
+	for (size_t k = 0; k < n->n_dropins; k++)
+		if (!same_content(dfd, n->dropins[k].name, n->dropins[k].content))
+			return 1;
+	return 0;
+}
+
+int units_plan_add_drift(struct units_plan *plan, int rootfd)
+{
+	_cleanup_close_ int sysfd = fsx_open_dir_at(rootfd, UNITS_DIR, FSX_FOLLOW_ROOT_SYMLINKS, 0);
+	for (size_t i = 0; i < plan->n; i++) {
+		struct plan_item *it = &plan->items[i];
+		const struct units_plan_entry *e = &it->e;
+		if (!e->new || (e->actions & (UNITS_REQUESTED | UNITS_SUPERSEDED | UNITS_HELD | UNITS_RESTART | UNITS_STOP)) ||
+		    (!e->new->content && e->new->n_dropins == 0) || !unit_files_differ(sysfd, e->new))
+			continue;
+		char *reason = strdup("files on disk differ from the OSC");
+		if (!reason)
+			return -ENOMEM;
+		free(it->reason);
+		it->reason = reason;
+		it->e.reason = reason;
+		it->e.actions |= UNITS_WRITE | UNITS_DRIFT | (unit_stops(e->new) ? UNITS_STOP : UNITS_RESTART);
+	}
+	return 0;
 }
