@@ -808,6 +808,34 @@ static void strv_remove(char **v, const char *s)
 		v[j] = NULL;
 }
 
+int images_plan(int rootfd, int statefd, const struct osc *new, char ***ret_check, char ***ret_write)
+{
+	_cleanup_(cJSON_Deletep) cJSON *record = statefd >= 0 ? load_record(statefd) : cJSON_CreateObject();
+	if (!record)
+		return -ENOMEM;
+	for (size_t i = 0; i < new->n_files; i++) {
+		const struct osc_file *f = &new->files[i];
+		if (f->source != OSC_SOURCE_IMAGE || files_image_superseded(f->path))
+			continue;
+		cJSON *rec = cJSON_GetObjectItemCaseSensitive(record, f->path);
+		const char *rimage = rec_str(rec, "image"), *rsum = rec_str(rec, "sha256");
+		char ident[IDENTITY_MAX] = "";
+		int d = rimage && strcmp(rimage, f->image) == 0 ?
+				on_disk(rootfd, f->path, f->mode, rsum, rec_str(rec, "identity"), ident) :
+				DISK_DIFFERS;
+		if (d != DISK_DIFFERS)
+			continue; /* intact: neither containerd nor the registry asked */
+		if (files_strv_add(ret_check, f->path) < 0)
+			return -ENOMEM;
+		/* What containerd gives differs from what is there when the
+		 * file is not the one recorded (missing, edited); with no
+		 * record or another reference that is not known before. */
+		if (rimage && strcmp(rimage, f->image) == 0 && files_strv_add(ret_write, f->path) < 0)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
 int images_apply(const struct images_ctx *ic, int rootfd, int statefd, const struct osc *new, char ***changed,
 		 char **ret_error)
 {

@@ -84,6 +84,14 @@ struct timespec;
  * Pure. */
 bool images_identity_settled(const struct stat *st, const struct timespec *now);
 
+/* The images step's plan (reads only, hashes a file whose identity is not
+ * trusted): the image files it will ask containerd about (no record, another
+ * reference, or the file not the one recorded) into *ret_check, and of
+ * those the ones it will rewrite for sure (same reference, file missing or
+ * not the bytes recorded) into *ret_write (files_strv_add()). Returns 0,
+ * -ENOMEM. */
+int images_plan(int rootfd, int statefd, const struct osc *new, char ***ret_check, char ***ret_write);
+
 /* Writes every image file of new (see above). Paths written are added to
  * *changed (files_strv_add). Each file that fails is logged and named in
  * *ret_error (free(); "IMAGE for PATH: reason; ..."), the others still go

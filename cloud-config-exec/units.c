@@ -957,12 +957,14 @@ static void apply_files(struct apply *a)
 			remove_unit_file(a, i, e->unit);
 		/* Drift: the OSC did not change the unit, but its files on disk
 		 * differed. Restart it so what runs is what the OSC says. */
-		if (a->run[i].disk_changed && !(e->actions & (UNITS_RESTART | UNITS_STOP | UNITS_DRIFT))) {
+		if (a->run[i].disk_changed &&
+		    ((e->actions & UNITS_DRIFT) || !(e->actions & (UNITS_RESTART | UNITS_STOP)))) {
 			char field[300];
 			snprintf(field, sizeof(field), "UNIT=%s", e->unit);
 			log_fields(LOG_NOTICE, LOG_FIELDS(field), "%s: files on disk differed from the OSC, rewritten",
 				   e->unit);
-			a->run[i].drift = true;
+			/* Planned (units_plan_add_drift()), or found only now. */
+			a->run[i].drift = !(e->actions & (UNITS_RESTART | UNITS_STOP));
 		}
 	}
 }
