@@ -618,6 +618,7 @@ const char *units_actions_to_string(unsigned actions, char *buf, size_t size)
 		{ UNITS_ENABLE, "enable" },   { UNITS_DISABLE, "disable" }, { UNITS_RESTART, "restart" },
 		{ UNITS_STOP, "stop" },       { UNITS_REQUESTED, "requested" },
 		{ UNITS_SUPERSEDED, "superseded" }, { UNITS_HELD, "held" }, { UNITS_DRIFT, "drift" },
+		{ UNITS_MODE, "mode" },
 	};
 	size_t len = 0;
 
@@ -710,7 +711,8 @@ int units_plan_format(const struct units_plan *plan, char **ret)
 		}
 	}
 	for (size_t i = 0; i < plan->n; i++)
-		if ((plan->items[i].e.actions & ~UNITS_HELD) == 0 && plan->items[i].e.held == 0 && plan->items[i].e.new)
+		if ((plan->items[i].e.actions & ~(UNITS_HELD | UNITS_MODE)) == 0 && plan->items[i].e.held == 0 &&
+		    plan->items[i].e.new)
 			unchanged++;
 	if (unchanged)
 		sbuf_addf(&b, "%sunchanged: %zu", b.len ? "; " : "", unchanged);
@@ -1317,6 +1319,32 @@ int units_apply_report(const struct units_plan *plan, int rootfd, sd_bus *bus, u
 	return r;
 }
 
+static bool mode_wrong(int dirfd, const char *name)
+{
+	struct stat st;
+	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return false;
+	return (st.st_mode & 07777) != UNIT_FILE_MODE || (geteuid() == 0 && (st.st_uid != 0 || st.st_gid != 0));
+}
+
+/* Whether the files of n that hold the right bytes have the wrong mode or
+ * owner. */
+static bool unit_modes_wrong(int sysfd, const struct osc_unit *n)
+{
+	if (sysfd < 0)
+		return false;
+	if (n->content && mode_wrong(sysfd, n->name))
+		return true;
+	char dname[300];
+	if (n->n_dropins == 0 || dropin_dir_name(n->name, dname, sizeof(dname)) < 0)
+		return false;
+	_cleanup_close_ int dfd = fsx_open_dir_at(sysfd, dname, 0, 0);
+	for (size_t k = 0; dfd >= 0 && k < n->n_dropins; k++)
+		if (mode_wrong(dfd, n->dropins[k].name))
+			return true;
+	return false;
+}
+
 /* 1 when a unit file or drop-in of n below sysfd does not hold what n
  * says (missing, other bytes), 0 when all do. */
 static int unit_files_differ(int sysfd, const struct osc_unit *n)
@@ -1346,8 +1374,20 @@ int units_plan_add_drift(struct units_plan *plan, int rootfd)
 		struct plan_item *it = &plan->items[i];
 		const struct units_plan_entry *e = &it->e;
 		if (!e->new || (e->actions & (UNITS_REQUESTED | UNITS_SUPERSEDED | UNITS_HELD | UNITS_RESTART | UNITS_STOP)) ||
-		    (!e->new->content && e->new->n_dropins == 0) || !unit_files_differ(sysfd, e->new))
+		    (!e->new->content && e->new->n_dropins == 0))
 			continue;
+		if (!unit_files_differ(sysfd, e->new)) {
+			if (unit_modes_wrong(sysfd, e->new)) {
+				char *reason = strdup("mode or owner of its files wrong: fixed, no restart");
+				if (!reason)
+					return -ENOMEM;
+				free(it->reason);
+				it->reason = reason;
+				it->e.reason = reason;
+				it->e.actions |= UNITS_MODE;
+			}
+			continue;
+		}
 		char *reason = strdup("files on disk differ from the OSC");
 		if (!reason)
 			return -ENOMEM;

@@ -55,6 +55,8 @@ enum {
 					* written, removed, enabled, restarted or stopped */
 	UNITS_DRIFT = 1 << 10,         /* its files on disk differ from the OSC, which did
 					* not change it (units_plan_add_drift()) */
+	UNITS_MODE = 1 << 11,          /* only the mode or owner of its files is wrong: fixed,
+					* no reload, no restart (units_plan_add_drift()) */
 };
 
 struct units_plan_entry {
@@ -120,7 +122,9 @@ int units_plan_compute_held(const struct osc *old, const struct osc *new, char *
  * without a restart) gets UNITS_WRITE, UNITS_DRIFT and its job (restart,
  * or stop when the OSC stops it), reason "files on disk differ from the
  * OSC": what units_apply() would find writing them, decided before, so
- * that "check" prints it. Held, requested and superseded entries are left
+ * that "check" prints it; one whose files hold the right bytes under
+ * another mode or owner gets UNITS_MODE alone (units_apply() fixes it
+ * without a restart). Held, requested and superseded entries are left
  * alone. Returns 0, -ENOMEM. */
 int units_plan_add_drift(struct units_plan *plan, int rootfd);
 
