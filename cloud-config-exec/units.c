@@ -879,9 +879,9 @@ static bool same_content(int dirfd, const char *name, const char *content)
 }
 
 /* Makes dirfd/name hold content (mode 0644, root). Returns 1 when the bytes
- * changed, 0 when they were right already (a wrong mode or owner is fixed
- * without counting as a change: systemd reads the same definition, so no
- * reload and no restart), -errno. */
+ * changed, 2 when only a wrong mode or owner was fixed (not a change:
+ * systemd reads the same definition, so no reload and no restart), 0 when
+ * all was right already, -errno. */
 static int write_unit_file(struct apply *a, int dirfd, const char *name, const char *content)
 {
 	bool same = same_content(dirfd, name, content);
@@ -890,15 +890,15 @@ static int write_unit_file(struct apply *a, int dirfd, const char *name, const c
 	if (r < 0)
 		return r;
 	if (r > 0 && same)
-		log_info("Fixed the mode or owner of %s", name);
-	return r > 0 && !same;
+		return 2;
+	return r > 0;
 }
 
 /* Writes the unit file and drop-ins of n where they differ. */
 static void write_unit_files(struct apply *a, size_t i, const struct osc_unit *n)
 {
 	char dname[300];
-	bool written = false;
+	bool written = false, fixed = false;
 	int r;
 
 	if (n->content) {
@@ -907,7 +907,8 @@ static void write_unit_files(struct apply *a, size_t i, const struct osc_unit *n
 			unit_failed(a, i, r, NULL, "writing /%s/%s", UNITS_DIR, n->name);
 			return;
 		}
-		written |= r > 0;
+		written |= r == 1;
+		fixed |= r == 2;
 	}
 	if (n->n_dropins > 0) {
 		_cleanup_close_ int dfd = -1;
@@ -925,9 +926,12 @@ static void write_unit_files(struct apply *a, size_t i, const struct osc_unit *n
 				unit_failed(a, i, r, NULL, "writing /%s/%s/%s", UNITS_DIR, dname, d->name);
 				return;
 			}
-			written |= r > 0;
+			written |= r == 1;
+			fixed |= r == 2;
 		}
 	}
+	if (fixed)
+		log_info("Fixed the mode or owner of the files of %s", n->name);
 	if (written) {
 		log_info("Wrote unit %s", n->name);
 		a->run[i].disk_changed = a->reload = true;

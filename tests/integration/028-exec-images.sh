@@ -259,6 +259,14 @@ else
 	echo "# skip: 1-second time stamps (no mkfs.ext4 or loop device)"
 fi
 
+# --- issue 36: a deleted kubelet: check predicts the copy and the restart,
+# apply does exactly that (one plan; tests/lib/exec.sh check_is_apply)
+rm -f "$KB"
+CIA_ARGS="--containerd-address $SOCK" check_is_apply "$R" "$W/v1.yaml" "deleted /opt/bin/kubelet"
+check "  ... predicted: copied out again, its unit restarted" bash -c "
+	grep -q '^image   /opt/bin/kubelet: .*rewritten' '$CIA_CHECK' && grep -q '^units: restart: na-kubelet.service' '$CIA_CHECK'"
+check "  ... done: v1 there again" cmp -s "$KB" "$W/kubelet-v1"
+
 # --- a new tag replaces the binary and restarts the unit
 osc "$W/v2.yaml" registry.example:5000/kubelet:v2 /kubelet "$KCUR"
 ino=$(stat -c %i "$KB")
