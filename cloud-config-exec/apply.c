@@ -8,10 +8,12 @@
  *     persisted as finished in the progress record;
  *  4. last-applied.yaml is replaced only at the very end, then the progress
  *     record is cleared.
- * The plan always comes from the models (last applied vs new), never from
- * what is on disk, so a re-run after a crash computes the same file changes
- * and unit restarts and completes the apply; a unit step that finished is
- * not repeated for the same checksum. */
+ * The plan (plan.h) comes from the models (last applied vs new) and the
+ * disk's drift from the new one, so a re-run after a crash computes the
+ * same file changes and unit restarts (the models' part is unchanged, and
+ * what the crash left unwritten is drift) and completes the apply; a unit
+ * step that finished is not repeated for the same checksum. apply_osc() is
+ * the pipeline of steps below, over that one plan. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
