@@ -22,17 +22,24 @@
 #include "state.h"
 #include "toml.h"
 
+static int verrorf(char **ret_error, int r, const char *fmt, va_list ap) _printf_(3, 0);
+static int verrorf(char **ret_error, int r, const char *fmt, va_list ap)
+{
+	char *s = NULL;
+	if (vasprintf(&s, fmt, ap) < 0)
+		s = NULL;
+	free(*ret_error);
+	*ret_error = s;
+	return r;
+}
+
 static int errorf(char **ret_error, int r, const char *fmt, ...) _printf_(3, 4);
 static int errorf(char **ret_error, int r, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
-	char *s = NULL;
-	if (vasprintf(&s, fmt, ap) < 0)
-		s = NULL;
+	r = verrorf(ret_error, r, fmt, ap);
 	va_end(ap);
-	free(*ret_error);
-	*ret_error = s;
 	return r;
 }
 
@@ -327,13 +334,8 @@ static int plan_fail(struct containerd_plan *p, int r, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
-	char *s = NULL;
-	if (vasprintf(&s, fmt, ap) < 0)
-		s = NULL;
+	p->error_code = verrorf(&p->error, r, fmt, ap);
 	va_end(ap);
-	free(p->error);
-	p->error = s;
-	p->error_code = r;
 	return r;
 }
 

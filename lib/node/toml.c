@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "cleanup.h"
+#include "strx.h"
 #include "toml.h"
 
 /* ---- nodes ---------------------------------------------------------------- */
@@ -282,17 +283,6 @@ static int utf8_add(struct buf *b, uint32_t c)
 	return buf_add(b, u, n);
 }
 
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 /* One escape after the backslash of a basic string. */
 static int escape(struct parser *ps, struct buf *b)
 {
@@ -324,7 +314,7 @@ static int escape(struct parser *ps, struct buf *b)
 	int digits = c == 'u' ? 4 : 8;
 	uint32_t v = 0;
 	for (int i = 0; i < digits; i++) {
-		int h = ps->p < ps->end ? hexval(*ps->p) : -1;
+		int h = ps->p < ps->end ? strx_hexval(*ps->p) : -1;
 		if (h < 0)
 			return fail(ps, -EINVAL, "\\%c needs %d hex digits", c, digits);
 		v = v << 4 | (uint32_t)h;
@@ -582,7 +572,7 @@ static int number(struct parser *ps, struct toml_node **ret)
 		size_t dn = strlen(digits);
 		bool ok = dn > 0 && digits[0] != '_' && digits[dn - 1] != '_';
 		for (size_t i = 0; ok && i < dn; i++)
-			ok = digits[i] == '_' ? digits[i + 1] != '_' : (hexval(digits[i]) >= 0 && hexval(digits[i]) < base);
+			ok = digits[i] == '_' ? digits[i + 1] != '_' : (strx_hexval(digits[i]) >= 0 && strx_hexval(digits[i]) < base);
 		errno = 0;
 		char *e;
 		uint64_t u = ok ? strtoull(clean + 2, &e, base) : 0;
