@@ -1198,7 +1198,9 @@ static uint64_t tick_duties(struct agent *a, uint64_t now)
 	next = min_u64(next, conditions_tick(&a->conditions, now));
 	next = min_u64(next, internalip_tick(&a->internalip, now));
 	next = min_u64(next, podsweep_tick(&a->sweep, now));
-	next = min_u64(next, health_tick(&a->health, now, applied_ok(a)));
+	/* The kubelet is repaired on a node configured once (an agent
+	 * restarted while the applies fail still repairs it). */
+	next = min_u64(next, health_tick(&a->health, now, applied_ok(a) || execdir_applied_once(&a->exec)));
 	take_probe_verdict(a, now);
 	take_health_repair(a);
 	/* The local inputs are re-read every LOCAL_RESYNC_MS (or resyncMs if

@@ -23,9 +23,10 @@
  * containerd is probed always, as gardener-node-agent checks it: an apply
  * that fails (an image file containerd cannot pull) is when containerd
  * most needs its repair, so neither the last result nor the OSC gates it.
- * The kubelet is probed once an apply succeeded (a node whose OSC was never
- * applied has no kubelet to repair yet; gardener-node-agent restarts a
- * kubelet.service that does not exist then) and while the OSC has the unit
+ * The kubelet is probed once an apply succeeded or the executor has a
+ * last-applied record (a node whose OSC was never applied has no kubelet
+ * to repair yet; gardener-node-agent restarts a kubelet.service that does
+ * not exist then) and while the OSC has the unit
  * kubelet.service; a later failed apply does not stop it (the kubelet runs
  * on the last good configuration). containerd.service is an OS unit: its
  * HTTP probe runs when health.containerdUrl is set; without that URL (the
@@ -126,7 +127,9 @@ void health_init(struct health *h, const struct config *cfg, struct http_client 
 void health_done(struct health *h);
 
 /* Starts the probes that are due, and returns the next deadline
- * (UINT64_MAX: none). active: the executor's last result is a success; the
+ * (UINT64_MAX: none). active: the executor's last result is a success, or
+ * it has a last-applied record (execdir_applied_once(): the node was
+ * configured, also before this agent started); the
  * kubelet is probed from the first active tick on (see above), and its
  * unhealthy spell ends (without an Event) while it is not probed. */
 uint64_t health_tick(struct health *h, uint64_t now, bool active);

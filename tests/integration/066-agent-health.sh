@@ -8,6 +8,8 @@
 # healthz that accepts and never answers is unhealthy through the probe's
 # deadline while the Secret watch keeps applying. The kubelet's Ready
 # condition flapping: an Event. A probe URL off loopback: a config error.
+# Issue 36: with repairIntervalMs = unhealthyMs (the defaults' ratio, as
+# gardener-node-agent) both units are restarted after each spell.
 source "$TESTS_DIR/lib/common.sh"
 source "$TESTS_DIR/lib/kube.sh"
 source "$TESTS_DIR/lib/agent.sh"
@@ -240,6 +242,52 @@ VPID=$!
 on_exit "kill $VPID 2>/dev/null"
 check "healthy verdicts: Event Containerd is healthy" wait_for 20 ev_has '["Normal", "containerd", "Containerd is healthy"]'
 kill $VPID; wait $VPID 2>/dev/null
+
+# Issue 36: gardener-node-agent's cadence. With repairIntervalMs equal to
+# unhealthyMs (the defaults' ratio: 60 s and 60 s), a unit that stays
+# unhealthy is restarted after each spell of unhealthyMs, containerd and
+# the kubelet alike, whatever the last apply's outcome (before, a failed
+# apply stopped both repairs); each restart is carried out by the executor.
+# Every apply fails meanwhile (a criConfig plugin the containerd step
+# refuses; the units step, and so the restarts, still run), and the agent
+# restarts: the kubelet is still repaired (the node was configured once).
+osc v4 >"$W/v4.yaml"
+printf '  criConfig:\n    name: containerd\n    cgroupDriver: systemd\n    containerd:\n      plugins:\n      - path: [io.containerd.grpc.v1.cri, containerd, runtimes, runc, options]\n        values: {BinaryName: /x}\n' >>"$W/v4.yaml"
+t=$(kube_secret "$W/v4.yaml" | jget "d['t']")
+failed_cri() { [ "$(result_field "d.get('failedStep')")" = containerd ]; }
+check "cadence: the applies fail meanwhile (a refused criConfig plugin)" wait_for 30 failed_cri
+agent_stop
+agent_config "$AGENT_CONF" '{"events": {"enabled": true},
+	"health": {"enabled": true, "intervalMs": 500, "timeoutMs": 1000, "unhealthyMs": '$UNHEALTHY_MS', "repairIntervalMs": '$UNHEALTHY_MS'}}'
+echo fail >"$S/kubelet.mode"
+mark=$(log_mark)
+t0=$(now)
+( last=; while :; do id=$(restart_id 2>/dev/null); [ -n "$id" ] && [ "$id" != "$last" ] && { echo "$(now) $id"; last=$id; }
+	sleep 0.1; done ) >"$S/requests.log" &
+SPID=$!
+on_exit "kill $SPID 2>/dev/null"
+agent_start
+verdicts false &
+VPID=$!
+on_exit "kill $VPID 2>/dev/null"
+repairs_done() { tail -n +"$((mark + 1))" "$S/agent.log" | grep -c "health repair done: cloud-config-exec restarted $1"; }
+three_each() { [ "$(repairs_done kubelet.service)" -ge 3 ] && [ "$(repairs_done containerd.service)" -ge 3 ]; }
+check "cadence: both units restarted again and again while they stay unhealthy" wait_for 60 three_each
+t1=$(now)
+kill $VPID $SPID; wait $VPID $SPID 2>/dev/null
+echo ok >"$S/kubelet.mode"
+gaps() { # the times between one unit's restart requests, in s
+	python3 - "$S/requests.log" "$1" <<-'PY'
+	import sys
+	ts = [float(l.split()[0]) for l in open(sys.argv[1]) if ("health-" + sys.argv[2] + "-") in l]
+	print(" ".join("%.1f" % (b - a) for a, b in zip(ts, ts[1:])))
+	PY
+}
+kg=$(gaps kubelet.service) cg=$(gaps containerd.service)
+echo "# cadence: kubelet restarts every [$kg] s, containerd every [$cg] s (unhealthyMs $((UNHEALTHY_MS / 1000)) s), $(python3 -c "print('%.1f' % ($t1 - $t0))") s for three each"
+no_early() { for g in $1; do python3 -c "import sys; sys.exit(0 if $g >= $UNHEALTHY_MS / 1000 - 0.3 else 1)" || return 1; done; }
+check "  ... never sooner than unhealthyMs apart (kubelet: $kg)" no_early "$kg"
+check "  ... never sooner than unhealthyMs apart (containerd: $cg)" no_early "$cg"
 
 [ "$_fail" -eq 0 ] || dump_logs
 finish
