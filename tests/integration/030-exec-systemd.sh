@@ -13,7 +13,7 @@
 #   a failing unit and a job past its deadline are reported by name; a re-apply is a no-op.
 # The box's state lives in /var/tmp (never the git tree); it is torn down and the test
 # checks that no process, cgroup or rootfs is left. The freshly bootstrapped rootfs is
-# kept as a tar in /var/cache/node-agent-sdbox (later runs: ~5 s instead of ~40 s;
+# kept as a tar in $B/sdbox-cache (later runs: ~5 s instead of ~40 s;
 # SDBOX_CACHE=0 bootstraps anew every time).
 source "$TESTS_DIR/lib/common.sh"
 require_root

@@ -20,7 +20,8 @@
 #                  "libssl3,libcurl4,libcjson1,libseccomp2,libyaml-0-2,libxxhash0"
 #                  to run the project's binaries inside the box)
 #   SDBOX_CACHE=1  keep a tar of the freshly bootstrapped tree under
-#                  $SDBOX_CACHE_DIR (default /var/cache/node-agent-sdbox), one per
+#                  $SDBOX_CACHE_DIR (default $B/sdbox-cache under a test run,
+#                  else /var/cache/node-agent-sdbox), one per
 #                  suite and package set, and unpack it on later runs (~2 s
 #                  instead of ~40 s). Without it a cache that exists is still used.
 #   SDBOX_MIRROR   Debian mirror (default http://deb.debian.org/debian)
@@ -40,7 +41,13 @@ ROOTFS=$STATE/rootfs
 MIRROR=${SDBOX_MIRROR:-http://deb.debian.org/debian}
 SUITE=${SDBOX_SUITE:-bookworm}
 INCLUDE=systemd,dbus${SDBOX_INCLUDE:+,$SDBOX_INCLUDE}
-CACHE_DIR=${SDBOX_CACHE_DIR:-/var/cache/node-agent-sdbox}
+# Under a test run ($B set) the cache is per checkout, in the build
+# directory: a clean checkout (CI) makes its own trees and never depends on
+# what an earlier run left.
+CACHE_DIR=${SDBOX_CACHE_DIR:-${B:+$B/sdbox-cache}}
+CACHE_DIR=${CACHE_DIR:-/var/cache/node-agent-sdbox}
+
+source "$(dirname "${BASH_SOURCE[0]}")/netretry.sh"
 
 log() { printf '[sdbox %s] %s\n' "$(date +%T)" "$*" >&2; }
 now_ms() { echo $(($(date +%s%N) / 1000000)); }
@@ -65,6 +72,16 @@ print_env() {
 	echo "export DBUS_SYSTEM_BUS_ADDRESS=unix:path=/proc/$(leader)/root/run/dbus/system_bus_socket"
 }
 
+# One debootstrap into $ROOTFS; a failed one leaves no tree behind.
+debootstrap_once() {
+	if ! debootstrap --variant=minbase --include="$INCLUDE" "$SUITE" "$ROOTFS" "$MIRROR" \
+		>"$STATE/debootstrap.log" 2>&1; then
+		tail -5 "$STATE/debootstrap.log" | sed 's/^/#   /' >&2
+		rm -rf "$ROOTFS"
+		return 1
+	fi
+}
+
 # Fills $ROOTFS: unpack the cached tar, or debootstrap (and maybe cache it).
 make_rootfs() {
 	local key tar tmp
@@ -76,11 +93,7 @@ make_rootfs() {
 		return
 	fi
 	log "debootstrap $SUITE ($INCLUDE) from $MIRROR"
-	if ! debootstrap --variant=minbase --include="$INCLUDE" "$SUITE" "$ROOTFS" "$MIRROR" \
-		>"$STATE/debootstrap.log" 2>&1; then
-		tail -20 "$STATE/debootstrap.log" >&2
-		return 1
-	fi
+	net_retry "debootstrap $SUITE from $MIRROR (log: $STATE/debootstrap.log)" debootstrap_once || return 1
 	echo sdbox >"$ROOTFS/etc/hostname"  # debootstrap copied the host's
 	ln -sf /dev/null "$ROOTFS/etc/systemd/system/console-getty.service"
 	rm -rf "$ROOTFS/var/cache/apt/archives/"*.deb
