@@ -485,7 +485,7 @@ int containerd_plan_compute(int rootfd, int statefd, const char *containerd_bin,
 }
 
 int containerd_plan_apply(int rootfd, int statefd, const char *root, const char *containerd_bin,
-			  const struct containerd_plan *p, char **ret_error)
+			  struct containerd_plan *p, char **ret_error)
 {
 	int r;
 	if (p->error) {

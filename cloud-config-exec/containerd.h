@@ -92,7 +92,7 @@ int containerd_plan_compute(int rootfd, int statefd, const char *containerd_bin,
 			    const struct osc *old, const struct osc *new, const struct desired *d,
 			    struct containerd_plan *ret);
 int containerd_plan_apply(int rootfd, int statefd, const char *root, const char *containerd_bin,
-			  const struct containerd_plan *p, char **ret_error);
+			  struct containerd_plan *p, char **ret_error);
 /* One line per action ("containerd write /etc/containerd/config.toml ..."). */
 int containerd_plan_print(FILE *f, const struct containerd_plan *p);
 void containerd_plan_done(struct containerd_plan *p);
