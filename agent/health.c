@@ -66,6 +66,8 @@ void health_init(struct health *h, const struct config *cfg, struct http_client 
 	/* A reload re-initialises; the OSC has not changed with the config,
 	 * nor has the node stopped being configured. */
 	bool in_osc[HEALTH_PROBES], armed = h->armed;
+	void (*verdict)(void *, bool, const char *) = h->kubelet_verdict;
+	void *verdict_userdata = h->verdict_userdata;
 	for (unsigned i = 0; i < HEALTH_PROBES; i++)
 		in_osc[i] = h->probe[i].in_osc;
 	*h = (struct health){
@@ -102,6 +104,8 @@ void health_init(struct health *h, const struct config *cfg, struct http_client 
 	for (unsigned i = 0; i < HEALTH_PROBES; i++)
 		h->probe[i].in_osc = in_osc[i];
 	h->armed = armed;
+	h->kubelet_verdict = verdict;
+	h->verdict_userdata = verdict_userdata;
 	if (h->ready_toggles == 0 || h->ready_toggles > CONFIG_READY_TOGGLES_MAX)
 		h->ready_toggles = 5;
 }
@@ -230,6 +234,8 @@ bool health_request_restart(struct health *h, unsigned which, const char *why, u
 void health_probe_result(struct health *h, struct health_probe *p, bool ok, const char *why, uint64_t now)
 {
 	p->probing = false;
+	if (p == &h->probe[HEALTH_KUBELET] && h->kubelet_verdict)
+		h->kubelet_verdict(h->verdict_userdata, ok, ok ? NULL : why && *why ? why : "unknown error");
 	if (ok) {
 		p->ok++;
 		if (p->failing) {

@@ -61,6 +61,12 @@
 #include "http.h"
 
 #define HEALTH_BODY_MAX 4096u
+/* node-agent's verdict of the kubelet's /healthz, in its state directory,
+ * in containerd-health.json's format (lib/node/ctrdhealth.h; serverVersion
+ * is the answer, "ok"): what cloud-config-exec's in-place update waits for
+ * after it restarted the kubelet (gardener-node-agent's checkKubeletHealth
+ * GETs /healthz; the executor has no network). */
+#define HEALTH_KUBELET_VERDICT_FILE "kubelet-health.json"
 #define HEALTH_ID_MAX 96
 #define HEALTH_ERROR_MAX 160
 
@@ -107,6 +113,11 @@ struct health {
 	 * health_init() sets the real one (http_probe_start()); tests replace
 	 * it. */
 	int (*start)(struct health *h, struct health_probe *p);
+	/* Told each verdict of the kubelet's HTTP probe (its /healthz): the
+	 * agent writes it for the executor's in-place update
+	 * (HEALTH_KUBELET_VERDICT_FILE). NULL: not told. Kept by a reload. */
+	void (*kubelet_verdict)(void *userdata, bool ok, const char *why);
+	void *verdict_userdata;
 	uint64_t seq;               /* makes repair ids unique */
 	/* Ready toggles. */
 	bool node_seen;

@@ -116,6 +116,9 @@ at_least() { [ "$(probes)" -ge "$1" ]; }
 # Healthy: probed every intervalMs, nothing else.
 check "the kubelet is probed (healthy)" wait_for 20 at_least 3
 check "  ... no restart request" [ -z "$(restart_id)" ]
+kv() { python3 -c 'import json,sys; d = json.load(open(sys.argv[1])); print(d["healthy"], d.get("serverVersion"), d.get("error"))' \
+	"$ROOT/var/lib/node-agent/kubelet-health.json" 2>/dev/null; }
+check "  ... its verdict written for the executor's in-place update (kubelet-health.json)" test "$(kv)" = "True ok None"
 check "  ... nothing logged as unhealthy" sh -c "! grep -q 'unhealthy' '$S/agent.log'"
 
 # HTTP 500: a restart request after unhealthyMs, once.
@@ -124,6 +127,7 @@ t0=$(now)
 mark=$(log_mark)
 has_health_request() { [[ "$(restart_id)" == health-kubelet.service-* ]]; }
 check "500: a restart request for kubelet.service in desired.json" wait_for 20 has_health_request
+check "  ... the verdict for the executor says so" test "$(kv)" = "False None HTTP status 500"
 t1=$(now)
 id1=$(restart_id)
 check "  ... for kubelet.service only" [ "$(restart_units)" = '["kubelet.service"]' ]
