@@ -55,7 +55,7 @@ int files_plan_disk(int rootfd, const struct osc *new, struct files_plan *p);
  * write, no mtime change) and removes plan->remove. A symlink among a path's
  * directories is followed, inside the root, only when root alone can have
  * made it (FSX_FOLLOW_ROOT_SYMLINKS: /lib -> usr/lib); any other is refused,
- * and the file itself is replaced, never followed. files_check walks the
+ * and the file itself is replaced, never followed. files_plan_disk walks the
  * same way. Files that do not exist yet are recorded as owned in *st and st
  * is saved to statefd before the first one is created; image files that
  * do not exist yet too (the images step writes them), but they are not
