@@ -927,6 +927,32 @@ int apply_keys_only(const struct apply_ctx *c)
 	return APPLY_EXIT_OK;
 }
 
+int apply_revoke(const struct apply_ctx *c, bool replace)
+{
+	_cleanup_close_ int statefd = open_state_dir(c, true);
+	if (statefd < 0)
+		return APPLY_EXIT_FAILED;
+	/* A damaged state.json only means no managed keys to keep unrevoked. */
+	_cleanup_(state_done) struct state st = { 0 };
+	if (state_load(statefd, &st) < 0)
+		state_done(&st);
+	char checksum[65];
+	_cleanup_(osc_donep) struct osc *old = load_old(c, statefd, checksum);
+	struct desired d = { 0 };
+	bool have_d = load_desired(c, &d, true) >= 0;
+	struct sshkeys_input in = { .osc = old, .key_document = have_d ? d.key_document : NULL,
+				    .ssh_access = have_d ? d.ssh_access : true, .now = time(NULL) };
+	bool changed = false;
+	char err[SSHKEYS_ERROR_MAX] = "";
+	int r = revoke_sync(c->rootfd, c->cfg, &in, &st, statefd, replace, &changed, err, sizeof(err));
+	if (have_d)
+		desired_done(&d);
+	if (r < 0)
+		return APPLY_EXIT_FAILED;
+	log_info("Revoked keys brought up to date%s", changed ? "" : " (nothing changed)");
+	return APPLY_EXIT_OK;
+}
+
 int apply_check(const struct apply_ctx *c, const char *osc, size_t len)
 {
 	_cleanup_(osc_donep) struct osc *new = NULL;

@@ -89,9 +89,18 @@ check "postinst starts the paths and timers only on a running system, never node
 		grep -q \"deb-systemd-invoke try-restart 'node-agent.service'\" '$W/ctl/postinst'"
 check "postinst loads the SELinux module only under selinuxenabled" \
 	grep -q 'selinuxenabled &&' "$W/ctl/postinst"
-check "postrm purge removes the two state directories, no home or authorized_keys" \
-	sh -c "grep -q 'rm -rf /var/lib/node-agent /var/lib/cloud-config-exec\$' '$W/ctl/postrm' &&
+check "postrm purge removes the two state directories (after reloading sshd), no home or authorized_keys" \
+	sh -c "grep -q 'rm -rf \"\${DPKG_ROOT:-}/var/lib/node-agent\" \"\${DPKG_ROOT:-}/var/lib/cloud-config-exec\"\$' '$W/ctl/postrm' &&
 		! grep -v '^[[:space:]]*#' '$W/ctl/postrm' | grep -q -e authorized_keys -e /home -e userdel -e deluser"
+# sshd and its KRL go together (issue 35: a purge locked everyone out): the
+# KRL exists before the drop-in that names it is unpacked, is filled before
+# sshd is reloaded with it, and goes only after sshd was reloaded without it.
+check "preinst creates the empty KRL before dpkg unpacks the sshd drop-in" \
+	grep -q 'install -m 0644 -o root -g root /dev/null "$d/revoked-keys.krl"' "$W/ctl/preinst"
+check "postinst brings the KRL up to date (cloud-config-exec revoke) before it reloads sshd" \
+	sh -c "awk '/cloud-config-exec --log stderr revoke/ { r = NR } /deb-systemd-invoke reload ssh.service/ { if (r && r < NR) ok = 1 } END { exit !ok }' '$W/ctl/postinst'"
+check "postrm purge reloads sshd (and waits for it) before the state with the KRL goes" \
+	sh -c "awk '/^purge\\)/ { p = 1 } p && /^[[:space:]]*sshd_reload_settled\$/ { r = NR } p && /rm -rf .*cloud-config-exec/ { if (r && r < NR) ok = 1; exit } END { exit !ok }' '$W/ctl/postrm'"
 deps=$(dpkg-deb -f "$DEB" Depends)
 check "Depends: runtime libraries, no -dev package ($deps)" sh -c "! echo '$deps' | grep -q -- '-dev'"
 check "Built-Using names the static authkeys-cmd's glibc, libseccomp, xxhash" \
