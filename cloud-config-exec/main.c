@@ -26,9 +26,6 @@
 #include "revoke.h"
 #include "units.h"
 
-#ifndef NA_VERSION
-#define NA_VERSION "0.1"
-#endif
 
 static const char *arg_root = "/";
 static const char *arg_config = NULL;

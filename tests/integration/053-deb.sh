@@ -109,6 +109,13 @@ mkdir -p "$W/x"
 dpkg-deb -x "$DEB" "$W/x"
 check "authkeys-cmd is static (no PT_INTERP, no NEEDED)" \
 	sh -c "! readelf -lW '$W/x/usr/libexec/node-agent/authkeys-cmd' | grep -q INTERP && ! readelf -dW '$W/x/usr/libexec/node-agent/authkeys-cmd' | grep -q NEEDED"
+v=$(dpkg-deb -f "$DEB" Version)
+check "--version of the three programs says the package's version $v" \
+	test "$("$W/x/usr/sbin/node-agent" --version) | $("$W/x/usr/sbin/cloud-config-exec" --version) | $("$W/x/usr/libexec/node-agent/authkeys-cmd" --version | cut -d' ' -f1-2)" = "node-agent $v | cloud-config-exec $v | authkeys-cmd $v"
+enabled=$(grep -o "deb-systemd-helper enable '[^']*'" "$W/ctl/postinst" | cut -d"'" -f2 | sort | tr '\n' ' ')
+desc=$(dpkg-deb -f "$DEB" Description | tr '\n' ' ')
+check "the description names every unit the postinst enables ($enabled)" \
+	sh -c 'for u in $1; do case "$2" in *"$u"*) ;; *) exit 1 ;; esac; done' sh "$enabled" "$desc"
 check "node_agent.pp is a policy module (magic 0xf97cff8f, SEPOL_MODULE_PACKAGE_MAGIC)" \
 	sh -c "head -c 4 '$W/x/usr/share/selinux/default/node_agent.pp' | od -An -tx1 | tr -d ' ' | grep -qx 8fff7cf9"
 echo "# Installed-Size: $(dpkg-deb -f "$DEB" Installed-Size) KiB, .deb $(stat -c %s "$DEB") bytes"
