@@ -701,7 +701,9 @@ static int update(int rootfd, const struct config *cfg, const struct sshkeys_inp
 			continue;
 		}
 		if (reason_sticky(rc->reason) && hset_has(&now_valid, &rc->h))
-			log_rec(LOG_WARNING, rc, "is revoked but still granted: sshd refuses it");
+			log_rec(LOG_WARNING, rc,
+				rc->reason == R_EXPLICIT ? "is revoked explicitly but still granted: sshd refuses it"
+							 : "is revoked by the operator but still granted: sshd refuses it");
 		recs.v[k++] = *rc;
 	}
 	recs.n = k;

@@ -142,8 +142,10 @@ osc old g2 g1
 apply old
 check "an older OSC naming g1 as the previous key: g1 stays revoked" revoked g1
 printf 'garbage' >"$KRL"
-apply v6
-check "a damaged KRL is rewritten, valid again" bash -c "'$MKKRL' --dump '$KRL' >/dev/null"
+check_not "a damaged KRL is not overwritten silently: the run fails" apply v6
+check "... the KRL is left as it is" test "$(cat "$KRL")" = garbage
+cce "$R" revoke --replace 2>>"$W/cce.log"
+check "... cloud-config-exec revoke --replace writes it anew, valid again" bash -c "'$MKKRL' --dump '$KRL' >/dev/null"
 
 # --- lifting: only a re-grant as current
 cat >"$W/doc2.json" <<EOF
