@@ -567,9 +567,11 @@ static int update(int rootfd, const struct config *cfg, const struct sshkeys_inp
 	_cleanup_free_ char *text = NULL;
 	size_t text_len = 0;
 	int64_t now = (int64_t)in->now;
-	char kfield[1100], rec_krl[65], rec_prev[65], cur_sum[65] = "";
+	char kfield[1100], rec_krl[65], rec_prev[65], cur_sum[65] = "", new_sum[65], operr[512] = "";
+	_cleanup_free_ void *out = NULL;
+	size_t out_len = 0;
 	snprintf(kfield, sizeof(kfield), "FILE=%s/%s", cfg->exec_state_dir, REVOKE_KRL_FILE);
-	int r;
+	int r, opr;
 
 	/* What we knew: the records, and the KRL itself. */
 	_cleanup_free_ char *data = NULL;
@@ -624,8 +626,7 @@ static int update(int rootfd, const struct config *cfg, const struct sshkeys_inp
 			goto oom;
 
 	/* The operator's: a directory that cannot be read lifts none of them. */
-	char operr[512] = "";
-	int opr = read_operator(rootfd, cfg, &op, operr, sizeof(operr));
+	opr = read_operator(rootfd, cfg, &op, operr, sizeof(operr));
 	if (opr == -ENOMEM)
 		goto oom;
 	if (opr < 0) {
@@ -726,9 +727,6 @@ static int update(int rootfd, const struct config *cfg, const struct sshkeys_inp
 	bool same = have_old && old.n == recs.n && !cas_changed;
 	for (size_t i = 0; same && i < recs.n; i++)
 		same = memcmp(&old.hashes[i], &recs.v[i].h, KRL_HASH_LEN) == 0;
-	_cleanup_free_ void *out = NULL;
-	size_t out_len = 0;
-	char new_sum[65];
 	if (!same) {
 		_cleanup_free_ struct krl_hash *hv = calloc(recs.n + 1, sizeof(*hv));
 		if (!hv)
