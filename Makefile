@@ -26,6 +26,8 @@ B             ?= build
 CC            ?= cc
 FUZZ_CC       ?= clang
 FUZZ_SECONDS  ?= 60
+# Integration tests run side by side (tests/run-integration).
+JOBS          ?= 1
 comma := ,
 
 ifeq ($(V),1)
@@ -136,7 +138,7 @@ TOOLS := $(patsubst tests/tools/%.c,$(B)/tools/%,$(TOOL_SRCS))
 # The LD_PRELOAD fault injector of the disk fault tests (tests/lib/faultfs.c).
 TOOLS += $(B)/tools/faultfs.so
 
-.PHONY: all check check-unit check-integration check-sanitize check-production check-untimed check-vm vm-fetch fuzz fuzz-build \
+.PHONY: all check check-unit check-integration check-sanitize check-ci check-vm vm-fetch fuzz fuzz-build \
         fuzz-replay fuzz-coverage lint bench install uninstall clean deb
 .DEFAULT_GOAL := all
 # Keep intermediate objects (unit-test .o files are built through a chain).
@@ -232,7 +234,7 @@ check-unit: $(TESTS)
 	$(Q)tests/run-unit $(TESTS)
 
 check-integration: $(PROGS) $(TESTS) $(TOOLS)
-	$(Q)B=$(abspath $(B)) tests/run-integration
+	$(Q)B=$(abspath $(B)) JOBS=$(JOBS) tests/run-integration
 
 # The sanitizer pass runs every unit test, and the integration tests that
 # drive our parsers and the agent with outside input (the snapshot and KRL
@@ -256,19 +258,16 @@ check-sanitize:
 	$(Q)$(MAKE) B=$(B)-sanitize SANITIZE=1 CC=clang \
 		PREFIXES="$(filter-out all,$(SANITIZE_INTEGRATION))" check-integration
 
-# CI (scripts/test-all) runs each integration test once: the ones above
-# under ASan/UBSan only (a second run on the production build exercised the
-# same code without the sanitizers' checks, 11 min of CI), the VM node test
-# in a stage of its own (check-vm) and, beside it, the tests that measure no
-# time (check-untimed: the SELinux policy's build and queries, the package's
-# build and lintian), every other one here, on the production build.
-# `make check` still runs them all on the production build.
-UNTIMED_INTEGRATION := 051- 053-
-check-production: check-unit
-	$(Q)$(MAKE) EXCLUDE="$(filter-out all,$(SANITIZE_INTEGRATION)) $(UNTIMED_INTEGRATION) 080-" check-integration
-
-check-untimed:
-	$(Q)$(MAKE) PREFIXES="$(UNTIMED_INTEGRATION)" check-integration
+# CI (scripts/test-all) runs each integration test once, side by side
+# (JOBS at once, tests/run-integration): the ones above from the sanitizer
+# build only (a second run on the production build exercised the same code
+# without the sanitizers' checks), every other one from the production
+# build; the VM node test in a stage of its own (check-vm). Both builds
+# must exist. `make check` still runs them all on the production build.
+check-ci:
+	$(Q)B=$(abspath $(B)) SANITIZE_B=$(abspath $(B))-sanitize \
+		SANITIZE_PREFIXES="$(filter-out all,$(SANITIZE_INTEGRATION))" EXCLUDE="080-" JOBS=$(JOBS) \
+		tests/run-integration
 
 # The real node (080, issue 23): a Debian 12 VM under qemu, 20-30 min under
 # TCG. VM_SCENARIOS picks scenarios (the test's header). A skip (no qemu,

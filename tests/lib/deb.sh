@@ -6,10 +6,18 @@
 # it: deb_transitional) and reused while no source file is newer than it
 # (the booted tests of Debian 12 and 13 share one build; an edit under
 # tests/ or docs/ is not in the package and does not count). lintian is 053's
-# business: not run here.
+# business: not run here. Tests running side by side (run-integration JOBS)
+# build it once: the others wait on $B/deb-test.lock and reuse it.
 DEB_PACKAGE=kube-node-agent
 DEB_OLD_PACKAGE=node-agent
 deb_build() {
+	mkdir -p "$B/deb-test"
+	(
+		flock 9
+		_deb_build "$@"
+	) 9>"$B/deb-test.lock"
+}
+_deb_build() {
 	local top v dir deb newer
 	top=$(cd "$TESTS_DIR/.." && pwd)
 	v=${1:-$(dpkg-parsechangelog -l "$top/debian/changelog" -S Version)}
