@@ -2,7 +2,10 @@
 #
 #   make                      build the three programs into $(B)/
 #   make check                unit tests, then integration tests (root: real sshd, nspawn)
+#   make check-quick          the edit loop: unit tests and the fast integration tests (< 5 min)
 #   make check-sanitize       the same under ASan + UBSan
+#   make check-vm             the real node: a Debian 12 VM under qemu (080)
+#   make soak                 the campaigns (kills, faults, valgrind, restarts) long, fuzzing long
 #   make fuzz                 build the libFuzzer targets and run each for FUZZ_SECONDS
 #   make fuzz-coverage        the source coverage each target's seed corpus reaches
 #   make deb                  the Debian package in $(B)/deb/ (scripts/build-deb), lintian-checked
@@ -138,7 +141,7 @@ TOOLS := $(patsubst tests/tools/%.c,$(B)/tools/%,$(TOOL_SRCS))
 # The LD_PRELOAD fault injector of the disk fault tests (tests/lib/faultfs.c).
 TOOLS += $(B)/tools/faultfs.so
 
-.PHONY: all check check-unit check-integration check-sanitize check-ci check-vm vm-fetch fuzz fuzz-build \
+.PHONY: all check check-unit check-integration check-sanitize check-ci check-quick check-vm vm-fetch soak fuzz fuzz-build \
         fuzz-replay fuzz-coverage lint bench install uninstall clean deb
 .DEFAULT_GOAL := all
 # Keep intermediate objects (unit-test .o files are built through a chain).
@@ -269,6 +272,23 @@ check-ci:
 		SANITIZE_PREFIXES="$(filter-out all,$(SANITIZE_INTEGRATION))" EXCLUDE="080-" JOBS=$(JOBS) \
 		tests/run-integration
 
+# The edit loop: the unit tests and the integration tests that take seconds
+# (tests/integration/ORDER names the slow ones), side by side; under 5 min.
+QUICK_INTEGRATION := 010- 011- 012- 020- 021- 023- 024- 025- 026- 027- 028- 029- 031- 032- 033- 034- 035- \
+                     037- 039- 042- 050- 052- 057- 064- 067- 069- 076- 077- 079- 081-
+check-quick: check-unit
+	$(Q)$(MAKE) JOBS=3 PREFIXES="$(QUICK_INTEGRATION)" check-integration
+
+# The campaigns at their long size (TEST_SIZE=soak, tests/lib/common.sh
+# sized: CI runs the short one): kills of the executor and the agent,
+# valgrind, network faults, API server restarts; then every fuzz target for
+# SOAK_FUZZ_SECONDS. The last figures are in docs/testing.md ("make soak").
+SOAK_INTEGRATION := 022- 060- 062- 063- 072- 082-
+SOAK_FUZZ_SECONDS ?= 120
+soak: $(PROGS) $(TESTS) $(TOOLS)
+	$(Q)TEST_SIZE=soak $(MAKE) PREFIXES="$(SOAK_INTEGRATION)" check-integration
+	$(Q)$(MAKE) FUZZ_SECONDS=$(SOAK_FUZZ_SECONDS) fuzz
+
 # The real node (080, issue 23): a Debian 12 VM under qemu, 20-30 min under
 # TCG. VM_SCENARIOS picks scenarios (the test's header). A skip (no qemu,
 # say) fails here: CI must not pass without the real node.
@@ -355,4 +375,4 @@ deb:
 clean:
 	rm -rf $(B) $(B)-sanitize
 
--include $(shell find $(B) -name '*.d' 2>/dev/null)
+-include $(shell find $(B)/obj $(B)/fuzz-obj -name '*.d' -type f 2>/dev/null)
