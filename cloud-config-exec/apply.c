@@ -1047,13 +1047,16 @@ int apply_status(const struct apply_ctx *c)
 	_cleanup_(osc_donep) struct osc *old = statefd >= 0 ? load_old(c, statefd, checksum) : NULL;
 	v.applied_checksum = checksum;
 	_cleanup_(state_done) struct state st = { 0 };
-	if (statefd >= 0 && state_load(statefd, &st) >= 0)
+	int r = statefd < 0 ? -ENOENT : state_load(statefd, &st);
+	if (r >= 0)
 		v.st = &st;
+	else if (r != -ENOENT)
+		v.st_problem = r == -EINVAL ? "not what the executor writes" : strerror(-r);
 	_cleanup_free_ char *data = NULL;
 	size_t len;
 	struct result res = { 0 };
 	char res_why[128];
-	int r = statefd < 0 ? -ENOENT : fsx_read_at(statefd, STATE_RESULT, RESULT_MAX, &data, &len);
+	r = statefd < 0 ? -ENOENT : fsx_read_at(statefd, STATE_RESULT, RESULT_MAX, &data, &len);
 	if (r >= 0) {
 		const char *err = NULL;
 		if (result_parse(data, len, &res, &err) >= 0)

@@ -85,6 +85,11 @@ static void print_pending(FILE *out, const struct status_view *v)
 		fprintf(out, "pending: %s/%s is written anew by %s\n", v->exec_state_dir, STATE_RESULT, retry);
 		n++;
 	}
+	if (v->st_problem) {
+		fprintf(out, "pending: %s/%s is damaged (%s): %s rebuilds it from %s (the damaged one kept as %s)\n",
+			v->exec_state_dir, STATE_FILE, v->st_problem, retry, STATE_LAST_APPLIED, STATE_DAMAGED);
+		n++;
+	}
 	if (d && (!res || d->generation > res->generation)) {
 		fprintf(out, "pending: desired state generation %llu (checksum %.12s) not applied yet%s\n",
 			(unsigned long long)d->generation, d->checksum,

@@ -57,6 +57,9 @@ check "  ... authkeys-cmd serves the key from the snapshot" serves
 F2=$(python3 -c 'import json,sys; print([f["path"] for f in json.load(open(sys.argv[1]))["spec"]["files"]][2])' "$W/v1.json")
 check "the file v2 drops exists ($F2)" test -e "$R$F2"
 printf '{"owned": [' >"$ST/state.json"
+out=$(status)
+check "state.json damaged: status says the next run rebuilds it" \
+	has "$out" "^pending: .*state.json is damaged (not what the executor writes): the next run .* rebuilds it from last-applied.yaml"
 check "state.json damaged: apply v2 goes on" run apply "$W/v2.json"
 check "  ... the damaged file kept as state.json.damaged, a new state.json written" \
 	sh -c 'test "$(cat "$1/state.json.damaged")" = "{\"owned\": [" && python3 -m json.tool "$1/state.json" >/dev/null' sh "$ST"
