@@ -274,7 +274,7 @@ check-ci:
 
 # The edit loop: the unit tests and the integration tests that take seconds
 # (tests/integration/ORDER names the slow ones), side by side; under 5 min.
-QUICK_INTEGRATION := 010- 011- 012- 020- 021- 023- 024- 025- 026- 027- 028- 029- 031- 032- 033- 034- 035- \
+QUICK_INTEGRATION := 010- 011- 012- 020- 021- 023- 024- 025- 026- 027- 028- 029- 031- 032- 033- 034- 035- 038- \
                      037- 039- 050- 052- 057- 064- 067- 069- 076- 077- 079- 081-
 check-quick: check-unit
 	$(Q)$(MAKE) JOBS=3 PREFIXES="$(QUICK_INTEGRATION)" check-integration
