@@ -35,8 +35,8 @@
 #    purge again leaving the tree as it was before that install (file list
 #    and /etc contents compared).
 # Run: ONLY=055 make check-integration (root). The rootfs is debootstrapped once
-# (~60 s) and cached as a tar in $B/sdbox-cache (SDBOX_CACHE=0 to
-# not write the cache); later runs take ~20 s.
+# (~60 s; the suite's package set is tests/lib/sdbox.sh's) and cached as a
+# tar in $B/sdbox-cache; later runs take ~20 s.
 source "$TESTS_DIR/lib/common.sh"
 
 source "$TESTS_DIR/lib/sdbox-test.sh"
@@ -125,17 +125,6 @@ export S
 export SDBOX_SUITE=${SDBOX_SUITE:-bookworm}
 export SDBOX_STATE=/var/tmp/node-agent-sdbox-055-$SDBOX_SUITE-$$
 export SDBOX_SRC=$S
-# The package's Depends, preinstalled so that apt-get needs no network in
-# the box (trixie renamed two libraries in the 64-bit time_t transition;
-# the new ones provide the old names).
-case $SDBOX_SUITE in
-bookworm) export SDBOX_INCLUDE=openssh-server,libcurl4,libcjson1,libseccomp2,libyaml-0-2,libxxhash0,libssl3 ;;
-# Debian 13 also gets its refpolicy and setools: the package's SELinux module
-# (built on Debian 12) is linked into that policy store and checked there.
-*) export SDBOX_INCLUDE=openssh-server,libcurl4t64,libcjson1,libseccomp2,libyaml-0-2,libxxhash0,libssl3t64,selinux-policy-default,setools ;;
-esac
-export SDBOX_CACHE=${SDBOX_CACHE-1}
-[ "$SDBOX_CACHE" = 0 ] && unset SDBOX_CACHE
 export SDBOX_SETUP="bash '$0' --setup \"\$1\""
 
 # The package (debian/changelog's version) and the one before it (the
