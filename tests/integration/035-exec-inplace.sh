@@ -128,13 +128,14 @@ verdict() { printf '%s\n' "$1" >"$V.tmp" && mv "$V.tmp" "$V"; }
 verdict '{"version": 1, "healthy": false, "checkedAt": 1, "error": "HTTP status 500"}'
 ( end=$(($(date +%s) + 3)); while [ "$(date +%s)" -lt "$end" ]; do
 	verdict "{\"version\": 1, \"healthy\": false, \"checkedAt\": $(date +%s), \"error\": \"HTTP status 500\"}"; sleep 0.3; done
-	while :; do verdict "{\"version\": 1, \"healthy\": true, \"checkedAt\": $(date +%s), \"serverVersion\": \"ok\"}"; sleep 0.3; done ) &
+	while [ ! -e "$W/vw.stop" ]; do
+	verdict "{\"version\": 1, \"healthy\": true, \"checkedAt\": $(date +%s), \"serverVersion\": \"ok\"}"; sleep 0.3; done ) &
 VW=$!
-on_exit "kill $VW 2>/dev/null"
+on_exit "touch '$W/vw.stop'; wait $VW 2>/dev/null"
 t0=$(date +%s%N)
 check "cpu policy: ready, applied" run
 t1=$(date +%s%N)
-kill $VW; wait $VW 2>/dev/null
+touch "$W/vw.stop"; wait $VW 2>/dev/null
 check "  ... the kubelet's /healthz waited for (node-agent's verdicts), not systemd's state" \
 	grep -q "In-place update: the kubelet is healthy (its /healthz, node-agent's probe at" "$W/log"
 check "  ... through the unhealthy ones ($(( (t1 - t0) / 1000000 )) ms >= 2 s)" test $(( (t1 - t0) / 1000000 )) -ge 2000
