@@ -653,6 +653,30 @@ static void take_health_repair(struct agent *a)
 	a->dirty = true;
 }
 
+/* The kubelet's /healthz as the health duty found it, for the executor's
+ * in-place update (HEALTH_KUBELET_VERDICT_FILE; 0644 in the agent's own
+ * state directory, which only root reads besides it). */
+static void write_kubelet_verdict(void *userdata, bool ok, const char *why)
+{
+	struct agent *a = userdata;
+	struct ctrdhealth v = { .healthy = ok, .checked_at = time(NULL) };
+	if (ok)
+		snprintf(v.server_version, sizeof(v.server_version), "ok");
+	else
+		snprintf(v.error, sizeof(v.error), "%.*s", CTRDHEALTH_ERROR_MAX, why);
+	for (char *c = v.error; *c; c++)
+		if ((unsigned char)*c < 0x20 || *c == 0x7f)
+			*c = ' ';
+	_cleanup_free_ char *text = NULL;
+	size_t len;
+	int r = a->state_fd < 0 ? -EBADF : ctrdhealth_format(&v, &text, &len);
+	if (r >= 0)
+		r = fsx_write_atomic_at(a->state_fd, HEALTH_KUBELET_VERDICT_FILE, text, len, 0644, FSX_UID_KEEP,
+					FSX_GID_KEEP, 0);
+	if (r < 0)
+		log_debug("cannot write %s/%s: %s", a->cfg.state_dir, HEALTH_KUBELET_VERDICT_FILE, strerror(-r));
+}
+
 /* A new verdict of cloud-config-exec's containerd probe (its socket is
  * root's; ctrdprobe.h) goes to the health duty. */
 static void take_probe_verdict(struct agent *a, uint64_t now)
@@ -832,8 +856,11 @@ static int start_watches(struct agent *a)
 	if (!a->opts->once) /* a listener that cannot open is logged and left off */
 		httpd_init(&a->httpd, a->cfg.server_bind_address, a->cfg.server_health_port,
 			   a->cfg.server_metrics_port, metrics_handle, &a->metrics);
-	if (!a->opts->once)
+	if (!a->opts->once) {
+		a->health.kubelet_verdict = write_kubelet_verdict;
+		a->health.verdict_userdata = a;
 		health_init(&a->health, &a->cfg, &a->http, &a->events);
+	}
 	internalip_init(&a->internalip, a->cfg.health_enabled && !a->opts->once, a->cfg.health_interval_ms, &a->http,
 			&a->events, &a->health, (const char *const *)&a->cfg.node_name);
 	podsweep_init(&a->sweep, &a->http, (const char *const *)&a->cfg.node_name, on_sweep_round, a);
@@ -1233,7 +1260,9 @@ static uint64_t tick_duties(struct agent *a, uint64_t now)
 	next = min_u64(next, conditions_tick(&a->conditions, now));
 	next = min_u64(next, internalip_tick(&a->internalip, now));
 	next = min_u64(next, podsweep_tick(&a->sweep, now));
-	next = min_u64(next, health_tick(&a->health, now, applied_ok(a)));
+	/* The kubelet is repaired on a node configured once (an agent
+	 * restarted while the applies fail still repairs it). */
+	next = min_u64(next, health_tick(&a->health, now, applied_ok(a) || execdir_applied_once(&a->exec)));
 	take_probe_verdict(a, now);
 	take_health_repair(a);
 	/* The local inputs are re-read every LOCAL_RESYNC_MS (or resyncMs if
