@@ -323,6 +323,7 @@ void containerd_plan_done(struct containerd_plan *p)
 	strv_free(p->hosts_path);
 	strv_free(p->hosts_text);
 	strv_free(p->hosts_remove);
+	strv_free(p->hosts_probed);
 	free(p->waiting);
 	free(p->error);
 	free(p->image);
@@ -431,7 +432,7 @@ int containerd_plan_compute(int rootfd, int statefd, const char *containerd_bin,
 		       old->cri.n_plugins != new->cri.n_plugins;
 	p->restart = p->config_write || differs;
 
-	size_t nw = 0, nt = 0, nr = 0, waiting_len = 0;
+	size_t nw = 0, nt = 0, nr = 0, np = 0, waiting_len = 0;
 	for (size_t i = 0; i < new->cri.n_registries; i++) {
 		const struct osc_registry *g = &new->cri.registries[i];
 		_cleanup_free_ char *path = NULL, *hosts = NULL;
@@ -466,7 +467,8 @@ int containerd_plan_compute(int rootfd, int statefd, const char *containerd_bin,
 		}
 		if (hcur && hcur_len == strlen(hosts) && memcmp(hcur, hosts, hcur_len) == 0)
 			continue;
-		if (strv_push(&p->hosts_path, &nw, path) < 0 || strv_push(&p->hosts_text, &nt, hosts) < 0)
+		if (strv_push(&p->hosts_path, &nw, path) < 0 || strv_push(&p->hosts_text, &nt, hosts) < 0 ||
+		    (g->readiness_probe && d && strv_push(&p->hosts_probed, &np, g->upstream) < 0))
 			return plan_fail(p, -ENOMEM, "out of memory");
 	}
 	for (size_t i = 0; old && old->cri.present && i < old->cri.n_registries; i++) {
@@ -526,6 +528,8 @@ int containerd_plan_apply(int rootfd, int statefd, const char *root, const char 
 	if (p->config_write && (r = write_config(rootfd, root, containerd_bin, p->config, ret_error)) < 0)
 		return r;
 	bool written = false;
+	for (size_t i = 0; p->hosts_probed && p->hosts_probed[i]; i++)
+		log_info("Registry %s answered node-agent's readinessProbe: writing its hosts.toml", p->hosts_probed[i]);
 	for (size_t i = 0; p->hosts_path && p->hosts_path[i]; i++) {
 		if ((r = write_file(rootfd, p->hosts_path[i], p->hosts_text[i], ret_error)) < 0)
 			return r;

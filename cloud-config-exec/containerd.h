@@ -83,6 +83,7 @@ struct containerd_plan {
 	char **hosts_path;          /* hosts.toml to write (bytes differ), NULL-terminated or NULL */
 	char **hosts_text;          /* ... their bytes, in the same order */
 	char **hosts_remove;        /* upstreams whose hosts.toml goes (dropped by the OSC) */
+	char **hosts_probed;        /* upstreams written now that node-agent saw their readinessProbe answer */
 	char *waiting;              /* "a b": registries waiting for their readinessProbe */
 	char *error;                /* the step fails with this (nothing is written) */
 	int error_code;

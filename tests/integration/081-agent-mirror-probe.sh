@@ -115,7 +115,7 @@ check "  ... the run succeeds" result_says "$sum1" True
 check "  ... desired.json lists slow.example:5000 with its hosts.toml's SHA-256" \
 	[ "$(jget "d['readyRegistries'][0]['upstream'] + ' ' + d['readyRegistries'][0]['sha256']" <"$(desired_file)")" = "slow.example:5000 $(sha256 "$ROOT/$SLOW")" ]
 check "  ... the mirror was asked with a plain GET of its URL (answered 404, which counts)" grep -q '"GET /v2 HTTP/1.1" 404' "$S/mirror.log"
-check "  ... the executor logs the write" grep -q "Registry slow.example:5000 answered node-agent's readinessProbe: writing" "$S/exec.log"
+check "  ... the executor logs the write" grep -q "Registry slow.example:5000 answered node-agent's readinessProbe: writing its hosts.toml" "$S/exec.log"
 
 # 3. A changed configuration (another mirror port, nothing there) is probed
 # again; the previous hosts.toml stays meanwhile.

@@ -29,6 +29,26 @@ wait_for() {
 # for every campaign, so a soak run is one command and CI stays in its time.
 sized() { if [ "${TEST_SIZE:-ci}" = soak ]; then echo "$2"; else echo "$1"; fi; }
 source "$TESTS_DIR/lib/netretry.sh"
+# wait_for_t SECONDS CMD...: wait_for, and the window in which CMD became
+# true: WAIT_FROM (when the last poll that saw it false began) and WAIT_TO
+# (when the poll that saw it true ended), in seconds since the epoch. A test
+# that bounds the time between two events compares these windows, not the
+# moments it happened to notice them (a loaded machine notices late).
+wait_for_t() {
+	local n=$(($1 * 10)) i start
+	shift
+	WAIT_FROM=$(date +%s.%N)
+	for ((i = 0; i < n; i++)); do
+		start=$(date +%s.%N)
+		if "$@"; then
+			WAIT_TO=$(date +%s.%N)
+			return 0
+		fi
+		WAIT_FROM=$start
+		sleep 0.1
+	done
+	return 1
+}
 # dump TITLE CMD...: the end of CMD's output as TAP comments.
 dump() { echo "# --- $1"; shift; "$@" 2>&1 | tail -n "${DUMP_LINES:-40}" | sed 's/^/#   /'; }
 
