@@ -656,7 +656,7 @@ static void reconcile(struct agent *a, uint64_t now)
 	 * its first answer (or failure) rather than write one desired state
 	 * without them and another a moment later. A Node that cannot be read
 	 * does not hold up the OSC, unless the keys come from it. */
-	if (a->node.synced || a->node_seen || (!a->cfg.keys_from_node_annotation && a->node.failures > 0))
+	if (a->node.synced || a->node_seen || (!a->cfg.keys_from_node_annotation && a->node.failing))
 		write_desired(a, now);
 	take_update_report(a);
 	podsweep_want(&a->sweep, nodeupdate_sweep_wanted(&a->update), now);
