@@ -324,8 +324,18 @@ uint64_t lease_tick(struct lease *l, uint64_t now)
 		failed(l, now, why, 0, false);
 	}
 	uint64_t due = http_due(l->http, l->wake_at);
-	if (now < due)
+	if (now < due) {
+		/* Waiting for the API server (its gate): the Lease expires all
+		 * the same, and gardenlet says so; said once. */
+		uint64_t expires = l->last_renew_ms + LEASE_EXPIRES_MS;
+		if (l->last_renew_ms && !l->expired_logged && due > l->wake_at) {
+			if (now >= expires)
+				check_expired(l, now, "the API server does not serve (see its line)");
+			else if (expires < due)
+				return expires;
+		}
 		return due;
+	}
 	int r = start(l, now);
 	if (r == -EAGAIN) /* the gate closed meanwhile */
 		return http_due(l->http, l->wake_at);
