@@ -9,9 +9,9 @@
 #include "log.h"
 #include "strx.h"
 
-/* A patch that failed (not the gate's): 1 s doubling every 6 s up to 30 s,
+/* A patch that failed (not the gate's): 1 s doubling every 2 s up to 30 s,
  * full jitter (lib/base/backoff.h), at least Retry-After. */
-static const struct backoff_policy annotate_policy = { .base_ms = ANNOTATE_BACKOFF_BASE_MS, .double_ms = 6000,
+static const struct backoff_policy annotate_policy = { .base_ms = ANNOTATE_BACKOFF_BASE_MS, .double_ms = 2000,
 						       .cap_ms = ANNOTATE_BACKOFF_CAP_MS };
 
 void annotate_init(struct annotate *n, char *const *node_name, bool once, const struct annotate_ops *ops,

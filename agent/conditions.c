@@ -55,9 +55,9 @@ char *conditions_patch_body(const char *have_status, const char *have_transition
 	return cJSON_PrintUnformatted(root);
 }
 
-/* A PATCH that failed (not the gate's): 1 s doubling every 6 s up to 60 s,
+/* A PATCH that failed (not the gate's): 1 s doubling every 2 s up to 60 s,
  * full jitter (lib/base/backoff.h). */
-static const struct backoff_policy conditions_policy = { .base_ms = CONDITIONS_BACKOFF_BASE_MS, .double_ms = 6000,
+static const struct backoff_policy conditions_policy = { .base_ms = CONDITIONS_BACKOFF_BASE_MS, .double_ms = 2000,
 							 .cap_ms = CONDITIONS_BACKOFF_CAP_MS };
 
 int conditions_init(struct conditions *c, struct http_client *http, const char *node_name)

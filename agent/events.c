@@ -13,9 +13,9 @@
 
 #define EVENTS_PATH "/api/v1/namespaces/" NODEEVENT_NAMESPACE "/events"
 
-/* A write that failed (not the gate's): 5 s doubling every 6 s up to 30 s,
+/* A write that failed (not the gate's): 5 s doubling every 10 s up to 30 s,
  * full jitter (lib/base/backoff.h). */
-static const struct backoff_policy events_policy = { .base_ms = EVENTS_RETRY_MS, .double_ms = 6000, .cap_ms = 30000 };
+static const struct backoff_policy events_policy = { .base_ms = EVENTS_RETRY_MS, .double_ms = 10000, .cap_ms = 30000 };
 
 int events_init(struct events *e, struct http_client *http, const char *node_name)
 {

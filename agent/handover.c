@@ -14,9 +14,9 @@
 #define HANDOVER_RETRY_BASE_MS 1000u
 #define HANDOVER_RETRY_CAP_MS 30000u
 
-/* A write that failed (disk full, I/O error): 1 s doubling every 6 s up to
+/* A write that failed (disk full, I/O error): 1 s doubling every 2 s up to
  * 30 s, full jitter (lib/base/backoff.h). */
-static const struct backoff_policy handover_policy = { .base_ms = HANDOVER_RETRY_BASE_MS, .double_ms = 6000,
+static const struct backoff_policy handover_policy = { .base_ms = HANDOVER_RETRY_BASE_MS, .double_ms = 2000,
 						       .cap_ms = HANDOVER_RETRY_CAP_MS };
 
 /* A copy of the OSC now in the desired state (failure to copy only means

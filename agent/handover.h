@@ -37,7 +37,7 @@ struct handover {
  * it at notice level: returns 1, or 0 when nothing changed. On failure logs
  * the error, writes a one-line reason into why (whylen bytes) and returns
  * -errno; a failed write schedules h->wake_at after the back-off (1 s
- * doubling every 6 s up to 30 s, full jitter: lib/base/backoff.h), logged
+ * doubling every 2 s up to 30 s, full jitter: lib/base/backoff.h), logged
  * when the failures start and when a write works again. A write starts h->pickup's wait for
  * result.json to name the new generation. */
 int handover_write(struct handover *h, int state_fd, const char *state_dir, const struct desired *d, uint64_t now,

@@ -14,15 +14,15 @@
 /* 409s in a row answered by an immediate re-read; more back off. */
 #define CONFLICTS_FREE 3u
 
-/* A failed renewal's retries (lib/base/backoff.h): 1 s doubling every 6 s,
+/* A failed renewal's retries (lib/base/backoff.h): 1 s doubling every 2 s,
  * full jitter, at most 5 s apart while they can still save the Lease (the
  * 20 s before it expires), at most 30 s once it has expired or was never
  * held: then there is nothing to save, and a fleet retrying every few
  * seconds against a failing API server is load. Failures the API server's
  * gate takes (nobody serving, a starting server) wait for it instead. */
-static const struct backoff_policy lease_retry_policy = { .base_ms = LEASE_RETRY_BASE_MS, .double_ms = 6000,
+static const struct backoff_policy lease_retry_policy = { .base_ms = LEASE_RETRY_BASE_MS, .double_ms = 2000,
 							  .cap_ms = LEASE_RETRY_CAP_MS };
-static const struct backoff_policy lease_expired_policy = { .base_ms = LEASE_RETRY_BASE_MS, .double_ms = 6000,
+static const struct backoff_policy lease_expired_policy = { .base_ms = LEASE_RETRY_BASE_MS, .double_ms = 2000,
 							    .cap_ms = LEASE_RETRY_EXPIRED_CAP_MS };
 
 static const char *lease_field(const struct lease *l, char *buf, size_t len)

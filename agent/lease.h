@@ -9,7 +9,7 @@
  * This duty renews every LEASE_RENEW_MS = 20 s (3 writes a minute): the
  * Lease of a live agent is at most 20 s old plus one request, and a failed
  * renewal is retried with back-off (lib/base/backoff.h: 1 s doubling every
- * 6 s, full jitter, at most 5 s) inside the 20 s left before it expires;
+ * 2 s, full jitter, at most 5 s) inside the 20 s left before it expires;
  * once it has expired (or was never held), at most every 30 s. While the
  * API server does not serve, the renewal waits for its gate (apigate.h)
  * like every request. Every request has its own deadline

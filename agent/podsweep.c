@@ -20,9 +20,9 @@ static void free_list(struct podsweep *ps)
 	ps->n_pods = ps->next = 0;
 }
 
-/* A round that failed: the whole sweep again after 2 s doubling every 6 s up
+/* A round that failed: the whole sweep again after 2 s doubling every 4 s up
  * to 30 s, full jitter (lib/base/backoff.h). */
-static const struct backoff_policy podsweep_policy = { .base_ms = PODSWEEP_RETRY_BASE_MS, .double_ms = 6000,
+static const struct backoff_policy podsweep_policy = { .base_ms = PODSWEEP_RETRY_BASE_MS, .double_ms = 4000,
 						       .cap_ms = PODSWEEP_RETRY_CAP_MS };
 
 /* What the API server's gate took (nobody serving, a starting server):

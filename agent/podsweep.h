@@ -22,7 +22,7 @@
  *   request);
  * - a failure (the list, or any delete; the others are still tried):
  *   the label is not set, the sweep is tried again (list and all) after a
- *   back-off of 2 s doubling every 6 s up to 30 s, full jitter
+ *   back-off of 2 s doubling every 4 s up to 30 s, full jitter
  *   (lib/base/backoff.h; Gardener: the reconcile's error, requeued with
  *   controller-runtime's backoff), and the owner is told why; logged when
  *   the failures start and when a round works again. A failure the API

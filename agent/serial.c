@@ -13,12 +13,12 @@
 /* 409s in a row answered by an immediate re-read; more back off. */
 #define CONFLICTS_FREE 3u
 
-/* Failed requests (not the gate's): 1 s doubling every 6 s, full jitter
+/* Failed requests (not the gate's): 1 s doubling every 2 s, full jitter
  * (lib/base/backoff.h), up to 30 s; after a 403 up to 5 min (rights change
  * rarely). */
-static const struct backoff_policy serial_policy = { .base_ms = SERIAL_RETRY_BASE_MS, .double_ms = 6000,
+static const struct backoff_policy serial_policy = { .base_ms = SERIAL_RETRY_BASE_MS, .double_ms = 2000,
 						     .cap_ms = SERIAL_RETRY_CAP_MS };
-static const struct backoff_policy serial_forbidden_policy = { .base_ms = SERIAL_RETRY_BASE_MS, .double_ms = 6000,
+static const struct backoff_policy serial_forbidden_policy = { .base_ms = SERIAL_RETRY_BASE_MS, .double_ms = 2000,
 							       .cap_ms = SERIAL_FORBIDDEN_CAP_MS };
 
 void serial_init(struct serial *s, struct http_client *http, const char *identity)

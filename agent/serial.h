@@ -49,7 +49,7 @@
  * that drops the hold (the Lease expires on its own).
  *
  * Every request has a deadline (SERIAL_REQUEST_MS); failures back off
- * (lib/base/backoff.h: 1 s doubling every 6 s, at most 30 s, full jitter)
+ * (lib/base/backoff.h: 1 s doubling every 2 s, at most 30 s, full jitter)
  * and are logged once per state change, what the API server's gate takes
  * waits for it (apigate.h); a 403 says what the authorizer allows and backs off to
  * SERIAL_FORBIDDEN_CAP_MS; a change of the Node (its label) retries at once. Only records state in its setters; requests start in

@@ -13,12 +13,13 @@
  * not take (it takes nobody serving and a starting server's answers, and
  * paces those for every duty at once): 5xx and 429 once the server serves,
  * an invalid object or event, a stream cut or silent. 0.5 s doubling every
- * 6 s of the condition up to 30 s, full jitter (lib/base/backoff.h), at
+ * second of the condition up to 30 s (as client-go's reflector, 0.8 s
+ * doubling per attempt: the cap within seconds), full jitter (lib/base/backoff.h), at
  * least Retry-After. */
-static const struct backoff_policy watch_fail_policy = { .base_ms = 500, .double_ms = 6000, .cap_ms = 30000 };
+static const struct backoff_policy watch_fail_policy = { .base_ms = 500, .double_ms = 1000, .cap_ms = 30000 };
 /* A re-read whose own watch expires again (410 after 410, no event in
  * between): the same pace, by its own condition. */
-static const struct backoff_policy watch_expired_policy = { .base_ms = 500, .double_ms = 6000, .cap_ms = 30000 };
+static const struct backoff_policy watch_expired_policy = { .base_ms = 500, .double_ms = 1000, .cap_ms = 30000 };
 /* A stream that ends this quickly without an event counts as a failure, so a
  * server answering "200, empty" cannot make us spin. */
 #define STREAM_MIN_MS 1000u

@@ -14,7 +14,7 @@
  * minute up to 5 min or the resync interval); what the API server's gate
  * takes (nobody serving, a starting server: apigate.h) waits for it, the
  * watch's own failures back off (lib/base/backoff.h: 0.5 s doubling every
- * 6 s up to 30 s, full jitter, 429 Retry-After honoured), and a stream
+ * second up to 30 s, full jitter, 429 Retry-After honoured), and a stream
  * silent (not even a bookmark) for timeouts.watchIdleMs is dropped.
  *
  * The owner calls watch_tick() from its loop; it starts requests when due

@@ -164,11 +164,11 @@ static void failed_write_backs_off(void **state)
 	char why[256] = "";
 	struct desired d = doc(osc1);
 	/* The longest wait each draw allows: the ceiling, 1 s doubling
-	 * every 6 s of the condition up to 30 s. */
+	 * every 2 s of the condition up to 30 s. */
 	h.retry.random = longest;
 	static const uint64_t delays[] = { 1000, 2000, 4000, 8000, 16000, 30000, 30000 };
 	for (size_t i = 0; i < sizeof(delays) / sizeof(delays[0]); i++) {
-		uint64_t now = 100000 + 6000 * i;
+		uint64_t now = 100000 + 2000 * i;
 		assert_int_equal(handover_write(&h, -1, SD, &d, now, why, sizeof(why)), -EBADF);
 		assert_int_equal(h.retry.attempts, i + 1);
 		assert_int_equal(h.wake_at, now + delays[i]);

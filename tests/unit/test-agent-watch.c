@@ -401,8 +401,9 @@ static void gate_paces_the_retry(void **state)
 }
 
 /* The watch's own failures (a 500 once the server serves) back off with
- * full jitter from 0.5 s, growing with the condition's age (never sooner
- * than Retry-After), and a read that works ends the condition. */
+ * full jitter from 0.5 s, doubling every second of the condition's age
+ * (never sooner than Retry-After), and a read that works ends the
+ * condition. */
 static void own_failures_back_off(void **state)
 {
 	(void)state;
@@ -412,12 +413,13 @@ static void own_failures_back_off(void **state)
 	answer(500, NULL);
 	assert_true(backoff_failing(&w.fail));
 	assert_true(w.wake_at > fake_now && w.wake_at <= fake_now + 500);
-	/* 30 s later the ceiling is far higher: 0.5 s * 2^5. */
-	fake_now += 30000;
+	/* 4 s later the ceiling is 0.5 s * 2^4, 30 s later at the cap. */
+	fake_now += 4000;
 	watch_tick(&w, fake_now);
 	answer(500, NULL);
 	assert_int_equal(w.fail.attempts, 2);
-	assert_true(backoff_limit(&w.fail, fake_now) == 16000);
+	assert_true(backoff_limit(&w.fail, fake_now) == 8000);
+	assert_true(backoff_limit(&w.fail, fake_now + 26000) == 30000);
 	/* Retry-After: 20 s. */
 	fake_now = w.wake_at;
 	watch_tick(&w, fake_now);
