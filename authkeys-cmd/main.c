@@ -28,9 +28,6 @@
 #include "log.h"
 #include "snapshot.h"
 
-#ifndef NA_VERSION
-#define NA_VERSION "0.1"
-#endif
 
 #define DEADLINE_MS_DEFAULT 2000u
 #define DEADLINE_MS_MAX 60000u
@@ -56,7 +53,8 @@ static void help(void)
 	       "  --root DIR         resolve PATH below DIR\n"
 	       "  --allow-root       also serve the user root (default: never)\n"
 	       "  --deadline-ms MS   give up, printing nothing, after MS ms (default %u)\n"
-	       "  --help, --version\n",
+	       "  -h, --help         show this help\n"
+	       "  --version          show the version\n",
 	       SNAPSHOT_DEFAULT_PATH, DEADLINE_MS_DEFAULT);
 }
 

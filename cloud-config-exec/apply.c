@@ -231,6 +231,43 @@ static struct osc *load_old(const struct apply_ctx *c, int statefd, char checksu
 	return o;
 }
 
+/* state.json, or, when it is damaged, rebuilt from the last applied OSC
+ * (ours only, never gardener-node-agent's: its files are not ours) with
+ * state_rebuild(): the damaged file is kept beside it, the apply goes on,
+ * and files a later OSC drops are still removed. */
+static int load_state(const struct apply_ctx *c, int statefd, struct state *st)
+{
+	int r = state_load(statefd, st);
+	if (r != -EINVAL && r != -EBADMSG && r != -EFBIG)
+		return r;
+	_cleanup_free_ char *data = NULL;
+	size_t len = 0;
+	char checksum[65];
+	_cleanup_(osc_donep) struct osc *last = NULL;
+	if (state_load_last_applied(statefd, &data, &len, checksum) < 0 ||
+	    parse_osc(c, data, len, "last applied OSC", &last) < 0)
+		last = NULL;
+	_cleanup_strv_free_ char **files = calloc(last ? last->n_files + 1 : 1, sizeof(char *));
+	_cleanup_strv_free_ char **units = NULL;
+	if (!files || (last && units_owned_paths(last, &units) < 0))
+		return log_error_errno(-ENOMEM, "Out of memory");
+	for (size_t i = 0; last && i < last->n_files; i++)
+		if (!(files[i] = strdup(last->files[i].path)))
+			return log_error_errno(-ENOMEM, "Out of memory");
+	size_t n_units = 0;
+	for (char **u = units; u && *u; u++)
+		n_units++;
+	int k = state_rebuild(statefd, files, units, st);
+	if (k < 0)
+		return log_error_errno(k, "%s/%s is damaged and cannot be rebuilt", c->cfg->exec_state_dir, STATE_FILE);
+	log_error("%s/%s is damaged (%s): moved to %s and rebuilt from %s: %zu owned file(s), %zu unit file(s); "
+		  "the managed SSH keys follow this run's key sources",
+		  c->cfg->exec_state_dir, STATE_FILE, strerror(-r), STATE_DAMAGED,
+		  last ? STATE_LAST_APPLIED " (the last applied OSC)" : "nothing (no last applied OSC)", st->n_owned,
+		  n_units);
+	return 0;
+}
+
 static bool strv_equal(char *const *a, char *const *b)
 {
 	for (; a && *a && b && *b; a++, b++)
@@ -385,7 +422,8 @@ static int fail_result(int statefd, struct result *res, const char *step, const 
 		(void)write_result(statefd, res, true);
 	char cfield[80];
 	snprintf(cfield, sizeof(cfield), "CHECKSUM=%s", res->checksum);
-	log_fields(LOG_ERR, LOG_FIELDS(cfield), "Apply of %.12s failed in step %s: %s", res->checksum, step, error);
+	log_fields(LOG_ERR, LOG_FIELDS(cfield), "Apply of %.12s failed in step %s: %s",
+		   res->checksum[0] ? res->checksum : "(no desired state)", step, error);
 	res->failed_step = NULL;
 	res->error = NULL;
 	return APPLY_EXIT_FAILED;
@@ -423,11 +461,9 @@ int apply_osc(const struct apply_ctx *c, const char *osc, size_t len, const stru
 	if (statefd < 0)
 		return fail_result(-1, &res, "state", "cannot open the state directory");
 	_cleanup_(state_done) struct state st = { 0 };
-	r = state_load(statefd, &st);
-	if (r < 0) {
-		log_error_errno(r, "%s/%s is damaged", c->cfg->exec_state_dir, STATE_FILE);
-		return fail_result(statefd, &res, "state", "state.json is damaged");
-	}
+	r = load_state(c, statefd, &st);
+	if (r < 0)
+		return fail_result(statefd, &res, "state", "state.json cannot be read or rebuilt (see the journal)");
 	char old_checksum[65];
 	_cleanup_(osc_donep) struct osc *old = load_old(c, statefd, old_checksum);
 	bool same_as_last = old && strcmp(old_checksum, res.checksum) == 0;
@@ -846,7 +882,8 @@ int apply_osc(const struct apply_ctx *c, const char *osc, size_t len, const stru
 	return APPLY_EXIT_OK;
 }
 
-static int load_desired(const struct apply_ctx *c, struct desired *ret, bool quiet_absent)
+/* why (may be NULL): on failure, what was wrong, for result.json. */
+static int load_desired(const struct apply_ctx *c, struct desired *ret, bool quiet_absent, char *why, size_t why_size)
 {
 	_cleanup_close_ int dfd = fsx_open_dir_at(c->rootfd, c->cfg->state_dir, 0, 0);
 	_cleanup_free_ char *data = NULL;
@@ -854,12 +891,18 @@ static int load_desired(const struct apply_ctx *c, struct desired *ret, bool qui
 	int r = dfd < 0 ? dfd : fsx_read_at(dfd, "desired.json", DESIRED_MAX, &data, &len);
 	if (r == -ENOENT && quiet_absent)
 		return r;
-	if (r < 0)
+	if (r < 0) {
+		if (why)
+			snprintf(why, why_size, "cannot be read: %s", strerror(-r));
 		return log_error_errno(r, "Cannot read %s/desired.json", c->cfg->state_dir);
+	}
 	const char *err = NULL;
 	r = desired_parse(data, len, ret, &err);
-	if (r < 0)
+	if (r < 0) {
+		if (why)
+			snprintf(why, why_size, "rejected: %s", err ? err : "invalid");
 		return log_error_errno(r, "%s/desired.json rejected: %s", c->cfg->state_dir, err ? err : "invalid");
+	}
 	return 0;
 }
 
@@ -876,11 +919,24 @@ int apply_desired(const struct apply_ctx *c)
 	int ret = APPLY_EXIT_OK;
 	for (unsigned round = 0; round < APPLY_DESIRED_ROUNDS; round++) {
 		struct desired d = { 0 };
-		int r = load_desired(c, &d, true);
+		char why[256] = "";
+		int r = load_desired(c, &d, true, why, sizeof(why));
 		if (r == -ENOENT && round == 0) {
 			/* The timer may fire before node-agent wrote anything. */
 			log_notice("No desired state yet (%s/desired.json): nothing to apply", c->cfg->state_dir);
 			return APPLY_EXIT_OK;
+		}
+		if (r < 0 && round == 0 && r != -ENOMEM) {
+			/* In result.json, for status and node-agent: no run gets
+			 * further until node-agent writes it again, which it does
+			 * when it starts (it does not trust what it finds). */
+			_cleanup_close_ int sfd = open_state_dir(c, true);
+			struct result res = { 0 };
+			char msg[512];
+			snprintf(msg, sizeof(msg),
+				 "%s/desired.json %s; node-agent writes it anew when it restarts: systemctl restart node-agent",
+				 c->cfg->state_dir, why);
+			return sfd < 0 ? APPLY_EXIT_FAILED : fail_result(sfd, &res, "desired", msg);
 		}
 		if (r < 0)
 			return round == 0 ? APPLY_EXIT_FAILED : ret;
@@ -904,15 +960,13 @@ int apply_keys_only(const struct apply_ctx *c)
 	if (statefd < 0)
 		return APPLY_EXIT_FAILED;
 	_cleanup_(state_done) struct state st = { 0 };
-	int r = state_load(statefd, &st);
-	if (r < 0) {
-		log_error_errno(r, "%s/%s is damaged", c->cfg->exec_state_dir, STATE_FILE);
+	int r = load_state(c, statefd, &st);
+	if (r < 0)
 		return APPLY_EXIT_FAILED;
-	}
 	char checksum[65];
 	_cleanup_(osc_donep) struct osc *old = load_old(c, statefd, checksum);
 	struct desired d = { 0 };
-	bool have_d = load_desired(c, &d, true) >= 0;
+	bool have_d = load_desired(c, &d, true, NULL, 0) >= 0;
 	struct sshkeys_input in = { .osc = old, .key_document = have_d ? d.key_document : NULL,
 				    .ssh_access = have_d ? d.ssh_access : true, .now = time(NULL),
 				    .osc_checksum = old && checksum[0] ? checksum : NULL };
@@ -924,6 +978,32 @@ int apply_keys_only(const struct apply_ctx *c)
 	if (r < 0)
 		return APPLY_EXIT_FAILED;
 	log_info("Keys reconciled%s", changed ? "" : " (nothing changed)");
+	return APPLY_EXIT_OK;
+}
+
+int apply_revoke(const struct apply_ctx *c, bool replace)
+{
+	_cleanup_close_ int statefd = open_state_dir(c, true);
+	if (statefd < 0)
+		return APPLY_EXIT_FAILED;
+	/* A damaged state.json only means no managed keys to keep unrevoked. */
+	_cleanup_(state_done) struct state st = { 0 };
+	if (state_load(statefd, &st) < 0)
+		state_done(&st);
+	char checksum[65];
+	_cleanup_(osc_donep) struct osc *old = load_old(c, statefd, checksum);
+	struct desired d = { 0 };
+	bool have_d = load_desired(c, &d, true, NULL, 0) >= 0;
+	struct sshkeys_input in = { .osc = old, .key_document = have_d ? d.key_document : NULL,
+				    .ssh_access = have_d ? d.ssh_access : true, .now = time(NULL) };
+	bool changed = false;
+	char err[SSHKEYS_ERROR_MAX] = "";
+	int r = revoke_sync(c->rootfd, c->cfg, &in, &st, statefd, replace, &changed, err, sizeof(err));
+	if (have_d)
+		desired_done(&d);
+	if (r < 0)
+		return APPLY_EXIT_FAILED;
+	log_info("Revoked keys brought up to date%s", changed ? "" : " (nothing changed)");
 	return APPLY_EXIT_OK;
 }
 
@@ -967,13 +1047,16 @@ int apply_status(const struct apply_ctx *c)
 	_cleanup_(osc_donep) struct osc *old = statefd >= 0 ? load_old(c, statefd, checksum) : NULL;
 	v.applied_checksum = checksum;
 	_cleanup_(state_done) struct state st = { 0 };
-	if (statefd >= 0 && state_load(statefd, &st) >= 0)
+	int r = statefd < 0 ? -ENOENT : state_load(statefd, &st);
+	if (r >= 0)
 		v.st = &st;
+	else if (r != -ENOENT)
+		v.st_problem = r == -EINVAL ? "not what the executor writes" : strerror(-r);
 	_cleanup_free_ char *data = NULL;
 	size_t len;
 	struct result res = { 0 };
 	char res_why[128];
-	int r = statefd < 0 ? -ENOENT : fsx_read_at(statefd, STATE_RESULT, RESULT_MAX, &data, &len);
+	r = statefd < 0 ? -ENOENT : fsx_read_at(statefd, STATE_RESULT, RESULT_MAX, &data, &len);
 	if (r >= 0) {
 		const char *err = NULL;
 		if (result_parse(data, len, &res, &err) >= 0)

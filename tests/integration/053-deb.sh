@@ -1,13 +1,16 @@
 #!/bin/bash
-# The Debian package (debian/, scripts/build-deb, `make deb`): `make deb
-# B=<dir>` builds it (and leaves <dir>'s other files alone) with
+# The Debian package kube-node-agent and the transitional package of its old
+# name, node-agent (debian/, scripts/build-deb, `make deb`): `make deb
+# B=<dir>` builds them (and leaves <dir>'s other files alone) with
 # dpkg-buildpackage from a copy of the tree, lintian reports no error or
 # warning (and does fail on a broken package), it ships exactly what
 # `make install PREFIX=/usr` installs plus the compiled SELinux module and
 # Debian's own files, /etc files are conffiles, the maintainer scripts parse
 # and carry debhelper's sysusers/tmpfiles/systemd snippets, and authkeys-cmd
-# is static. Booted install, upgrade and purge: 055 (Debian 12) and 056
-# (Debian 13).
+# is static; the transitional package holds only its doc files and pulls
+# the new one in, which Breaks/Replaces the old name. Booted install, upgrade
+# and purge: 055 (Debian 12) and 056 (Debian 13); every transition with
+# sshd watching: 080 (a Debian 12 VM).
 source "$TESTS_DIR/lib/common.sh"
 TOP=$(cd "$TESTS_DIR/.." && pwd)
 for t in dpkg-buildpackage dh lintian fakeroot; do
@@ -35,7 +38,10 @@ else
 fi
 grep -v '^running with root privileges' "$W/out/lintian.txt" | sed 's/^/#   lintian: /'
 check "make deb B=<dir> leaves the other files in <dir> alone" test "$(cat "$W/b/marker" 2>/dev/null)" = keep
-DEB=$(ls "$W"/out/node-agent_*.deb)
+DEB=$(ls "$W"/out/kube-node-agent_*.deb)
+TDEB=$(ls "$W"/out/node-agent_*_all.deb)
+check "two packages (and the debug symbols): kube-node-agent_*_$(dpkg --print-architecture).deb and the transitional node-agent_*_all.deb ($(cd "$W/out" && ls *.deb | tr '\n' ' '))" \
+	test "$(cd "$W/out" && ls *.deb | grep -vc -- -dbgsym_)" = 2 -a -n "$DEB" -a -n "$TDEB"
 check "the checkout stays clean (built in a copy)" \
 	test -z "$(cd "$TOP" && git status --porcelain --ignored=matching debian 2>/dev/null)"
 
@@ -45,8 +51,8 @@ make -s -C "$TOP" B="$B" DESTDIR="$W/mi" PREFIX=/usr install >"$W/mi.log" 2>&1 |
 (cd "$W/mi" && find . ! -type d | sed 's|^\.||') >"$W/want.raw"
 # dh_installman compresses man pages
 sed 's|^\(/usr/share/man/.*\)$|\1.gz|' "$W/want.raw" >"$W/want"
-printf '%s\n' /usr/share/selinux/default/node_agent.pp /usr/share/doc/node-agent/changelog.gz \
-	/usr/share/doc/node-agent/copyright /usr/share/lintian/overrides/node-agent >>"$W/want"
+printf '%s\n' /usr/share/selinux/default/node_agent.pp /usr/share/doc/kube-node-agent/changelog.gz \
+	/usr/share/doc/kube-node-agent/copyright /usr/share/lintian/overrides/kube-node-agent >>"$W/want"
 sort -o "$W/want" "$W/want"
 dpkg-deb -c "$DEB" | awk '$1 !~ /^d/ { print $6 }' | sed 's|^\.||' | sort >"$W/got"
 if cmp -s "$W/want" "$W/got"; then
@@ -83,9 +89,18 @@ check "postinst starts the paths and timers only on a running system, never node
 		grep -q \"deb-systemd-invoke try-restart 'node-agent.service'\" '$W/ctl/postinst'"
 check "postinst loads the SELinux module only under selinuxenabled" \
 	grep -q 'selinuxenabled &&' "$W/ctl/postinst"
-check "postrm purge removes the two state directories, no home or authorized_keys" \
-	sh -c "grep -q 'rm -rf /var/lib/node-agent /var/lib/cloud-config-exec\$' '$W/ctl/postrm' &&
+check "postrm purge removes the two state directories (after reloading sshd), no home or authorized_keys" \
+	sh -c "grep -q 'rm -rf \"\${DPKG_ROOT:-}/var/lib/node-agent\" \"\${DPKG_ROOT:-}/var/lib/cloud-config-exec\"\$' '$W/ctl/postrm' &&
 		! grep -v '^[[:space:]]*#' '$W/ctl/postrm' | grep -q -e authorized_keys -e /home -e userdel -e deluser"
+# sshd and its KRL go together (issue 35: a purge locked everyone out): the
+# KRL exists before the drop-in that names it is unpacked, is filled before
+# sshd is reloaded with it, and goes only after sshd was reloaded without it.
+check "preinst creates the empty KRL before dpkg unpacks the sshd drop-in" \
+	grep -q 'install -m 0644 -o root -g root /dev/null "$d/revoked-keys.krl"' "$W/ctl/preinst"
+check "postinst brings the KRL up to date (cloud-config-exec revoke) before it reloads sshd" \
+	sh -c "awk '/cloud-config-exec --log stderr revoke/ { r = NR } /deb-systemd-invoke reload ssh.service/ { if (r && r < NR) ok = 1 } END { exit !ok }' '$W/ctl/postinst'"
+check "postrm purge reloads sshd (and waits for it) before the state with the KRL goes" \
+	sh -c "awk '/^purge\\)/ { p = 1 } p && /^[[:space:]]*sshd_reload_settled\$/ { r = NR } p && /rm -rf .*cloud-config-exec/ { if (r && r < NR) ok = 1; exit } END { exit !ok }' '$W/ctl/postrm'"
 deps=$(dpkg-deb -f "$DEB" Depends)
 check "Depends: runtime libraries, no -dev package ($deps)" sh -c "! echo '$deps' | grep -q -- '-dev'"
 check "Built-Using names the static authkeys-cmd's glibc, libseccomp, xxhash" \
@@ -94,12 +109,33 @@ mkdir -p "$W/x"
 dpkg-deb -x "$DEB" "$W/x"
 check "authkeys-cmd is static (no PT_INTERP, no NEEDED)" \
 	sh -c "! readelf -lW '$W/x/usr/libexec/node-agent/authkeys-cmd' | grep -q INTERP && ! readelf -dW '$W/x/usr/libexec/node-agent/authkeys-cmd' | grep -q NEEDED"
+v=$(dpkg-deb -f "$DEB" Version)
+check "--version of the three programs says the package's version $v" \
+	test "$("$W/x/usr/sbin/node-agent" --version) | $("$W/x/usr/sbin/cloud-config-exec" --version) | $("$W/x/usr/libexec/node-agent/authkeys-cmd" --version | cut -d' ' -f1-2)" = "node-agent $v | cloud-config-exec $v | authkeys-cmd $v"
+enabled=$(grep -o "deb-systemd-helper enable '[^']*'" "$W/ctl/postinst" | cut -d"'" -f2 | sort | tr '\n' ' ')
+desc=$(dpkg-deb -f "$DEB" Description | tr '\n' ' ')
+check "the description names every unit the postinst enables ($enabled)" \
+	sh -c 'for u in $1; do case "$2" in *"$u"*) ;; *) exit 1 ;; esac; done' sh "$enabled" "$desc"
 check "node_agent.pp is a policy module (magic 0xf97cff8f, SEPOL_MODULE_PACKAGE_MAGIC)" \
 	sh -c "head -c 4 '$W/x/usr/share/selinux/default/node_agent.pp' | od -An -tx1 | tr -d ' ' | grep -qx 8fff7cf9"
 echo "# Installed-Size: $(dpkg-deb -f "$DEB" Installed-Size) KiB, .deb $(stat -c %s "$DEB") bytes"
 
+# The old name (debian/control; the Debian wiki's RenamingPackages): the
+# new package takes the old one's files (Replaces) and makes apt upgrade
+# or remove it (Breaks), below the first renamed version; the transitional
+# package is what apt upgrades node-agent to. 0.1.1 stays the bound (the
+# first version under the new name) in every later version.
+v=$(dpkg-deb -f "$DEB" Version)
+check "kube-node-agent Breaks and Replaces node-agent (<< 0.1.1~) ($(dpkg-deb -f "$DEB" Breaks); $(dpkg-deb -f "$DEB" Replaces))" \
+	test "$(dpkg-deb -f "$DEB" Breaks)|$(dpkg-deb -f "$DEB" Replaces)" = "node-agent (<< 0.1.1~)|node-agent (<< 0.1.1~)"
+check "transitional node-agent $v: Architecture all, Section oldlibs, Depends kube-node-agent (>= $v) ($(dpkg-deb -f "$TDEB" Depends))" \
+	test "$(dpkg-deb -f "$TDEB" Version Architecture Section Depends | tr '\n' '|')" = "Version: $v|Architecture: all|Section: oldlibs|Depends: kube-node-agent (>= $v)|"
+check "transitional node-agent: its doc files only, no maintainer script ($(dpkg-deb -c "$TDEB" | awk '$1 !~ /^d/ { print $6 }' | tr '\n' ' '))" \
+	sh -c "test \"\$(dpkg-deb -c '$TDEB' | awk '\$1 !~ /^d/ { print \$6 }' | tr '\n' ' ')\" = './usr/share/doc/node-agent/changelog.gz ./usr/share/doc/node-agent/copyright ' &&
+		mkdir -p '$W/tctl' && dpkg-deb -e '$TDEB' '$W/tctl' && test -z \"\$(ls '$W/tctl' | grep -v -e '^control\$' -e '^md5sums\$')\""
+
 # lintian must be able to fail: the same package without its copyright file.
-rm -rf "$W/broken" && dpkg-deb -R "$DEB" "$W/broken" && rm -f "$W/broken/usr/share/doc/node-agent/copyright"
+rm -rf "$W/broken" && dpkg-deb -R "$DEB" "$W/broken" && rm -f "$W/broken/usr/share/doc/kube-node-agent/copyright"
 dpkg-deb -b "$W/broken" "$W/broken.deb" >/dev/null 2>&1
 check_not "lintian fails a package without copyright (the verdict can fail)" \
 	sh -c "lintian --fail-on error,warning '$W/broken.deb' >/dev/null 2>&1"

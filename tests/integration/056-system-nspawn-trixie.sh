@@ -3,7 +3,7 @@
 # with apt-get into a debootstrapped trixie tree and booted (systemd 257,
 # OpenSSH 10 whose sshd-session runs the AuthorizedKeysCommand, t64
 # libraries), with the same checks, upgrade and purge included. The rootfs
-# is cached like 055's (/var/cache/node-agent-sdbox, its own key).
+# is cached like 055's (tests/lib/sdbox.sh, its own key).
 # Run: ONLY=056 make check-integration (root).
 export SDBOX_SUITE=trixie
 exec bash "$TESTS_DIR/integration/055-system-nspawn.sh" "$@"

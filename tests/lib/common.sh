@@ -28,6 +28,7 @@ wait_for() {
 # runs the CI size; `make soak` (TEST_SIZE=soak) the long one. One parameter
 # for every campaign, so a soak run is one command and CI stays in its time.
 sized() { if [ "${TEST_SIZE:-ci}" = soak ]; then echo "$2"; else echo "$1"; fi; }
+source "$TESTS_DIR/lib/netretry.sh"
 # dump TITLE CMD...: the end of CMD's output as TAP comments.
 dump() { echo "# --- $1"; shift; "$@" 2>&1 | tail -n "${DUMP_LINES:-40}" | sed 's/^/#   /'; }
 

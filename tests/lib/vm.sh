@@ -4,9 +4,11 @@
 # Source after common.sh (and kube.sh: the namespace is kube_netns's).
 #
 #   vm_require                 skip unless qemu, debootstrap and mkfs.ext4 are there
+#   vm_fetch                   the debootstrap tarball into $VM_CACHE_DIR
+#                              (network: call it outside any private namespace)
 #   vm_image                   builds the image once (or reuses it while
-#                              vm_configure and the package list are unchanged): debootstrap
-#                              tarball cached in $VM_CACHE_DIR, tree configured,
+#                              vm_configure and the package list are unchanged): the
+#                              tarball from vm_fetch, tree configured,
 #                              ext4 image by mkfs.ext4 -d (no loop device) in
 #                              $VM_IMAGE_DIR; sets VM_IMG VM_KERNEL VM_INITRD VM_KEY
 #   vm_accel                   prints the qemu accelerator arguments: KVM only
@@ -24,7 +26,10 @@
 # qemu is stopped by pid on exit. The guest sees no outside network: the
 # image carries every package the tests install (the .deb's dependencies).
 
-VM_CACHE_DIR=${VM_CACHE_DIR:-/var/cache/node-agent-vm}
+# The debootstrap tarball is per checkout (under the build directory, so a
+# clean checkout, as in CI, fetches its own and never depends on what an
+# earlier run left); point VM_CACHE_DIR elsewhere to share one.
+VM_CACHE_DIR=${VM_CACHE_DIR:-$B/vm-cache}
 VM_IMAGE_DIR=${VM_IMAGE_DIR:-$B/vm}
 VM_SUITE=bookworm
 VM_MIRROR=${VM_MIRROR:-http://deb.debian.org/debian}
@@ -55,24 +60,59 @@ vm_accel() {
 	fi
 }
 
-# The debootstrap tree as a tarball, downloaded once per cache.
-vm_tarball() {
-	local key tar tmp
+# The debootstrap tree as a tarball in $VM_CACHE_DIR, keyed by suite and
+# package list, with its SHA-256 beside it (a damaged or half-written
+# tarball is never used). vm_fetch makes it: it needs the network, so it
+# runs outside any private namespace (080 calls it before kube_netns,
+# scripts/test-all at its start), each debootstrap tried again on a mirror
+# failure (net_retry). vm_tarball, inside the namespace, only finds it.
+vm_tarball_path() {
+	local key
 	key=$(printf '%s %s' "$VM_SUITE" "$VM_INCLUDE" | sha256sum | cut -c1-12)
-	tar=$VM_CACHE_DIR/debootstrap-$VM_SUITE-$key.tar
-	if [ ! -f "$tar" ]; then
-		mkdir -p "$VM_CACHE_DIR"
-		tmp=$(mktemp -d "$VM_CACHE_DIR/tree.XXXXXX")
-		vm_log "debootstrap $VM_SUITE into the cache ($tar)"
-		if ! debootstrap --variant=minbase --include="$VM_INCLUDE" "$VM_SUITE" "$tmp/root" "$VM_MIRROR" \
-			>"$VM_CACHE_DIR/debootstrap.log" 2>&1; then
-			tail -20 "$VM_CACHE_DIR/debootstrap.log" >&2
-			rm -rf "$tmp"
-			return 1
-		fi
+	echo "$VM_CACHE_DIR/debootstrap-$VM_SUITE-$key.tar"
+}
+vm_tarball_ok() {
+	[ -f "$1" ] && [ -f "$1.sha256" ] && [ "$(sha256sum <"$1" | cut -d' ' -f1)" = "$(cat "$1.sha256")" ]
+}
+_vm_debootstrap() { # TAR: one try, leaving nothing behind on failure
+	local tar=$1 tmp rc=0
+	tmp=$(mktemp -d "$VM_CACHE_DIR/tree.XXXXXX")
+	debootstrap --variant=minbase --include="$VM_INCLUDE" "$VM_SUITE" "$tmp/root" "$VM_MIRROR" \
+		>"$VM_CACHE_DIR/debootstrap.log" 2>&1 || rc=$?
+	if [ "$rc" -ne 0 ]; then
+		tail -5 "$VM_CACHE_DIR/debootstrap.log" | sed 's/^/#   /' >&2
+	else
 		rm -rf "$tmp/root/var/cache/apt/archives/"*.deb
-		tar -C "$tmp/root" -cpf "$tar.tmp" . && mv "$tar.tmp" "$tar"
-		rm -rf "$tmp"
+		tar -C "$tmp/root" -cpf "$tar.tmp" . && sha256sum <"$tar.tmp" | cut -d' ' -f1 >"$tar.sha256" &&
+			mv "$tar.tmp" "$tar" || rc=1
+	fi
+	rm -rf "$tmp" "$tar.tmp"
+	return "$rc"
+}
+vm_fetch() {
+	mkdir -p "$VM_CACHE_DIR"
+	# One fetch at a time per cache: a second waits and then finds it.
+	(
+		flock 9
+		_vm_fetch
+	) 9>"$VM_CACHE_DIR/.lock"
+}
+_vm_fetch() {
+	local tar t0=$SECONDS
+	tar=$(vm_tarball_path)
+	vm_tarball_ok "$tar" && return 0
+	rm -f "$tar" "$tar.sha256"
+	vm_log "debootstrap $VM_SUITE from $VM_MIRROR into $tar"
+	net_retry "debootstrap $VM_SUITE from $VM_MIRROR (log: $VM_CACHE_DIR/debootstrap.log)" _vm_debootstrap "$tar" ||
+		return 1
+	vm_log "debootstrap done in $((SECONDS - t0)) s"
+}
+vm_tarball() {
+	local tar
+	tar=$(vm_tarball_path)
+	if ! vm_tarball_ok "$tar"; then
+		vm_log "no verified debootstrap tarball $tar: vm_fetch makes it, outside the private network namespace"
+		return 1
 	fi
 	echo "$tar"
 }
