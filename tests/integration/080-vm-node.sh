@@ -106,7 +106,7 @@ stage() { # NAME: prints the time of the stage that ended
 API_NAME=api.node-vm.example
 HA_PORT=443
 GUEST_NODE=node
-MACHINE=machine-vm
+MACHINE=shoot--i512345--prod-eu1-workerpool1-z1-7d9f6c8b4-x2k9p # a real machine name (55), not the Node's
 CSRS=/apis/certificates.k8s.io/v1/certificatesigningrequests
 ANN=checksum/cloud-config-data
 sha256() { sha256sum "$1" | cut -d' ' -f1; }

@@ -63,11 +63,35 @@ static void series(void **state)
 	assert_int_equal(nodeevent_name(node, 0x1873c2a9f00d1234ull, name, sizeof(name)), -ENAMETOOLONG);
 }
 
+/* The longest Node name (253): the whole name in involvedObject, source and
+ * reportingInstance; generateName "<node>." (the API server cuts a
+ * generateName to 58 characters before its 5 random ones: the Event's name
+ * stays within 63). */
+static void longest_node(void **state)
+{
+	(void)state;
+	char node[254], want[300];
+	memset(node, 'n', 253);
+	node[253] = '\0';
+	node[63] = node[127] = node[191] = '.';
+	struct nodeevent e = { .node = node, .node_uid = "uid-1", .reason = "OSCApplied", .message = "applied",
+			       .count = 1 };
+	_cleanup_free_ char *b = nodeevent_body(&e);
+	assert_non_null(b);
+	snprintf(want, sizeof(want), "\"generateName\":\"%s.\"", node);
+	assert_non_null(strstr(b, want));
+	snprintf(want, sizeof(want), "\"kind\":\"Node\",\"name\":\"%s\"", node);
+	assert_non_null(strstr(b, want));
+	snprintf(want, sizeof(want), "\"reportingInstance\":\"%s\"", node);
+	assert_non_null(strstr(b, want));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(body),
 		cmocka_unit_test(series),
+		cmocka_unit_test(longest_node),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
