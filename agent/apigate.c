@@ -9,7 +9,7 @@
 #include "log.h"
 
 const struct backoff_policy apigate_down_policy = { .base_ms = 500, .double_ms = 6000, .cap_ms = 15000 };
-const struct backoff_policy apigate_starting_policy = { .base_ms = 1000, .double_ms = 6000, .cap_ms = 5000 };
+const struct backoff_policy apigate_starting_policy = { .base_ms = 500, .double_ms = 10000, .cap_ms = 15000 };
 
 void apigate_init(struct apigate *g, const char *url)
 {
@@ -67,16 +67,14 @@ static void maybe_log_start(struct apigate *g, uint64_t now)
 	else
 		log_fields(LOG_WARNING, LOG_FIELDS(sf),
 			   "API server %s answers but does not serve yet since %s (%s): it is starting or overloaded, "
-			   "check its /readyz; every request waits, one attempt at a time, every %u s at most "
-			   "(logged again when it serves)",
+			   "check its /readyz; every request waits, one attempt at a time, backing off to one every "
+			   "%u s at most (logged again when it serves)",
 			   g->server, since, g->why, apigate_starting_policy.cap_ms / 1000u);
 }
 
 /* A failed attempt of the condition: the next probe's slot. */
 static void failed_attempt(struct apigate *g, uint64_t now)
 {
-	if (g->state == APIGATE_STARTING && now - g->starting_since >= APIGATE_STARTING_FAST_MS)
-		g->b.policy = &apigate_down_policy; /* a lasting condition: the long cap */
 	g->next_at = now + backoff_fail(&g->b, now, 0);
 	maybe_log_start(g, now);
 	log_debug("API server %s: attempt %" PRIu64 " of this condition failed (%s); next in %" PRIu64 " ms", g->server,
@@ -156,7 +154,6 @@ bool apigate_answer(struct apigate *g, long status, bool probe, uint64_t now)
 		failed_attempt(g, now);
 		return true;
 	}
-	g->starting_since = now;
 	failed_attempt(g, now);
 	return true;
 }

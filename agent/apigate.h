@@ -20,10 +20,14 @@
  *    within APIGATE_REVIVED_MS of its first answer after nobody served (a
  *    restarting kube-apiserver answers 403 "RBAC: clusterrole ... not found"
  *    for a few seconds until its RBAC is loaded, then 500 and 429 while it
- *    catches up). Still one probe at a time, from apigate_starting_policy (1 s
- *    doubling every 6 s up to 5 s: a server that answers is back within
- *    seconds of being ready); after APIGATE_STARTING_FAST_MS of that,
- *    apigate_down_policy's cap again.
+ *    catches up). Still one probe at a time, from apigate_starting_policy:
+ *    0.5 s doubling every 10 s up to 15 s, so at most 1 s apart for the
+ *    first 10 s and 2 s for 20 s (a restarting kube-apiserver is ready
+ *    within seconds of its first answer: a node is back within about a
+ *    second of readiness, as the old per-watch REVIVED_MS retries were, at
+ *    one attempt per node instead of one per duty), and a server stuck
+ *    answering errors (etcd gone) costs no more than an unreachable one
+ *    after a minute.
  *  Any other answer (2xx, 404, 409, 410, 422, a 403 after the revived
  *  window...) means the server serves: UP, and every waiting duty starts at
  *  its next tick. In UP, 429 and 5xx are the duty's own (its own back-off:
@@ -44,7 +48,6 @@
 #include "backoff.h"
 
 #define APIGATE_REVIVED_MS 15000u
-#define APIGATE_STARTING_FAST_MS 60000u
 
 /* The two paces (see DOWN and STARTING above). */
 extern const struct backoff_policy apigate_down_policy;
@@ -62,7 +65,6 @@ struct apigate {
 	uint64_t next_at;           /* not UP: the next probe's slot (monotonic ms) */
 	bool probing;               /* not UP: the probe is in flight */
 	uint64_t revived_until;     /* 403, 429 and 5xx until then are a starting server's */
-	uint64_t starting_since;    /* STARTING: since when */
 	uint64_t quiet_until;       /* a condition resumed in the revived window: not logged before */
 	bool logged;                /* its start was logged (so its end will be) */
 	char server[256];           /* host:port, for the log lines */
