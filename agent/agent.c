@@ -695,7 +695,7 @@ static void reconcile(struct agent *a, uint64_t now)
 	 * its first answer (or failure) rather than write one desired state
 	 * without them and another a moment later. A Node that cannot be read
 	 * does not hold up the OSC, unless the keys come from it. */
-	if (a->node.synced || a->node_seen || (!a->cfg.keys_from_node_annotation && a->node.failures > 0))
+	if (a->node.synced || a->node_seen || (!a->cfg.keys_from_node_annotation && a->node.failing))
 		write_desired(a, now);
 	take_update_report(a);
 	const char *why;
@@ -988,7 +988,7 @@ static int once_step(struct agent *a, uint64_t now, uint64_t deadline, bool *don
 	}
 	/* While the write fails, the executor's result is about an older
 	 * version: the retries go on until the deadline. */
-	if (a->handover.failures) {
+	if (backoff_failing(&a->handover.retry)) {
 		if (now >= deadline) {
 			log_error("desired state for checksum %.12s not written within %u ms: nothing applied",
 				  a->good.checksum, a->cfg.apply_timeout_ms);
@@ -1026,13 +1026,15 @@ static int once_step(struct agent *a, uint64_t now, uint64_t deadline, bool *don
 }
 
 /* Is the retry at *at (0: none) due? Then it is cleared; otherwise next is
- * lowered to it. */
-static bool retry_due(uint64_t *at, uint64_t now, uint64_t *next)
+ * lowered to it. With http (a retry of an API request), also not before the
+ * API server's gate lets a request through (http_due()). */
+static bool retry_due(uint64_t *at, const struct http_client *http, uint64_t now, uint64_t *next)
 {
 	if (*at == 0)
 		return false;
-	if (*at > now) {
-		*next = min_u64(*next, *at);
+	uint64_t due = http ? http_due(http, *at) : *at;
+	if (due > now) {
+		*next = min_u64(*next, due);
 		return false;
 	}
 	*at = 0;
@@ -1288,9 +1290,9 @@ static uint64_t tick_duties(struct agent *a, uint64_t now)
 
 	/* A Node patch or a desired.json write that failed is retried
 	 * when its backoff ends. */
-	if (retry_due(&a->annotate.wake_at, now, &next))
+	if (retry_due(&a->annotate.wake_at, &a->http, now, &next))
 		a->dirty = true;
-	if (retry_due(&a->handover.wake_at, now, &next))
+	if (retry_due(&a->handover.wake_at, NULL, now, &next))
 		a->dirty = true;
 	/* A held OSC change whose reconciliation delay is over. */
 	if (rollout_due(&a->rollout, now))

@@ -9,9 +9,15 @@
 #include "log.h"
 #include "strx.h"
 
+/* A patch that failed (not the gate's): 1 s doubling every 2 s up to 30 s,
+ * full jitter (lib/base/backoff.h), at least Retry-After. */
+static const struct backoff_policy annotate_policy = { .base_ms = ANNOTATE_BACKOFF_BASE_MS, .double_ms = 2000,
+						       .cap_ms = ANNOTATE_BACKOFF_CAP_MS };
+
 void annotate_init(struct annotate *n, char *const *node_name, bool once, const struct annotate_ops *ops,
 		   void *userdata)
 {
+	backoff_init(&n->retry, &annotate_policy);
 	n->node_name = node_name;
 	n->once = once;
 	n->ops = ops;
@@ -109,16 +115,25 @@ static void annotate_on_done(struct http_request *req, void *userdata)
 			log_fields(LOG_NOTICE, LOG_FIELDS(nf), "patch permission on nodes/%s is there again", node_name);
 		n->denied = false;
 		if (r == 0 && !annotate_wanted(n)) {
-			log_fields(LOG_INFO, LOG_FIELDS(nf, st, url), "patched Node %s", node_name);
-			n->failures = 0;
-			n->nobody = 0;
+			uint64_t lasted, attempts;
+			char took[32];
+			if (backoff_reset(&n->retry, now, &lasted, &attempts) && n->fail_logged) {
+				backoff_duration_text(lasted, took, sizeof(took));
+				log_fields(LOG_NOTICE, LOG_FIELDS(nf, st, url),
+					   "patched Node %s after %llu failed attempt(s) in %s", node_name,
+					   (unsigned long long)attempts, took);
+			} else
+				log_fields(LOG_INFO, LOG_FIELDS(nf, st, url), "patched Node %s", node_name);
+			n->fail_logged = false;
 			n->ops->done(n->userdata, now, contact, NULL);
 			return;
 		}
 		/* An answer that is not the patched Node, or something else
 		 * that sets the same fields back (a webhook, another agent):
-		 * retried with backoff, never in a tight loop. */
-		log_fields(LOG_WARNING, LOG_FIELDS(nf, st, url), "PATCH of Node %s: %s; retrying", node_name,
+		 * retried with back-off, never in a tight loop. */
+		n->fail_logged |= !backoff_failing(&n->retry);
+		log_fields(backoff_failing(&n->retry) ? LOG_DEBUG : LOG_WARNING, LOG_FIELDS(nf, st, url),
+			   "PATCH of Node %s: %s; retrying with back-off", node_name,
 			   r < 0 ? "the answer is not a Node" : "the answer does not have the change");
 		error = "PATCH Node: the change did not stick";
 		n->failed_once = true;
@@ -132,7 +147,8 @@ static void annotate_on_done(struct http_request *req, void *userdata)
 			n->failed_once = true;
 	} else {
 		char failure[512];
-		bool denied = req->result == CURLE_OK && req->status == 403;
+		bool gate = http_gate_took(req);
+		bool denied = req->result == CURLE_OK && req->status == 403 && !gate;
 		http_describe_failure(req, failure, sizeof(failure));
 		/* RBAC is per verb: say once which one is missing and its cost. */
 		if (denied && !n->denied)
@@ -141,30 +157,26 @@ static void annotate_on_done(struct http_request *req, void *userdata)
 				   "(checksum annotation, version label, host keys) nor loses a done restart request",
 				   node_name);
 		n->denied = denied;
-		bool nobody = http_nobody_serving(req);
-		log_fields(denied || (nobody && n->nobody) ? LOG_DEBUG : LOG_WARNING, LOG_FIELDS(nf, st, url),
-			   "PATCH of Node %s failed: %s; retrying", node_name, failure);
-		n->nobody = nobody ? n->nobody + 1 : 0;
+		/* Once per condition; the gate logs an outage itself. */
+		bool first = !gate && !denied && !backoff_failing(&n->retry);
+		n->fail_logged |= first;
+		log_fields(first ? LOG_WARNING : LOG_DEBUG, LOG_FIELDS(nf, st, url), "PATCH of Node %s failed: %s; %s",
+			   node_name, failure,
+			   gate ? "waiting for the API server" : "retrying with back-off (logged again once it works)");
 		snprintf(why, sizeof(why), "PATCH Node: %s", failure);
 		error = why;
 		n->failed_once = true;
 	}
-	/* Nobody serving (an API server restarting, directly or behind a
-	 * load balancer): retried within ANNOTATE_NOBODY_CAP_MS without
-	 * growing the backoff, as the watches do (watch.c REFUSED_CAP_MS), so
-	 * that what was applied during an outage shows on the Node within
-	 * about a second of the server serving again. */
-	if (http_nobody_serving(req)) {
-		n->wake_at = now + random_below(ANNOTATE_NOBODY_CAP_MS) + 1;
+	/* Nobody serving, or a starting server (an API server restarting,
+	 * directly or behind a load balancer): the gate paces it for every
+	 * duty, so that what was applied during an outage shows on the Node
+	 * as soon as the server serves again. */
+	if (http_gate_took(req)) {
+		n->wake_at = now;
 		n->ops->done(n->userdata, now, contact, error);
 		return;
 	}
-	uint64_t ceiling = backoff_ceiling(ANNOTATE_BACKOFF_BASE_MS, ANNOTATE_BACKOFF_CAP_MS, n->failures);
-	uint64_t delay = random_below(ceiling) + 1;
-	if (req->retry_after > 0 && (uint64_t)req->retry_after * 1000u > delay)
-		delay = (uint64_t)req->retry_after * 1000u;
-	n->wake_at = now + delay;
-	n->failures++;
+	n->wake_at = now + backoff_fail(&n->retry, now, req->retry_after > 0 ? (uint64_t)req->retry_after * 1000u : 0);
 	n->ops->done(n->userdata, now, contact, error);
 }
 
@@ -187,6 +199,12 @@ int annotate_start(struct annotate *n, struct http_client *http, const struct an
 		ann[n_ann++] = (struct kube_patch_entry){ KUBE_ANN_RESTART, NULL };
 	if (n_ann == 0 && n_lab == 0)
 		return 0;
+	/* The API server does not serve: wait for its gate (the owner
+	 * tries again when it opens, see wake_at). */
+	if (http_gate_at(http) > now) {
+		n->wake_at = now;
+		return 1;
+	}
 
 	/* Removing the restart request is conditional on the Node being the
 	 * one we read: a new request set meanwhile must not be dropped. */
@@ -197,8 +215,12 @@ int annotate_start(struct annotate *n, struct http_client *http, const struct an
 	snprintf(path, sizeof(path), "/api/v1/nodes/%s", node_name);
 	int r = http_start(http, "PATCH", path, NULL, body, "application/merge-patch+json", false, NULL,
 			   annotate_on_done, n, &n->req);
+	if (r == -EAGAIN) {
+		n->wake_at = now;
+		return 1;
+	}
 	if (r < 0) {
-		n->wake_at = now + ANNOTATE_BACKOFF_CAP_MS;
+		n->wake_at = now + backoff_fail(&n->retry, now, 0);
 		return log_warning_errno(r, "cannot start the Node patch");
 	}
 	n->removes_restart = removes_restart;
@@ -212,7 +234,9 @@ int annotate_start(struct annotate *n, struct http_client *http, const struct an
 	char nf[300], cs[80];
 	snprintf(nf, sizeof(nf), "NODE=%s", node_name);
 	snprintf(cs, sizeof(cs), "CHECKSUM=%s", w->checksum);
-	log_fields(LOG_INFO, LOG_FIELDS(nf, cs), "patching Node %s: %s", node_name, what);
+	/* The first try of a patch; a retry is the condition's (logged once). */
+	log_fields(backoff_failing(&n->retry) ? LOG_DEBUG : LOG_INFO, LOG_FIELDS(nf, cs), "patching Node %s: %s",
+		   node_name, what);
 	return 1;
 }
 

@@ -2,8 +2,9 @@
  * applied an OSC (the checksum annotation, the kubernetes-version label),
  * the labels gardener-node-agent sets from its stock data (worker role,
  * zone), the SSH host keys annotation, and the removal of a restart request
- * that was carried out. One merge patch at a time, retried with jittered
- * backoff; the restart request is removed only from the version of the Node
+ * that was carried out. One merge patch at a time, retried with back-off
+ * (lib/base/backoff.h), or when the API server's gate opens (apigate.h) for
+ * what the gate took; the restart request is removed only from the version of the Node
  * it was read from (a new request set meanwhile is not dropped).
  *
  * The duty keeps the fields of the Node it patches as last seen (from the
@@ -17,12 +18,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "backoff.h"
 #include "http.h"
 #include "kube.h"
 
 #define ANNOTATE_BACKOFF_BASE_MS 1000u
 #define ANNOTATE_BACKOFF_CAP_MS 30000u
-#define ANNOTATE_NOBODY_CAP_MS 1000u
 
 /* What the Node should show. Strings are borrowed for the call. */
 struct annotate_want {
@@ -71,9 +72,10 @@ struct annotate {
 	void *userdata;
 	struct http_request *req;   /* in flight, or NULL */
 	bool removes_restart;       /* the patch in flight removes the request */
-	uint64_t wake_at;           /* no patch before (monotonic ms); 0: none due */
-	unsigned failures;          /* in a row */
-	unsigned nobody;            /* failures in a row meeting nobody serving (logged once) */
+	uint64_t wake_at;           /* no patch before (monotonic ms); 0: none due; the owner
+	                               also waits for the API server's gate (http_due()) */
+	struct backoff retry;       /* failed patches in a row (not the gate's) */
+	bool fail_logged;           /* their start was logged (so their end is) */
 	bool failed_once;           /* a patch failed (--once's exit code) */
 	bool denied;                /* the last PATCH got 403 (logged once) */
 };

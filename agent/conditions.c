@@ -55,9 +55,15 @@ char *conditions_patch_body(const char *have_status, const char *have_transition
 	return cJSON_PrintUnformatted(root);
 }
 
+/* A PATCH that failed (not the gate's): 1 s doubling every 2 s up to 60 s,
+ * full jitter (lib/base/backoff.h). */
+static const struct backoff_policy conditions_policy = { .base_ms = CONDITIONS_BACKOFF_BASE_MS, .double_ms = 2000,
+							 .cap_ms = CONDITIONS_BACKOFF_CAP_MS };
+
 int conditions_init(struct conditions *c, struct http_client *http, const char *node_name)
 {
 	*c = (struct conditions){ .http = http };
+	backoff_init(&c->retry, &conditions_policy);
 	c->node_name = strdup(node_name);
 	return c->node_name ? 0 : -ENOMEM;
 }
@@ -140,13 +146,19 @@ static bool due(const struct conditions *c)
 				 c->want_message);
 }
 
-static void failed(struct conditions *c, const char *why)
+/* A failed PATCH: logged when the condition starts; retried after the
+ * back-off, or when the API server's gate opens for what it took (gate). */
+static void failed(struct conditions *c, uint64_t now, const char *why, bool gate)
 {
+	if (gate) {
+		c->wake_at = now;
+		return;
+	}
 	if (!c->failing)
-		log_warning("PATCH of Node %s status (condition %s) failed: %s; retrying with backoff", c->node_name,
-			    KUBE_CONDITION_SYSTEMD_UNITS_READY, why);
+		log_warning("PATCH of Node %s status (condition %s) failed: %s; retrying with back-off (logged again "
+			    "once it works)", c->node_name, KUBE_CONDITION_SYSTEMD_UNITS_READY, why);
 	c->failing = true;
-	c->wake_at = now_ms() + backoff_ceiling(CONDITIONS_BACKOFF_BASE_MS, CONDITIONS_BACKOFF_CAP_MS, c->failures++);
+	c->wake_at = now + backoff_fail(&c->retry, now, 0);
 }
 
 static void on_done(struct http_request *req, void *userdata)
@@ -161,11 +173,11 @@ static void on_done(struct http_request *req, void *userdata)
 			kube_node_done(&n);
 		}
 		if (due(c)) {
-			failed(c, "the answer does not carry the condition");
+			failed(c, now_ms(), "the answer does not carry the condition", false);
 			return;
 		}
 		c->patches++;
-		c->failures = 0;
+		backoff_reset(&c->retry, now_ms(), NULL, NULL);
 		log_info("Node %s: condition %s=%s (%s)%s", c->node_name, KUBE_CONDITION_SYSTEMD_UNITS_READY,
 			 status_word(c->want_ready), c->want_reason, c->failing ? " after failed attempts" : "");
 		c->failing = false;
@@ -173,15 +185,16 @@ static void on_done(struct http_request *req, void *userdata)
 	}
 	char why[256];
 	http_describe_failure(req, why, sizeof(why));
-	failed(c, why);
+	failed(c, now_ms(), why, http_gate_took(req));
 }
 
 uint64_t conditions_tick(struct conditions *c, uint64_t now)
 {
 	if (c->req || !due(c))
 		return UINT64_MAX;
-	if (now < c->wake_at)
-		return c->wake_at;
+	uint64_t at = http_due(c->http, c->wake_at);
+	if (now < at)
+		return at;
 	_cleanup_free_ char *body = conditions_patch_body(c->have_status, c->have_transition, c->want_ready,
 							  c->want_reason, c->want_message, c->want_at);
 	char path[320];
@@ -189,8 +202,10 @@ uint64_t conditions_tick(struct conditions *c, uint64_t now)
 	int r = body ? http_start(c->http, "PATCH", path, NULL, body, "application/strategic-merge-patch+json", false,
 				  NULL, on_done, c, &c->req)
 		     : -ENOMEM;
+	if (r == -EAGAIN) /* the gate */
+		return http_due(c->http, c->wake_at);
 	if (r < 0) {
-		failed(c, strerror(-r));
+		failed(c, now, strerror(-r), false);
 		return c->wake_at;
 	}
 	return UINT64_MAX;

@@ -37,6 +37,7 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "backoff.h"
 #include "http.h"
 #include "kube.h"
 #include "result.h"
@@ -58,8 +59,8 @@ struct conditions {
 	time_t want_at;
 	/* The request. */
 	struct http_request *req;
-	uint64_t wake_at;
-	unsigned failures;
+	uint64_t wake_at;           /* and not before the API server's gate (http_due()) */
+	struct backoff retry;       /* failed PATCHes in a row (not the gate's) */
 	bool failing;               /* logged; the next success is logged too */
 	uint64_t patches;           /* successful PATCHes */
 };

@@ -14,6 +14,11 @@
 #define HANDOVER_RETRY_BASE_MS 1000u
 #define HANDOVER_RETRY_CAP_MS 30000u
 
+/* A write that failed (disk full, I/O error): 1 s doubling every 2 s up to
+ * 30 s, full jitter (lib/base/backoff.h). */
+static const struct backoff_policy handover_policy = { .base_ms = HANDOVER_RETRY_BASE_MS, .double_ms = 2000,
+						       .cap_ms = HANDOVER_RETRY_CAP_MS };
+
 /* A copy of the OSC now in the desired state (failure to copy only means
  * the next change is judged as a first apply: not held). */
 static void handover_remember_osc(struct handover *h, const char *osc, size_t len)
@@ -47,13 +52,21 @@ int handover_write(struct handover *h, int state_fd, const char *state_dir, cons
 	}
 	r = fsx_write_atomic_at(state_fd, HANDOVER_FILE, doc, doc_len, 0600, FSX_UID_KEEP, FSX_GID_KEEP, 0);
 	if (r < 0) {
-		uint64_t delay = backoff_ceiling(HANDOVER_RETRY_BASE_MS, HANDOVER_RETRY_CAP_MS, h->failures++);
+		if (!h->retry.policy)
+			h->retry.policy = &handover_policy;
+		bool first = !backoff_failing(&h->retry);
+		uint64_t delay = backoff_fail(&h->retry, now, 0);
 		h->wake_at = now + delay;
 		snprintf(why, whylen, "cannot write %s/%s: %s", state_dir, HANDOVER_FILE, strerror(-r));
-		return log_error_errno(r, "cannot write %s/%s (trying again in %llu s)", state_dir, HANDOVER_FILE,
-				       (unsigned long long)(delay / 1000u));
+		/* Once per condition (and when it ends); retries at debug. */
+		return log_full(first ? LOG_ERR : LOG_DEBUG, r, __FILE__, __LINE__, NULL,
+				"cannot write %s/%s (trying again with back-off, next in %.1f s)", state_dir,
+				HANDOVER_FILE, (double)delay / 1000.0);
 	}
-	h->failures = 0;
+	uint64_t failed_attempts = 0;
+	if (h->retry.policy && backoff_reset(&h->retry, now, NULL, &failed_attempts))
+		log_notice("wrote %s/%s again after %llu failed attempt(s)", state_dir, HANDOVER_FILE,
+			   (unsigned long long)failed_attempts);
 	h->wake_at = 0;
 	h->generation++;
 	pickup_written(&h->pickup, h->generation, now);

@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "backoff.h"
 #include "desired.h"
 #include "pickup.h"
 
@@ -24,7 +25,7 @@ struct handover {
 	char checksum[65];          /* the OSC checksum last written ("" none) */
 	char *osc;                  /* the OSC last written (what is in force), NUL-terminated, or NULL */
 	size_t osc_len;
-	unsigned failures;          /* writes failed in a row (disk full, I/O error) */
+	struct backoff retry;       /* writes failed in a row (disk full, I/O error); set up at the first */
 	uint64_t wake_at;           /* when the failed write is tried again (0: none) */
 	struct pickup pickup;       /* has the executor picked up the last write? (pickup.h) */
 };
@@ -35,8 +36,9 @@ struct handover {
  * what was written (d->osc is copied unless it is h->osc itself) and logs
  * it at notice level: returns 1, or 0 when nothing changed. On failure logs
  * the error, writes a one-line reason into why (whylen bytes) and returns
- * -errno; a failed write schedules h->wake_at, base 1 s doubled per failure
- * up to 30 s after now (monotonic ms). A write starts h->pickup's wait for
+ * -errno; a failed write schedules h->wake_at after the back-off (1 s
+ * doubling every 2 s up to 30 s, full jitter: lib/base/backoff.h), logged
+ * when the failures start and when a write works again. A write starts h->pickup's wait for
  * result.json to name the new generation. */
 int handover_write(struct handover *h, int state_fd, const char *state_dir, const struct desired *d, uint64_t now,
 		   char *why, size_t whylen);

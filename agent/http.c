@@ -7,11 +7,11 @@
 #include <string.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
-#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
 
+#include "backoff.h"
 #include "cleanup.h"
 #include "fsx.h"
 #include "http.h"
@@ -30,14 +30,10 @@ uint64_t now_ms(void)
 
 uint64_t random_below(uint64_t n)
 {
-	uint64_t x = 0;
-	if (n == 0)
-		return 0;
-	if (getrandom(&x, sizeof(x), GRND_NONBLOCK) != sizeof(x))
-		x = now_ms() * 6364136223846793005ull + 1442695040888963407ull;
-	return x % n;
+	return backoff_random(NULL, n);
 }
 
+/* For agent/credentials.c only; see http.h. */
 uint64_t backoff_ceiling(uint64_t base, uint64_t cap, unsigned failures)
 {
 	uint64_t ceiling = base << (failures < 16 ? failures : 16);
@@ -52,6 +48,7 @@ uint64_t backoff_half_jitter(uint64_t ceiling)
 int http_client_init(struct http_client *c, const struct config *cfg)
 {
 	*c = (struct http_client){ .cfg = cfg };
+	apigate_init(&c->gate, cfg->server);
 	snprintf(c->user_agent, sizeof(c->user_agent), "node-agent/%s", NA_VERSION);
 	c->multi = curl_multi_init();
 	if (!c->multi)
@@ -226,10 +223,26 @@ static size_t on_write(char *data, size_t size, size_t nmemb, void *userdata)
 	return n;
 }
 
+/* The first final status line of an API answer goes to the gate as soon as
+ * it comes: a watch that is answered 200 may send nothing else for
+ * minutes. (A proxy's answer to CONNECT is not the response code.) */
+static void gate_answer(struct http_request *r)
+{
+	long code = 0;
+	if (r->answered || r->probe || curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &code) != CURLE_OK ||
+	    code < 200)
+		return;
+	r->answered = true;
+	r->gate_took = apigate_answer(&r->client->gate, code, r->gate_probe, now_ms());
+	r->gate_probe = false;
+}
+
 static size_t on_header(char *data, size_t size, size_t nmemb, void *userdata)
 {
 	struct http_request *r = userdata;
+	(void)data;
 	r->last_activity_ms = now_ms();
+	gate_answer(r);
 	return size * nmemb;
 }
 
@@ -360,10 +373,17 @@ int http_start(struct http_client *c, const char *method, const char *path, cons
 	       http_done_cb done, void *userdata, struct http_request **ret)
 {
 	const struct config *cfg = c->cfg;
+	bool probe = false;
+	if (!apigate_admit(&c->gate, now_ms(), &probe))
+		return -EAGAIN;
 	struct http_request *r = calloc(1, sizeof(*r));
-	if (!r)
+	if (!r) {
+		if (probe)
+			apigate_probe_gone(&c->gate);
 		return -ENOMEM;
+	}
 	r->client = c;
+	r->gate_probe = probe;
 	r->method = method;
 	r->watch = watch;
 	r->on_line = on_line;
@@ -448,6 +468,8 @@ int http_start(struct http_client *c, const char *method, const char *path, cons
 	*ret = r;
 	return 0;
 fail:
+	if (r->gate_probe)
+		apigate_probe_gone(&c->gate);
 	request_free(r);
 	return k;
 }
@@ -529,6 +551,8 @@ void http_cancel(struct http_request *r)
 {
 	if (!r)
 		return;
+	if (r->gate_probe)
+		apigate_probe_gone(&r->client->gate);
 	curl_multi_remove_handle(r->client->multi, r->easy);
 	r->client->n_active--;
 	request_free(r);
@@ -567,6 +591,17 @@ int http_dispatch(struct http_client *c)
 		curl_off_t ra = 0;
 		if (curl_easy_getinfo(r->easy, CURLINFO_RETRY_AFTER, &ra) == CURLE_OK && ra > 0)
 			r->retry_after = ra > 3600 ? 3600 : (long)ra;
+		if (!r->probe) {
+			gate_answer(r);
+			if (!r->answered) {
+				/* No answer at all: nobody serving is the
+				 * server's; so is any failure of the probe. */
+				char why[512];
+				http_describe_failure(r, why, sizeof(why));
+				r->gate_took = apigate_failed(&c->gate, http_nobody_serving(r), r->gate_probe, why, now_ms());
+				r->gate_probe = false;
+			}
+		}
 		curl_multi_remove_handle(c->multi, r->easy);
 		c->n_active--;
 		if (c->observe && !r->probe)
@@ -594,6 +629,22 @@ bool http_nobody_serving(const struct http_request *req)
 	default:
 		return false;
 	}
+}
+
+uint64_t http_gate_at(const struct http_client *c)
+{
+	return apigate_at(&c->gate);
+}
+
+uint64_t http_due(const struct http_client *c, uint64_t wake_at)
+{
+	uint64_t g = apigate_at(&c->gate);
+	return g > wake_at ? g : wake_at;
+}
+
+bool http_gate_took(const struct http_request *req)
+{
+	return req->gate_took;
 }
 
 void http_url_authority(const char *url, char *buf, size_t len)

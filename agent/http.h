@@ -10,8 +10,13 @@
  * mtime change (checked before each request); a client certificate + key; the
  * bootstrap token only when neither is usable. Credentials are never logged.
  *
+ * Every API request passes the API server's gate (apigate.h): one back-off
+ * per server, shared by all duties, one attempt at a time while nobody
+ * serves; the gate logs an outage's start and end.
+ *
  * A request's done callback runs from http_dispatch(); the request is freed
- * right after it returns. Logs only at debug level: the caller decides. */
+ * right after it returns. Logs only at debug level (the gate aside): the
+ * caller decides. */
 #ifndef NA_AGENT_HTTP_H
 #define NA_AGENT_HTTP_H
 
@@ -20,6 +25,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "apigate.h"
 #include "config.h"
 #include "kube.h"
 
@@ -40,6 +46,7 @@ struct http_client {
 	int bootstrap_err;    /* why the bootstrap token file was unusable last time (logged once), 0: it was not */
 	unsigned n_active;
 	uint64_t n_requests;  /* requests started since init (for STATUS and tests) */
+	struct apigate gate;  /* does the API server serve? (apigate.h) */
 	/* Optional observer (metrics): called when a request has started
 	 * (done false) and before its done callback (done true). */
 	void (*observe)(const struct http_request *req, bool done, void *userdata);
@@ -73,6 +80,9 @@ struct http_request {
 	bool got_bytes;
 	bool handshake_done;        /* the TLS handshake completed (an answer may have come) */
 	bool connect_timeout;       /* timed out before the connection was made */
+	bool answered;              /* a final HTTP status line came (the gate has seen it) */
+	bool gate_probe;            /* started while the API server did not serve: the gate's probe */
+	bool gate_took;             /* the gate took its failure as the server's (http_gate_took()) */
 
 	http_done_cb done;
 	void *userdata;
@@ -88,7 +98,10 @@ void http_client_done(struct http_client *c);
  * request has no total deadline (the caller watches last_activity_ms);
  * otherwise the body is kept in req->body within the ceiling and the request
  * times out after timeouts.requestMs. Returns 0 and *ret (owned by the
- * client until done runs). Fails with -ENOKEY when no credential is usable. */
+ * client until done runs). Fails with -ENOKEY when no credential is usable,
+ * and with -EAGAIN, starting nothing, before http_gate_at(): that is no
+ * failure of the duty's (nothing to log, no back-off of its own), it waits
+ * for the gate. */
 int http_start(struct http_client *c, const char *method, const char *path, const char *query,
 	       const char *payload, const char *content_type, bool watch, kube_line_cb on_line,
 	       http_done_cb done, void *userdata, struct http_request **ret);
@@ -137,13 +150,28 @@ void http_cancel(struct http_request *req);
  * curl_multi_poll(). */
 int http_wait(struct http_client *c, struct curl_waitfd *extra, unsigned n_extra, int timeout_ms);
 
-/* Whether a failed request met nobody serving, which costs the API server
- * nothing and says nothing about its load: the connection refused, closed
- * or reset before any HTTP status line (a load balancer in front of a
- * restarting API server accepts and then closes), or the TLS handshake not
- * done within connectMs (the attempt has already waited that long, which
- * bounds the rate). A timeout or failure after the handshake is not. */
+/* Whether a failed request met nobody serving: the connection refused,
+ * closed or reset before any HTTP status line (a load balancer in front of
+ * a restarting API server accepts and then closes), or the TLS handshake
+ * not done within connectMs. A timeout or failure after the handshake is
+ * not. Such failures are the gate's (apigate.h). */
 bool http_nobody_serving(const struct http_request *req);
+
+/* When an API request may start (monotonic ms): 0 while the API server
+ * serves; while it does not, the slot of the gate's next attempt, or
+ * UINT64_MAX while that attempt is in flight (its end wakes the loop, and
+ * the gate opening lets every duty start at its next tick). */
+uint64_t http_gate_at(const struct http_client *c);
+
+/* max(wake_at, http_gate_at()): when a duty whose own retry is due at
+ * wake_at may start its request. */
+uint64_t http_due(const struct http_client *c, uint64_t wake_at);
+
+/* Whether the gate took req's failure as the server's (nobody serving, a
+ * starting server's answer: apigate.h): the duty then retries as soon as
+ * http_due() lets it, without a back-off of its own and without logging it
+ * (the gate logs the outage once). */
+bool http_gate_took(const struct http_request *req);
 
 /* Drives transfers and runs done callbacks of finished requests. */
 int http_dispatch(struct http_client *c);
@@ -173,16 +201,14 @@ void http_url_authority(const char *url, char *buf, size_t len);
 /* Monotonic milliseconds. */
 uint64_t now_ms(void);
 
-/* A random number in [0, n) for jitter (0 when n is 0), from getrandom(2):
- * a fleet of nodes booted from one image must not draw the same sequence.
- * Not for secrets (modulo bias, a fallback when getrandom fails). */
+/* A random number in [0, n) for jitter that is no retry (a renewal time,
+ * a poll period): backoff_random(). */
 uint64_t random_below(uint64_t n);
 
-/* Every retry of the agent backs off this way. The ceiling after failures
- * failures in a row: base doubled per failure, at most cap. */
+/* The old private back-off, kept ONLY for agent/credentials.c until it
+ * uses lib/base/backoff.h like every other retry (then remove both, and
+ * tests/unit/test-agent-backoff.c). Do not use them elsewhere. */
 uint64_t backoff_ceiling(uint64_t base, uint64_t cap, unsigned failures);
-/* A delay in (ceiling/2, ceiling]: half fixed, half random, so that the
- * nodes of a fleet do not retry in step. */
 uint64_t backoff_half_jitter(uint64_t ceiling);
 
 #endif

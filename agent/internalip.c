@@ -95,6 +95,10 @@ static void on_done(struct http_request *req, void *userdata)
 {
 	struct internalip *ip = userdata;
 	ip->req = NULL;
+	/* The API server does not serve (its gate took it: apigate.h): no
+	 * verdict on the patch, the next check tries again. */
+	if (http_gate_took(req))
+		return;
 	char why[256] = "";
 	bool ok = req->result == CURLE_OK && req->error == 0 && req->status == 200;
 	if (!ok)
@@ -198,7 +202,7 @@ uint64_t internalip_tick(struct internalip *ip, uint64_t now)
 		 "\"address\":\"%s\"}]}}",
 		 ip->rv, ip->last);
 	r = ip->start(ip, body);
-	if (r < 0)
+	if (r < 0 && r != -EAGAIN) /* -EAGAIN: the API server's gate; the next check tries again */
 		internalip_patched(ip, 0, strerror(-r), now);
 	return ip->req ? UINT64_MAX : ip->next_at;
 }

@@ -14,6 +14,17 @@
 /* 409s in a row answered by an immediate re-read; more back off. */
 #define CONFLICTS_FREE 3u
 
+/* A failed renewal's retries (lib/base/backoff.h): 1 s doubling every 2 s,
+ * full jitter, at most 5 s apart while they can still save the Lease (the
+ * 20 s before it expires), at most 30 s once it has expired or was never
+ * held: then there is nothing to save, and a fleet retrying every few
+ * seconds against a failing API server is load. Failures the API server's
+ * gate takes (nobody serving, a starting server) wait for it instead. */
+static const struct backoff_policy lease_retry_policy = { .base_ms = LEASE_RETRY_BASE_MS, .double_ms = 2000,
+							  .cap_ms = LEASE_RETRY_CAP_MS };
+static const struct backoff_policy lease_expired_policy = { .base_ms = LEASE_RETRY_BASE_MS, .double_ms = 2000,
+							    .cap_ms = LEASE_RETRY_EXPIRED_CAP_MS };
+
 static const char *lease_field(const struct lease *l, char *buf, size_t len)
 {
 	snprintf(buf, len, "LEASE=%s/%s", KUBE_LEASE_NAMESPACE, l->name);
@@ -36,6 +47,7 @@ int lease_parse_answer(const struct http_request *req, struct kube_lease *k, cha
 int lease_init(struct lease *l, struct http_client *http, const char *node_name)
 {
 	*l = (struct lease){ .http = http };
+	backoff_init(&l->retry, &lease_retry_policy);
 	int r = kube_lease_name(node_name, l->name, sizeof(l->name));
 	if (r < 0)
 		return log_error_errno(r, "node name \"%s\" gives no valid Lease name (%s<node>, at most %u bytes); "
@@ -107,16 +119,24 @@ static void forget(struct lease *l)
 
 static void renewed(struct lease *l, uint64_t now, time_t wall)
 {
-	char lf[320];
-	if (l->failures)
+	char lf[320], took[32];
+	uint64_t lasted = 0, attempts = 0;
+	bool failing = backoff_reset(&l->retry, now, &lasted, &attempts);
+	backoff_duration_text(l->last_renew_ms ? now - l->last_renew_ms : lasted, took, sizeof(took));
+	if (failing && l->fail_logged)
 		log_fields(LOG_NOTICE, LOG_FIELDS(lease_field(l, lf, sizeof(lf))),
-			   "Lease %s/%s renewed again after %u failed attempt(s)", KUBE_LEASE_NAMESPACE, l->name,
-			   l->failures);
+			   "Lease %s/%s renewed again after %llu failed attempt(s), %s after the last renewal%s",
+			   KUBE_LEASE_NAMESPACE, l->name, (unsigned long long)attempts, took,
+			   l->expired_logged ? " (it had expired meanwhile)" : "");
+	else if (l->expired_logged)
+		log_fields(LOG_NOTICE, LOG_FIELDS(lease_field(l, lf, sizeof(lf))),
+			   "Lease %s/%s renewed again, %s after the last renewal (it had expired meanwhile)",
+			   KUBE_LEASE_NAMESPACE, l->name, took);
 	else if (!l->renewals)
 		log_fields(LOG_INFO, LOG_FIELDS(lease_field(l, lf, sizeof(lf))),
 			   "Lease %s/%s held (renewed every %u s, duration %u s)", KUBE_LEASE_NAMESPACE, l->name,
 			   LEASE_RENEW_MS / 1000u, KUBE_LEASE_DURATION_S);
-	l->failures = 0;
+	l->fail_logged = false;
 	l->expired_logged = false;
 	l->renewals++;
 	l->last_renew_ms = now;
@@ -125,36 +145,42 @@ static void renewed(struct lease *l, uint64_t now, time_t wall)
 	l->wake_at = now + LEASE_RENEW_MS;
 }
 
-/* A failed request: logged when renewals start failing and when the Lease
- * has expired by gardenlet's rule; retried with backoff and full jitter. */
-static void failed(struct lease *l, uint64_t now, const char *why, long retry_after_s)
+/* Once, when the last good renewal is as old as the Lease's duration:
+ * gardenlet's verdict, whoever's failure it was. */
+static void check_expired(struct lease *l, uint64_t now, const char *why)
 {
 	char lf[320];
-	l->failed++;
-	if (l->failures == 0)
-		log_fields(LOG_WARNING, LOG_FIELDS(lease_field(l, lf, sizeof(lf))),
-			   "renewal of Lease %s/%s failed: %s; retrying with backoff", KUBE_LEASE_NAMESPACE, l->name,
-			   why);
-	/* Once, when the last good renewal is as old as the Lease's duration. */
 	if (l->last_renew_ms && now - l->last_renew_ms >= LEASE_EXPIRES_MS && !l->expired_logged) {
 		l->expired_logged = true;
 		log_fields(LOG_ERR, LOG_FIELDS(lease_field(l, lf, sizeof(lf))),
 			   "Lease %s/%s expired (not renewed for %u s): gardenlet reports the agent as not running; "
 			   "last error: %s", KUBE_LEASE_NAMESPACE, l->name, KUBE_LEASE_DURATION_S, why);
 	}
-	/* Quick retries while they can still save the Lease; once it has
-	 * expired (or never was held) there is nothing to save, and a fleet
-	 * retrying every few seconds against a failing API server is load. */
-	uint64_t cap = l->last_renew_ms && now - l->last_renew_ms < LEASE_EXPIRES_MS ? LEASE_RETRY_CAP_MS
-										      : LEASE_RETRY_EXPIRED_CAP_MS;
-	uint64_t delay = backoff_half_jitter(backoff_ceiling(LEASE_RETRY_BASE_MS, cap, l->failures));
-	/* Retry-After is honoured, but not past the Lease's expiry. */
-	if (retry_after_s > 0 && (uint64_t)retry_after_s * 1000u > delay)
-		delay = (uint64_t)retry_after_s * 1000u < LEASE_RETRY_CAP_MS * 2 ? (uint64_t)retry_after_s * 1000u
-										 : LEASE_RETRY_CAP_MS * 2;
-	l->wake_at = now + delay;
-	if (l->failures < UINT32_MAX)
-		l->failures++;
+}
+
+/* A failed request: logged when renewals start failing and when the Lease
+ * has expired by gardenlet's rule; retried after the back-off (see
+ * lease_retry_policy), or, when the API server's gate took the failure,
+ * as soon as the gate lets a request through (it logs the outage). */
+static void failed(struct lease *l, uint64_t now, const char *why, long retry_after_s, bool gate)
+{
+	char lf[320];
+	l->failed++;
+	check_expired(l, now, why);
+	if (gate) {
+		l->wake_at = now;
+		return;
+	}
+	if (!backoff_failing(&l->retry)) {
+		l->fail_logged = true;
+		log_fields(LOG_WARNING, LOG_FIELDS(lease_field(l, lf, sizeof(lf))),
+			   "renewal of Lease %s/%s failed: %s; retrying with back-off (logged again once renewed)",
+			   KUBE_LEASE_NAMESPACE, l->name, why);
+	}
+	bool valid = l->last_renew_ms && now - l->last_renew_ms < LEASE_EXPIRES_MS;
+	l->retry.policy = valid ? &lease_retry_policy : &lease_expired_policy;
+	/* Retry-After is honoured, up to the cap: not past the Lease's expiry. */
+	l->wake_at = now + backoff_fail(&l->retry, now, retry_after_s > 0 ? (uint64_t)retry_after_s * 1000u : 0);
 }
 
 /* Someone else wrote the Lease: it is read again right away, a few times. */
@@ -166,7 +192,7 @@ static void conflict(struct lease *l, uint64_t now, const char *why)
 		l->wake_at = now;
 		return;
 	}
-	failed(l, now, why, 0);
+	failed(l, now, why, 0, false);
 }
 
 static void check_holder(struct lease *l, const struct kube_lease *k)
@@ -191,9 +217,9 @@ static void on_done(struct http_request *req, void *userdata)
 		return; /* the Node went away meanwhile */
 
 	char why[512];
-	if (req->result != CURLE_OK || req->error != 0) {
+	if (req->result != CURLE_OK || req->error != 0 || http_gate_took(req)) {
 		http_describe_failure(req, why, sizeof(why));
-		failed(l, now, why, req->retry_after);
+		failed(l, now, why, req->retry_after, http_gate_took(req));
 		return;
 	}
 	long st = req->status;
@@ -211,12 +237,12 @@ static void on_done(struct http_request *req, void *userdata)
 	}
 	if (!((st == 200) || (step == LEASE_CREATE && st == 201))) {
 		http_describe_failure(req, why, sizeof(why));
-		failed(l, now, why, req->retry_after);
+		failed(l, now, why, req->retry_after, false);
 		return;
 	}
 	struct kube_lease k;
 	if (lease_parse_answer(req, &k, why, sizeof(why)) < 0) {
-		failed(l, now, why, 0);
+		failed(l, now, why, 0, false);
 		return;
 	}
 	l->conflicts = 0;
@@ -295,15 +321,28 @@ uint64_t lease_tick(struct lease *l, uint64_t now)
 		l->req = NULL;
 		char why[64];
 		snprintf(why, sizeof(why), "no answer within %u s", LEASE_REQUEST_MS / 1000u);
-		failed(l, now, why, 0);
+		failed(l, now, why, 0, false);
 	}
-	if (now < l->wake_at)
-		return l->wake_at;
+	uint64_t due = http_due(l->http, l->wake_at);
+	if (now < due) {
+		/* Waiting for the API server (its gate): the Lease expires all
+		 * the same, and gardenlet says so; said once. */
+		uint64_t expires = l->last_renew_ms + LEASE_EXPIRES_MS;
+		if (l->last_renew_ms && !l->expired_logged && due > l->wake_at) {
+			if (now >= expires)
+				check_expired(l, now, "the API server does not serve (see its line)");
+			else if (expires < due)
+				return expires;
+		}
+		return due;
+	}
 	int r = start(l, now);
+	if (r == -EAGAIN) /* the gate closed meanwhile */
+		return http_due(l->http, l->wake_at);
 	if (r < 0) {
 		char why[128];
 		snprintf(why, sizeof(why), "cannot start the request: %s", strerror(-r));
-		failed(l, now, why, 0);
+		failed(l, now, why, 0, false);
 		return l->wake_at;
 	}
 	return l->req_deadline;

@@ -8,9 +8,11 @@
  * past. gardener-node-agent renews every 10 s (40/4, 6 writes a minute).
  * This duty renews every LEASE_RENEW_MS = 20 s (3 writes a minute): the
  * Lease of a live agent is at most 20 s old plus one request, and a failed
- * renewal is retried with backoff (1 s doubling, at most 5 s) inside the 20
- * s left before it expires; once it has expired (or was never held), at
- * most every 30 s. Every request has its own deadline
+ * renewal is retried with back-off (lib/base/backoff.h: 1 s doubling every
+ * 2 s, full jitter, at most 5 s) inside the 20 s left before it expires;
+ * once it has expired (or was never held), at most every 30 s. While the
+ * API server does not serve, the renewal waits for its gate (apigate.h)
+ * like every request. Every request has its own deadline
  * (LEASE_REQUEST_MS), after which it is cancelled and counted as failed.
  *
  * Requests: the first time (and after a 409), a GET by name learns the
@@ -25,8 +27,9 @@
  * CreateOrUpdate overwrites the spec whatever it held, and so does this
  * duty; the previous holder is logged once per holder at warning level.
  *
- * Logs: a failure once when renewals start failing (with the reason) and
- * once when they succeed again (with the count), never per retry. The
+ * Logs: a failure once when renewals start failing (with the reason; an
+ * outage is the gate's line), the expiry once, and once more when a
+ * renewal works again (with the count), never per retry. The
  * duty only records state in lease_set_node(); requests start in
  * lease_tick() (libcurl forbids starting them inside its callbacks). */
 #ifndef NA_AGENT_LEASE_H
@@ -36,6 +39,7 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "backoff.h"
 #include "http.h"
 #include "kube.h"
 #include "kubelease.h"
@@ -66,7 +70,8 @@ struct lease {
 	struct http_request *req;
 	uint64_t req_deadline;
 	uint64_t wake_at;                   /* next request (monotonic ms) */
-	unsigned failures;                  /* in a row */
+	struct backoff retry;               /* failed requests in a row (not the gate's) */
+	bool fail_logged;                   /* their start was logged */
 	unsigned conflicts;                 /* 409s in a row */
 	bool expired_logged;
 	time_t pending_wall;                /* renewTime of the write in flight (s) */

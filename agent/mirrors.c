@@ -198,6 +198,12 @@ uint64_t mirrors_tick(struct mirrors *m, uint64_t now)
 	return next;
 }
 
+/* A failed try: 2 s (Gardener's retry.Until period) doubling every 30 s up
+ * to 1 min, full jitter (lib/base/backoff.h): the one retry policy, so
+ * that a fleet does not ask a mirror that is down every 2 s. */
+static const struct backoff_policy mirrors_policy = { .base_ms = MIRRORS_RETRY_MS, .double_ms = 30000,
+						      .cap_ms = MIRRORS_RETRY_CAP_MS };
+
 void mirrors_answer(struct mirrors *m, size_t i, long status, const char *failure, uint64_t now)
 {
 	if (i >= m->n)
@@ -211,20 +217,23 @@ void mirrors_answer(struct mirrors *m, size_t i, long status, const char *failur
 		}
 		e->ready = true;
 		e->host = 0;
+		backoff_reset(&e->retry, now, NULL, NULL);
 		m->changed = true;
 		log_info("Registry %s: every host answered its readinessProbe; its hosts.toml can be written", e->upstream);
 		return;
 	}
 	if (!e->warned)
-		log_warning("Registry %s waits: its host %s does not answer (%s); asking again every %u ms", e->upstream,
-			    e->host < e->n_hosts ? e->hosts[e->host].url : "?", failure && *failure ? failure : "no answer",
-			    MIRRORS_RETRY_MS);
+		log_warning("Registry %s waits: its host %s does not answer (%s); asking again with back-off (every "
+			    "%u s at most)", e->upstream, e->host < e->n_hosts ? e->hosts[e->host].url : "?",
+			    failure && *failure ? failure : "no answer", MIRRORS_RETRY_CAP_MS / 1000u);
 	else
 		log_debug("Registry %s: host %s does not answer yet (%s)", e->upstream,
 			  e->host < e->n_hosts ? e->hosts[e->host].url : "?", failure ? failure : "");
 	e->warned = true;
 	e->host = 0; /* every host again in the next try */
-	e->next_at = now + MIRRORS_RETRY_MS;
+	if (!e->retry.policy)
+		e->retry.policy = &mirrors_policy;
+	e->next_at = now + backoff_fail(&e->retry, now, 0);
 }
 
 int mirrors_desired(const struct mirrors *m, const char *osc, size_t osc_len, const char *state_dir,

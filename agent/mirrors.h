@@ -15,7 +15,10 @@
  * The executor has no network, so the probe runs here: this duty follows
  * the registries with the flag of the OSC in force and probes each
  * configuration (its cri_hosts_digest()) until one try saw every host
- * answer: MIRRORS_TIMEOUT_MS per request, MIRRORS_RETRY_MS between tries,
+ * answer: MIRRORS_TIMEOUT_MS per request, between tries a back-off
+ * (lib/base/backoff.h: MIRRORS_RETRY_MS, Gardener's period, doubling every
+ * 30 s up to MIRRORS_RETRY_CAP_MS, full jitter, where Gardener asks every
+ * 2 s for as long as it takes),
  * no credential, no proxy, no redirect, the body discarded (http.h
  * http_mirror_start()). The requests go through the agent's curl multi
  * handle: the loop never blocks on a mirror. A configuration seen ready
@@ -35,10 +38,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "backoff.h"
 #include "desired.h"
 #include "http.h"
 
-#define MIRRORS_RETRY_MS 2000u   /* retry.Until(ctx, 2*time.Second, ...) */
+#define MIRRORS_RETRY_MS 2000u   /* retry.Until(ctx, 2*time.Second, ...): the first wait's ceiling */
+#define MIRRORS_RETRY_CAP_MS 60000u
 #define MIRRORS_TIMEOUT_MS 1000u /* http.Client{Timeout: 1 * time.Second} */
 #define MIRRORS_BODY_MAX 65536u  /* what is read of an answer before it is dropped */
 #define MIRRORS_CA_MAX (1u << 20) /* bytes of one CA file */
@@ -62,6 +67,7 @@ struct mirrors_entry {
 	size_t host;                /* the host the try in progress asks */
 	struct http_request *req;
 	uint64_t next_at;           /* monotonic ms; 0: try at the next tick */
+	struct backoff retry;       /* failed tries in a row (set up at the first) */
 	bool warned;                /* the failure was logged (once until ready) */
 };
 
@@ -91,7 +97,7 @@ uint64_t mirrors_tick(struct mirrors *m, uint64_t now);
 /* Takes the answer to the request of entry i (status 0: no HTTP answer,
  * failure then says why): an answer moves the try on to the next host or,
  * after the last, makes the registry ready; no answer ends the try, the
- * next in MIRRORS_RETRY_MS. Logs the first failure and the readiness. For
+ * next after the back-off. Logs the first failure and the readiness. For
  * tests too. */
 void mirrors_answer(struct mirrors *m, size_t i, long status, const char *failure, uint64_t now);
 

@@ -11,9 +11,15 @@
 
 #define BACKOFF_MAX_MS (5u * 60u * 1000u)
 
+/* A list that failed (not the gate's): 5 s (the period) doubling every
+ * 30 s up to 5 min, full jitter (lib/base/backoff.h). */
+static const struct backoff_policy nodefind_policy = { .base_ms = NODEFIND_PERIOD_MS, .double_ms = 30000,
+						       .cap_ms = BACKOFF_MAX_MS };
+
 int nodefind_init(struct nodefind *f, struct http_client *http, const char *hostname, const char *current)
 {
 	*f = (struct nodefind){ .http = http };
+	backoff_init(&f->retry, &nodefind_policy);
 	if (!hostname || !*hostname || !gna_label_value_is_valid(hostname)) {
 		log_notice("hostname \"%.64s\" is no label value: the Node is looked for by name only",
 			   hostname ? hostname : "");
@@ -43,6 +49,10 @@ static void on_done(struct http_request *req, void *userdata)
 	struct nodefind *f = userdata;
 	uint64_t now = now_ms();
 	f->req = NULL;
+	if (http_gate_took(req)) { /* the gate paces it (and logs the outage) */
+		f->next_at = now;
+		return;
+	}
 	char *name = NULL;
 	const char *why = NULL;
 	int r = req->status == 200 ? kube_node_list_find(req->body ? req->body : "", req->body_len,
@@ -50,7 +60,7 @@ static void on_done(struct http_request *req, void *userdata)
 				   : -EIO;
 	if (r == 0 || r == -ENOENT) {
 		f->denied = false;
-		f->failures = 0;
+		backoff_reset(&f->retry, now, NULL, NULL);
 		f->warned = false;
 		f->next_at = now + NODEFIND_PERIOD_MS;
 		if (r == 0 && strcmp(name, f->current) != 0) {
@@ -74,7 +84,7 @@ static void on_done(struct http_request *req, void *userdata)
 		f->next_at = now + BACKOFF_MAX_MS;
 		return;
 	}
-	f->next_at = now + backoff_ceiling(NODEFIND_PERIOD_MS, BACKOFF_MAX_MS, f->failures++);
+	f->next_at = now + backoff_fail(&f->retry, now, 0);
 	if (f->warned)
 		return;
 	f->warned = true;
@@ -101,12 +111,15 @@ uint64_t nodefind_tick(struct nodefind *f, uint64_t now, bool missing)
 		return UINT64_MAX;
 	if (f->req)
 		return UINT64_MAX;
-	if (now < f->next_at)
-		return f->next_at;
+	uint64_t due = http_due(f->http, f->next_at);
+	if (now < due)
+		return due;
 	char query[160];
 	/* The label value is [A-Za-z0-9._-] (checked): nothing to escape. */
 	snprintf(query, sizeof(query), "labelSelector=kubernetes.io%%2Fhostname%%3D%s", f->hostname);
 	int r = http_start(f->http, "GET", "/api/v1/nodes", query, NULL, NULL, false, NULL, on_done, f, &f->req);
+	if (r == -EAGAIN) /* the gate closed meanwhile */
+		return http_due(f->http, f->next_at);
 	if (r < 0) {
 		f->next_at = now + NODEFIND_PERIOD_MS;
 		log_debug_errno(r, "cannot list Nodes by label yet");

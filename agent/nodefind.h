@@ -15,7 +15,8 @@
  * pkg/resourcemanager/webhook/nodeagentauthorizer/authorizer.go,
  * authorizeNode), and get/patch only of the own Node. So the agent lists
  * with the label selector (never all Nodes) while the Node by name is
- * missing, every NODEFIND_PERIOD_MS; a 403 is logged once and tried again
+ * missing, every NODEFIND_PERIOD_MS (a failure backs off: 5 s doubling every
+ * 30 s up to 5 min, full jitter); a 403 is logged once and tried again
  * after 5 min or with new credentials (the watch by name goes on). The owner calls nodefind_tick() from
  * its loop with whether the Node by name is missing, and takes
  * nodefind.found when it is set. */
@@ -25,6 +26,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "backoff.h"
 #include "http.h"
 
 #define NODEFIND_PERIOD_MS 5000u /* gardener-node-agent requeues every 5 s until the Node is registered */
@@ -34,8 +36,8 @@ struct nodefind {
 	char *hostname;             /* the label value; NULL: off */
 	char *current;              /* the name watched now (not a find) */
 	struct http_request *req;
-	uint64_t next_at;
-	unsigned failures;
+	uint64_t next_at;           /* and not before the API server's gate (http_due()) */
+	struct backoff retry;       /* failed lists in a row (not the gate's) */
 	bool denied;                /* the last list got 403 (logged once) */
 	bool warned;                /* the last failure was logged */
 	char *found;                /* a Node by the label, not named current: the owner takes it */

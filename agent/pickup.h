@@ -9,7 +9,8 @@
  * sandbox has no D-Bus); it can write desired.json again. So when the
  * generation it wrote last is not in result.json PICKUP_FIRST_MS later, it
  * rewrites the same bytes (a new inode: the path unit sees a rename again),
- * then again with the delay doubled up to PICKUP_CAP_MS, until result.json
+ * then again after the back-off (lib/base/backoff.h: 30 s doubling every
+ * minute up to PICKUP_CAP_MS, full jitter), until result.json
  * names that generation or a later one. A rewrite while the executor is
  * busy costs at most one extra run that finds nothing changed. */
 #ifndef NA_AGENT_PICKUP_H
@@ -18,6 +19,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "backoff.h"
+
 #define PICKUP_FIRST_MS 15000u
 #define PICKUP_CAP_MS (5u * 60u * 1000u)
 
@@ -25,7 +28,7 @@ struct pickup {
 	uint64_t want;              /* the generation last written; 0: nothing awaited */
 	uint64_t written_ms;        /* when it was written */
 	uint64_t next_ms;           /* when to write it again */
-	unsigned nudges;            /* rewrites of this generation so far */
+	struct backoff nudges;      /* rewrites of this generation so far (attempts) */
 };
 
 /* desired.json now holds generation (written now, or found at start). */

@@ -20,10 +20,28 @@ static void free_list(struct podsweep *ps)
 	ps->n_pods = ps->next = 0;
 }
 
+/* A round that failed: the whole sweep again after 2 s doubling every 4 s up
+ * to 30 s, full jitter (lib/base/backoff.h). */
+static const struct backoff_policy podsweep_policy = { .base_ms = PODSWEEP_RETRY_BASE_MS, .double_ms = 4000,
+						       .cap_ms = PODSWEEP_RETRY_CAP_MS };
+
+/* What the API server's gate took (nobody serving, a starting server):
+ * the same request again as soon as the gate lets one through (it logs the
+ * outage); no round failure. */
+static void gate_wait(struct podsweep *ps, uint64_t now)
+{
+	ps->next_at = now;
+	ps->resume = ps->phase == PODSWEEP_DELETING;
+}
+
 static void on_http_done(struct http_request *req, void *userdata)
 {
 	struct podsweep *ps = userdata;
 	ps->req = NULL;
+	if (http_gate_took(req)) {
+		gate_wait(ps, now_ms());
+		return;
+	}
 	bool answered = req->result == CURLE_OK && req->error == 0;
 	char why[256] = "";
 	if (!answered || (req->status != 200 && req->status != 202 &&
@@ -51,6 +69,7 @@ void podsweep_init(struct podsweep *ps, struct http_client *http, const char *co
 		.on_round = on_round,
 		.userdata = userdata,
 	};
+	backoff_init(&ps->retry, &podsweep_policy);
 }
 
 static void cancel(struct podsweep *ps)
@@ -80,14 +99,16 @@ void podsweep_want(struct podsweep *ps, bool want, const char *why, uint64_t now
 				 why ? why : "no longer wanted");
 		cancel(ps);
 		ps->phase = PODSWEEP_IDLE;
-		ps->failures = 0;
+		backoff_reset(&ps->retry, now, NULL, NULL);
+		ps->resume = false;
 		return;
 	}
 	if (ps->phase != PODSWEEP_IDLE)
 		return;
 	ps->phase = PODSWEEP_LISTING;
 	ps->next_at = now;
-	ps->failures = 0;
+	backoff_reset(&ps->retry, now, NULL, NULL);
+	ps->resume = false;
 	log_notice("in-place update done: deleting the Pods remaining on Node %s before it is labelled "
 		   "update-result=successful (as gardener-node-agent's deleteRemainingPods)",
 		   node_of(ps));
@@ -103,27 +124,30 @@ static void end_round(struct podsweep *ps, uint64_t now)
 {
 	ps->req = NULL;
 	if (!ps->why[0]) {
-		log_notice("in-place update: deleted the %u Pod(s) remaining on Node %s (%u already gone)", ps->deleted,
-			   node_of(ps), ps->gone);
+		uint64_t attempts;
+		backoff_reset(&ps->retry, now, NULL, &attempts);
+		log_notice("in-place update: deleted the %u Pod(s) remaining on Node %s (%u already gone)%s", ps->deleted,
+			   node_of(ps), ps->gone, attempts ? " after failed rounds" : "");
 		free_list(ps);
 		ps->phase = PODSWEEP_DONE;
-		ps->failures = 0;
 		ps->rounds_ok++;
 		if (ps->on_round)
 			ps->on_round(ps->userdata, true, NULL);
 		return;
 	}
 	free_list(ps);
-	ps->failures++;
 	ps->rounds_failed++;
-	uint64_t delay = backoff_half_jitter(backoff_ceiling(PODSWEEP_RETRY_BASE_MS, PODSWEEP_RETRY_CAP_MS,
-							    ps->failures - 1));
+	bool first = !backoff_failing(&ps->retry);
+	uint64_t delay = backoff_fail(&ps->retry, now, 0);
 	ps->phase = PODSWEEP_LISTING;
 	ps->next_at = now + delay;
 	char msg[400];
 	snprintf(msg, sizeof(msg), "cannot delete the Pods remaining on Node %s: %s", node_of(ps), ps->why);
-	log_error("in-place update: %s; update-result stays unset, trying again in %.1f s", msg,
-		  (double)delay / 1000.0);
+	/* Once per condition; the next rounds at debug (logged again when
+	 * one works). */
+	log_full(first ? LOG_ERR : LOG_DEBUG, 0, __FILE__, __LINE__, NULL,
+		 "in-place update: %s; update-result stays unset, trying again with back-off (next in %.1f s)", msg,
+		 (double)delay / 1000.0);
 	if (ps->on_round)
 		ps->on_round(ps->userdata, false, msg);
 }
@@ -139,6 +163,10 @@ static void delete_next(struct podsweep *ps, uint64_t now)
 			r = ps->start(ps, "DELETE", path, NULL);
 		if (r >= 0)
 			return;
+		if (r == -EAGAIN) { /* the gate: this Pod again when it opens */
+			gate_wait(ps, now);
+			return;
+		}
 		log_warning_errno(r, "in-place update: cannot start the delete of Pod %s/%s", p->ns, p->name);
 		ps->failed++;
 		if (!ps->why[0])
@@ -198,16 +226,26 @@ void podsweep_deleted(struct podsweep *ps, long status, const char *why, uint64_
 
 uint64_t podsweep_tick(struct podsweep *ps, uint64_t now)
 {
-	if (ps->phase != PODSWEEP_LISTING || ps->req || !ps->start)
+	if (ps->req || !ps->start || !(ps->phase == PODSWEEP_LISTING || (ps->phase == PODSWEEP_DELETING && ps->resume)))
 		return UINT64_MAX;
-	if (now < ps->next_at)
-		return ps->next_at;
+	uint64_t due = ps->http ? http_due(ps->http, ps->next_at) : ps->next_at;
+	if (now < due)
+		return due;
+	if (ps->phase == PODSWEEP_DELETING) {
+		ps->resume = false;
+		delete_next(ps, now);
+		return ps->req ? UINT64_MAX : podsweep_tick(ps, now);
+	}
 	char query[320];
 	ps->deleted = ps->gone = ps->failed = 0;
 	ps->why[0] = '\0';
 	int r = kube_pod_list_query(node_of(ps), query, sizeof(query));
 	if (r >= 0)
 		r = ps->start(ps, "GET", "/api/v1/pods", query);
+	if (r == -EAGAIN) { /* the gate */
+		gate_wait(ps, now);
+		return ps->http ? http_due(ps->http, ps->next_at) : ps->next_at;
+	}
 	if (r < 0) {
 		snprintf(ps->why, sizeof(ps->why), "cannot start the list of Pods: %s", strerror(-r));
 		end_round(ps, now);

@@ -22,9 +22,12 @@
  *   request);
  * - a failure (the list, or any delete; the others are still tried):
  *   the label is not set, the sweep is tried again (list and all) after a
- *   backoff of 2 s doubling up to 30 s with jitter (Gardener: the
- *   reconcile's error, requeued with controller-runtime's backoff), and
- *   the owner is told why.
+ *   back-off of 2 s doubling every 4 s up to 30 s, full jitter
+ *   (lib/base/backoff.h; Gardener: the reconcile's error, requeued with
+ *   controller-runtime's backoff), and the owner is told why; logged when
+ *   the failures start and when a round works again. A failure the API
+ *   server's gate takes (nobody serving, a starting server: apigate.h) is
+ *   no failed round: the same request goes again when the gate opens.
  *
  * RBAC: Gardener's node-agent authorizer (pkg/resourcemanager/webhook/
  * nodeagentauthorizer/authorizer.go authorizePod) allows get, list, watch
@@ -43,6 +46,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "backoff.h"
 #include "kubepod.h"
 
 struct http_client;
@@ -66,7 +70,8 @@ struct podsweep {
 	struct kube_pod_ref *pods;      /* this round's list */
 	size_t n_pods, next;
 	unsigned deleted, gone, failed; /* this round */
-	unsigned failures;              /* rounds failed in a row (backoff) */
+	struct backoff retry;           /* rounds failed in a row */
+	bool resume;                    /* the delete of pods[next] waits for the API server's gate */
 	char why[256];                  /* this round's first failure */
 	struct http_request *req;
 	/* Starts a request (method "GET" or "DELETE"); its end must call

@@ -118,6 +118,11 @@ static void set_data(struct secretref *s, struct secretref_entry *e, unsigned ch
 		s->changed = true;
 }
 
+/* A read that failed (not the gate's): 10 s doubling every 30 s up to
+ * 2 min, full jitter (lib/base/backoff.h). */
+static const struct backoff_policy secretref_policy = { .base_ms = SECRETREF_RETRY_MS, .double_ms = 30000,
+							.cap_ms = SECRETREF_RETRY_CAP_MS };
+
 void secretref_answer(struct secretref *s, size_t i, long status, const char *body, size_t len, const char *failure,
 		      uint64_t now)
 {
@@ -154,19 +159,22 @@ void secretref_answer(struct secretref *s, size_t i, long status, const char *bo
 	}
 	if (r < 0) {
 		if (!e->warned)
-			log_warning("files from a Secret: %s from Secret kube-system/%s key \"%s\": %s; %s, retrying",
-				    e->path, e->secret, e->key, desc,
+			log_warning("files from a Secret: %s from Secret kube-system/%s key \"%s\": %s; %s, retrying "
+				    "with back-off", e->path, e->secret, e->key, desc,
 				    drop ? "the executor keeps the file on disk and reports it" : "keeping the last bytes read");
 		e->warned = true;
 		if (drop)
 			set_data(s, e, NULL, 0);
-		e->next_at = now + SECRETREF_RETRY_MS;
+		if (!e->retry.policy)
+			e->retry.policy = &secretref_policy;
+		e->next_at = now + backoff_fail(&e->retry, now, 0);
 		return;
 	}
 	if (e->warned || first || !e->data || e->len != dlen || memcmp(e->data, data, dlen) != 0)
 		log_info("files from a Secret: %s read from Secret kube-system/%s key \"%s\" (%zu bytes)", e->path,
 			 e->secret, e->key, dlen);
 	e->warned = false;
+	backoff_reset(&e->retry, now, NULL, NULL);
 	e->next_at = UINT64_MAX; /* until the OSC Secret is delivered again */
 	set_data(s, e, data, dlen);
 }
@@ -177,6 +185,17 @@ static void on_done(struct http_request *req, void *userdata)
 	for (size_t i = 0; i < s->n; i++)
 		if (s->entries[i].req == req) {
 			s->entries[i].req = NULL;
+			if (http_gate_took(req)) {
+				/* The gate paces it (and logs the outage); the
+				 * desired state does not wait for it meanwhile. */
+				struct secretref_entry *e = &s->entries[i];
+				if (!e->answered) {
+					e->answered = true;
+					s->changed = true;
+				}
+				e->next_at = now_ms();
+				return;
+			}
 			char desc[512] = "";
 			if (req->status != 200 && req->status != 404)
 				http_describe_failure(req, desc, sizeof(desc));
@@ -194,7 +213,7 @@ uint64_t secretref_tick(struct secretref *s, uint64_t now)
 		struct secretref_entry *e = &s->entries[i];
 		if (e->req)
 			continue;
-		if (now >= e->next_at) {
+		if (now >= http_due(s->http, e->next_at)) {
 			char path[512];
 			/* The name is a DNS subdomain name (osc_secret_name_is_valid()):
 			 * one URL path component as it stands. */
@@ -202,6 +221,11 @@ uint64_t secretref_tick(struct secretref *s, uint64_t now)
 			int r = http_start(s->http, "GET", path, NULL, NULL, NULL, false, NULL, on_done, s, &e->req);
 			if (r >= 0)
 				continue;
+			if (r == -EAGAIN) { /* the gate closed meanwhile */
+				uint64_t due = http_due(s->http, e->next_at);
+				next = due < next ? due : next;
+				continue;
+			}
 			e->next_at = now + SECRETREF_RETRY_MS;
 			if (!e->answered) { /* the desired state waits no longer */
 				e->answered = true;
@@ -209,7 +233,8 @@ uint64_t secretref_tick(struct secretref *s, uint64_t now)
 			}
 			log_debug_errno(r, "files from a Secret: cannot read Secret %s yet", e->secret);
 		}
-		next = e->next_at < next ? e->next_at : next;
+		uint64_t due = e->next_at == UINT64_MAX ? UINT64_MAX : http_due(s->http, e->next_at);
+		next = due < next ? due : next;
 	}
 	return next;
 }

@@ -16,7 +16,10 @@
  *
  * They are read when the OSC changes and again whenever the OSC Secret is
  * delivered (a watch event, the GET of each resync: secretref_refresh()),
- * and a failed read every SECRETREF_RETRY_MS. The bytes go to the executor
+ * and a failed read again after a back-off (lib/base/backoff.h:
+ * SECRETREF_RETRY_MS doubling every 30 s up to SECRETREF_RETRY_CAP_MS, full
+ * jitter), or, when the API server's gate took it (apigate.h), as soon as
+ * the gate lets a request through. The bytes go to the executor
  * in desired.json (secretFiles), which writes them like an inline file.
  * A Secret that does not exist (404) or has no such key, or bytes over
  * DESIRED_SECRET_FILE_MAX, drop the file's bytes: the executor then fails
@@ -30,10 +33,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "backoff.h"
 #include "desired.h"
 #include "http.h"
 
 #define SECRETREF_RETRY_MS 10000u
+#define SECRETREF_RETRY_CAP_MS 120000u
 
 struct secretref_entry {
 	char *path;
@@ -43,7 +48,9 @@ struct secretref_entry {
 	size_t len;
 	bool answered;              /* a first answer (either way) came for this reference */
 	struct http_request *req;
-	uint64_t next_at;           /* monotonic ms; 0: read at the next tick */
+	uint64_t next_at;           /* monotonic ms; 0: read at the next tick; and not before the
+	                               API server's gate (http_due()) */
+	struct backoff retry;       /* failed reads in a row (set up at the first) */
 	bool warned;
 };
 

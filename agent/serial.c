@@ -13,9 +13,18 @@
 /* 409s in a row answered by an immediate re-read; more back off. */
 #define CONFLICTS_FREE 3u
 
+/* Failed requests (not the gate's): 1 s doubling every 2 s, full jitter
+ * (lib/base/backoff.h), up to 30 s; after a 403 up to 5 min (rights change
+ * rarely). */
+static const struct backoff_policy serial_policy = { .base_ms = SERIAL_RETRY_BASE_MS, .double_ms = 2000,
+						     .cap_ms = SERIAL_RETRY_CAP_MS };
+static const struct backoff_policy serial_forbidden_policy = { .base_ms = SERIAL_RETRY_BASE_MS, .double_ms = 2000,
+							       .cap_ms = SERIAL_FORBIDDEN_CAP_MS };
+
 void serial_init(struct serial *s, struct http_client *http, const char *identity)
 {
 	*s = (struct serial){ .http = http };
+	backoff_init(&s->retry, &serial_policy);
 	snprintf(s->identity, sizeof(s->identity), "%s", identity);
 }
 
@@ -84,7 +93,8 @@ void serial_set_secret(struct serial *s, const char *ns, const char *name, const
 	s->step = SERIAL_IDLE;
 	s->check = true; /* ours from before a restart? */
 	s->wake_at = 0;
-	s->failures = 0;
+	backoff_reset(&s->retry, 0, NULL, NULL);
+	s->conflicts = 0;
 	log_notice("Secret %s/%s asks for serial rollouts (%s): a change that restarts units waits for Lease %s/%s",
 		   ns, name, KUBE_ANN_SERIAL, ns, name);
 }
@@ -126,37 +136,46 @@ static void set_held(struct serial *s, bool held)
 	s->held = held;
 }
 
-static void failed_cap(struct serial *s, uint64_t now, const char *why, long retry_after_s, uint64_t cap)
+/* A failed request: logged when the condition starts, retried after the
+ * back-off p (Retry-After honoured up to its cap). */
+static void failed_policy(struct serial *s, uint64_t now, const char *why, long retry_after_s,
+			  const struct backoff_policy *p)
 {
-	if (s->failures == 0)
-		log_warning("serial rollout Lease %s/%s: %s; retrying with backoff", s->ns, s->name, why);
-	uint64_t delay = backoff_half_jitter(backoff_ceiling(SERIAL_RETRY_BASE_MS, cap, s->failures));
-	if (retry_after_s > 0 && (uint64_t)retry_after_s * 1000u > delay)
-		delay = (uint64_t)retry_after_s * 1000u < cap ? (uint64_t)retry_after_s * 1000u : cap;
-	s->wake_at = now + delay;
+	if (!backoff_failing(&s->retry))
+		log_warning("serial rollout Lease %s/%s: %s; retrying with back-off (logged again once it works)", s->ns,
+			    s->name, why);
+	s->retry.policy = p;
+	s->wake_at = now + backoff_fail(&s->retry, now, retry_after_s > 0 ? (uint64_t)retry_after_s * 1000u : 0);
 	s->step = SERIAL_GET; /* what we knew may be stale */
-	if (s->failures < UINT32_MAX)
-		s->failures++;
 }
 
 static void failed(struct serial *s, uint64_t now, const char *why, long retry_after_s)
 {
-	failed_cap(s, now, why, retry_after_s, SERIAL_RETRY_CAP_MS);
+	failed_policy(s, now, why, retry_after_s, &serial_policy);
 }
 
-static void succeeded(struct serial *s)
+/* What the API server's gate took (nobody serving, a starting server):
+ * tried again as soon as it lets a request through; it logs the outage. */
+static void gate_wait(struct serial *s, uint64_t now)
 {
-	if (s->failures)
-		log_notice("serial rollout Lease %s/%s: requests work again after %u failure(s)", s->ns, s->name,
-			   s->failures);
-	s->failures = 0;
+	s->wake_at = now;
+	s->step = SERIAL_GET; /* what we knew may be stale */
+}
+
+static void succeeded(struct serial *s, uint64_t now)
+{
+	uint64_t attempts;
+	if (backoff_reset(&s->retry, now, NULL, &attempts))
+		log_notice("serial rollout Lease %s/%s: requests work again after %llu failure(s)", s->ns, s->name,
+			   (unsigned long long)attempts);
+	s->conflicts = 0;
 }
 
 /* A 409: someone else wrote the Lease; read it again. */
 static void conflict(struct serial *s, uint64_t now, const char *why)
 {
-	if (s->failures < CONFLICTS_FREE) {
-		s->failures++;
+	if (s->conflicts < CONFLICTS_FREE) {
+		s->conflicts++;
 		s->step = SERIAL_GET;
 		s->wake_at = now;
 		return;
@@ -232,6 +251,10 @@ static void on_done(struct http_request *req, void *userdata)
 	enum serial_step step = s->step;
 	s->req = NULL;
 	char why[512];
+	if (http_gate_took(req)) {
+		gate_wait(s, now);
+		return;
+	}
 	if (req->result != CURLE_OK || req->error != 0) {
 		http_describe_failure(req, why, sizeof(why));
 		failed(s, now, why, req->retry_after);
@@ -257,11 +280,11 @@ static void on_done(struct http_request *req, void *userdata)
 			s->step = SERIAL_IDLE;
 			return;
 		}
-		failed_cap(s, now, msg, req->retry_after, SERIAL_FORBIDDEN_CAP_MS);
+		failed_policy(s, now, msg, req->retry_after, &serial_forbidden_policy);
 		return;
 	}
 	if (st == 404 && step == SERIAL_GET) {
-		succeeded(s);
+		succeeded(s, now);
 		s->check = false;
 		keep(s, NULL, NULL);
 		if (s->held) {
@@ -287,7 +310,7 @@ static void on_done(struct http_request *req, void *userdata)
 		failed(s, now, why, 0);
 		return;
 	}
-	succeeded(s);
+	succeeded(s, now);
 	keep(s, req, k.resource_version);
 	switch (step) {
 	case SERIAL_GET:
@@ -424,9 +447,12 @@ uint64_t serial_tick(struct serial *s, uint64_t now)
 	if (step != s->step)
 		s->wake_at = s->wake_at > now ? s->wake_at : now;
 	s->step = step;
-	if (now < s->wake_at)
-		return s->wake_at;
+	uint64_t due = http_due(s->http, s->wake_at);
+	if (now < due)
+		return due;
 	int r = start(s, now);
+	if (r == -EAGAIN) /* the gate closed meanwhile */
+		return http_due(s->http, s->wake_at);
 	if (r < 0) {
 		char why[128];
 		snprintf(why, sizeof(why), "cannot start the request: %s", strerror(-r));

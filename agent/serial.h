@@ -49,8 +49,9 @@
  * that drops the hold (the Lease expires on its own).
  *
  * Every request has a deadline (SERIAL_REQUEST_MS); failures back off
- * (1 s doubling, at most 30 s, full jitter) and are logged once per state
- * change; a 403 says what the authorizer allows and backs off to
+ * (lib/base/backoff.h: 1 s doubling every 2 s, at most 30 s, full jitter)
+ * and are logged once per state change, what the API server's gate takes
+ * waits for it (apigate.h); a 403 says what the authorizer allows and backs off to
  * SERIAL_FORBIDDEN_CAP_MS; a change of the Node (its label) retries at once. Only records state in its setters; requests start in
  * serial_tick() (libcurl forbids starting them in its callbacks). */
 #ifndef NA_AGENT_SERIAL_H
@@ -60,6 +61,7 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "backoff.h"
 #include "http.h"
 #include "kube.h"
 #include "kubelease.h"
@@ -99,7 +101,8 @@ struct serial {
 	uint64_t req_deadline;
 	uint64_t wake_at;
 	uint64_t renewed_at;                /* monotonic ms of the last good write */
-	unsigned failures;
+	struct backoff retry;       /* failed requests in a row (not the gate's) */
+	unsigned conflicts;         /* 409s in a row answered by a re-read at once */
 	char holder[KUBE_NAME_MAX + 1];     /* another holder seen ("" none) */
 	time_t holder_until;                /* wall clock: when its Lease expires */
 	char logged_holder[KUBE_NAME_MAX + 1];

@@ -12,6 +12,11 @@
 #define DEFAULT_PERIOD_MS (12ull * 3600 * 1000)
 #define RETRY_MS 60000u
 
+/* A read that failed (not the gate's): 10 s doubling every minute up to
+ * 5 min, full jitter (lib/base/backoff.h); gardener-node-agent's token
+ * controller requeues with controller-runtime's rate limiter. */
+static const struct backoff_policy tokensync_policy = { .base_ms = 10000, .double_ms = RETRY_MS, .cap_ms = 300000 };
+
 static void entry_free(struct tokensync_entry *e)
 {
 	if (e->req)
@@ -87,6 +92,10 @@ static void on_done(struct http_request *req, void *userdata)
 	if (!e)
 		return;
 	e->req = NULL;
+	if (http_gate_took(req)) { /* the gate paces it (and logs the outage) */
+		e->next_at = now;
+		return;
+	}
 	unsigned char *tok = NULL;
 	size_t len = 0;
 	const char *why = NULL;
@@ -107,10 +116,13 @@ static void on_done(struct http_request *req, void *userdata)
 			e->warned = true;
 		}
 		free(tok);
-		e->next_at = now + RETRY_MS;
+		if (!e->retry.policy)
+			e->retry.policy = &tokensync_policy;
+		e->next_at = now + backoff_fail(&e->retry, now, 0);
 		return;
 	}
 	e->warned = false;
+	backoff_reset(&e->retry, now, NULL, NULL);
 	e->next_at = now + t->period_ms;
 	if (e->token && strcmp(e->token, (char *)tok) == 0) {
 		explicit_bzero(tok, len);
@@ -142,17 +154,19 @@ uint64_t tokensync_tick(struct tokensync *t, uint64_t now)
 		struct tokensync_entry *e = &t->entries[i];
 		if (e->req)
 			continue;
-		if (now >= e->next_at) {
+		if (now >= http_due(t->http, e->next_at)) {
 			char path[512];
 			snprintf(path, sizeof(path), "/api/v1/namespaces/kube-system/secrets/%s", e->secret);
 			int r = http_start(t->http, "GET", path, NULL, NULL, NULL, false, NULL, on_done, t, &e->req);
-			if (r < 0) {
+			if (r >= 0)
+				continue;
+			if (r != -EAGAIN) { /* -EAGAIN: the gate closed meanwhile */
 				e->next_at = now + RETRY_MS;
 				log_debug_errno(r, "token sync: cannot read Secret %s yet", e->secret);
-			} else
-				continue;
+			}
 		}
-		next = e->next_at < next ? e->next_at : next;
+		uint64_t due = http_due(t->http, e->next_at);
+		next = due < next ? due : next;
 	}
 	return next;
 }

@@ -5,14 +5,16 @@
  * pkg/nodeagent/controller/token/reconciler.go does the same uncached GET)
  * and hands the tokens to cloud-config-exec in desired.json, which writes
  * them (cloud-config-exec/tokens.c). A Secret without "token" or that cannot
- * be read is logged once and retried after a minute; the last token read
- * stays. Driven by tokensync_tick() from the event loop. */
+ * be read is logged once and retried with back-off (lib/base/backoff.h:
+ * 10 s doubling every minute up to 5 min, full jitter; what the API
+ * server's gate takes, when it opens); the last token read stays. Driven by tokensync_tick() from the event loop. */
 #ifndef NA_AGENT_TOKENSYNC_H
 #define NA_AGENT_TOKENSYNC_H
 
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "backoff.h"
 #include "desired.h"
 #include "gnaconfig.h"
 #include "http.h"
@@ -22,7 +24,8 @@ struct tokensync_entry {
 	char *path;
 	char *token;                /* the last token read, NULL before */
 	struct http_request *req;
-	uint64_t next_at;           /* monotonic ms */
+	uint64_t next_at;           /* monotonic ms; and not before the API server's gate (http_due()) */
+	struct backoff retry;       /* failed reads in a row (set up at the first) */
 	bool warned;
 };
 

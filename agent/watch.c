@@ -4,44 +4,44 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backoff.h"
 #include "cleanup.h"
 #include "log.h"
 #include "watch.h"
 
-#define BACKOFF_BASE_MS 500u
-#define BACKOFF_CAP_MS 30000u
-/* The wait while nothing serves: the connection is refused, or (behind a
- * load balancer such as haproxy in TCP mode, a cloud LB or Istio's SNI
- * gateway, which accept and then close while the API server restarts) it
- * is closed or reset before any HTTP answer, or the TLS handshake does not
- * finish within connectMs (http_nobody_serving()). None costs the API server
- * anything nor says anything about its load, so it is retried after a
- * uniformly random wait in [1, REFUSED_CAP_MS] ms and does not grow the
- * backoff: per watch at most one connection attempt per millisecond at
- * worst and two a second on average (N nodes, 2 watches each: about 4N a
- * second, spread evenly by the jitter rather than in waves). The agent is
- * then back within about a second of the API server serving again, behind
- * a balancer as directly, instead of up to BACKOFF_CAP_MS later. A server
- * that answers and fails (timeouts, 5xx, a stream cut after its headers)
- * gets the full backoff. */
-#define REFUSED_CAP_MS 1000u
+/* The watch's own failures, which the API server's gate (apigate.h) does
+ * not take (it takes nobody serving and a starting server's answers, and
+ * paces those for every duty at once): 5xx and 429 once the server serves,
+ * an invalid object or event, a stream cut or silent. 0.5 s doubling every
+ * second of the condition up to 30 s (as client-go's reflector, 0.8 s
+ * doubling per attempt: the cap within seconds), full jitter (lib/base/backoff.h), at
+ * least Retry-After. */
+static const struct backoff_policy watch_fail_policy = { .base_ms = 500, .double_ms = 1000, .cap_ms = 30000 };
+/* A re-read whose own watch expires again (410 after 410, no event in
+ * between): the same pace, by its own condition. */
+static const struct backoff_policy watch_expired_policy = { .base_ms = 500, .double_ms = 1000, .cap_ms = 30000 };
 /* A stream that ends this quickly without an event counts as a failure, so a
  * server answering "200, empty" cannot make us spin. */
 #define STREAM_MIN_MS 1000u
-#define REVIVED_MS 15000u
+/* A stream answered 200 that has lasted this long ends the watch's own
+ * condition; one cut sooner keeps it (a stream cut every second must not
+ * reconnect at the back-off's first pace forever). */
+#define STREAM_HEALTHY_MS 10000u
 /* How long one watch stream is asked to last (timeoutSeconds, plus 60 s
  * over our own end of it): client-go's reflectors use 5-10 min; ended
  * cleanly, the watch resumes from the last version seen (one request, no
  * GET). Shorter when resyncMs is. */
 #define STREAM_S 600u
 /* The retry of a watch that is refused (403, the GET works) grows up to
- * this, not up to resyncMs: changes then arrive by the GET before each try. */
+ * this, not up to resyncMs: changes then arrive by the GET before each try.
+ * 0.5 s doubling every minute. */
 #define DENIED_CAP_MS 300000u
+#define DENIED_DOUBLE_MS 60000u
 
-static uint64_t denied_cap_ms(const struct watch *w)
+static uint32_t denied_cap_ms(const struct watch *w)
 {
 	uint64_t r = w->http->cfg->resync_interval_ms;
-	return r < DENIED_CAP_MS ? r : DENIED_CAP_MS;
+	return r < DENIED_CAP_MS ? (uint32_t)r : DENIED_CAP_MS;
 }
 
 static const char *field(const struct watch *w)
@@ -59,41 +59,58 @@ static const char *id_field(const struct watch *w, char *buf, size_t len)
 	return buf;
 }
 
-/* Full jitter: uniformly in [1, min(cap, base*2^n)]. */
-static uint64_t jitter_delay(unsigned n)
+/* How a failure of the watch's own is logged when it starts a condition:
+ * as a warning, at info (routine once: a stream cut by a load balancer's
+ * idle timeout; a warning when the next try fails too), or not at all (the
+ * caller logged it). Later failures of the condition: debug. */
+enum own_log {
+	OWN_WARN,
+	OWN_ROUTINE,
+	OWN_QUIET,
+};
+
+/* A failure of the watch's own at now: the next try after its back-off
+ * (watch_fail_policy), logged as how says. */
+static void own_failure(struct watch *w, uint64_t now, long retry_after_s, enum own_log how,
+			const char *const *fields, const char *msg)
 {
-	return random_below(backoff_ceiling(BACKOFF_BASE_MS, BACKOFF_CAP_MS, n)) + 1;
+	bool first = !backoff_failing(&w->fail);
+	w->failing = true;
+	w->wake_at = now + backoff_fail(&w->fail, now, retry_after_s > 0 ? (uint64_t)retry_after_s * 1000u : 0);
+	int level = LOG_DEBUG;
+	if (!w->fail_logged && how == OWN_WARN)
+		level = LOG_WARNING;
+	else if (!w->fail_logged && how == OWN_ROUTINE)
+		level = first ? LOG_INFO : LOG_WARNING;
+	if (level == LOG_WARNING)
+		w->fail_logged = true;
+	log_full(level, 0, __FILE__, __LINE__, fields, "%s; %s", msg,
+		 level == LOG_WARNING ? "retrying with back-off (logged again once it works)" : "reconnecting");
 }
 
-/* Exponential backoff with full jitter over the failures in a row, never
- * sooner than Retry-After. */
-static void backoff(struct watch *w, uint64_t now, long retry_after_s)
+/* The watch works (an object read, a valid event, a stream ended in
+ * order): its own condition ends, logged if its start was. */
+static void own_success(struct watch *w, uint64_t now)
 {
-	uint64_t delay = jitter_delay(w->failures);
-	if (retry_after_s > 0 && (uint64_t)retry_after_s * 1000u > delay)
-		delay = (uint64_t)retry_after_s * 1000u;
-	w->wake_at = now + delay;
-	if (w->failures < UINT32_MAX)
-		w->failures++;
+	uint64_t lasted, attempts;
+	if (backoff_reset(&w->fail, now, &lasted, &attempts) && w->fail_logged) {
+		char idf[320], took[32];
+		backoff_duration_text(lasted, took, sizeof(took));
+		log_fields(LOG_NOTICE, LOG_FIELDS(id_field(w, idf, sizeof(idf))),
+			   "%s %s is read and watched again after %s (%llu failed attempt(s))", w->what, w->name, took,
+			   (unsigned long long)attempts);
+	}
+	w->fail_logged = false;
+	w->failing = false;
 }
 
-/* backoff() after a failed request; see REFUSED_CAP_MS. The first answer
- * after nobody served opens REVIVED_MS in which a 403 is retried as fast: a
- * restarting kube-apiserver answers 403 ("RBAC: clusterrole ... not found")
- * for a few seconds until its RBAC is loaded. */
-static void backoff_req(struct watch *w, uint64_t now, const struct http_request *req)
+/* The gate took the failure (http_gate_took()): try again as soon as it
+ * lets any request through, in state next. */
+static void gate_wait(struct watch *w, uint64_t now, enum watch_state next)
 {
-	bool nobody = http_nobody_serving(req);
-	if (!nobody && w->down) {
-		w->down = false;
-		w->revived_until = now + REVIVED_MS;
-	}
-	w->down = nobody;
-	if (nobody || (req->status == 403 && now < w->revived_until)) {
-		w->wake_at = now + random_below(REFUSED_CAP_MS) + 1;
-		return;
-	}
-	backoff(w, now, req->retry_after);
+	w->state = next;
+	w->wake_at = now;
+	w->failing = true;
 }
 
 static bool rv_is_safe(const char *rv)
@@ -149,7 +166,7 @@ static void set_denied(struct watch *w, unsigned verb, bool denied)
 		return;
 	w->denied = denied ? w->denied | verb : w->denied & ~verb;
 	if (verb == WATCH_DENIED_WATCH && !denied)
-		w->denials = 0;
+		backoff_reset(&w->denied_backoff, 0, NULL, NULL);
 	id_field(w, idf, sizeof(idf));
 	rbac_object(w, obj, sizeof(obj));
 	if (!denied) {
@@ -162,7 +179,7 @@ static void set_denied(struct watch *w, unsigned verb, bool denied)
 			   "(backing off to every %u s)", obj, (unsigned)(denied_cap_ms(w) / 1000u));
 	else
 		log_fields(LOG_ERR, LOG_FIELDS(idf, "HTTP_STATUS=403"),
-			   "no get permission on %s: the %s cannot be read at all (retrying with backoff)", obj,
+			   "no get permission on %s: the %s cannot be read at all (retrying with back-off)", obj,
 			   w->what);
 }
 
@@ -172,8 +189,7 @@ static void got_missing(struct watch *w, uint64_t now, const struct http_request
 			const char *idf, const char *status, const char *url)
 {
 	w->synced = true;
-	w->failures = 0;
-	w->down = false;
+	own_success(w, now);
 	log_fields(LOG_NOTICE, LOG_FIELDS(idf, status, url), "%s %s: %s does not exist (yet); watching for it",
 		   listing ? "list" : "GET", req->path, w->what);
 	w->ops->on_missing(w, w->userdata);
@@ -212,9 +228,15 @@ static void on_get_done(struct http_request *req, void *userdata)
 		if (r < 0) {
 			snprintf(why, sizeof(why), "%s %s: invalid %s: %s: %s", listing ? "list" : "GET", req->path,
 				 w->what, err ? err : "?", strerror(-r));
-			log_fields(LOG_WARNING, LOG_FIELDS(idf, status, url), "%s", why);
 			report_error(w, why);
-			goto fail;
+			if (w->oneshot) {
+				log_fields(LOG_WARNING, LOG_FIELDS(idf, status, url), "%s", why);
+				w->state = WATCH_FAILED;
+				return;
+			}
+			w->state = WATCH_NEED_GET;
+			own_failure(w, now, 0, OWN_WARN, LOG_FIELDS(idf, status, url), why);
+			return;
 		}
 		/* The watch after the GET does not start from the object's own
 		 * resourceVersion: an object unchanged since the API server
@@ -227,21 +249,15 @@ static void on_get_done(struct http_request *req, void *userdata)
 		 * Role does not grant.) */
 		const char *rv = w->kind == KUBE_KIND_SECRET ? s.resource_version : n.resource_version;
 		/* Only the verb watch is missing (the GET works): changes arrive
-		 * by this GET, and the watch is tried again after 0.5 s doubling
-		 * up to the resync interval (a restarting API server answers 403
-		 * for a few seconds until its RBAC is loaded; a Role without
-		 * watch costs a GET and a watch per resync after a few minutes).
-		 * After a 403 on the GET as well, the permissions changed: the
-		 * watch is tried at once. */
+		 * by this GET, and the watch is tried again after the refused
+		 * watch's back-off (0.5 s doubling every minute up to 5 min or
+		 * the resync interval, full jitter: a Role without watch costs
+		 * a GET and a watch every few minutes). After a 403 on the GET as
+		 * well, the permissions changed: the watch is tried at once. (A
+		 * restarting API server's 403s are the gate's, not a denial.) */
 		bool watch_later = (w->denied & ~WATCH_DENIED_LIST) == WATCH_DENIED_WATCH;
-		uint64_t watch_at = now + (uint64_t)BACKOFF_BASE_MS * (1ull << (w->denials < 20 ? w->denials : 20));
-		if (watch_at > now + denied_cap_ms(w))
-			watch_at = now + denied_cap_ms(w);
-		if (now < w->revived_until) /* the server starting: see backoff_req() */
-			watch_at = now + random_below(REFUSED_CAP_MS) + 1;
 		w->synced = true;
-		w->failures = 0;
-		w->down = false;
+		own_success(w, now);
 		set_denied(w, WATCH_DENIED_GET, false);
 		log_fields(LOG_DEBUG, LOG_FIELDS(idf, status, url), "GET %s: object at resourceVersion %s, watch from %s",
 			   req->path, rv ? rv : "?", w->rv[0] ? w->rv : "now");
@@ -250,7 +266,7 @@ static void on_get_done(struct http_request *req, void *userdata)
 		kube_secret_done(&s);
 		kube_node_done(&n);
 		w->state = w->oneshot ? WATCH_STOPPED : WATCH_NEED_WATCH;
-		w->wake_at = watch_later ? watch_at : now;
+		w->wake_at = watch_later && w->watch_not_before > now ? w->watch_not_before : now;
 		return;
 	}
 
@@ -262,7 +278,22 @@ static void on_get_done(struct http_request *req, void *userdata)
 		got_missing(w, now, req, listing, idf, status, url);
 		return;
 	}
-	if (listing && req->result == CURLE_OK && req->status == 403 && now >= w->revived_until) {
+	if (http_gate_took(req)) {
+		/* Nobody serving, or a starting server: the gate paces the
+		 * next try for every duty and logs the outage once. */
+		char msg[700];
+		snprintf(msg, sizeof(msg), "%s %s failed: %s", listing ? "list" : "GET", req->path, why);
+		report_error(w, msg);
+		if (w->oneshot) {
+			log_fields(LOG_WARNING, LOG_FIELDS(idf, status, url), "%s", msg);
+			w->state = WATCH_FAILED;
+			return;
+		}
+		log_fields(LOG_DEBUG, LOG_FIELDS(idf, status, url), "%s; waiting for the API server", msg);
+		gate_wait(w, now, WATCH_NEED_GET);
+		return;
+	}
+	if (listing && req->result == CURLE_OK && req->status == 403) {
 		/* RBAC without list on the own Node (a Role with get and
 		 * watch by resourceNames only): read it with a GET instead,
 		 * at once. Gardener's authorizer, which needs the list while
@@ -281,27 +312,25 @@ static void on_get_done(struct http_request *req, void *userdata)
 		w->wake_at = now;
 		return;
 	}
-	{
-		char msg[700];
-		bool forbidden = req->result == CURLE_OK && req->status == 403;
-		snprintf(msg, sizeof(msg), "%s %s failed: %s", listing ? "list" : "GET", req->path, why);
-		if (forbidden && !listing) {
-			set_denied(w, WATCH_DENIED_GET, true);
-			/* The GET is refused as well: the credential reads no
-			 * Node (a bootstrap token before the certificate), which
-			 * says nothing about list. The next try lists again. */
-			w->denied &= ~WATCH_DENIED_LIST;
-		}
-		log_fields(forbidden ? LOG_DEBUG : LOG_WARNING, LOG_FIELDS(idf, status, url), "%s", msg);
-		report_error(w, msg);
+	char msg[700];
+	bool forbidden = req->result == CURLE_OK && req->status == 403;
+	snprintf(msg, sizeof(msg), "%s %s failed: %s", listing ? "list" : "GET", req->path, why);
+	if (forbidden && !listing) {
+		set_denied(w, WATCH_DENIED_GET, true);
+		/* The GET is refused as well: the credential reads no
+		 * Node (a bootstrap token before the certificate), which
+		 * says nothing about list. The next try lists again. */
+		w->denied &= ~WATCH_DENIED_LIST;
 	}
-fail:
+	report_error(w, msg);
 	if (w->oneshot) {
+		log_fields(forbidden ? LOG_DEBUG : LOG_WARNING, LOG_FIELDS(idf, status, url), "%s", msg);
 		w->state = WATCH_FAILED;
 		return;
 	}
 	w->state = WATCH_NEED_GET;
-	backoff_req(w, now, req);
+	/* A refused GET is logged once by set_denied(). */
+	own_failure(w, now, req->retry_after, forbidden ? OWN_QUIET : OWN_WARN, LOG_FIELDS(idf, status, url), msg);
 }
 
 static int on_line(const char *line, size_t len, void *userdata)
@@ -313,19 +342,18 @@ static int on_line(const char *line, size_t len, void *userdata)
 
 	int r = kube_event_parse(line, len, w->kind, w->max_osc, &e, &err);
 	if (r < 0) {
-		log_fields(LOG_WARNING, LOG_FIELDS(id_field(w, idf, sizeof(idf))),
-			   "watch of %s %s: invalid event (%s: %s); reconnecting", w->what, w->name,
-			   err ? err : "?", strerror(-r));
+		/* Logged by on_watch_done(), once per condition. */
+		snprintf(w->stream_why, sizeof(w->stream_why), "watch of %s %s: invalid event (%s: %s)", w->what,
+			 w->name, err ? err : "?", strerror(-r));
 		w->stream_error = -EBADMSG;
 		return -EBADMSG;
 	}
 	/* A stream that delivers valid events is healthy again: the next
-	 * failure starts the backoff from the bottom, the next 410 re-reads
+	 * failure starts the back-off from the bottom, the next 410 re-reads
 	 * at once. */
 	if (e.type != KUBE_EVENT_ERROR) {
-		w->failures = 0;
-		w->down = false;
-		w->expiries = 0;
+		own_success(w, now_ms());
+		backoff_reset(&w->expired, 0, NULL, NULL);
 		set_denied(w, WATCH_DENIED_WATCH, false);
 	}
 	switch (e.type) {
@@ -336,9 +364,9 @@ static int on_line(const char *line, size_t len, void *userdata)
 				   w->rv, e.status.message ? e.status.message : "");
 			w->stream_error = -ESTALE;
 		} else {
-			log_fields(LOG_WARNING, LOG_FIELDS(id_field(w, idf, sizeof(idf))),
-				   "watch of %s %s: ERROR event %d %s: %s", w->what, w->name, e.status.code,
-				   e.status.reason ? e.status.reason : "", e.status.message ? e.status.message : "");
+			snprintf(w->stream_why, sizeof(w->stream_why), "watch of %s %s: ERROR event %d %s: %s", w->what,
+				 w->name, e.status.code, e.status.reason ? e.status.reason : "",
+				 e.status.message ? e.status.message : "");
 			w->stream_error = -EPROTO;
 		}
 		kube_event_done(&e);
@@ -393,24 +421,39 @@ static void on_watch_done(struct http_request *req, void *userdata)
 			w->ops->on_contact(w, w->userdata);
 		w->rv[0] = '\0';
 		w->state = WATCH_NEED_GET;
-		w->wake_at = w->expiries > 0 ? now + jitter_delay(w->expiries - 1) : now;
-		if (w->expiries < UINT32_MAX)
-			w->expiries++;
+		bool again = backoff_failing(&w->expired);
+		uint64_t wait = backoff_fail(&w->expired, now, 0);
+		w->wake_at = again ? now + wait : now;
+		return;
+	}
+	if (http_gate_took(req)) {
+		/* Nobody serving, or a starting server (its 403 too): the gate
+		 * paces the next try for every duty and logs the outage once.
+		 * Read again first: the stream may have missed changes. */
+		if (req->result == CURLE_OK && req->status == 200 && kube_splitter_pending(&req->splitter) > 0)
+			snprintf(why, sizeof(why), "stream ended inside an event");
+		else
+			http_describe_failure(req, why, sizeof(why));
+		char msg[700];
+		snprintf(msg, sizeof(msg), "watch %s failed: %s", req->path, why);
+		report_error(w, msg);
+		log_fields(LOG_DEBUG, LOG_FIELDS(idf, status, url), "%s; waiting for the API server", msg);
+		gate_wait(w, now, req->status == 403 || !w->rv[0] ? WATCH_NEED_GET : WATCH_NEED_WATCH);
 		return;
 	}
 	if (req->result == CURLE_OK && req->status == 403) {
-		/* RBAC without the verb watch: a GET (with backoff) tells
-		 * whether the object can be read at all; when it can, nothing
-		 * but the GET at every resync brings changes (on_get_done). */
+		/* RBAC without the verb watch: a GET tells whether the object
+		 * can be read at all; when it can, nothing but that GET before
+		 * each new try of the watch brings changes (on_get_done), the
+		 * tries backing off (DENIED_CAP_MS). */
 		http_describe_failure(req, why, sizeof(why));
 		set_denied(w, WATCH_DENIED_WATCH, true);
-		if (w->denials < UINT32_MAX)
-			w->denials++;
+		w->watch_not_before = now + backoff_fail(&w->denied_backoff, now, 0);
 		log_fields(LOG_DEBUG, LOG_FIELDS(idf, status, url), "watch %s failed: %s", req->path, why);
 		if (w->ops->on_contact)
 			w->ops->on_contact(w, w->userdata);
 		w->state = WATCH_NEED_GET;
-		backoff_req(w, now, req);
+		w->wake_at = now;
 		return;
 	}
 	if (w->stream_error == 0 && req->result == CURLE_OK && req->status == 200 &&
@@ -419,16 +462,15 @@ static void on_watch_done(struct http_request *req, void *userdata)
 			w->ops->on_contact(w, w->userdata);
 		set_denied(w, WATCH_DENIED_WATCH, false);
 		if (!w->got_event && now - w->stream_started_ms < STREAM_MIN_MS) {
-			log_fields(LOG_WARNING, LOG_FIELDS(idf, status, url), "watch of %s %s ended at once; backing off",
-				   w->what, w->name);
+			char msg[400];
+			snprintf(msg, sizeof(msg), "watch of %s %s ended at once", w->what, w->name);
 			w->state = WATCH_NEED_WATCH;
-			backoff(w, now, 0);
+			own_failure(w, now, 0, OWN_WARN, LOG_FIELDS(idf, status, url), msg);
 			return;
 		}
 		log_fields(LOG_DEBUG, LOG_FIELDS(idf, status, url), "watch of %s %s ended; resuming from %s", w->what,
 			   w->name, w->rv[0] ? w->rv : "now");
-		w->failures = 0;
-		w->down = false;
+		own_success(w, now);
 		w->state = WATCH_NEED_WATCH;
 		w->wake_at = now;
 		return;
@@ -439,21 +481,22 @@ static void on_watch_done(struct http_request *req, void *userdata)
 		/* The stream cannot be trusted: start over from a GET. */
 		w->rv[0] = '\0';
 		w->state = WATCH_NEED_GET;
-		backoff(w, now, 0);
+		own_failure(w, now, 0, OWN_WARN, LOG_FIELDS(idf, status, url), w->stream_why[0] ? w->stream_why : why);
 		return;
 	}
+	/* Cut after the server answered (a load balancer's idle timeout, a
+	 * server going away mid-stream): routine once; or the server's own
+	 * error (5xx, 429 once it serves). */
+	bool cut = req->result != CURLE_OK || req->status == 200;
 	if (req->result == CURLE_OK && req->status == 200 && kube_splitter_pending(&req->splitter) > 0)
 		snprintf(why, sizeof(why), "stream ended inside an event");
 	else
 		http_describe_failure(req, why, sizeof(why));
 	char msg[700];
 	snprintf(msg, sizeof(msg), "watch %s failed: %s", req->path, why);
-	/* Nobody serving: logged once per outage, not per fast retry. */
-	log_fields(w->down && http_nobody_serving(req) ? LOG_DEBUG : LOG_WARNING, LOG_FIELDS(idf, status, url),
-		   "%s; reconnecting", msg);
 	report_error(w, msg);
 	w->state = !w->rv[0] ? WATCH_NEED_GET : WATCH_NEED_WATCH;
-	backoff_req(w, now, req);
+	own_failure(w, now, req->retry_after, cut ? OWN_ROUTINE : OWN_WARN, LOG_FIELDS(idf, status, url), msg);
 }
 
 int watch_init(struct watch *w, struct http_client *http, enum kube_kind kind, const char *ns,
@@ -468,7 +511,12 @@ int watch_init(struct watch *w, struct http_client *http, enum kube_kind kind, c
 		.userdata = userdata,
 		.state = WATCH_NEED_GET,
 		.max_osc = http->cfg->response_max,
+		.denied_policy = { .base_ms = 500, .double_ms = DENIED_DOUBLE_MS },
 	};
+	w->denied_policy.cap_ms = denied_cap_ms(w);
+	backoff_init(&w->fail, &watch_fail_policy);
+	backoff_init(&w->expired, &watch_expired_policy);
+	backoff_init(&w->denied_backoff, &w->denied_policy);
 	w->name = strdup(name);
 	w->ns = ns ? strdup(ns) : NULL;
 	if (!w->name || (ns && !w->ns)) {
@@ -499,11 +547,12 @@ int watch_retarget(struct watch *w, const char *name)
 	w->name = n;
 	w->rv[0] = '\0';
 	w->synced = false;
-	w->failures = 0;
-	w->down = false;
-	w->expiries = 0;
+	backoff_reset(&w->fail, 0, NULL, NULL);
+	w->fail_logged = false;
+	backoff_reset(&w->expired, 0, NULL, NULL);
 	w->denied = 0; /* another object: its permissions are learnt anew */
-	w->denials = 0;
+	backoff_reset(&w->denied_backoff, 0, NULL, NULL);
+	w->watch_not_before = 0;
 	w->state = WATCH_NEED_GET;
 	w->wake_at = 0;
 	return 0;
@@ -539,18 +588,23 @@ static void start_get(struct watch *w, uint64_t now)
 	snprintf(query, sizeof(query), "fieldSelector=metadata.name%%3D%s", w->name);
 	int r = http_start(w->http, "GET", path, list ? query : NULL, NULL, NULL, false, NULL, on_get_done, w,
 			   &w->req);
+	if (r == -EAGAIN) { /* the gate: see http_due() */
+		w->state = WATCH_NEED_GET;
+		return;
+	}
 	if (r < 0) {
-		char msg[600];
+		char msg[600], idf[320];
 		snprintf(msg, sizeof(msg), "GET %s: cannot start: %s", path,
 			 r == -ENOKEY ? "no usable credential (token, client certificate, bootstrap token)"
 				      : strerror(-r));
-		log_warning("%s", msg);
 		report_error(w, msg);
 		if (w->oneshot) {
+			log_warning("%s", msg);
 			w->state = WATCH_FAILED;
 			return;
 		}
-		backoff(w, now, 0);
+		w->state = WATCH_NEED_GET;
+		own_failure(w, now, 0, OWN_WARN, LOG_FIELDS(id_field(w, idf, sizeof(idf))), msg);
 		return;
 	}
 	w->state = WATCH_GETTING;
@@ -569,17 +623,23 @@ static void start_watch(struct watch *w, uint64_t now)
 	int n = snprintf(query, sizeof(query),
 			 "watch=1&fieldSelector=metadata.name%%3D%s&allowWatchBookmarks=true%s%s&timeoutSeconds=%u",
 			 w->name, w->rv[0] ? "&resourceVersion=" : "", w->rv, timeout_s);
+	char idf[320], msg[600];
+	id_field(w, idf, sizeof(idf));
 	if (n < 0 || (size_t)n >= sizeof(query)) {
 		w->state = WATCH_NEED_GET;
-		backoff(w, now, 0);
+		snprintf(msg, sizeof(msg), "watch %s: the query does not fit", path);
+		own_failure(w, now, 0, OWN_WARN, LOG_FIELDS(idf), msg);
 		return;
 	}
 	w->stream_error = 0;
+	w->stream_why[0] = '\0';
 	w->got_event = false;
 	int r = http_start(w->http, "GET", path, query, NULL, NULL, true, on_line, on_watch_done, w, &w->req);
+	if (r == -EAGAIN) /* the gate: see http_due() */
+		return;
 	if (r < 0) {
-		log_warning_errno(r, "watch %s: cannot start", path);
-		backoff(w, now, 0);
+		snprintf(msg, sizeof(msg), "watch %s: cannot start: %s", path, strerror(-r));
+		own_failure(w, now, 0, OWN_WARN, LOG_FIELDS(idf), msg);
 		return;
 	}
 	w->stream_started_ms = now;
@@ -592,31 +652,37 @@ uint64_t watch_tick(struct watch *w, uint64_t now)
 	const struct config *cfg = w->http->cfg;
 	switch (w->state) {
 	case WATCH_NEED_GET:
-		if (now >= w->wake_at)
+		if (now >= http_due(w->http, w->wake_at))
 			start_get(w, now);
 		break;
 	case WATCH_NEED_WATCH:
-		if (now >= w->wake_at)
+		if (now >= http_due(w->http, w->wake_at))
 			start_watch(w, now);
 		break;
 	case WATCH_WATCHING:
 		if (now >= w->resync_at) {
 			log_debug("%s %s: periodic resync", w->what, w->name);
 			watch_resync(w);
-			start_get(w, now);
+			if (now >= http_due(w->http, w->wake_at))
+				start_get(w, now);
 			break;
 		}
 		if (w->req && now - w->req->last_activity_ms >= cfg->watch_idle_timeout_ms) {
-			char idf[320];
-			log_fields(LOG_WARNING, LOG_FIELDS(id_field(w, idf, sizeof(idf))),
-				   "watch of %s %s silent for %u ms (not even a bookmark); reconnecting", w->what,
-				   w->name, cfg->watch_idle_timeout_ms);
+			char idf[320], msg[400];
+			snprintf(msg, sizeof(msg), "watch of %s %s silent for %u ms (not even a bookmark)", w->what,
+				 w->name, cfg->watch_idle_timeout_ms);
 			report_error(w, "watch silent past timeouts.watchIdleMs");
 			http_cancel(w->req);
 			w->req = NULL;
 			w->state = w->rv[0] ? WATCH_NEED_WATCH : WATCH_NEED_GET;
-			backoff(w, now, 0);
+			own_failure(w, now, 0, OWN_ROUTINE, LOG_FIELDS(id_field(w, idf, sizeof(idf))), msg);
+			break;
 		}
+		/* A stream that has served a while ends the watch's own
+		 * condition (a quiet object sends no event to say so). */
+		if (backoff_failing(&w->fail) && w->req && w->req->answered && w->req->status == 200 &&
+		    now - w->stream_started_ms >= STREAM_HEALTHY_MS)
+			own_success(w, now);
 		break;
 	default:
 		break;
@@ -625,10 +691,14 @@ uint64_t watch_tick(struct watch *w, uint64_t now)
 	switch (w->state) {
 	case WATCH_NEED_GET:
 	case WATCH_NEED_WATCH:
-		return w->wake_at;
+		return http_due(w->http, w->wake_at);
 	case WATCH_WATCHING: {
 		uint64_t idle = w->req ? w->req->last_activity_ms + cfg->watch_idle_timeout_ms : UINT64_MAX;
-		return idle < w->resync_at ? idle : w->resync_at;
+		uint64_t next = idle < w->resync_at ? idle : w->resync_at;
+		if (backoff_failing(&w->fail) && w->req && w->req->answered &&
+		    w->stream_started_ms + STREAM_HEALTHY_MS < next)
+			next = w->stream_started_ms + STREAM_HEALTHY_MS;
+		return next;
 	}
 	default:
 		return UINT64_MAX;

@@ -10,22 +10,26 @@
  * read's version, which a restarted API server answers with 410. Re-read at once after 410 Gone
  * (backing off only when the re-read's watch expires again), and at every
  * resync interval; a 403 on the watch logs the missing verb once and leaves
- * updates to a GET before each new try of the watch (0.5 s doubling up to
- * the resync interval); reconnected with exponential backoff and full jitter
- * (429 Retry-After honoured) after a failure, and dropped when it stays
- * silent (not even a bookmark) for timeouts.watchIdleMs.
+ * updates to a GET before each new try of the watch (0.5 s doubling every
+ * minute up to 5 min or the resync interval); what the API server's gate
+ * takes (nobody serving, a starting server: apigate.h) waits for it, the
+ * watch's own failures back off (lib/base/backoff.h: 0.5 s doubling every
+ * second up to 30 s, full jitter, 429 Retry-After honoured), and a stream
+ * silent (not even a bookmark) for timeouts.watchIdleMs is dropped.
  *
  * The owner calls watch_tick() from its loop; it starts requests when due
  * and returns the next deadline. Objects are handed to the on_object
  * callback from inside the transfer, so the callback must only record state:
- * libcurl forbids starting requests from its callbacks. Logs each decision
- * (reconnect, 410, backoff) at info/notice/warning with SECRET= or NODE=. */
+ * libcurl forbids starting requests from its callbacks. Logs with SECRET=
+ * or NODE= a condition of its own when it starts and when it ends (a single
+ * cut stream at info), 410 at info, each retry at debug only. */
 #ifndef NA_AGENT_WATCH_H
 #define NA_AGENT_WATCH_H
 
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "backoff.h"
 #include "http.h"
 #include "kube.h"
 
@@ -75,14 +79,17 @@ struct watch {
 	bool list_denied_logged;    /* the fallback to GET was logged (once) */
 	bool got_event;             /* the current stream delivered an event */
 	int stream_error;           /* set by the line callback */
-	unsigned failures;          /* failed requests in a row */
-	unsigned expiries;          /* 410s in a row without an event in between */
+	char stream_why[400];       /* ... and why, for the log */
+	struct backoff fail;        /* the watch's own failures (the gate's wait elsewhere) */
+	bool fail_logged;           /* their condition's start was logged */
+	bool failing;               /* the last request failed (own or the gate's), none worked since */
+	struct backoff expired;     /* 410s in a row without an event in between */
 	unsigned denied;            /* WATCH_DENIED_*: verbs answered 403 (logged once) */
-	unsigned denials;           /* watches answered 403 in a row */
+	struct backoff_policy denied_policy;
+	struct backoff denied_backoff; /* watches answered 403 in a row */
+	uint64_t watch_not_before;  /* a refused watch's next try */
 	uint64_t wake_at;
 	uint64_t resync_at;
-	bool down;                  /* the last failure met nobody serving (logged once) */
-	uint64_t revived_until;     /* monotonic ms: a 403 until then is the server starting */
 	uint64_t stream_started_ms;
 	size_t max_osc;
 	const struct watch_ops *ops;

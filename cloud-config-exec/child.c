@@ -44,14 +44,18 @@ static int buf_append(void *userdata, const void *data, size_t len)
 	return 0;
 }
 
-int child_run(const char *path, char *const argv[], char *const envp[], unsigned timeout_ms, size_t out_max,
-	      char **ret_out, size_t *ret_len, int *ret_status)
+static int run(const char *path, char *const argv[], char *const envp[], unsigned idle_ms, unsigned total_ms,
+	       bool merge_stderr, int (*sink)(void *userdata, const void *data, size_t len), void *userdata,
+	       int *ret_status);
+
+static int run_buffered(const char *path, char *const argv[], char *const envp[], unsigned timeout_ms, size_t out_max,
+			bool merge_stderr, char **ret_out, size_t *ret_len, int *ret_status)
 {
 	_cleanup_free_ char *buf = malloc(out_max + 1);
 	if (!buf)
 		return -ENOMEM;
 	struct buf_sink b = { .buf = buf, .max = out_max };
-	int r = child_run_sink(path, argv, envp, timeout_ms, buf_append, &b, ret_status);
+	int r = run(path, argv, envp, timeout_ms, timeout_ms, merge_stderr, buf_append, &b, ret_status);
 	if (r < 0)
 		return r;
 	buf[b.len] = '\0';
@@ -62,6 +66,18 @@ int child_run(const char *path, char *const argv[], char *const envp[], unsigned
 	return 0;
 }
 
+int child_run(const char *path, char *const argv[], char *const envp[], unsigned timeout_ms, size_t out_max,
+	      char **ret_out, size_t *ret_len, int *ret_status)
+{
+	return run_buffered(path, argv, envp, timeout_ms, out_max, false, ret_out, ret_len, ret_status);
+}
+
+int child_run_merged(const char *path, char *const argv[], char *const envp[], unsigned timeout_ms, size_t out_max,
+		     char **ret_out, size_t *ret_len, int *ret_status)
+{
+	return run_buffered(path, argv, envp, timeout_ms, out_max, true, ret_out, ret_len, ret_status);
+}
+
 int child_run_sink(const char *path, char *const argv[], char *const envp[], unsigned timeout_ms,
 		   int (*sink)(void *userdata, const void *data, size_t len), void *userdata, int *ret_status)
 {
@@ -70,6 +86,13 @@ int child_run_sink(const char *path, char *const argv[], char *const envp[], uns
 
 int child_run_stream(const char *path, char *const argv[], char *const envp[], unsigned idle_ms, unsigned total_ms,
 		     int (*sink)(void *userdata, const void *data, size_t len), void *userdata, int *ret_status)
+{
+	return run(path, argv, envp, idle_ms, total_ms, false, sink, userdata, ret_status);
+}
+
+static int run(const char *path, char *const argv[], char *const envp[], unsigned idle_ms, unsigned total_ms,
+	       bool merge_stderr, int (*sink)(void *userdata, const void *data, size_t len), void *userdata,
+	       int *ret_status)
 {
 	int p[2];
 	if (pipe2(p, O_CLOEXEC) < 0)
@@ -84,7 +107,8 @@ int child_run_stream(const char *path, char *const argv[], char *const envp[], u
 	}
 	if (pid == 0) {
 		int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
-		if (devnull < 0 || dup2(devnull, STDIN_FILENO) < 0 || dup2(wfd, STDOUT_FILENO) < 0)
+		if (devnull < 0 || dup2(devnull, STDIN_FILENO) < 0 || dup2(wfd, STDOUT_FILENO) < 0 ||
+		    (merge_stderr && dup2(wfd, STDERR_FILENO) < 0))
 			_exit(127);
 		syscall(SYS_close_range, 3U, ~0U, 0U);
 		execve(path, argv, envp);

@@ -18,6 +18,11 @@
 int child_run(const char *path, char *const argv[], char *const envp[], unsigned timeout_ms, size_t out_max,
 	      char **ret_out, size_t *ret_len, int *ret_status);
 
+/* As child_run(), with the child's stderr into the same buffer as its
+ * stdout (a child whose message belongs in a verdict, not in the journal). */
+int child_run_merged(const char *path, char *const argv[], char *const envp[], unsigned timeout_ms, size_t out_max,
+		     char **ret_out, size_t *ret_len, int *ret_status);
+
 /* As child_run(), but what the child writes to stdout goes to sink as it
  * comes, in pieces of at most 64 KiB (memory bounded whatever it writes); a
  * sink error kills the child and is returned. */

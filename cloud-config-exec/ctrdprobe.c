@@ -18,6 +18,21 @@
 static char e_path[] = "PATH=/usr/sbin:/usr/bin:/sbin:/bin", e_lang[] = "LANG=C", e_lc[] = "LC_ALL=C";
 static char *const child_env[] = { e_path, e_lang, e_lc, NULL };
 
+/* The last line ctr wrote (its error: stderr is merged into what is
+ * captured), control bytes replaced, into buf. */
+static void last_line(const char *out, size_t len, char *buf, size_t size)
+{
+	while (len > 0 && (out[len - 1] == '\n' || out[len - 1] == '\r' || out[len - 1] == ' '))
+		len--;
+	size_t start = len;
+	while (start > 0 && out[start - 1] != '\n')
+		start--;
+	size_t n = 0;
+	for (size_t i = start; i < len && n + 1 < size; i++)
+		buf[n++] = (unsigned char)out[i] < 0x20 || out[i] == 0x7f ? '?' : out[i];
+	buf[n] = '\0';
+}
+
 /* One probe: h->healthy with the server version, or why not. */
 static void probe(const char *address, struct ctrdhealth *h)
 {
@@ -27,18 +42,27 @@ static void probe(const char *address, struct ctrdhealth *h)
 	_cleanup_free_ char *out = NULL;
 	size_t len = 0;
 	int status = 0;
-	int r = child_run(IMAGES_CTR, argv, child_env, CTRDPROBE_TIMEOUT_MS, 4096, &out, &len, &status);
+	int r = child_run_merged(IMAGES_CTR, argv, child_env, CTRDPROBE_TIMEOUT_MS, 4096, &out, &len, &status);
 	if (r == -ETIMEDOUT)
 		snprintf(h->error, sizeof(h->error), "no answer from containerd at %.64s within %u s (ctr version killed)",
 			 address, CTRDPROBE_TIMEOUT_MS / 1000u);
 	else if (r < 0)
 		snprintf(h->error, sizeof(h->error), "cannot run %s version: %s", IMAGES_CTR, strerror(-r));
-	else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-		/* ctr's own message (a refused connection, its deadline) is on
-		 * its stderr, which is ours: the journal. */
-		snprintf(h->error, sizeof(h->error), "ctr version at %.64s failed (%s %d; its message is in the journal)",
-			 address, WIFEXITED(status) ? "exit status" : "signal",
-			 WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
+	else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+		/* ctr's own message (a refused connection, its deadline) goes
+		 * into the verdict: logged when the verdict changes, not on
+		 * every run. */
+		char msg[CTRDHEALTH_ERROR_MAX + 1];
+		last_line(out ? out : "", out ? len : 0, msg, sizeof(msg));
+		int n = snprintf(h->error, sizeof(h->error), "ctr version at %.64s failed (%s %d)%s", address,
+				 WIFEXITED(status) ? "exit status" : "signal",
+				 WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status), msg[0] ? ": " : "");
+		/* As much of the message as fits. */
+		for (size_t i = 0; n >= 0 && (size_t)n + 1 < sizeof(h->error) && msg[i]; i++)
+			h->error[n++] = msg[i];
+		if (n >= 0 && (size_t)n < sizeof(h->error))
+			h->error[n] = '\0';
+	}
 	else if (ctrdhealth_server_version(out, h->server_version) < 0)
 		snprintf(h->error, sizeof(h->error), "ctr version at %.64s printed no server version", address);
 	else {
@@ -64,8 +88,10 @@ int ctrdprobe_run(int rootfd, const char *state_dir, const char *address)
 
 	struct ctrdhealth h = { .checked_at = time(NULL) };
 	probe(address, &h);
+	/* Only a change of the verdict is logged (the unit's LogLevelMax=notice
+	 * drops everything below, systemd's lines about each run too). */
 	if (h.healthy && (!have_last || !last.healthy))
-		log_info("containerd at %s is healthy (version %s)", address, h.server_version);
+		log_notice("containerd at %s is healthy (version %s)", address, h.server_version);
 	else if (!h.healthy && (!have_last || last.healthy))
 		log_warning("containerd is unhealthy: %s", h.error);
 	else

@@ -642,6 +642,20 @@ check "upgrade: the containerd probe's timer gave its first verdict" \
 # executor_idle: no executor run or probe under way (the path unit and the
 # timers may start one).
 executor_idle() { ! ctl is-active -q cloud-config-exec.service cloud-config-exec-containerd-probe.service; }
+# The probe runs every 30 s and logs only a change of its verdict (issue
+# 35): systemd's own three lines a run ("Starting", "Deactivated
+# successfully", "Finished": 8,640 a day) are below the unit's
+# LogLevelMax=notice. Three more runs with the same verdict: no new line.
+probe_lines() {
+	box journalctl --sync 2>/dev/null
+	box journalctl -q --no-pager -u cloud-config-exec-containerd-probe.service | wc -l
+}
+wait_for 60 executor_idle || fail "the probe's run did not end"
+n0=$(probe_lines)
+for i in 1 2 3; do ctl start cloud-config-exec-containerd-probe.service || fail "probe run $i"; done
+n1=$(probe_lines)
+check "containerd probe: three more runs with the same verdict add no journal line ($n0 -> $n1)" test "$n1" -eq "$n0"
+dump "the probe's journal" box journalctl -q --no-pager -u cloud-config-exec-containerd-probe.service
 # The maintainer scripts are idempotent: configuring the same version again
 # changes nothing and fails nowhere.
 wait_for 60 executor_idle || fail "the executor's run before the reinstall did not end"

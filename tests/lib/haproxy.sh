@@ -11,6 +11,14 @@
 #                                   sets HAPROXY_URL (https://127.0.0.1:PORT),
 #                                   HAPROXY_PID
 #   haproxy_stop                    stops it (by pid)
+#   haproxy_conns                   prints how many client connections its
+#                                   frontend accepted so far (stot of "show
+#                                   stat" on its stats socket, $HAPROXY_SOCK):
+#                                   every connection attempt of the agents
+#   haproxy_backend off|on          takes the backend out (and ends the
+#                                   sessions through it: an outage as the
+#                                   nodes see one, the API server itself
+#                                   serving on) or puts it back
 #
 # TLS passes through: the API server's certificate must name 127.0.0.1 (the
 # PKI of mkcerts.sh does), whatever the port.
@@ -24,9 +32,11 @@ haproxy_start() {
 	mkdir -p "$dir"
 	# retries 3 (redispatch off): a refused backend connection is tried
 	# again, then the client's connection is closed, as a cloud LB does.
+	HAPROXY_SOCK=$dir/haproxy.sock
 	cat >"$dir/haproxy.cfg" <<-EOF
 	global
-	    maxconn 4096
+	    maxconn ${HAPROXY_MAXCONN:-4096}
+	    stats socket $HAPROXY_SOCK mode 600 level admin
 	defaults
 	    mode tcp
 	    retries 3
@@ -53,6 +63,36 @@ haproxy_start() {
 	echo "haproxy did not start:" >&2
 	cat "$dir/haproxy.log" >&2
 	return 1
+}
+
+# haproxy_cmd COMMAND: one command on the stats socket; prints the answer.
+haproxy_cmd() {
+	python3 - "$HAPROXY_SOCK" "$1" <<-'PY'
+	import socket, sys
+	s = socket.socket(socket.AF_UNIX)
+	s.connect(sys.argv[1])
+	s.sendall(sys.argv[2].encode() + b"\n")
+	out = b""
+	while True:
+	    b = s.recv(65536)
+	    if not b:
+	        break
+	    out += b
+	sys.stdout.write(out.decode())
+	PY
+}
+
+haproxy_conns() {
+	# "show stat" CSV: pxname,svname,qcur,qmax,scur,smax,slim,stot,...
+	haproxy_cmd "show stat" | awk -F, '$1 == "api" && $2 == "FRONTEND" {print $8}'
+}
+
+haproxy_backend() {
+	case $1 in
+	off) haproxy_cmd "disable server api/api" >/dev/null && haproxy_cmd "shutdown sessions server api/api" >/dev/null ;;
+	on) haproxy_cmd "enable server api/api" >/dev/null ;;
+	*) return 2 ;;
+	esac
 }
 
 haproxy_stop() {

@@ -56,7 +56,8 @@ CONTROL (all JSON; times are the server's time.time()):
   GET  /pods                                   -> {"<ns>/<name>": nodeName} of every Pod
   GET  /annotations?key=KEY                    -> {"values": {node: value or null}} for every Node
   GET  /leases?namespace=NS                    -> {"items": [Leases]}
-  GET  /events?namespace=NS                    -> {"items": [Events]} (POSTed by agents)
+  GET  /events?namespace=NS                    -> {"items": [Events]} (POSTed, PATCHed by agents)
+  POST /event-delete {"namespace","name"}      -> the Event is gone (its TTL passed)
   POST /lease    {"namespace","name","spec": {...} merged in | "delete": bool}
   GET  /log[?since=T]   -> {"now", "requests": [{"t","end","method","path","status",
                             (method "TLS": a failed handshake; "CLOSED": a
@@ -478,7 +479,7 @@ RESOURCES = {"secrets": "Secret", "nodes": "Node"}
 CSR_RE = re.compile(r"^/apis/certificates\.k8s\.io/v1/certificatesigningrequests(?:/(?P<name>[^/]+))?$")
 NA_PREFIX = "gardener.cloud:node-agent:machine:"
 NA_GROUP = "gardener.cloud:node-agents"
-EVENTS_RE = re.compile(r"^/api/v1/namespaces/(?P<ns>[^/]+)/events$")
+EVENTS_RE = re.compile(r"^/api/v1/namespaces/(?P<ns>[^/]+)/events(?:/(?P<name>[^/]+))?$")
 LEASE_RE = re.compile(r"^/apis/coordination\.k8s\.io/v1/namespaces/(?P<ns>[^/]+)/leases(?:/(?P<name>[^/]+))?$")
 PATH_RE = re.compile(r"^/api/v1/(?:namespaces/(?P<ns>[^/]+)/)?(?P<res>secrets|nodes)(?:/(?P<name>[^/]+))?$")
 NODE_STATUS_RE = re.compile(r"^/api/v1/nodes/(?P<name>[^/]+)/status$")
@@ -688,20 +689,47 @@ class ApiHandler(http.server.BaseHTTPRequestHandler):
             self.csr(user, groups, m.group("name"), body)
             return
         me = EVENTS_RE.match(url.path)
-        if me and self.command == "POST":
-            # core/v1 Events (agent/events.c): stored as sent, name generated
+        if me and self.command == "POST" and not me.group("name"):
+            # core/v1 Events (agent/events.c): stored as sent; the name as
+            # given (409 when it exists), or generated from generateName
             try:
                 obj = json.loads(body.decode("utf-8"))
-                # as the API server's SimpleNameGenerator: the base cut
-                # to 58, then 5 random characters (63 at most)
-                name = obj["metadata"]["generateName"][:58] + "".join(
+                # the name as given; from generateName as the API server's
+                # SimpleNameGenerator: the base cut to 58, then 5 random
+                # characters (63 at most)
+                name = obj["metadata"].get("name") or obj["metadata"]["generateName"][:58] + "".join(
                     random.choice("bcdfghjklmnpqrstvwxz2456789") for _ in range(5))
-            except (UnicodeDecodeError, ValueError, KeyError, TypeError) as e:
+            except (UnicodeDecodeError, ValueError, KeyError, TypeError, AttributeError) as e:
                 self.send_json(400, status(400, "BadRequest", "error decoding body: %s" % e))
+                return
+            if st.store.get("Event", me.group("ns"), name) is not None:
+                self.send_json(409, status(409, "AlreadyExists", 'events "%s" already exists' % name))
                 return
             obj["metadata"]["name"] = name
             stored, _ = st.store.put("Event", me.group("ns"), name, obj)
             self.send_json(201, stored)
+            return
+        if me and self.command == "PATCH" and me.group("name"):
+            # A series' repeat (client-go's EventCorrelator): a strategic
+            # merge patch of top-level fields (count, lastTimestamp, message)
+            ns, name = me.group("ns"), me.group("name")
+            if self.headers.get("Content-Type") != "application/strategic-merge-patch+json":
+                self.send_json(415, status(415, "UnsupportedMediaType", "the body of the request was in an unknown format"))
+                return
+            old = st.store.get("Event", ns, name)
+            if old is None:
+                self.send_json(404, status(404, "NotFound", 'events "%s" not found' % name))
+                return
+            try:
+                patch = json.loads(body.decode("utf-8"))
+                if not isinstance(patch, dict) or "metadata" in patch:
+                    raise ValueError("not a patch of top-level fields")
+            except (UnicodeDecodeError, ValueError) as e:
+                self.send_json(400, status(400, "BadRequest", "error decoding patch: %s" % e))
+                return
+            old.update(patch)
+            stored, _ = st.store.put("Event", ns, name, old)
+            self.send_json(200, stored)
             return
         ml = LEASE_RE.match(url.path)
         if ml:
@@ -1735,6 +1763,10 @@ class ControlHandler(http.server.BaseHTTPRequestHandler):
             elif p == "/events":
                 items, _ = store.list("Event", q.get("namespace", "default"), None)
                 self.reply(200, {"items": items})
+            elif p == "/event-delete":
+                # {"namespace", "name"}: the API server's event TTL passed
+                o = store.delete("Event", req.get("namespace", "default"), req["name"])
+                self.reply(200 if o is not None else 404, {})
             elif p == "/leases":
                 items, _ = store.list("Lease", q.get("namespace", "kube-system"), None)
                 self.reply(200, {"items": items})

@@ -24,6 +24,7 @@
 #                               (token,user,uid,"group,...").
 #   rk_authz_denied USER        the webhook's "deny" lines for that user (none: exit 1)
 #   rk_stop_apiserver / rk_start_apiserver    (restart, e.g. after compaction)
+#   rk_kill_apiserver           SIGKILL: an outage from that instant, no drain
 #   rk_compact                  compacts etcd at its current revision
 #   rk METHOD PATH [JSON]       curl as the static admin (system:masters);
 #                               prints the body, sets RK_CODE to the status
@@ -201,6 +202,15 @@ rk_start_apiserver() {
 rk_stop_apiserver() {
 	[ -n "${RK_API_PID:-}" ] || return 0
 	kill "$RK_API_PID" 2>/dev/null
+	wait "$RK_API_PID" 2>/dev/null
+	RK_API_PID=
+}
+
+# An outage that starts at once: SIGKILL, no drain (SIGTERM keeps serving
+# the open watch streams for about 60 s while refusing new connections).
+rk_kill_apiserver() {
+	[ -n "${RK_API_PID:-}" ] || return 0
+	kill -KILL "$RK_API_PID" 2>/dev/null
 	wait "$RK_API_PID" 2>/dev/null
 	RK_API_PID=
 }

@@ -121,20 +121,26 @@ static void unit_events(void **state)
 	char *few[] = { a, b, NULL }, *many[] = { a, b, c, d, NULL }, *stopped[] = { x, NULL };
 	struct result res = { .restarted_units = few, .stopped_units = stopped };
 	events_units(&e, &res);
-	assert_int_equal(e.n, 3);
-	assert_string_equal(e.queue[0].reason, "SystemDUnitRestart");
-	assert_string_equal(e.queue[0].message, "processed restart of unit a.service");
-	assert_false(e.queue[0].warning);
-	assert_string_equal(e.queue[1].message, "processed restart of unit b.service");
-	assert_string_equal(e.queue[2].reason, "SystemDUnitStop");
-	assert_string_equal(e.queue[2].message, "processed stop of unit x.timer");
+	/* One series each (agent/events.h), in the order emitted. */
+	assert_true(e.series[2].used && !e.series[3].used);
+	assert_string_equal(e.series[0].reason, "SystemDUnitRestart");
+	assert_string_equal(e.series[0].message, "processed restart of unit a.service");
+	assert_false(e.series[0].warning);
+	assert_string_equal(e.series[1].message, "processed restart of unit b.service");
+	assert_string_equal(e.series[2].reason, "SystemDUnitStop");
+	assert_string_equal(e.series[2].message, "processed stop of unit x.timer");
 	res = (struct result){ .restarted_units = many };
 	events_units(&e, &res);
-	assert_int_equal(e.n, 4);
-	assert_string_equal(e.queue[3].message, "processed restart of 4 units: a.service, b.service, c.service, d.service");
+	assert_true(e.series[3].used && !e.series[4].used);
+	assert_string_equal(e.series[3].message, "processed restart of 4 units: a.service, b.service, c.service, d.service");
+	/* The same units again: the same series, its count 2. */
+	res = (struct result){ .restarted_units = few };
+	events_units(&e, &res);
+	assert_false(e.series[4].used);
+	assert_int_equal(e.series[0].count, 2);
 	res = (struct result){};
 	events_units(&e, &res);
-	assert_int_equal(e.n, 4);
+	assert_false(e.series[4].used);
 	events_done(&e);
 }
 

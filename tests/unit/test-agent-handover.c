@@ -151,23 +151,33 @@ static void invalid_is_not_written(void **state)
 	handover_done(&h);
 }
 
+static uint64_t longest(void *ctx, uint64_t n)
+{
+	(void)ctx;
+	return n ? n - 1 : 0;
+}
+
 static void failed_write_backs_off(void **state)
 {
 	struct scratch *s = *state;
 	struct handover h = {};
 	char why[256] = "";
 	struct desired d = doc(osc1);
+	/* The longest wait each draw allows: the ceiling, 1 s doubling
+	 * every 2 s of the condition up to 30 s. */
+	h.retry.random = longest;
 	static const uint64_t delays[] = { 1000, 2000, 4000, 8000, 16000, 30000, 30000 };
 	for (size_t i = 0; i < sizeof(delays) / sizeof(delays[0]); i++) {
-		assert_int_equal(handover_write(&h, -1, SD, &d, 100000, why, sizeof(why)), -EBADF);
-		assert_int_equal(h.failures, i + 1);
-		assert_int_equal(h.wake_at, 100000 + delays[i]);
+		uint64_t now = 100000 + 2000 * i;
+		assert_int_equal(handover_write(&h, -1, SD, &d, now, why, sizeof(why)), -EBADF);
+		assert_int_equal(h.retry.attempts, i + 1);
+		assert_int_equal(h.wake_at, now + delays[i]);
 	}
 	assert_string_equal(why, "cannot write " SD "/desired.json: Bad file descriptor");
 	assert_int_equal(h.generation, 0);
 	assert_null(h.osc);
 	assert_int_equal(handover_write(&h, s->fd, SD, &d, 200000, why, sizeof(why)), 1);
-	assert_int_equal(h.failures, 0);
+	assert_false(backoff_failing(&h.retry));
 	assert_int_equal(h.wake_at, 0);
 	assert_int_equal(h.generation, 1);
 	handover_done(&h);

@@ -80,7 +80,7 @@ static void follow_and_answers(void **state)
 	assert_int_equal(s.entries[a].len, 4);
 	assert_memory_equal(s.entries[b].data, "key", 3);
 	assert_null(s.entries[m].data);
-	assert_int_equal(s.entries[m].next_at, 1000 + SECRETREF_RETRY_MS);
+	assert_true(s.entries[m].next_at > 1000 && s.entries[m].next_at <= 1000 + SECRETREF_RETRY_MS);
 	assert_int_equal(s.entries[a].next_at, UINT64_MAX);
 
 	struct desired_secret_file *d = NULL;

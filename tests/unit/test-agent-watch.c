@@ -42,20 +42,24 @@ uint64_t now_ms(void)
 	return fake_now;
 }
 
-uint64_t random_below(uint64_t n)
+/* The API server's gate (apigate.h), as the test sets it. */
+static uint64_t fake_gate_at;
+
+uint64_t http_gate_at(const struct http_client *c)
 {
-	return n > 1 ? n / 2 : 0;
+	(void)c;
+	return fake_gate_at;
 }
 
-uint64_t backoff_ceiling(uint64_t base, uint64_t cap, unsigned n)
+uint64_t http_due(const struct http_client *c, uint64_t wake_at)
 {
-	uint64_t c = base << (n < 20 ? n : 20);
-	return c < cap ? c : cap;
+	(void)c;
+	return fake_gate_at > wake_at ? fake_gate_at : wake_at;
 }
 
-bool http_nobody_serving(const struct http_request *req)
+bool http_gate_took(const struct http_request *req)
 {
-	return req->status == 0;
+	return req->gate_took;
 }
 
 void http_describe_failure(const struct http_request *req, char *buf, size_t len)
@@ -106,6 +110,18 @@ static void answer(long status, const char *body)
 	fake.req.body = NULL;
 }
 
+/* Ends the request under way as the gate took it: no answer at all
+ * (status 0: nobody serving), or a starting server's status. */
+static void answer_gate(long status)
+{
+	assert_true(fake.active);
+	fake.active = false;
+	fake.req.result = status ? CURLE_OK : CURLE_COULDNT_CONNECT;
+	fake.req.status = status;
+	fake.req.gate_took = true;
+	fake.done(&fake.req, fake.userdata);
+}
+
 /* ---- the owner's callbacks ---------------------------------------------- */
 
 static struct {
@@ -143,6 +159,7 @@ static int setup(void **state)
 	free(fake.req.path);
 	memset(&fake, 0, sizeof(fake));
 	memset(&seen, 0, sizeof(seen));
+	fake_gate_at = 0;
 	cfg = (struct config){ .resync_interval_ms = 36000000, .watch_idle_timeout_ms = 120000,
 			       .response_max = 1 << 20 };
 	client = (struct http_client){ .cfg = &cfg };
@@ -169,6 +186,17 @@ static void expect_list(void)
 	assert_string_equal(fake.method, "GET");
 	assert_string_equal(fake.path, "/api/v1/nodes");
 	assert_string_equal(fake.query, "fieldSelector=metadata.name%3Dnode-1");
+	assert_false(fake.watch);
+}
+
+static const char secret_obj[] = "{\"kind\":\"Secret\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"osc\","
+				 "\"namespace\":\"kube-system\",\"resourceVersion\":\"77\"},\"data\":{}}";
+
+static void expect_secret_get(void)
+{
+	assert_string_equal(fake.method, "GET");
+	assert_string_equal(fake.path, "/api/v1/namespaces/kube-system/secrets/osc");
+	assert_string_equal(fake.query, "");
 	assert_false(fake.watch);
 }
 
@@ -253,7 +281,7 @@ static void list_refused_falls_back_to_get(void **state)
 	assert_int_equal(w.state, WATCH_NEED_GET);
 	assert_true(w.denied & WATCH_DENIED_LIST);
 	assert_int_equal(w.wake_at, fake_now);
-	assert_int_equal(w.failures, 0);
+	assert_false(backoff_failing(&w.fail));
 	watch_tick(&w, fake_now);
 	expect_get();
 	answer(200, node_obj);
@@ -335,6 +363,99 @@ static void secret_still_get(void **state)
 	watch_done(&w);
 }
 
+/* What the API server's gate takes (nobody serving, a starting server)
+ * is no failure of the watch's own: no back-off of its own, no denial; the
+ * next try waits for the gate (http_due()) and goes as soon as it opens. */
+static void gate_paces_the_retry(void **state)
+{
+	(void)state;
+	struct watch w;
+	assert_int_equal(watch_init(&w, &client, KUBE_KIND_SECRET, "kube-system", "osc", false, &ops, NULL), 0);
+	watch_tick(&w, fake_now);
+	expect_secret_get();
+	answer_gate(0);
+	assert_int_equal(w.state, WATCH_NEED_GET);
+	assert_int_equal(w.wake_at, fake_now);
+	assert_false(backoff_failing(&w.fail));
+	assert_true(w.failing);
+	/* The gate holds it: nothing starts, the deadline is the gate's. */
+	fake_gate_at = fake_now + 7000;
+	unsigned started = fake.started;
+	assert_int_equal(watch_tick(&w, fake_now), fake_now + 7000);
+	assert_int_equal(fake.started, started);
+	/* The gate opens (the probe of another duty got an answer): at once. */
+	fake_gate_at = 0;
+	fake_now += 100;
+	watch_tick(&w, fake_now);
+	expect_secret_get();
+	answer(200, secret_obj);
+	assert_false(w.failing);
+	watch_tick(&w, fake_now);
+	/* A starting server's 403 on the watch (the gate's, within its
+	 * revived window): no missing permission, read again at once. */
+	answer_gate(403);
+	assert_int_equal(w.state, WATCH_NEED_GET);
+	assert_int_equal(w.wake_at, fake_now);
+	assert_int_equal(w.denied, 0);
+	watch_done(&w);
+}
+
+/* The watch's own failures (a 500 once the server serves) back off with
+ * full jitter from 0.5 s, doubling every second of the condition's age
+ * (never sooner than Retry-After), and a read that works ends the
+ * condition. */
+static void own_failures_back_off(void **state)
+{
+	(void)state;
+	struct watch w;
+	assert_int_equal(watch_init(&w, &client, KUBE_KIND_SECRET, "kube-system", "osc", false, &ops, NULL), 0);
+	watch_tick(&w, fake_now);
+	answer(500, NULL);
+	assert_true(backoff_failing(&w.fail));
+	assert_true(w.wake_at > fake_now && w.wake_at <= fake_now + 500);
+	/* 4 s later the ceiling is 0.5 s * 2^4, 30 s later at the cap. */
+	fake_now += 4000;
+	watch_tick(&w, fake_now);
+	answer(500, NULL);
+	assert_int_equal(w.fail.attempts, 2);
+	assert_true(backoff_limit(&w.fail, fake_now) == 8000);
+	assert_true(backoff_limit(&w.fail, fake_now + 26000) == 30000);
+	/* Retry-After: 20 s. */
+	fake_now = w.wake_at;
+	watch_tick(&w, fake_now);
+	fake.req.retry_after = 20;
+	answer(429, NULL);
+	assert_true(w.wake_at >= fake_now + 20000);
+	fake_now = w.wake_at;
+	watch_tick(&w, fake_now);
+	answer(200, secret_obj);
+	assert_false(backoff_failing(&w.fail));
+	watch_done(&w);
+}
+
+/* A Role without watch (403 on the watch, not the gate's): the verb is
+ * denied, the object read with a GET at once, the next watch after the
+ * refused watch's back-off. */
+static void watch_denied_reads_then_waits(void **state)
+{
+	(void)state;
+	struct watch w;
+	assert_int_equal(watch_init(&w, &client, KUBE_KIND_SECRET, "kube-system", "osc", false, &ops, NULL), 0);
+	watch_tick(&w, fake_now);
+	answer(200, secret_obj);
+	watch_tick(&w, fake_now);
+	answer(403, NULL);
+	assert_true(w.denied & WATCH_DENIED_WATCH);
+	assert_int_equal(w.state, WATCH_NEED_GET);
+	assert_int_equal(w.wake_at, fake_now);
+	watch_tick(&w, fake_now);
+	expect_secret_get();
+	answer(200, secret_obj);
+	assert_int_equal(w.state, WATCH_NEED_WATCH);
+	assert_true(w.wake_at > fake_now && w.wake_at <= fake_now + 500);
+	watch_done(&w);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -344,6 +465,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(get_refused_too_lists_again, setup, teardown),
 		cmocka_unit_test_setup_teardown(list_invalid, setup, teardown),
 		cmocka_unit_test_setup_teardown(secret_still_get, setup, teardown),
+		cmocka_unit_test_setup_teardown(gate_paces_the_retry, setup, teardown),
+		cmocka_unit_test_setup_teardown(own_failures_back_off, setup, teardown),
+		cmocka_unit_test_setup_teardown(watch_denied_reads_then_waits, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
