@@ -30,10 +30,12 @@
  * 409 says it is ours) and a CSR that could not be read is read again, so a
  * restart of the API server leaves no CSR behind. A restarting
  * kube-apiserver answers the bootstrap token with 401 until its caches are
- * synced: a 401 is retried as fast as nobody serving is (REFUSED_CAP_MS)
- * for REFUSED_GRACE_MS, and only a token refused longer than that is taken
- * to be gone (one error), retried with the slow backoff and at once when
- * the token file changes. Every wait of the duty comes from backoff(). */
+ * synced: a 401 is retried within a second (REFUSED_CAP_MS) for
+ * REFUSED_GRACE_MS, and only a token refused longer than that is taken to
+ * be gone (one error), retried with the slow backoff and at once when the
+ * token file changes. Nobody serving waits for the API server's gate
+ * (agent/apigate.h) like every request. Every other wait of the duty comes
+ * from backoff(), on lib/base/backoff.h. */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -66,12 +68,13 @@
 #define BACKOFF_MIN_MS 30000u
 #define BACKOFF_MAX_MS 600000u
 /* The same step again after the API server answered with a failure (5xx,
- * 403, 429, a timeout): 1 s doubling to 30 s, never sooner than Retry-After. */
+ * 403, 429, a timeout): 1 s doubling every 2 s to 30 s, never sooner than
+ * Retry-After. */
 #define STEP_MIN_MS 1000u
 #define STEP_MAX_MS 30000u
-/* Nobody serving (agent/watch.c's REFUSED_CAP_MS), or a 401 for the
- * bootstrap token within REFUSED_GRACE_MS: uniformly in [1, 1000] ms, so
- * the CSR goes on within a second of the API server serving again. */
+/* A 401 for the bootstrap token within REFUSED_GRACE_MS: uniformly in
+ * [1, 1000] ms, so the CSR goes on within a second of the API server's
+ * caches being synced. */
 #define REFUSED_CAP_MS 1000u
 /* How long a run of 401s for the bootstrap token is taken for a restarting
  * API server: v1.20's bootstrap token authenticator reads Secrets through
@@ -252,7 +255,7 @@ static void drop_csr(struct creds *c)
 	c->pending_key = NULL;
 	c->deadline = 0;
 	c->watch_refused = false;
-	c->step_failures = 0;
+	backoff_reset(&c->step_retry, 0, NULL, NULL);
 }
 
 /* A reason the join cannot go on (creds_failure, for the console) of kind
@@ -280,6 +283,15 @@ enum retry {
 /* The duty's one retry schedule: every wait before a retry is set here
  * (next: CREDS_NEED_CREATE or CREDS_NEED_POLL, the step to do again;
  * RETRY_NEW always creates). */
+/* The retries' paces (lib/base/backoff.h, the one retry policy): a step
+ * the server answered with a failure 1 s doubling every 2 s up to 30 s, a
+ * new CSR or a token to wait for 30 s doubling every minute up to 10 min,
+ * full jitter. Nobody serving is the API server's gate's (agent/apigate.h):
+ * the step waits for http_due(), no back-off of its own. */
+static const struct backoff_policy step_policy = { .base_ms = STEP_MIN_MS, .double_ms = 2000, .cap_ms = STEP_MAX_MS };
+static const struct backoff_policy new_policy = { .base_ms = BACKOFF_MIN_MS, .double_ms = 60000,
+						  .cap_ms = BACKOFF_MAX_MS };
+
 static void backoff(struct creds *c, uint64_t now, enum retry kind, enum creds_state next, long retry_after_s)
 {
 	uint64_t d;
@@ -288,14 +300,12 @@ static void backoff(struct creds *c, uint64_t now, enum retry kind, enum creds_s
 		d = random_below(REFUSED_CAP_MS) + 1;
 		break;
 	case RETRY_STEP:
-		d = backoff_half_jitter(backoff_ceiling(STEP_MIN_MS, STEP_MAX_MS, c->step_failures++));
-		if (retry_after_s > 0 && (uint64_t)retry_after_s * 1000u > d)
-			d = (uint64_t)retry_after_s * 1000u;
+		d = backoff_fail(&c->step_retry, now, retry_after_s > 0 ? (uint64_t)retry_after_s * 1000u : 0);
 		break;
 	case RETRY_TOKEN:
 	case RETRY_NEW:
 	default:
-		d = backoff_half_jitter(backoff_ceiling(BACKOFF_MIN_MS, BACKOFF_MAX_MS, c->failures++));
+		d = backoff_fail(&c->retry, now, 0);
 		break;
 	}
 	if (kind == RETRY_NEW) {
@@ -395,12 +405,12 @@ static void no_credential(struct creds *c, const char *what, uint64_t now, enum 
 /* A step that worked ends a run of failures. */
 static void step_ok(struct creds *c, uint64_t now)
 {
-	if (c->step_logged || c->step_failures || c->refused_since)
+	if (c->step_logged || backoff_failing(&c->step_retry) || c->refused_since)
 		c->revived_until = now + REVIVED_MS;
 	if (c->step_logged)
 		log_notice("CSR %s: the API server answers again", c->csr_name);
 	c->step_logged = false;
-	c->step_failures = 0;
+	backoff_reset(&c->step_retry, now, NULL, NULL);
 }
 
 /* A failed answer (not a 401 to the bootstrap token): logged once per run
@@ -410,12 +420,20 @@ static void step_failed(struct creds *c, const struct http_request *req, const c
 {
 	char why[512];
 	http_describe_failure(req, why, sizeof(why));
+	if (http_gate_took(req)) {
+		/* Nobody serving, a starting server: the gate paces the
+		 * next try for every duty and logs the outage once. */
+		log_debug("CSR %s: %s failed: %s; waiting for the API server", c->csr_name, what, why);
+		c->state = step;
+		c->wake_at = now;
+		return;
+	}
 	if (!c->step_logged) {
 		c->step_logged = true;
 		log_warning("CSR %s: %s failed: %s; trying again", c->csr_name, what, why);
 	} else
 		log_debug("CSR %s: %s failed: %s", c->csr_name, what, why);
-	backoff(c, now, http_nobody_serving(req) ? RETRY_FAST : RETRY_STEP, step, req->retry_after);
+	backoff(c, now, RETRY_STEP, step, req->retry_after);
 }
 
 /* A node migrating from gardener-node-agent keeps its identity: the
@@ -461,6 +479,8 @@ int creds_init(struct creds *c, struct http_client *http, const struct config *c
 	       void (*on_cert)(void *userdata), void *userdata)
 {
 	*c = (struct creds){ .http = http, .cfg = cfg, .state_fd = state_fd, .on_cert = on_cert, .userdata = userdata };
+	backoff_init(&c->retry, &new_policy);
+	backoff_init(&c->step_retry, &step_policy);
 	if (!cfg->machine_name || cfg->token_file || cfg->client_cert_file)
 		return 0;
 	snprintf(c->pem_path, sizeof(c->pem_path), "/proc/self/fd/%d/" CREDS_FILE, state_fd);
@@ -537,6 +557,8 @@ static void start_create(struct creds *c, uint64_t now)
 		pending_save(c);
 	r = http_start(c->http, "POST", CSR_PATH, NULL, body, "application/json", false, NULL, on_created, c,
 		       &c->req);
+	if (r == -EAGAIN) /* the API server's gate closed meanwhile: creds_tick() waits for it */
+		return;
 	if (r == -ENOKEY) {
 		no_credential(c, "send it", now, CREDS_NEED_CREATE);
 		return;
@@ -650,7 +672,7 @@ static void handle_status(struct creds *c, struct csr_status *s, uint64_t now)
 			break;
 		}
 		drop_csr(c);
-		c->failures = 0;
+		backoff_reset(&c->retry, now, NULL, NULL);
 		c->state = CREDS_IDLE;
 		if (c->on_cert)
 			c->on_cert(c->userdata);
@@ -805,6 +827,8 @@ static void start_watch(struct creds *c, uint64_t now)
 		 c->csr_name, c->csr_rv[0] ? "&resourceVersion=" : "", c->csr_rv, secs);
 	int r = http_start(c->http, "GET", CSR_PATH, query, NULL, NULL, true, on_watch_line, on_watch_done, c,
 			   &c->req);
+	if (r == -EAGAIN) /* the API server's gate: start_poll() and creds_tick() wait for it */
+		return;
 	if (r == -ENOKEY) {
 		no_credential(c, "watch it", now, CREDS_NEED_POLL);
 		return;
@@ -832,12 +856,14 @@ static void start_poll(struct creds *c, uint64_t now)
 	}
 	if (!c->watch_refused) {
 		start_watch(c, now);
-		if (c->state == CREDS_WATCHING || c->token_waiting)
+		if (c->state == CREDS_WATCHING || c->token_waiting || http_due(c->http, now) > now)
 			return;
 	}
 	char path[sizeof(CSR_PATH) + 256];
 	snprintf(path, sizeof(path), "%s/%s", CSR_PATH, c->csr_name);
 	int r = http_start(c->http, "GET", path, NULL, NULL, NULL, false, NULL, on_polled, c, &c->req);
+	if (r == -EAGAIN) /* the API server's gate */
+		return;
 	if (r == -ENOKEY) {
 		no_credential(c, "read it", now, CREDS_NEED_POLL);
 		return;
@@ -911,7 +937,7 @@ uint64_t creds_tick(struct creds *c, uint64_t now)
 					   c->cfg->bootstrap_token_file ? c->cfg->bootstrap_token_file : "-");
 				c->token_seen = st;
 				c->wake_at = now;
-				c->failures = 0;
+				backoff_reset(&c->retry, now, NULL, NULL);
 				c->refused_since = 0;
 				c->auth_logged = false;
 				c->nokey_logged = false;
@@ -933,22 +959,23 @@ uint64_t creds_tick(struct creds *c, uint64_t now)
 		}
 		break;
 	case CREDS_NEED_CREATE:
-		if (now >= c->wake_at) {
+		/* Not before the API server's gate lets a request through. */
+		if (now >= http_due(c->http, c->wake_at)) {
 			start_create(c, now);
 			return c->state == CREDS_NEED_CREATE ? creds_tick(c, now) : UINT64_MAX;
 		}
-		if (next == UINT64_MAX)
-			next = c->wake_at;
+		if (next == UINT64_MAX || http_due(c->http, c->wake_at) < next)
+			next = http_due(c->http, c->wake_at);
 		break;
 	case CREDS_NEED_POLL:
-		if (now >= c->wake_at) {
+		if (now >= http_due(c->http, c->wake_at)) {
 			start_poll(c, now);
 			if (c->state == CREDS_WATCHING)
 				return c->watch_until;
 			return c->state == CREDS_POLLING ? UINT64_MAX : creds_tick(c, now);
 		}
-		if (next == UINT64_MAX)
-			next = c->wake_at;
+		if (next == UINT64_MAX || http_due(c->http, c->wake_at) < next)
+			next = http_due(c->http, c->wake_at);
 		break;
 	case CREDS_WATCHING:
 		if (now >= c->watch_until) {

@@ -35,6 +35,7 @@
 
 #include <openssl/evp.h>
 
+#include "backoff.h"
 #include "config.h"
 #include "csr.h"
 #include "http.h"
@@ -98,7 +99,7 @@ struct creds {
 	uint64_t token_check_at;    /* monotonic ms: look at the token file again */
 	bool nokey_logged;          /* "no credential" said for this condition */
 	bool step_logged;           /* a failed step was logged (once per run of failures) */
-	unsigned step_failures;     /* failed answers in a row to this step */
+	struct backoff step_retry;  /* failed answers in a row to this step */
 	uint64_t revived_until;     /* monotonic ms: the API server answers again after failures */
 	EVP_PKEY *pending_key;      /* the key of the CSR in flight */
 	bool pending_kept;          /* ... is in CREDS_PENDING_FILE */
@@ -115,7 +116,7 @@ struct creds {
 	struct http_request *req;
 	uint64_t wake_at;           /* monotonic ms */
 	uint64_t deadline;          /* monotonic ms: this CSR is given up (0: not created yet) */
-	unsigned failures;
+	struct backoff retry;       /* new CSRs, or a token waited for, in a row */
 	struct creds_failure failure;
 	void (*on_cert)(void *userdata); /* a new certificate is in use */
 	void *userdata;

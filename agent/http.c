@@ -33,18 +33,6 @@ uint64_t random_below(uint64_t n)
 	return backoff_random(NULL, n);
 }
 
-/* For agent/credentials.c only; see http.h. */
-uint64_t backoff_ceiling(uint64_t base, uint64_t cap, unsigned failures)
-{
-	uint64_t ceiling = base << (failures < 16 ? failures : 16);
-	return ceiling < cap ? ceiling : cap;
-}
-
-uint64_t backoff_half_jitter(uint64_t ceiling)
-{
-	return ceiling / 2 + random_below(ceiling - ceiling / 2) + 1;
-}
-
 int http_client_init(struct http_client *c, const struct config *cfg)
 {
 	*c = (struct http_client){ .cfg = cfg };

@@ -205,10 +205,5 @@ uint64_t now_ms(void);
  * a poll period): backoff_random(). */
 uint64_t random_below(uint64_t n);
 
-/* The old private back-off, kept ONLY for agent/credentials.c until it
- * uses lib/base/backoff.h like every other retry (then remove both, and
- * tests/unit/test-agent-backoff.c). Do not use them elsewhere. */
-uint64_t backoff_ceiling(uint64_t base, uint64_t cap, unsigned failures);
-uint64_t backoff_half_jitter(uint64_t ceiling);
 
 #endif
