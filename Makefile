@@ -2,7 +2,10 @@
 #
 #   make                      build the three programs into $(B)/
 #   make check                unit tests, then integration tests (root: real sshd, nspawn)
+#   make check-quick          the edit loop: unit tests and the fast integration tests (< 5 min)
 #   make check-sanitize       the same under ASan + UBSan
+#   make check-vm             the real node: a Debian 12 VM under qemu (080)
+#   make soak                 the campaigns (kills, faults, valgrind, restarts) long, fuzzing long
 #   make fuzz                 build the libFuzzer targets and run each for FUZZ_SECONDS
 #   make fuzz-coverage        the source coverage each target's seed corpus reaches
 #   make deb                  the Debian package in $(B)/deb/ (scripts/build-deb), lintian-checked
@@ -26,6 +29,8 @@ B             ?= build
 CC            ?= cc
 FUZZ_CC       ?= clang
 FUZZ_SECONDS  ?= 60
+# Integration tests run side by side (tests/run-integration).
+JOBS          ?= 1
 comma := ,
 
 ifeq ($(V),1)
@@ -131,7 +136,7 @@ TOOLS := $(patsubst tests/tools/%.c,$(B)/tools/%,$(TOOL_SRCS))
 # The LD_PRELOAD fault injector of the disk fault tests (tests/lib/faultfs.c).
 TOOLS += $(B)/tools/faultfs.so
 
-.PHONY: all check check-unit check-integration check-sanitize check-production check-untimed check-vm vm-fetch fuzz fuzz-build \
+.PHONY: all check check-unit check-integration check-sanitize check-ci check-quick check-vm vm-fetch soak fuzz fuzz-build \
         fuzz-replay fuzz-coverage lint bench install uninstall clean deb
 .DEFAULT_GOAL := all
 # Keep intermediate objects (unit-test .o files are built through a chain).
@@ -224,7 +229,7 @@ check-unit: $(TESTS)
 	$(Q)tests/run-unit $(TESTS)
 
 check-integration: $(PROGS) $(TESTS) $(TOOLS)
-	$(Q)B=$(abspath $(B)) tests/run-integration
+	$(Q)B=$(abspath $(B)) JOBS=$(JOBS) tests/run-integration
 
 # The sanitizer pass runs every unit test, and the integration tests that
 # drive our parsers and the agent with outside input (the snapshot and KRL
@@ -248,19 +253,33 @@ check-sanitize:
 	$(Q)$(MAKE) B=$(B)-sanitize SANITIZE=1 CC=clang \
 		PREFIXES="$(filter-out all,$(SANITIZE_INTEGRATION))" check-integration
 
-# CI (scripts/test-all) runs each integration test once: the ones above
-# under ASan/UBSan only (a second run on the production build exercised the
-# same code without the sanitizers' checks, 11 min of CI), the VM node test
-# in a stage of its own (check-vm) and, beside it, the tests that measure no
-# time (check-untimed: the SELinux policy's build and queries, the package's
-# build and lintian), every other one here, on the production build.
-# `make check` still runs them all on the production build.
-UNTIMED_INTEGRATION := 051- 053-
-check-production: check-unit
-	$(Q)$(MAKE) EXCLUDE="$(filter-out all,$(SANITIZE_INTEGRATION)) $(UNTIMED_INTEGRATION) 080-" check-integration
+# CI (scripts/test-all) runs each integration test once, side by side
+# (JOBS at once, tests/run-integration): the ones above from the sanitizer
+# build only (a second run on the production build exercised the same code
+# without the sanitizers' checks), every other one from the production
+# build; the VM node test in a stage of its own (check-vm). Both builds
+# must exist. `make check` still runs them all on the production build.
+check-ci:
+	$(Q)B=$(abspath $(B)) SANITIZE_B=$(abspath $(B))-sanitize \
+		SANITIZE_PREFIXES="$(filter-out all,$(SANITIZE_INTEGRATION))" EXCLUDE="080-" JOBS=$(JOBS) \
+		tests/run-integration
 
-check-untimed:
-	$(Q)$(MAKE) PREFIXES="$(UNTIMED_INTEGRATION)" check-integration
+# The edit loop: the unit tests and the integration tests that take seconds
+# (tests/integration/ORDER names the slow ones), side by side; under 5 min.
+QUICK_INTEGRATION := 010- 011- 012- 020- 021- 023- 024- 025- 026- 027- 028- 029- 031- 032- 033- 034- 035- \
+                     037- 039- 042- 050- 052- 057- 064- 067- 069- 076- 077- 079- 081-
+check-quick: check-unit
+	$(Q)$(MAKE) JOBS=3 PREFIXES="$(QUICK_INTEGRATION)" check-integration
+
+# The campaigns at their long size (TEST_SIZE=soak, tests/lib/common.sh
+# sized: CI runs the short one): kills of the executor and the agent,
+# valgrind, network faults, API server restarts; then every fuzz target for
+# SOAK_FUZZ_SECONDS. The last figures are in docs/testing.md ("make soak").
+SOAK_INTEGRATION := 022- 060- 062- 063- 072- 082-
+SOAK_FUZZ_SECONDS ?= 120
+soak: $(PROGS) $(TESTS) $(TOOLS)
+	$(Q)TEST_SIZE=soak $(MAKE) PREFIXES="$(SOAK_INTEGRATION)" check-integration
+	$(Q)$(MAKE) FUZZ_SECONDS=$(SOAK_FUZZ_SECONDS) fuzz
 
 # The real node (080, issue 23): a Debian 12 VM under qemu, 20-30 min under
 # TCG. VM_SCENARIOS picks scenarios (the test's header). A skip (no qemu,
@@ -340,7 +359,8 @@ bench: $(PROGS) $(TOOLS)
 include install.mk
 
 # The Debian package, built from a copy of the tree, then lintian (errors and
-# warnings fail): $(B)/deb/node-agent_*.deb, $(B)/deb/lintian.txt.
+# warnings fail): $(B)/deb/kube-node-agent_*.deb (and the transitional
+# node-agent_*_all.deb of the package's old name), $(B)/deb/lintian.txt.
 deb:
 	$(Q)scripts/build-deb $(B)/deb
 

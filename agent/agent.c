@@ -1192,9 +1192,14 @@ static uint64_t tick_duties(struct agent *a, uint64_t now)
 		a->mirrors.changed = false;
 		a->dirty = true;
 	}
-	next = min_u64(next, lease_tick(&a->lease, now));
+	/* Without a usable credential (the certificate expired, no token to
+	 * get another) the Lease and the Events send nothing: each request
+	 * would only be refused (401). They go on when a certificate comes. */
+	if (creds_usable(&a->creds)) {
+		next = min_u64(next, lease_tick(&a->lease, now));
+		next = min_u64(next, events_tick(&a->events, now));
+	}
 	next = min_u64(next, httpd_tick(&a->httpd, now));
-	next = min_u64(next, events_tick(&a->events, now));
 	next = min_u64(next, conditions_tick(&a->conditions, now));
 	next = min_u64(next, internalip_tick(&a->internalip, now));
 	next = min_u64(next, podsweep_tick(&a->sweep, now));

@@ -20,12 +20,26 @@
  * authorizeCertificateSigningRequest): when the watch is refused (403) or
  * fails in any way, that CSR is read with GET every 2 s as gardener-node-agent
  * does, logged once. A watch that the server ends cleanly is opened again
- * from the last version seen. */
+ * from the last version seen.
+ *
+ * A CSR is given up (a new key, a new CSR) only when it is known to be
+ * unusable: Denied, Failed, gone (404), its uid changed, not issued within
+ * csrMs, the issued certificate refused, or the API server refuses the
+ * request as invalid. Anything else retries the same step with the same key:
+ * a POST that got no answer is sent again (the name digests the key, so a
+ * 409 says it is ours) and a CSR that could not be read is read again, so a
+ * restart of the API server leaves no CSR behind. A restarting
+ * kube-apiserver answers the bootstrap token with 401 until its caches are
+ * synced: a 401 is retried as fast as nobody serving is (REFUSED_CAP_MS)
+ * for REFUSED_GRACE_MS, and only a token refused longer than that is taken
+ * to be gone (one error), retried with the slow backoff and at once when
+ * the token file changes. Every wait of the duty comes from backoff(). */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <openssl/crypto.h>
@@ -40,8 +54,37 @@
 
 #define CSR_PATH "/apis/certificates.k8s.io/v1/certificatesigningrequests"
 #define POLL_MS 2000u
+/* A CSR read with GET (the watch refused) is read every REVIVED_POLL_MS for
+ * REVIVED_MS after the API server answers again following failures: its
+ * approver and signer catch up then, and the certificate is in use within
+ * a second of it being issued rather than two. */
+#define REVIVED_MS 15000u
+#define REVIVED_POLL_MS 500u
+/* A new CSR, or a token that is refused for good: 30 s doubling to 10 min. */
 #define BACKOFF_MIN_MS 30000u
 #define BACKOFF_MAX_MS 600000u
+/* The same step again after the API server answered with a failure (5xx,
+ * 403, 429, a timeout): 1 s doubling to 30 s, never sooner than Retry-After. */
+#define STEP_MIN_MS 1000u
+#define STEP_MAX_MS 30000u
+/* Nobody serving (agent/watch.c's REFUSED_CAP_MS), or a 401 for the
+ * bootstrap token within REFUSED_GRACE_MS: uniformly in [1, 1000] ms, so
+ * the CSR goes on within a second of the API server serving again. */
+#define REFUSED_CAP_MS 1000u
+/* How long a run of 401s for the bootstrap token is taken for a restarting
+ * API server: v1.20's bootstrap token authenticator reads Secrets through
+ * an informer, whose cache is synced seconds after the server listens
+ * (tests/integration/083-agent-csr-restarts.sh). */
+#define REFUSED_GRACE_MS 60000u
+/* ... or a quarter of csrMs when that is shorter (tests give 4 s). */
+static uint64_t refused_grace_ms(const struct creds *c)
+{
+	uint64_t q = c->cfg->csr_timeout_ms / 4u;
+	return q < REFUSED_GRACE_MS ? q : REFUSED_GRACE_MS;
+}
+/* The bootstrap token file is looked at this often while it is refused or
+ * unreadable (a local stat, no request). */
+#define TOKEN_CHECK_MS 2000u
 #define CA_MAX (1u << 20)
 #define PEM_MAX (128u << 10)
 
@@ -98,46 +141,191 @@ static void use_cert(struct creds *c, const struct csr_cert_info *info)
 		log_error("out of memory setting the client certificate");
 }
 
+/* 0 when the bootstrap token file holds a token node-agent's user can read,
+ * else -errno (-ENOENT also when none is configured). */
+static int token_check(const struct creds *c)
+{
+	if (!c->cfg->bootstrap_token_file)
+		return -ENOENT;
+	return http_token_file_check(c->cfg->bootstrap_token_file);
+}
+
 static bool have_bootstrap_token(const struct creds *c)
 {
-	return c->cfg->bootstrap_token_file && access(c->cfg->bootstrap_token_file, R_OK) == 0;
+	return token_check(c) == 0;
 }
 
-static void backoff(struct creds *c, uint64_t now)
+/* What identifies the token file's content without reading it: a new token
+ * written in place or by rename changes it. */
+static void token_stamp(const struct creds *c, struct creds_token_stamp *ret)
 {
-	uint64_t d = backoff_half_jitter(backoff_ceiling(BACKOFF_MIN_MS, BACKOFF_MAX_MS, c->failures++));
+	struct stat st;
+	*ret = (struct creds_token_stamp){ 0 };
+	if (!c->cfg->bootstrap_token_file || stat(c->cfg->bootstrap_token_file, &st) < 0) {
+		ret->err = errno ? errno : ENOENT;
+		return;
+	}
+	*ret = (struct creds_token_stamp){ .dev = st.st_dev, .ino = st.st_ino, .size = st.st_size,
+					   .mtime_s = st.st_mtim.tv_sec, .mtime_ns = st.st_mtim.tv_nsec };
+}
+
+static bool stamp_eq(const struct creds_token_stamp *a, const struct creds_token_stamp *b)
+{
+	return a->err == b->err && a->dev == b->dev && a->ino == b->ino && a->size == b->size &&
+	       a->mtime_s == b->mtime_s && a->mtime_ns == b->mtime_ns;
+}
+
+static void drop_csr(struct creds *c)
+{
 	EVP_PKEY_free(c->pending_key);
 	c->pending_key = NULL;
-	c->state = CREDS_NEED_CREATE;
-	c->wake_at = now + d;
-	if (c->auth_logged)
-		log_debug("CSR: next attempt in %llu s", (unsigned long long)(d / 1000u));
-	else
-		log_notice("CSR: next attempt in %llu s", (unsigned long long)(d / 1000u));
+	c->deadline = 0;
+	c->watch_refused = false;
+	c->step_failures = 0;
 }
 
-/* A 401 on a CSR request: the credential it carried is not accepted. With
- * the bootstrap token (no certificate held) nothing the agent can do helps
- * until someone puts a new token or a valid certificate there: one error
- * saying so, then the CSR backoff (30 s doubling to 10 min, half jitter),
- * quietly, instead of a 401 every POLL_MS until csrMs ends. True when req
- * was such a 401 and has been handled. */
-static bool auth_refused(struct creds *c, const struct http_request *req, const char *what, uint64_t now)
+enum retry {
+	RETRY_FAST,  /* nobody served, or a 401 within REFUSED_GRACE_MS: the same step */
+	RETRY_STEP,  /* the server answered with a failure: the same step, backing off */
+	RETRY_TOKEN, /* no credential (the token refused for good, or unreadable): the same step, slowly */
+	RETRY_NEW,   /* the CSR cannot be used: a new key and a new CSR, backing off */
+};
+
+/* The duty's one retry schedule: every wait before a retry is set here
+ * (next: CREDS_NEED_CREATE or CREDS_NEED_POLL, the step to do again;
+ * RETRY_NEW always creates). */
+static void backoff(struct creds *c, uint64_t now, enum retry kind, enum creds_state next, long retry_after_s)
+{
+	uint64_t d;
+	switch (kind) {
+	case RETRY_FAST:
+		d = random_below(REFUSED_CAP_MS) + 1;
+		break;
+	case RETRY_STEP:
+		d = backoff_half_jitter(backoff_ceiling(STEP_MIN_MS, STEP_MAX_MS, c->step_failures++));
+		if (retry_after_s > 0 && (uint64_t)retry_after_s * 1000u > d)
+			d = (uint64_t)retry_after_s * 1000u;
+		break;
+	case RETRY_TOKEN:
+	case RETRY_NEW:
+	default:
+		d = backoff_half_jitter(backoff_ceiling(BACKOFF_MIN_MS, BACKOFF_MAX_MS, c->failures++));
+		break;
+	}
+	if (kind == RETRY_NEW) {
+		drop_csr(c);
+		next = CREDS_NEED_CREATE;
+	}
+	c->state = next;
+	c->wake_at = now + d;
+	if (kind == RETRY_NEW)
+		log_notice("CSR: next attempt in %llu s", (unsigned long long)(d / 1000u));
+	c->token_waiting = kind == RETRY_TOKEN;
+	if (c->token_waiting)
+		token_stamp(c, &c->token_seen);
+}
+
+/* An answer from the API server to the bootstrap token (or the
+ * certificate): the token is not refused (any more). */
+static void answered(struct creds *c)
+{
+	if (c->auth_logged)
+		log_notice("CSR %s: the bootstrap token is accepted again", c->csr_name);
+	c->auth_logged = false;
+	c->refused_logged = false;
+	c->refused_since = 0;
+	c->token_waiting = false;
+	c->nokey_logged = false;
+}
+
+/* A 401 on a CSR request with the bootstrap token (no certificate held).
+ * A restarting API server answers so until its caches are synced: the same
+ * step again within a second, for REFUSED_GRACE_MS (a new token file starts
+ * that again). Refused longer, the token is deleted or expired: nothing the
+ * agent can do helps until someone puts a new token or a valid certificate
+ * there: one error saying so, then the slow backoff, quietly, with the same
+ * CSR (still good when a token comes back). True when req was such a 401
+ * and has been handled. */
+static bool auth_refused(struct creds *c, const struct http_request *req, const char *what, uint64_t now,
+			 enum creds_state step)
 {
 	if (req->status != 401 || c->have_cert)
 		return false;
+	struct creds_token_stamp st;
+	token_stamp(c, &st);
+	if (!c->refused_since || !stamp_eq(&st, &c->refused_stamp)) {
+		c->refused_since = now;
+		c->refused_stamp = st;
+	}
+	if (now - c->refused_since < refused_grace_ms(c)) {
+		if (!c->refused_logged) {
+			c->refused_logged = true;
+			log_notice("CSR %s: %s: HTTP 401 for the bootstrap token (a restarting API server answers so "
+				   "until its caches are synced): trying again for up to %u s",
+				   c->csr_name, what, (unsigned)((refused_grace_ms(c) + 999u) / 1000u));
+		}
+		backoff(c, now, RETRY_FAST, step, 0);
+		return true;
+	}
 	if (!c->auth_logged) {
 		c->auth_logged = true;
-		log_error("%s: the API server refuses the bootstrap token (HTTP 401; %s deleted or expired?) and "
-			  "node-agent holds no valid client certificate: it cannot authenticate. Needed: a new bootstrap "
-			  "token in %s, or a valid client certificate (%s in node-agent's state directory). The node "
-			  "keeps its last applied state; retrying every %u s, backing off to %u min",
-			  what, "its Secret kube-system/bootstrap-token-<id>",
+		log_error("%s: the API server has refused the bootstrap token for %u s (HTTP 401; %s deleted or "
+			  "expired?) and node-agent holds no valid client certificate: it cannot authenticate. Needed: "
+			  "a new bootstrap token in %s, or a valid client certificate (%s in node-agent's state "
+			  "directory). The node keeps its last applied state; retrying in %u s, backing off to %u min, "
+			  "and as soon as the token file changes",
+			  what, (unsigned)((refused_grace_ms(c) + 999u) / 1000u), "its Secret kube-system/bootstrap-token-<id>",
 			  c->cfg->bootstrap_token_file ? c->cfg->bootstrap_token_file : "apiServer.bootstrapTokenFile",
 			  CREDS_FILE, BACKOFF_MIN_MS / 1000u, BACKOFF_MAX_MS / 60000u);
 	}
-	backoff(c, now);
+	backoff(c, now, RETRY_TOKEN, step, 0);
 	return true;
+}
+
+/* A request that could not be sent for want of a credential (-ENOKEY: no
+ * certificate, the bootstrap token file unreadable or gone): once, naming
+ * the file and why, then waiting for it (TOKEN_CHECK_MS). */
+static void no_credential(struct creds *c, const char *what, uint64_t now, enum creds_state step)
+{
+	if (!c->nokey_logged) {
+		c->nokey_logged = true;
+		int r = token_check(c);
+		log_error("CSR %s: cannot %s: node-agent holds no valid client certificate and the bootstrap token "
+			  "file %s %s%s; waiting for one",
+			  c->csr_name ? c->csr_name : "-", what,
+			  c->cfg->bootstrap_token_file ? c->cfg->bootstrap_token_file : "(apiServer.bootstrapTokenFile)",
+			  !c->cfg->bootstrap_token_file ? "is not configured"
+			  : r == 0		       ? "was not usable a moment ago"
+						       : "is not usable: ",
+			  c->cfg->bootstrap_token_file && r < 0 ? http_token_strerror(r) : "");
+	}
+	backoff(c, now, RETRY_TOKEN, step, 0);
+}
+
+/* A step that worked ends a run of failures. */
+static void step_ok(struct creds *c, uint64_t now)
+{
+	if (c->step_logged || c->step_failures || c->refused_since)
+		c->revived_until = now + REVIVED_MS;
+	if (c->step_logged)
+		log_notice("CSR %s: the API server answers again", c->csr_name);
+	c->step_logged = false;
+	c->step_failures = 0;
+}
+
+/* A failed answer (not a 401 to the bootstrap token): logged once per run
+ * of failures, the same step again. */
+static void step_failed(struct creds *c, const struct http_request *req, const char *what, uint64_t now,
+			enum creds_state step)
+{
+	char why[512];
+	http_describe_failure(req, why, sizeof(why));
+	if (!c->step_logged) {
+		c->step_logged = true;
+		log_warning("CSR %s: %s failed: %s; trying again", c->csr_name, what, why);
+	} else
+		log_debug("CSR %s: %s failed: %s", c->csr_name, what, why);
+	backoff(c, now, http_nobody_serving(req) ? RETRY_FAST : RETRY_STEP, step, req->retry_after);
 }
 
 /* A node migrating from gardener-node-agent keeps its identity: the
@@ -187,6 +375,13 @@ int creds_init(struct creds *c, struct http_client *http, const struct config *c
 		return 0;
 	snprintf(c->pem_path, sizeof(c->pem_path), "/proc/self/fd/%d/" CREDS_FILE, state_fd);
 	c->state = CREDS_IDLE;
+	char why_name[CSR_ERROR_MAX];
+	if (csr_machine_name_check(cfg->machine_name, why_name, sizeof(why_name)) < 0) {
+		/* node-agent.conf and the stock file are checked when read:
+		 * only a broken invariant gets here. No CSR, no retry. */
+		log_error("no client certificate can be requested: %s", why_name);
+		return 0;
+	}
 
 	_cleanup_(wipe_free) char *pem = NULL;
 	size_t len = 0;
@@ -206,12 +401,10 @@ int creds_init(struct creds *c, struct http_client *http, const struct config *c
 		log_warning_errno(r, "cannot read the client certificate %s/%s", cfg->state_dir, CREDS_FILE);
 	if (adopt_gna(c) == 0)
 		return 0;
-	if (have_bootstrap_token(c)) {
-		c->state = CREDS_NEED_CREATE;
-		c->wake_at = 0;
-	} else
-		log_error("no client certificate and no bootstrap token (%s): node-agent cannot authenticate",
-			  cfg->bootstrap_token_file ? cfg->bootstrap_token_file : "apiServer.bootstrapTokenFile unset");
+	/* With or without a readable token: start_create() names what is
+	 * missing once and waits for the token file. */
+	c->state = CREDS_NEED_CREATE;
+	c->wake_at = 0;
 	return 0;
 }
 
@@ -219,35 +412,46 @@ static void on_created(struct http_request *req, void *userdata);
 static void on_watch_done(struct http_request *req, void *userdata);
 static void on_polled(struct http_request *req, void *userdata);
 
+/* POSTs the CSR of pending_key, a new key when there is none (a POST
+ * repeated after no or a failed answer carries the same key, name and
+ * subject: a 409 then says the first one was created). */
 static void start_create(struct creds *c, uint64_t now)
 {
 	_cleanup_free_ char *pem = NULL, *body = NULL;
+	bool again = c->pending_key != NULL;
 	if (!c->pending_key && csr_key_new(&c->pending_key) < 0) {
 		log_error("cannot make a P-256 key");
-		backoff(c, now);
+		backoff(c, now, RETRY_NEW, CREDS_NEED_CREATE, 0);
 		return;
 	}
 	free(c->csr_name);
 	c->csr_name = NULL;
-	if (csr_name(c->pending_key, c->cfg->machine_name, &c->csr_name) < 0 ||
-	    csr_request_pem(c->pending_key, c->cfg->machine_name, &pem) < 0 ||
-	    csr_object_json(c->csr_name, pem, &body) < 0) {
-		log_error("cannot make the certificate signing request");
-		backoff(c, now);
+	char why[CSR_ERROR_MAX];
+	int r = csr_machine_name_check(c->cfg->machine_name, why, sizeof(why));
+	if (r < 0 || (r = csr_name(c->pending_key, c->cfg->machine_name, &c->csr_name)) < 0 ||
+	    (r = csr_request_pem(c->pending_key, c->cfg->machine_name, &pem)) < 0 ||
+	    (r = csr_object_json(c->csr_name, pem, &body)) < 0) {
+		if (r == -ENOMEM)
+			snprintf(why, sizeof(why), "out of memory");
+		log_error("cannot make the certificate signing request: %s", why);
+		backoff(c, now, RETRY_NEW, CREDS_NEED_CREATE, 0);
 		return;
 	}
-	int r = http_start(c->http, "POST", CSR_PATH, NULL, body, "application/json", false, NULL, on_created, c,
-			   &c->req);
+	r = http_start(c->http, "POST", CSR_PATH, NULL, body, "application/json", false, NULL, on_created, c,
+		       &c->req);
+	if (r == -ENOKEY) {
+		no_credential(c, "send it", now, CREDS_NEED_CREATE);
+		return;
+	}
 	if (r < 0) {
-		log_error_errno(r, "CSR %s: cannot send it%s", c->csr_name,
-				r == -ENOKEY ? " (no usable credential)" : "");
-		backoff(c, now);
+		log_error_errno(r, "CSR %s: cannot send it", c->csr_name);
+		backoff(c, now, RETRY_STEP, CREDS_NEED_CREATE, 0);
 		return;
 	}
 	c->state = CREDS_CREATING;
-	c->deadline = now + c->cfg->csr_timeout_ms;
-	log_info("CSR %s: requesting a client certificate for machine %s with the %s", c->csr_name,
-		 c->cfg->machine_name, c->have_cert ? "current certificate (renewal)" : "bootstrap token");
+	if (!again)
+		log_info("CSR %s: requesting a client certificate for machine %s with the %s", c->csr_name,
+			 c->cfg->machine_name, c->have_cert ? "current certificate (renewal)" : "bootstrap token");
 }
 
 static void on_created(struct http_request *req, void *userdata)
@@ -257,6 +461,8 @@ static void on_created(struct http_request *req, void *userdata)
 	c->req = NULL;
 	if (req->status == 201 || req->status == 200 || req->status == 409) {
 		/* 409: the name digests our public key, so it is ours (a retry). */
+		if (!c->deadline)
+			c->deadline = now + c->cfg->csr_timeout_ms;
 		c->csr_uid[0] = '\0';
 		c->csr_rv[0] = '\0';
 		c->watch_refused = false;
@@ -268,19 +474,23 @@ static void on_created(struct http_request *req, void *userdata)
 			snprintf(c->csr_rv, sizeof(c->csr_rv), "%s", s.resource_version);
 			csr_status_done(&s);
 		}
-		if (c->auth_logged)
-			log_notice("CSR %s: the bootstrap token is accepted again", c->csr_name);
-		c->auth_logged = false;
+		step_ok(c, now);
+		answered(c);
 		c->state = CREDS_NEED_POLL;
 		c->wake_at = now;
 		return;
 	}
-	if (auth_refused(c, req, "creating a CSR", now))
+	if (auth_refused(c, req, "creating a CSR", now, CREDS_NEED_CREATE))
 		return;
-	char why[512];
-	http_describe_failure(req, why, sizeof(why));
-	log_error("CSR %s: creating it failed: %s", c->csr_name, why);
-	backoff(c, now);
+	if (req->status == 400 || req->status == 422) {
+		/* The request itself is refused: another one may not be. */
+		char why[512];
+		http_describe_failure(req, why, sizeof(why));
+		log_error("CSR %s: creating it failed: %s", c->csr_name, why);
+		backoff(c, now, RETRY_NEW, CREDS_NEED_CREATE, 0);
+		return;
+	}
+	step_failed(c, req, "creating it", now, CREDS_NEED_CREATE);
 }
 
 static int install(struct creds *c, const struct csr_status *s, uint64_t now)
@@ -320,28 +530,27 @@ static void handle_status(struct creds *c, struct csr_status *s, uint64_t now)
 {
 	if (c->csr_uid[0] && s->uid[0] && strcmp(c->csr_uid, s->uid) != 0) {
 		log_error("CSR %s: its uid changed (\"%s\" -> \"%s\"): not ours", c->csr_name, c->csr_uid, s->uid);
-		backoff(c, now);
+		backoff(c, now, RETRY_NEW, CREDS_NEED_CREATE, 0);
 		return;
 	}
 	switch (s->state) {
 	case CSR_PENDING:
 	case CSR_APPROVED:
 		c->state = CREDS_NEED_POLL;
-		c->wake_at = now + POLL_MS;
+		c->wake_at = !c->watch_refused ? now : now + (now < c->revived_until ? REVIVED_POLL_MS : POLL_MS);
 		break;
 	case CSR_DENIED:
 	case CSR_FAILED:
 		log_error("CSR %s: %s, reason \"%s\", message \"%s\"", c->csr_name,
 			  s->state == CSR_DENIED ? "denied" : "failed", s->reason, s->message);
-		backoff(c, now);
+		backoff(c, now, RETRY_NEW, CREDS_NEED_CREATE, 0);
 		break;
 	case CSR_ISSUED:
 		if (install(c, s, now) < 0) {
-			backoff(c, now);
+			backoff(c, now, RETRY_NEW, CREDS_NEED_CREATE, 0);
 			break;
 		}
-		EVP_PKEY_free(c->pending_key);
-		c->pending_key = NULL;
+		drop_csr(c);
 		c->failures = 0;
 		c->state = CREDS_IDLE;
 		if (c->on_cert)
@@ -357,24 +566,22 @@ static void on_polled(struct http_request *req, void *userdata)
 	c->req = NULL;
 	if (req->status == 404) {
 		log_error("CSR %s: gone before it was issued", c->csr_name);
-		backoff(c, now);
+		backoff(c, now, RETRY_NEW, CREDS_NEED_CREATE, 0);
 		return;
 	}
-	if (auth_refused(c, req, "reading the pending CSR", now))
+	if (auth_refused(c, req, "reading the pending CSR", now, CREDS_NEED_POLL))
 		return;
 	if (req->status != 200) {
-		char why[512];
-		http_describe_failure(req, why, sizeof(why));
-		log_warning("CSR %s: reading it failed: %s", c->csr_name, why);
-		c->state = CREDS_NEED_POLL;
-		c->wake_at = now + POLL_MS;
+		step_failed(c, req, "reading it", now, CREDS_NEED_POLL);
 		return;
 	}
+	step_ok(c, now);
+	answered(c);
 	struct csr_status s;
 	char err[CSR_ERROR_MAX];
 	if (csr_status_parse(req->body ? req->body : "", req->body_len, &s, err, sizeof(err)) < 0) {
 		log_error("CSR %s: unreadable answer: %s", c->csr_name, err);
-		backoff(c, now);
+		backoff(c, now, RETRY_NEW, CREDS_NEED_CREATE, 0);
 		return;
 	}
 	handle_status(c, &s, now);
@@ -455,8 +662,12 @@ static void on_watch_done(struct http_request *req, void *userdata)
 	if (c->watch_gone) {
 		c->watch_gone = false;
 		log_error("CSR %s: gone before it was issued", c->csr_name);
-		backoff(c, now);
+		backoff(c, now, RETRY_NEW, CREDS_NEED_CREATE, 0);
 		return;
+	}
+	if (req->status == 200) {
+		step_ok(c, now);
+		answered(c);
 	}
 	if (req->status == 200 && req->result == CURLE_OK && req->error == 0 &&
 	    kube_splitter_pending(&req->splitter) == 0) {
@@ -466,8 +677,18 @@ static void on_watch_done(struct http_request *req, void *userdata)
 		c->wake_at = now - c->watch_started < POLL_MS ? c->watch_started + POLL_MS : now;
 		return;
 	}
-	if (auth_refused(c, req, "watching the pending CSR", now))
+	if (auth_refused(c, req, "watching the pending CSR", now, CREDS_NEED_POLL))
 		return;
+	/* Nobody serving, a restarting server's 5xx, a stream cut: the same
+	 * watch again (from the last version seen). A refusal (403: Gardener's
+	 * authorizer lets a node-agent certificate get but not watch), an
+	 * error event (410) or a stream that breaks in another way: GET. */
+	if (req->status != 403 && req->error != -ESTALE && req->error != -EBADMSG &&
+	    (http_nobody_serving(req) || req->status >= 500 || req->status == 429 ||
+	     (req->status == 200 && req->result != CURLE_OK))) {
+		step_failed(c, req, "watching it", now, CREDS_NEED_POLL);
+		return;
+	}
 	char why[512];
 	if (req->error == -ESTALE)
 		snprintf(why, sizeof(why), "error event \"%s\"", c->watch_status.message);
@@ -485,6 +706,10 @@ static void start_watch(struct creds *c, uint64_t now)
 		 c->csr_name, c->csr_rv[0] ? "&resourceVersion=" : "", c->csr_rv, secs);
 	int r = http_start(c->http, "GET", CSR_PATH, query, NULL, NULL, true, on_watch_line, on_watch_done, c,
 			   &c->req);
+	if (r == -ENOKEY) {
+		no_credential(c, "watch it", now, CREDS_NEED_POLL);
+		return;
+	}
 	if (r < 0) {
 		watch_refuse(c, strerror(-r), now);
 		return;
@@ -500,24 +725,27 @@ static void start_watch(struct creds *c, uint64_t now)
 
 static void start_poll(struct creds *c, uint64_t now)
 {
-	if (now >= c->deadline) {
+	if (c->deadline && now >= c->deadline) {
 		log_error("CSR %s: not issued within %u s (never approved?)", c->csr_name,
 			  c->cfg->csr_timeout_ms / 1000u);
-		backoff(c, now);
+		backoff(c, now, RETRY_NEW, CREDS_NEED_CREATE, 0);
 		return;
 	}
 	if (!c->watch_refused) {
 		start_watch(c, now);
-		if (c->state == CREDS_WATCHING)
+		if (c->state == CREDS_WATCHING || c->token_waiting)
 			return;
 	}
 	char path[sizeof(CSR_PATH) + 256];
 	snprintf(path, sizeof(path), "%s/%s", CSR_PATH, c->csr_name);
 	int r = http_start(c->http, "GET", path, NULL, NULL, NULL, false, NULL, on_polled, c, &c->req);
+	if (r == -ENOKEY) {
+		no_credential(c, "read it", now, CREDS_NEED_POLL);
+		return;
+	}
 	if (r < 0) {
 		log_warning_errno(r, "CSR %s: cannot read it", c->csr_name);
-		c->state = CREDS_NEED_POLL;
-		c->wake_at = now + POLL_MS;
+		backoff(c, now, RETRY_STEP, CREDS_NEED_POLL, 0);
 		return;
 	}
 	c->state = CREDS_POLLING;
@@ -557,10 +785,42 @@ uint64_t creds_tick(struct creds *c, uint64_t now)
 			}
 		} else if (!c->expired_logged) {
 			c->expired_logged = true;
-			log_error("client certificate expired at %lld and no bootstrap token: node-agent cannot "
-				  "authenticate; the node keeps its last applied state",
-				  (long long)c->not_after);
+			int r = token_check(c);
+			log_error("client certificate expired at %lld and no bootstrap token (%s%s%s): node-agent "
+				  "cannot authenticate; the node keeps its last applied state until a bootstrap token "
+				  "is there",
+				  (long long)c->not_after,
+				  c->cfg->bootstrap_token_file ? c->cfg->bootstrap_token_file : "apiServer.bootstrapTokenFile unset",
+				  c->cfg->bootstrap_token_file ? ": " : "",
+				  c->cfg->bootstrap_token_file ? http_token_strerror(r) : "");
+			/* Said: the request that finds no credential waits quietly. */
+			c->nokey_logged = true;
+			if (c->state == CREDS_IDLE) {
+				c->state = CREDS_NEED_CREATE;
+				c->wake_at = now;
+			}
 		}
+	}
+	if (c->token_waiting && (c->state == CREDS_NEED_CREATE || c->state == CREDS_NEED_POLL) && now < c->wake_at) {
+		/* A new token (or one readable again) is tried at once. */
+		if (now >= c->token_check_at) {
+			struct creds_token_stamp st;
+			token_stamp(c, &st);
+			c->token_check_at = now + TOKEN_CHECK_MS;
+			if (!stamp_eq(&st, &c->token_seen)) {
+				log_notice("bootstrap token file %s changed: trying it",
+					   c->cfg->bootstrap_token_file ? c->cfg->bootstrap_token_file : "-");
+				c->token_seen = st;
+				c->wake_at = now;
+				c->failures = 0;
+				c->refused_since = 0;
+				c->auth_logged = false;
+				c->nokey_logged = false;
+				c->refused_logged = false;
+			}
+		}
+		if (now < c->wake_at)
+			next = c->token_check_at < c->wake_at ? c->token_check_at : c->wake_at;
 	}
 	switch (c->state) {
 	case CREDS_IDLE:
@@ -576,18 +836,20 @@ uint64_t creds_tick(struct creds *c, uint64_t now)
 	case CREDS_NEED_CREATE:
 		if (now >= c->wake_at) {
 			start_create(c, now);
-			return c->state == CREDS_NEED_CREATE ? c->wake_at : UINT64_MAX;
+			return c->state == CREDS_NEED_CREATE ? creds_tick(c, now) : UINT64_MAX;
 		}
-		next = c->wake_at;
+		if (next == UINT64_MAX)
+			next = c->wake_at;
 		break;
 	case CREDS_NEED_POLL:
 		if (now >= c->wake_at) {
 			start_poll(c, now);
 			if (c->state == CREDS_WATCHING)
 				return c->watch_until;
-			return c->state == CREDS_POLLING ? UINT64_MAX : c->wake_at;
+			return c->state == CREDS_POLLING ? UINT64_MAX : creds_tick(c, now);
 		}
-		next = c->wake_at;
+		if (next == UINT64_MAX)
+			next = c->wake_at;
 		break;
 	case CREDS_WATCHING:
 		if (now >= c->watch_until) {

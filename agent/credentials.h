@@ -27,6 +27,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 #include <time.h>
 
 #include <openssl/evp.h>
@@ -47,6 +48,16 @@ enum creds_state {
 	CREDS_WATCHING,     /* a watch on the CSR is open */
 };
 
+/* The bootstrap token file as stat(2) sees it (err: its errno, else 0). */
+struct creds_token_stamp {
+	dev_t dev;
+	ino_t ino;
+	off_t size;
+	time_t mtime_s;
+	long mtime_ns;
+	int err;
+};
+
 struct creds {
 	struct http_client *http;
 	const struct config *cfg;
@@ -57,7 +68,17 @@ struct creds {
 	time_t not_after;
 	time_t renew_at;            /* wall clock */
 	bool expired_logged;
-	bool auth_logged;           /* the 401 on the bootstrap token was logged */
+	bool auth_logged;           /* the bootstrap token refused for good was logged */
+	bool refused_logged;        /* a run of 401s within REFUSED_GRACE_MS was logged */
+	uint64_t refused_since;     /* monotonic ms: the first 401 of the run (0: none) */
+	struct creds_token_stamp refused_stamp; /* the token file then */
+	bool token_waiting;         /* no credential: the step waits (slowly, or for the token file) */
+	struct creds_token_stamp token_seen;    /* the token file when the wait began */
+	uint64_t token_check_at;    /* monotonic ms: look at the token file again */
+	bool nokey_logged;          /* "no credential" said for this condition */
+	bool step_logged;           /* a failed step was logged (once per run of failures) */
+	unsigned step_failures;     /* failed answers in a row to this step */
+	uint64_t revived_until;     /* monotonic ms: the API server answers again after failures */
 	EVP_PKEY *pending_key;      /* the key of the CSR in flight */
 	char *csr_name;
 	char csr_uid[128];
@@ -71,7 +92,7 @@ struct creds {
 	struct csr_status watch_status;
 	struct http_request *req;
 	uint64_t wake_at;           /* monotonic ms */
-	uint64_t deadline;          /* monotonic ms: this CSR is given up */
+	uint64_t deadline;          /* monotonic ms: this CSR is given up (0: not created yet) */
 	unsigned failures;
 	void (*on_cert)(void *userdata); /* a new certificate is in use */
 	void *userdata;

@@ -119,6 +119,22 @@ static int read_token_file(const char *path, char **ret)
 	return 0;
 }
 
+int http_token_file_check(const char *path)
+{
+	char *t = NULL;
+	int r = read_token_file(path, &t);
+	if (r < 0)
+		return r;
+	explicit_bzero(t, strlen(t));
+	free(t);
+	return 0;
+}
+
+const char *http_token_strerror(int r)
+{
+	return r == -EBADFD ? "not a regular file" : r == -EBADMSG ? "empty, or not one token" : strerror(-r);
+}
+
 /* The bearer token, re-read when the file's identity changed since last time.
  * -ENOENT when there is no token file (configured or present). */
 static int current_token(struct http_client *c, const char **ret)
@@ -257,9 +273,17 @@ static int set_credentials(struct http_client *c, struct http_request *r)
 	if (r_tok < 0 && cfg->bootstrap_token_file) {
 		int k = read_token_file(cfg->bootstrap_token_file, &bootstrap);
 		if (k < 0) {
-			log_debug_errno(k, "bootstrap token file %s unusable", cfg->bootstrap_token_file);
+			/* Named once per cause (every request would say it again);
+			 * a missing file is the normal end of the bootstrap. */
+			log_full(k != c->bootstrap_err && k != -ENOENT ? LOG_WARNING : LOG_DEBUG, 0, __FILE__, __LINE__,
+				 NULL, "bootstrap token file %s not usable: %s", cfg->bootstrap_token_file,
+				 http_token_strerror(k));
+			c->bootstrap_err = k;
 			return -ENOKEY;
 		}
+		if (c->bootstrap_err && c->bootstrap_err != -ENOENT)
+			log_notice("bootstrap token file %s usable again", cfg->bootstrap_token_file);
+		c->bootstrap_err = 0;
 		token = bootstrap;
 	}
 	if (!token)

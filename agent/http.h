@@ -37,6 +37,7 @@ struct http_client {
 	struct timespec token_mtime;
 	char *token;
 	char *client_pem;     /* certificate + key from the CSR API (credentials.c); NULL: none */
+	int bootstrap_err;    /* why the bootstrap token file was unusable last time (logged once), 0: it was not */
 	unsigned n_active;
 	uint64_t n_requests;  /* requests started since init (for STATUS and tests) */
 	/* Optional observer (metrics): called when a request has started
@@ -121,6 +122,13 @@ int http_mirror_start(struct http_client *c, const char *url, const char *ca_pem
  * it. libcurl reads the file for each new connection, so a renewed
  * certificate takes effect without a restart. */
 int http_set_client_pem(struct http_client *c, const char *path);
+
+/* Whether the token file at path holds a usable token (what a request
+ * would send): 0, or -errno (-ENOENT missing, -EACCES unreadable,
+ * -EBADMSG empty or not one token). Reads it, wipes the copy, logs nothing. */
+int http_token_file_check(const char *path);
+/* What an error of http_token_file_check() means, for logs. */
+const char *http_token_strerror(int r);
 
 /* Aborts a request without calling its done callback and frees it. */
 void http_cancel(struct http_request *req);

@@ -46,7 +46,7 @@ static void help(void)
 	       "                       stock user data), else say so and exit 1 (ExecCondition=)\n"
 	       "  --log-level LEVEL    debug, info, notice, warning or err (default info)\n"
 	       "  --no-sandbox         no seccomp filter of its own (debugging under valgrind/strace)\n"
-	       "  --help               show this help\n"
+	       "  -h, --help           show this help\n"
 	       "  --version            show the version\n\n"
 	       "See node-agent(8) and node-agent.conf(5).\n",
 	       CONFIG_PATH_DEFAULT, CHECKCONFIG_USER_DEFAULT);

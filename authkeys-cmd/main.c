@@ -56,7 +56,8 @@ static void help(void)
 	       "  --root DIR         resolve PATH below DIR\n"
 	       "  --allow-root       also serve the user root (default: never)\n"
 	       "  --deadline-ms MS   give up, printing nothing, after MS ms (default %u)\n"
-	       "  --help, --version\n",
+	       "  -h, --help         show this help\n"
+	       "  --version          show the version\n",
 	       SNAPSHOT_DEFAULT_PATH, DEADLINE_MS_DEFAULT);
 }
 

@@ -106,15 +106,64 @@ int csr_key_from_pem(const char *pem, size_t len, EVP_PKEY **ret)
 	return 0;
 }
 
+int csr_machine_name_check(const char *machine_name, char *err, size_t errlen)
+{
+	size_t n = machine_name ? strlen(machine_name) : 0;
+	if (n == 0)
+		return errbuf_set(err, errlen, -EINVAL, "machine name: empty");
+	if (n > CSR_MACHINE_NAME_MAX)
+		return errbuf_set(err, errlen, -ENAMETOOLONG,
+				  "machine name \"%.64s...\" is %zu bytes, longer than the %u of a Kubernetes "
+				  "object name (a DNS subdomain)",
+				  machine_name, n, CSR_MACHINE_NAME_MAX);
+	for (size_t i = 0; i < n; i++)
+		if (machine_name[i] < 0x20 || machine_name[i] > 0x7e)
+			return errbuf_set(err, errlen, -EINVAL,
+					  "machine name \"%.64s\": control or non-ASCII byte at %zu", machine_name, i);
+	return 0;
+}
+
+/* CSR_CN_PREFIX + machine_name into buf (CSR_CN_MAX + 1 bytes). */
 static int subject_cn(const char *machine_name, char *buf, size_t size)
 {
+	if (csr_machine_name_check(machine_name, NULL, 0) < 0)
+		return -EINVAL;
 	int n = snprintf(buf, size, "%s%s", CSR_CN_PREFIX, machine_name);
 	return n < 0 || (size_t)n >= size ? -EINVAL : 0;
 }
 
+/* The string type Go's encoding/asn1 gives a string without an explicit
+ * type (marshal.go makeField, isPrintable with '*' and '&' rejected):
+ * PrintableString when every byte is in its set, UTF8String otherwise.
+ * crypto/x509 writes pkix.Name's values that way, so a machine name (a DNS
+ * subdomain: [a-z0-9.-]) makes a PrintableString CN and O. */
+static int go_string_type(const char *s)
+{
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		unsigned char b = *p;
+		bool printable = (b >= 'a' && b <= 'z') || (b >= 'A' && b <= 'Z') || (b >= '0' && b <= '9') ||
+				 (b >= '\'' && b <= ')') || (b >= '+' && b <= '/') || b == ' ' || b == ':' ||
+				 b == '=' || b == '?';
+		if (!printable)
+			return V_ASN1_UTF8STRING;
+	}
+	return V_ASN1_PRINTABLESTRING;
+}
+
+/* One RDN of one attribute, the value's bytes as they are with Go's string
+ * type. Not X509_NAME_add_entry_by_txt() with MBSTRING_*: that applies
+ * X.520's upper bounds (ub-common-name 64, RFC 5280 appendix A), which Go,
+ * the kube-apiserver and Gardener's authorizer do not, and a real machine
+ * name makes the CN 75-95 characters long (and up to 287). */
+static bool add_entry(X509_NAME *name, int nid, const char *value)
+{
+	return X509_NAME_add_entry_by_NID(name, nid, go_string_type(value), (const unsigned char *)value,
+					  (int)strlen(value), -1, 0) == 1;
+}
+
 int csr_request_pem(EVP_PKEY *key, const char *machine_name, char **ret)
 {
-	char cn[512];
+	char cn[CSR_CN_MAX + 1];
 	if (subject_cn(machine_name, cn, sizeof(cn)) < 0)
 		return -EINVAL;
 	_cleanup_(X509_REQ_freep) X509_REQ *req = X509_REQ_new();
@@ -122,12 +171,13 @@ int csr_request_pem(EVP_PKEY *key, const char *machine_name, char **ret)
 		return -ENOMEM;
 	X509_NAME *name = X509_REQ_get_subject_name(req);
 	_cleanup_(BIO_free_allp) BIO *b = BIO_new(BIO_s_mem());
-	/* Go's pkix.Name puts O before CN (crypto/x509/pkix ToRDNSequence). */
-	if (!b || !X509_REQ_set_version(req, 0) ||
-	    !X509_NAME_add_entry_by_txt(name, "O", MBSTRING_UTF8, (const unsigned char *)CSR_ORG, -1, -1, 0) ||
-	    !X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_UTF8, (const unsigned char *)cn, -1, -1, 0) ||
-	    !X509_REQ_set_pubkey(req, key) || X509_REQ_sign(req, key, EVP_sha256()) <= 0 ||
-	    !PEM_write_bio_X509_REQ(b, req)) {
+	/* Go's pkix.Name puts O before CN (crypto/x509/pkix ToRDNSequence),
+	 * each in its own RDN; no attributes (an empty [0] set), as
+	 * x509.CreateCertificateRequest writes for a subject alone
+	 * (k8s.io/client-go/util/cert MakeCSR without SANs). */
+	if (!b || !X509_REQ_set_version(req, 0) || !add_entry(name, NID_organizationName, CSR_ORG) ||
+	    !add_entry(name, NID_commonName, cn) || !X509_REQ_set_pubkey(req, key) ||
+	    X509_REQ_sign(req, key, EVP_sha256()) <= 0 || !PEM_write_bio_X509_REQ(b, req)) {
 		ERR_clear_error();
 		return -ENOMEM;
 	}
@@ -162,7 +212,7 @@ static void md_ctx_freep(EVP_MD_CTX **c)
 
 int csr_name(EVP_PKEY *key, const char *machine_name, char **ret)
 {
-	char cn[512];
+	char cn[CSR_CN_MAX + 1];
 	if (subject_cn(machine_name, cn, sizeof(cn)) < 0)
 		return -EINVAL;
 	unsigned char *der = NULL;
@@ -417,9 +467,12 @@ int csr_cert_check(const char *cert_pem, size_t len, EVP_PKEY *key, const char *
 	if (EVP_PKEY_eq(X509_get0_pubkey(leaf), key) != 1)
 		return fail(err, errlen, -EINVAL, "the certificate is not for our key");
 
-	char cn_want[512];
+	char cn_want[CSR_CN_MAX + 1];
+	int r = csr_machine_name_check(machine_name, err, errlen);
+	if (r < 0)
+		return r;
 	if (subject_cn(machine_name, cn_want, sizeof(cn_want)) < 0)
-		return fail(err, errlen, -EINVAL, "machine name too long");
+		return fail(err, errlen, -EINVAL, "machine name not usable");
 	X509_NAME *subj = X509_get_subject_name(leaf);
 	const char *cn, *org;
 	int n_cn, n_org;

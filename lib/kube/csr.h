@@ -7,7 +7,14 @@
  *    certificate.go, RequestCertificate);
  *  - subject O=gardener.cloud:node-agents,
  *    CN=gardener.cloud:node-agent:machine:<machine name>
- *    (pkg/nodeagent/certificate.go, RequestAndStoreKubeconfig);
+ *    (pkg/nodeagent/certificate.go, RequestAndStoreKubeconfig), encoded as
+ *    Go's crypto/x509 encodes it (k8s.io/client-go/util/cert MakeCSR):
+ *    one RDN each, O first, PrintableString values (UTF8String when a
+ *    value has a byte outside PrintableString's set), no length limit:
+ *    a machine name may be as long as a Kubernetes object name (253), so
+ *    the CN up to 287 characters, far past X.520's ub-common-name (64),
+ *    which neither Go nor the kube-apiserver nor Gardener's authorizer
+ *    applies. tests/fixtures/csr/ holds CSRs made by Go to compare with;
  *  - signer kubernetes.io/kube-apiserver-client, usages digital signature,
  *    key encipherment, client auth, expirationSeconds 720 h;
  *  - name "node-agent-csr-" + base64url(SHA-512/256 over base64url(PKIX
@@ -34,6 +41,17 @@
 #define CSR_OBJECT_MAX (1u << 20)       /* bytes of a CSR object we read */
 #define CSR_CERT_MAX (64u << 10)        /* bytes of an issued certificate (PEM) */
 #define CSR_ERROR_MAX 512
+/* The longest machine name: a Machine is a Kubernetes object, its name a
+ * DNS subdomain (gardener's machine names are 40-60 characters). */
+#define CSR_MACHINE_NAME_MAX 253u
+#define CSR_CN_MAX (sizeof(CSR_CN_PREFIX) - 1 + CSR_MACHINE_NAME_MAX)
+
+/* Whether machine_name can go into the CN: 1 to CSR_MACHINE_NAME_MAX bytes
+ * of printable ASCII (what node-agent's configuration accepts). Returns 0,
+ * or -EINVAL/-ENAMETOOLONG with err naming the name (its first 64 bytes)
+ * and the limit. Every function below that takes a machine name refuses
+ * (-EINVAL) one that fails this. */
+int csr_machine_name_check(const char *machine_name, char *err, size_t errlen);
 
 /* A new ECDSA P-256 key. */
 int csr_key_new(EVP_PKEY **ret);

@@ -6,12 +6,12 @@
 # completion must produce exactly the target OSC; at the end the tree equals
 # the new OSC, files only the old version had are gone, no temporary file is
 # left, last-applied and result.json name the new checksum.
-# KILLS (default 200) sets the number of kills.
+# KILLS sets the number of kills (CI 60, make soak 200: tests/lib/common.sh sized).
 source "$TESTS_DIR/lib/common.sh"
 source "$TESTS_DIR/lib/exec.sh"
 require_root
 CHECK=$TESTS_DIR/lib/exec-check.py
-KILLS=${KILLS:-200}
+KILLS=${KILLS:-$(sized 60 200)}
 
 W=$(scratch)
 exec_init "$W"

@@ -1,13 +1,16 @@
 #!/bin/bash
-# The Debian package (debian/, scripts/build-deb, `make deb`): `make deb
-# B=<dir>` builds it (and leaves <dir>'s other files alone) with
+# The Debian package kube-node-agent and the transitional package of its old
+# name, node-agent (debian/, scripts/build-deb, `make deb`): `make deb
+# B=<dir>` builds them (and leaves <dir>'s other files alone) with
 # dpkg-buildpackage from a copy of the tree, lintian reports no error or
 # warning (and does fail on a broken package), it ships exactly what
 # `make install PREFIX=/usr` installs plus the compiled SELinux module and
 # Debian's own files, /etc files are conffiles, the maintainer scripts parse
 # and carry debhelper's sysusers/tmpfiles/systemd snippets, and authkeys-cmd
-# is static. Booted install, upgrade and purge: 055 (Debian 12) and 056
-# (Debian 13).
+# is static; the transitional package holds only its doc files and pulls
+# the new one in, which Breaks/Replaces the old name. Booted install, upgrade
+# and purge: 055 (Debian 12) and 056 (Debian 13); every transition with
+# sshd watching: 080 (a Debian 12 VM).
 source "$TESTS_DIR/lib/common.sh"
 TOP=$(cd "$TESTS_DIR/.." && pwd)
 for t in dpkg-buildpackage dh lintian fakeroot; do
@@ -35,7 +38,10 @@ else
 fi
 grep -v '^running with root privileges' "$W/out/lintian.txt" | sed 's/^/#   lintian: /'
 check "make deb B=<dir> leaves the other files in <dir> alone" test "$(cat "$W/b/marker" 2>/dev/null)" = keep
-DEB=$(ls "$W"/out/node-agent_*.deb)
+DEB=$(ls "$W"/out/kube-node-agent_*.deb)
+TDEB=$(ls "$W"/out/node-agent_*_all.deb)
+check "two packages (and the debug symbols): kube-node-agent_*_$(dpkg --print-architecture).deb and the transitional node-agent_*_all.deb ($(cd "$W/out" && ls *.deb | tr '\n' ' '))" \
+	test "$(cd "$W/out" && ls *.deb | grep -vc -- -dbgsym_)" = 2 -a -n "$DEB" -a -n "$TDEB"
 check "the checkout stays clean (built in a copy)" \
 	test -z "$(cd "$TOP" && git status --porcelain --ignored=matching debian 2>/dev/null)"
 
@@ -45,8 +51,8 @@ make -s -C "$TOP" B="$B" DESTDIR="$W/mi" PREFIX=/usr install >"$W/mi.log" 2>&1 |
 (cd "$W/mi" && find . ! -type d | sed 's|^\.||') >"$W/want.raw"
 # dh_installman compresses man pages
 sed 's|^\(/usr/share/man/.*\)$|\1.gz|' "$W/want.raw" >"$W/want"
-printf '%s\n' /usr/share/selinux/default/node_agent.pp /usr/share/doc/node-agent/changelog.gz \
-	/usr/share/doc/node-agent/copyright /usr/share/lintian/overrides/node-agent >>"$W/want"
+printf '%s\n' /usr/share/selinux/default/node_agent.pp /usr/share/doc/kube-node-agent/changelog.gz \
+	/usr/share/doc/kube-node-agent/copyright /usr/share/lintian/overrides/kube-node-agent >>"$W/want"
 sort -o "$W/want" "$W/want"
 dpkg-deb -c "$DEB" | awk '$1 !~ /^d/ { print $6 }' | sed 's|^\.||' | sort >"$W/got"
 if cmp -s "$W/want" "$W/got"; then
@@ -98,8 +104,22 @@ check "node_agent.pp is a policy module (magic 0xf97cff8f, SEPOL_MODULE_PACKAGE_
 	sh -c "head -c 4 '$W/x/usr/share/selinux/default/node_agent.pp' | od -An -tx1 | tr -d ' ' | grep -qx 8fff7cf9"
 echo "# Installed-Size: $(dpkg-deb -f "$DEB" Installed-Size) KiB, .deb $(stat -c %s "$DEB") bytes"
 
+# The old name (debian/control; the Debian wiki's RenamingPackages): the
+# new package takes the old one's files (Replaces) and makes apt upgrade
+# or remove it (Breaks), below the first renamed version; the transitional
+# package is what apt upgrades node-agent to. 0.1.1 stays the bound (the
+# first version under the new name) in every later version.
+v=$(dpkg-deb -f "$DEB" Version)
+check "kube-node-agent Breaks and Replaces node-agent (<< 0.1.1~) ($(dpkg-deb -f "$DEB" Breaks); $(dpkg-deb -f "$DEB" Replaces))" \
+	test "$(dpkg-deb -f "$DEB" Breaks)|$(dpkg-deb -f "$DEB" Replaces)" = "node-agent (<< 0.1.1~)|node-agent (<< 0.1.1~)"
+check "transitional node-agent $v: Architecture all, Section oldlibs, Depends kube-node-agent (>= $v) ($(dpkg-deb -f "$TDEB" Depends))" \
+	test "$(dpkg-deb -f "$TDEB" Version Architecture Section Depends | tr '\n' '|')" = "Version: $v|Architecture: all|Section: oldlibs|Depends: kube-node-agent (>= $v)|"
+check "transitional node-agent: its doc files only, no maintainer script ($(dpkg-deb -c "$TDEB" | awk '$1 !~ /^d/ { print $6 }' | tr '\n' ' '))" \
+	sh -c "test \"\$(dpkg-deb -c '$TDEB' | awk '\$1 !~ /^d/ { print \$6 }' | tr '\n' ' ')\" = './usr/share/doc/node-agent/changelog.gz ./usr/share/doc/node-agent/copyright ' &&
+		mkdir -p '$W/tctl' && dpkg-deb -e '$TDEB' '$W/tctl' && test -z \"\$(ls '$W/tctl' | grep -v -e '^control\$' -e '^md5sums\$')\""
+
 # lintian must be able to fail: the same package without its copyright file.
-rm -rf "$W/broken" && dpkg-deb -R "$DEB" "$W/broken" && rm -f "$W/broken/usr/share/doc/node-agent/copyright"
+rm -rf "$W/broken" && dpkg-deb -R "$DEB" "$W/broken" && rm -f "$W/broken/usr/share/doc/kube-node-agent/copyright"
 dpkg-deb -b "$W/broken" "$W/broken.deb" >/dev/null 2>&1
 check_not "lintian fails a package without copyright (the verdict can fail)" \
 	sh -c "lintian --fail-on error,warning '$W/broken.deb' >/dev/null 2>&1"

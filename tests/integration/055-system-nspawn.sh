@@ -1,6 +1,6 @@
 #!/bin/bash
 # The installed system, booted: the Debian package (debian/, built by
-# tests/lib/deb.sh) installed with `apt-get install ./node-agent_*.deb` into a
+# tests/lib/deb.sh) installed with `apt-get install ./kube-node-agent_*.deb` into a
 # throw-away Debian tree (tests/lib/sdbox.sh, with openssh-server and the
 # programs' libraries) the way an image build does it (in the tree, nothing
 # running), booted with systemd-nspawn. Debian 12 here; 056 runs the same on
@@ -28,9 +28,12 @@
 #    the executor opening an AF_INET socket (probe unit with its sandbox);
 #  - the package's life cycle on the running system: purge (units stopped,
 #    state gone, users and everyone's authorized_keys kept), the previous
-#    version installed (path and timer started, node-agent not), the upgrade
-#    (node-agent restarted), purge again leaving the tree as it was before
-#    that install (file list and /etc contents compared).
+#    version installed under the package's old name node-agent (path and
+#    timer started, node-agent not), the upgrade to kube-node-agent with its
+#    .deb alone (apt removes node-agent: the agent restarted all the same;
+#    the old package retired through the transitional one, state kept),
+#    purge again leaving the tree as it was before that install (file list
+#    and /etc contents compared).
 # Run: ONLY=055 make check-integration (root). The rootfs is debootstrapped once
 # (~60 s) and cached as a tar in $B/sdbox-cache (SDBOX_CACHE=0 to
 # not write the cache); later runs take ~20 s.
@@ -136,8 +139,9 @@ export SDBOX_CACHE=${SDBOX_CACHE-1}
 export SDBOX_SETUP="bash '$0' --setup \"\$1\""
 
 # The package (debian/changelog's version) and the one before it (the
-# upgrade's starting point): the same package relabelled with a lower
-# version (the maintainer scripts' upgrade path is what is tested).
+# upgrade's starting point): the same package relabelled as node-agent
+# 0.1.0, the package's name and version before the rename (the maintainer
+# scripts' path from the old name is what is tested).
 source "$TESTS_DIR/lib/deb.sh"
 mkdir -p "$S/debs"
 t0=$(date +%s)
@@ -147,8 +151,9 @@ DEB=$(deb_build 2>"$S/deb-build.log") || {
 	finish
 	exit 1
 }
-cp "$DEB" "$S/debs/"
-OLD_DEB=$(deb_repack "$DEB" 0.0.9 "$S/debs") || { fail "repack as 0.0.9"; finish; exit 1; }
+cp "$DEB" "$(deb_transitional "$DEB")" "$S/debs/"
+TRANS_NAME=$(basename "$(deb_transitional "$DEB")")
+OLD_DEB=$(deb_repack "$DEB" 0.1.0 "$S/debs" "$DEB_OLD_PACKAGE") || { fail "repack as node-agent 0.1.0"; finish; exit 1; }
 DEB_NAME=${DEB##*/} OLD_NAME=${OLD_DEB##*/}
 DEB_VERSION=$(dpkg-deb -f "$DEB" Version)
 export DEB_NAME
@@ -527,7 +532,7 @@ if box test -x /usr/bin/sesearch -a -d /var/lib/selinux/default; then
 	# remove keeps the module: the sshd drop-in and the KRL it names stay
 	# until the purge, and sshd may read the KRL only by its type (the purge
 	# unloads it: 080's purge, on an enforcing node)
-	box env PATH=$SEPATH DEBIAN_FRONTEND=noninteractive apt-get -q -y -o DPkg::Path=$SEPATH remove node-agent >"$S/semodule.log" 2>&1
+	box env PATH=$SEPATH DEBIAN_FRONTEND=noninteractive apt-get -q -y -o DPkg::Path=$SEPATH remove kube-node-agent >"$S/semodule.log" 2>&1
 	check "postrm (remove) with SELinux enabled: node_agent stays loaded" has_module
 	rm -f "$BOX/usr/local/sbin/selinuxenabled"
 	# back to the state before, for the life cycle below (SELinux off again)
@@ -552,10 +557,10 @@ snapshot() {
 }
 t_life=$(date +%s)
 ctl start node-agent.service >/dev/null 2>&1 || true
-if boxapt purge node-agent; then
-	ok "apt-get purge node-agent on the running system (node-agent $(ctl is-active node-agent.service) afterwards)"
+if boxapt purge kube-node-agent; then
+	ok "apt-get purge kube-node-agent on the running system (node-agent $(ctl is-active node-agent.service) afterwards)"
 else
-	fail "apt-get purge node-agent"; dump "apt" tail -20 "$S/apt.log"
+	fail "apt-get purge kube-node-agent"; dump "apt" tail -20 "$S/apt.log"
 fi
 check "purge: no node-agent process left" sh -c "! '$SDBOX' sh pgrep -x node-agent >/dev/null"
 check "purge: units gone (node-agent.service, path, timer not loaded)" \
@@ -577,7 +582,7 @@ check "purge: deb-systemd-helper's state for the units is gone" \
 
 snapshot "$S/before-install"
 if boxapt install "/src/debs/$OLD_NAME"; then
-	ok "apt-get install the previous version ($OLD_NAME) on the running system"
+	ok "apt-get install the previous version under the old name ($OLD_NAME) on the running system"
 else
 	fail "apt-get install $OLD_NAME"; dump "apt" tail -20 "$S/apt.log"
 fi
@@ -604,14 +609,29 @@ if [ -x "$BOX/usr/sbin/node-agent" ] && [ -n "${kpid:-}" ]; then
 	check "previous version: node-agent started by hand and READY (pid $pid1)" test -n "$pid1"
 fi
 if boxapt install "/src/debs/$DEB_NAME"; then
-	ok "upgrade to $DEB_NAME with apt-get install (no conffile prompt)"
+	ok "upgrade from the old name to $DEB_NAME with apt-get install of its .deb alone (no conffile prompt)"
 else
 	fail "upgrade to $DEB_NAME"; dump "apt" tail -20 "$S/apt.log"
 fi
-check "upgrade: dpkg has $DEB_VERSION installed" \
-	test "$(box dpkg-query -W -f '${Version} ${Status}' node-agent)" = "$DEB_VERSION install ok installed"
-check "upgrade: path unit and timer still active" \
-	sh -c "test \"\$('$SDBOX' ctl is-active cloud-config-exec.path cloud-config-exec.timer | tr '\n' ' ')\" = 'active active '"
+check "upgrade: dpkg has kube-node-agent $DEB_VERSION installed" \
+	test "$(box dpkg-query -W -f '${Version} ${Status}' kube-node-agent)" = "$DEB_VERSION install ok installed"
+# apt removed the old package (Breaks) and left it "rc": its own postrm,
+# whose purge deletes the state directories, is still dpkg's to run. The
+# postinst says so and how to retire it: the transitional package first
+# (its maintainer scripts replace the old ones), then purge.
+old_st=$(box dpkg-query -W -f '${db:Status-Abbrev}' node-agent 2>&1)
+check "upgrade: apt removed node-agent (rc: '$old_st'); the postinst warned not to purge it as it is" \
+	sh -c '[ "$1" = "rc " ] && grep -q "the old package node-agent is removed but not purged" "$2"' sh "$old_st" "$S/apt.log"
+check "upgrade: the sshd drop-in and the config example are kube-node-agent's ($(box dpkg -S /etc/ssh/sshd_config.d/50-node-agent.conf /etc/node-agent/config.json.example 2>&1 | cut -d: -f1 | tr '\n' ' '))" \
+	test "$(box dpkg -S /etc/ssh/sshd_config.d/50-node-agent.conf /etc/node-agent/config.json.example 2>&1 | cut -d: -f1 | tr '\n' ' ')" = "kube-node-agent kube-node-agent "
+if boxapt install "/src/debs/$TRANS_NAME" && boxapt purge node-agent; then
+	ok "the old name retired as the postinst says: the transitional $TRANS_NAME installed, then purged"
+else
+	fail "the transitional $TRANS_NAME installed, then purged"; dump "apt" tail -20 "$S/apt.log"
+fi
+check "  ... node-agent not installed ($(box dpkg-query -W -f '${db:Status-Abbrev}' node-agent 2>&1)); the state directories and the sshd drop-in stay" \
+	sh -c "'$SDBOX' sh dpkg-query -W -f '\${db:Status-Abbrev}' node-agent 2>/dev/null | grep -qx 'un ' &&
+		test -e '$BOX/var/lib/cloud-config-exec/revoked-keys.krl' -a -d '$BOX/var/lib/node-agent' -a -e '$BOX/etc/ssh/sshd_config.d/50-node-agent.conf'"
 if [ -n "$pid1" ]; then
 	pid2=$(ctl show -p MainPID --value node-agent.service)
 	check "upgrade: the running node-agent was restarted (pid $pid1 -> $pid2) and is active" \
@@ -650,7 +670,7 @@ else
 	fail "reinstall: the same file list and /etc contents, node-agent, path and timer still active ($units)"
 	dump "what the reinstall changed" diff "$S/before-reinstall" "$S/after-reinstall"
 fi
-if boxapt purge node-agent; then ok "apt-get purge node-agent again"; else fail "apt-get purge node-agent again"; fi
+if boxapt purge kube-node-agent; then ok "apt-get purge kube-node-agent again"; else fail "apt-get purge kube-node-agent again"; fi
 snapshot "$S/after-purge"
 # /var/lib/kubelet is the kubelet's: the executor creates it for the
 # bootstrap kubeconfig when the agent (restarted above with the token given

@@ -29,8 +29,8 @@ if sanitized "$B/node-agent"; then
 fi
 
 ANN=checksum/cloud-config-data
-VG_ROUNDS=${VG_ROUNDS:-35}         # Secret versions under valgrind
-RSS_ROUNDS=${RSS_ROUNDS:-100}     # Secret versions natively
+VG_ROUNDS=${VG_ROUNDS:-$(sized 12 35)}   # Secret versions under valgrind (CI, make soak)
+RSS_ROUNDS=${RSS_ROUNDS:-$(sized 40 100)} # Secret versions natively
 RSS_SLACK_KB=${RSS_SLACK_KB:-1024} # allowed VmRSS growth, first to last sample
 osc() { printf 'spec:\n  files:\n  - path: /etc/hello\n    permissions: 420\n    content:\n      inline:\n        data: "hello %s %s"\n' "$1" "$(head -c 200 /dev/zero | tr '\0' x)"; }
 W=$(scratch)

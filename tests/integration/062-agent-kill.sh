@@ -24,7 +24,7 @@ source "$TESTS_DIR/lib/agent.sh"
 kube_netns "$@"
 agent_require
 
-KILL_RUNS=${KILL_RUNS:-200}
+KILL_RUNS=${KILL_RUNS:-$(sized 60 200)} # CI, make soak
 KILL_MAX_MS=${KILL_MAX_MS:-400}
 CHECK_EVERY=${CHECK_EVERY:-10}
 ANN=checksum/cloud-config-data

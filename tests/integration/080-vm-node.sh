@@ -344,11 +344,11 @@ vm_selinux_boot_check
 stage "boot"
 
 # --- the package, installed by apt as the README says --------------------------
-vm_copy "$DEB" /root/node-agent.deb
-vm_copy "$NEW_DEB" /root/node-agent-new.deb
+vm_copy "$DEB" /root/kube-node-agent.deb
+vm_copy "$NEW_DEB" /root/kube-node-agent-new.deb
 t=$(date +%s)
 # Each line of apt's output with the guest's clock (where the time goes).
-vm_ssh 'cd /root && DEBIAN_FRONTEND=noninteractive apt-get install -y -q ./node-agent.deb 2>&1 |
+vm_ssh 'cd /root && DEBIAN_FRONTEND=noninteractive apt-get install -y -q ./kube-node-agent.deb 2>&1 |
 	while IFS= read -r l; do printf "%(%s)T %s\n" -1 "$l"; done' >"$S/apt.log" 2>&1
 # diag_journal NAME: the guest's journal of this boot to $VM_DIAG_DIR/journal-NAME.txt
 # (when set): it goes with the VM, and a slow or failed scenario is read there.
@@ -358,14 +358,14 @@ diag_journal() {
 }
 [ -z "${VM_DIAG_DIR:-}" ] || cp "$S/apt.log" "$VM_DIAG_DIR/apt-install.log"
 diag_journal install
-check "apt-get install ./node-agent.deb in the guest ($(($(date +%s) - t)) s)" \
-	guest_is "dpkg-query -W -f '\${Status}\n' node-agent" "install ok installed "
+check "apt-get install ./kube-node-agent.deb in the guest ($(($(date +%s) - t)) s)" \
+	guest_is "dpkg-query -W -f '\${Status}\n' kube-node-agent" "install ok installed "
 check "node-agent.service and node-agent.path enabled ($(vm_ssh systemctl is-enabled node-agent.service node-agent.path | tr '\n' ' '))" \
 	test "$(vm_ssh systemctl is-enabled node-agent.service node-agent.path | tr '\n' ' ')" = "enabled enabled "
 # The package enables node-agent.path but does not start it on a running
 # system (an install must not start the agent): start it as the next boot does.
 vm_ssh 'systemctl start node-agent.path'
-vm_selinux_install_check node-agent
+vm_selinux_install_check kube-node-agent
 stage "install"
 
 # --- scenario 0: no configuration ---------------------------------------------
@@ -720,7 +720,7 @@ if want 6; then
 	pid1=$(vm_ssh systemctl show -p MainPID --value node-agent.service)
 	ha_stop
 	t=$(date +%s.%N)
-	VM_SSH_TIMEOUT=600 vm_ssh 'cd /root && DEBIAN_FRONTEND=noninteractive apt-get install -y -q ./node-agent-new.deb' >"$S/upgrade.log" 2>&1
+	VM_SSH_TIMEOUT=600 vm_ssh 'cd /root && DEBIAN_FRONTEND=noninteractive apt-get install -y -q ./kube-node-agent-new.deb' >"$S/upgrade.log" 2>&1
 	rc=$?
 	up_s=$(awk -v a="$t" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
 	pid2=$(vm_ssh systemctl show -p MainPID --value node-agent.service)
@@ -1045,7 +1045,7 @@ fi
 
 # --- scenario 6 (purge) ---------------------------------------------------------
 # What the package put there goes; the system users stay (Debian practice,
-# debian/node-agent.postrm: a reinstall keeps their ids), as does what the
+# debian/kube-node-agent.postrm: a reinstall keeps their ids), as does what the
 # executor wrote for the OSC (the node's configuration, not the package's).
 if want 6; then
 	# The purge and what it left, read in the same ssh session (a session
@@ -1057,10 +1057,10 @@ if want 6; then
 	# (SELinux: by its type, so the module stays too) or it refuses every
 	# key: gardener logs in with its authorized_keys.
 	VM_SSH_TIMEOUT=600 vm_ssh 'chmod 0600 /root/.vm-test-key /root/.gardener-key
-		DEBIAN_FRONTEND=noninteractive apt-get remove -y -q node-agent >/root/remove.log 2>&1; echo "remove rc $?"
+		DEBIAN_FRONTEND=noninteractive apt-get remove -y -q kube-node-agent >/root/remove.log 2>&1; echo "remove rc $?"
 		ssh -q -i /root/.gardener-key -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o BatchMode=yes gardener@127.0.0.1 true && echo "login after remove ok"
-		DEBIAN_FRONTEND=noninteractive apt-get purge -y -q node-agent >/root/purge.log 2>&1; echo "rc $?"
-		echo "status $(dpkg-query -W -f "\${Status}" node-agent 2>/dev/null)"
+		DEBIAN_FRONTEND=noninteractive apt-get purge -y -q kube-node-agent >/root/purge.log 2>&1; echo "rc $?"
+		echo "status $(dpkg-query -W -f "\${Status}" kube-node-agent 2>/dev/null)"
 		grep -qxs -e node-agent -e cloud-config-exec /proc/[0-9]*/comm && echo "process left"
 		echo "loadstate $(systemctl show -p LoadState --value node-agent.service node-agent.path cloud-config-exec.service cloud-config-exec.path cloud-config-exec.timer | grep . | sort -u | tr "\n" " ")"
 		for f in /lib/systemd/system/*node-agent* /lib/systemd/system/*cloud-config-exec* /etc/systemd/system/*node-agent* \
@@ -1079,10 +1079,10 @@ if want 6; then
 		sshd -T 2>&1 | grep -i -e revoked -e authorizedkeyscommand | sed "s/^/sshd-T /"' >"$S/purge.facts" 2>&1
 	sed 's/^/# purge: /' "$S/purge.facts"
 	fact() { grep -qx -- "$1" "$S/purge.facts"; }
-	check "remove: apt-get remove node-agent returned 0" fact "remove rc 0"
+	check "remove: apt-get remove kube-node-agent returned 0" fact "remove rc 0"
 	check "remove: gardener still logs in with its authorized_keys (sshd reads the KRL that stays)" fact "login after remove ok"
-	check "purge: apt-get purge node-agent returned 0" fact "rc 0"
-	check "purge: node-agent not installed any more ($(grep '^status' "$S/purge.facts"))" sh -c '! grep -q "^status install ok installed" "$1"' sh "$S/purge.facts"
+	check "purge: apt-get purge kube-node-agent returned 0" fact "rc 0"
+	check "purge: kube-node-agent not installed any more ($(grep '^status' "$S/purge.facts"))" sh -c '! grep -q "^status install ok installed" "$1"' sh "$S/purge.facts"
 	check_not "purge: no node-agent or cloud-config-exec process left" fact "process left"
 	check "purge: no unit loaded ($(grep '^loadstate' "$S/purge.facts"))" fact "loadstate not-found "
 	check_not "purge: no unit file, drop-in, deb-systemd-helper state, sshd drop-in, state directory, /etc/node-agent, SELinux module ($(grep '^left' "$S/purge.facts" | tr '\n' ' '))" \

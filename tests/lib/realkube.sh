@@ -39,6 +39,24 @@
 #   rk_bootstrap_token ID SECRET [GROUPS]       the bootstrap token Secret
 #   rk_annotation KEY [NODE]    the Node's annotation KEY
 #   rk_audit USER               "time code verb uri" of that user's finished requests
+#   rk_audit_forbidden USER...  every finished request of these users (exact
+#                               names): prints "requests N: verb n, ...", then
+#                               "starting N" (403s received while an API server
+#                               of this test was starting: launched, RBAC not
+#                               loaded yet; rk_start_apiserver records the
+#                               windows in $KUBE_DIR/starts; each follows
+#                               as "  time 403 verb uri user"), then one
+#                               "time 403 verb uri user" line per other 403
+#   rk_man_roles MAP SUBJECTS   the Roles and ClusterRoles printed in node-agent(8)
+#                               (section Permissions) as printed, placeholders
+#                               replaced from MAP (JSON: {"<osc.secretName>": "x",
+#                               "<token-sync Secrets>": ["a", "b"], ...}; one
+#                               missing fails, naming it), each bound to SUBJECTS
+#                               (a JSON list) by a (Cluster)RoleBinding of its name
+#   rk_wait_csr PREFIX SECONDS  prints the name of the one CSR named PREFIX*
+#   rk_csr_approve NAME         approves it as Gardener's approver would (RK_CODE)
+#   rk_csr_sign NAME CRT        signs its request with the cluster CA (openssl, 30
+#                               days, client auth) into CRT and issues it (RK_CODE)
 #
 # Everything started is stopped by pid on exit.
 
@@ -161,6 +179,8 @@ rk_start_apiserver() {
 	[ -z "${RK_WEBHOOK_PID:-}" ] || authz=(--authorization-mode=Node,Webhook,RBAC
 		--authorization-webhook-config-file="$dir/authz-webhook.kubeconfig" --authorization-webhook-version=v1
 		--authorization-webhook-cache-authorized-ttl=${RK_WEBHOOK_TTL:-1ms} --authorization-webhook-cache-unauthorized-ttl=1ms)
+	local launched
+	launched=$(now)
 	"$RK_BIN" --etcd-servers="http://127.0.0.1:$RK_ETCD_PORT" \
 		--bind-address=127.0.0.1 --advertise-address=127.0.0.1 --secure-port=$RK_API_PORT --insecure-port=0 \
 		--tls-cert-file="$KUBE_PKI/server.crt" --tls-private-key-file="$KUBE_PKI/server.key" \
@@ -174,7 +194,8 @@ rk_start_apiserver() {
 		--audit-log-path="$RK_AUDIT" --audit-policy-file="$dir/audit-policy.yaml" \
 		--logtostderr=true --v=0 >>"$dir/apiserver.log" 2>&1 &
 	RK_API_PID=$!
-	rk_wait_ready 90
+	rk_wait_ready 90 || return 1
+	echo "$launched $RK_READY_AT" >>"$dir/starts"
 }
 
 rk_stop_apiserver() {
@@ -312,4 +333,116 @@ for line in open(sys.argv[1]):
     if e.get("stage") != "ResponseComplete" or sys.argv[2] not in e.get("user", {}).get("username", ""):
         continue
     print(e.get("requestReceivedTimestamp"), e.get("responseStatus", {}).get("code"), e.get("verb"), e.get("requestURI"))' "$RK_AUDIT" "$1"
+}
+
+rk_audit_forbidden() {
+	python3 - "$RK_AUDIT" "$KUBE_DIR/starts" "$@" <<-'EOF'
+	import collections, datetime, json, sys
+	audit, starts, users = sys.argv[1], sys.argv[2], set(sys.argv[3:])
+	windows = []
+	try:
+	    for l in open(starts):
+	        a, b = l.split()
+	        windows.append((float(a), float(b)))
+	except OSError:
+	    pass
+	def t(s):
+	    return datetime.datetime.strptime(s, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=datetime.timezone.utc).timestamp()
+	verbs, starting, denied, n = collections.Counter(), [], [], 0
+	for l in open(audit):
+	    e = json.loads(l)
+	    user = e.get("user", {}).get("username", "")
+	    if e.get("stage") != "ResponseComplete" or user not in users:
+	        continue
+	    n += 1
+	    verbs[e.get("verb")] += 1
+	    if e.get("responseStatus", {}).get("code") != 403:
+	        continue
+	    at = t(e["requestReceivedTimestamp"])
+	    line = f'{e["requestReceivedTimestamp"]} 403 {e.get("verb")} {e.get("requestURI")} {user}'
+	    if any(a <= at <= b for a, b in windows):
+	        starting.append(line)
+	    else:
+	        denied.append(line)
+	print(f"requests {n}: " + ", ".join(f"{v} {c}" for v, c in sorted(verbs.items())))
+	print(f"starting {len(starting)}" + "".join(f"\n  {l}" for l in starting))
+	print("\n".join(denied))
+	EOF
+}
+
+rk_man_roles() {
+	local out path json
+	out=$(python3 - "$TESTS_DIR/lib" "$TESTS_DIR/../man/node-agent.8" "$1" "$2" <<-'EOF'
+	import json, sys
+	sys.path.insert(0, sys.argv[1])
+	import manpage, yaml
+	page, values, subjects = manpage.Page(sys.argv[2]), json.loads(sys.argv[3]), json.loads(sys.argv[4])
+	docs = manpage.roles(page)
+	if not docs:
+	    sys.exit(f"{sys.argv[2]}: no Role printed in section Permissions")
+	for line, text in docs:
+	    text, missing = manpage.substitute(text, values)
+	    if missing:
+	        sys.exit(f"{sys.argv[2]}:{line}: the printed Roles use {', '.join(missing)}, which the test has no value for")
+	    for o in yaml.safe_load_all(text):
+	        if not o:
+	            continue
+	        kind, md = o["kind"], o["metadata"]
+	        ns = md.get("namespace")
+	        base = "/apis/rbac.authorization.k8s.io/v1"
+	        coll = f"{base}/namespaces/{ns}/roles" if kind == "Role" else f"{base}/clusterroles"
+	        print(f"{coll}\t{json.dumps(o)}\t{kind} {ns + '/' if ns else ''}{md['name']}")
+	        bkind = "RoleBinding" if kind == "Role" else "ClusterRoleBinding"
+	        bmd = {"name": md["name"], **({"namespace": ns} if ns else {})}
+	        b = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": bkind, "metadata": bmd,
+	             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": kind, "name": md["name"]},
+	             "subjects": subjects}
+	        bcoll = f"{base}/namespaces/{ns}/rolebindings" if ns else f"{base}/clusterrolebindings"
+	        print(f"{bcoll}\t{json.dumps(b)}\t{bkind} {ns + '/' if ns else ''}{md['name']}")
+	EOF
+	) || { echo "$out" >&2; return 1; }
+	while IFS=$'\t' read -r path json label; do
+		rk_apply "$path" "$json" || return 1
+		echo "$label"
+	done <<<"$out"
+}
+
+rk_wait_csr() {
+	local i names
+	for ((i = 0; i < $2 * 10; i++)); do
+		names=$(rk GET /apis/certificates.k8s.io/v1/certificatesigningrequests |
+			jget '" ".join(o["metadata"]["name"] for o in d["items"] if o["metadata"]["name"].startswith("'"$1"'"))')
+		[ -n "$names" ] && break
+		sleep 0.1
+	done
+	[ -n "$names" ] && [[ "$names" != *" "* ]] || return 1
+	echo "$names"
+}
+
+rk_csr_approve() {
+	local csr
+	csr=$(rk GET "/apis/certificates.k8s.io/v1/certificatesigningrequests/$1") || return 1
+	csr=$(python3 -c 'import json, sys
+o = json.loads(sys.stdin.read())
+o.setdefault("status", {})["conditions"] = [{"type": "Approved", "status": "True",
+    "reason": "NodeAgentTestApprover", "message": "approved by the test (tests/lib/realkube.sh)"}]
+print(json.dumps(o))' <<<"$csr")
+	rk PUT "/apis/certificates.k8s.io/v1/certificatesigningrequests/$1/approval" "$csr" >/dev/null
+}
+
+rk_csr_sign() {
+	local name=$1 crt=$2 csr ext
+	csr=$(rk GET "/apis/certificates.k8s.io/v1/certificatesigningrequests/$name") || return 1
+	ext=$(mktemp "${TMPDIR:-/tmp}/rk-ext.XXXXXX")
+	printf 'keyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=clientAuth\nbasicConstraints=critical,CA:FALSE\n' >"$ext"
+	jget 'd["spec"]["request"]' <<<"$csr" | base64 -d |
+		openssl x509 -req -CA "$KUBE_PKI/ca.crt" -CAkey "$KUBE_PKI/ca.key" -set_serial "0x$(openssl rand -hex 12)" \
+			-days 30 -sha256 -extfile "$ext" -out "$crt" 2>"$crt.err"
+	rm -f "$ext"
+	[ -s "$crt" ] || { cat "$crt.err" >&2; return 1; }
+	csr=$(python3 -c 'import base64, json, sys
+o = json.loads(sys.stdin.read())
+o.setdefault("status", {})["certificate"] = base64.b64encode(open(sys.argv[1], "rb").read()).decode()
+print(json.dumps(o))' "$crt" <<<"$csr")
+	rk PUT "/apis/certificates.k8s.io/v1/certificatesigningrequests/$name/status" "$csr" >/dev/null
 }

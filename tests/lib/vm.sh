@@ -92,11 +92,18 @@ _vm_debootstrap() { # TAR: one try, leaving nothing behind on failure
 	return "$rc"
 }
 vm_fetch() {
+	mkdir -p "$VM_CACHE_DIR"
+	# One fetch at a time per cache: a second waits and then finds it.
+	(
+		flock 9
+		_vm_fetch
+	) 9>"$VM_CACHE_DIR/.lock"
+}
+_vm_fetch() {
 	local tar t0=$SECONDS
 	tar=$(vm_tarball_path)
 	vm_tarball_ok "$tar" && return 0
 	rm -f "$tar" "$tar.sha256"
-	mkdir -p "$VM_CACHE_DIR"
 	vm_log "debootstrap $VM_SUITE from $VM_MIRROR into $tar"
 	net_retry "debootstrap $VM_SUITE from $VM_MIRROR (log: $VM_CACHE_DIR/debootstrap.log)" _vm_debootstrap "$tar" ||
 		return 1

@@ -1,4 +1,7 @@
-/* Unit tests for lib/kube/csr.c: the key, the request's subject, the digested
+/* Unit tests for lib/kube/csr.c: the key, the request's subject (byte for
+ * byte as Go's crypto/x509 writes it, against CSRs made by Go in
+ * tests/fixtures/csr/, machine names of 1, 30, 31, 55, 63, 64 and 253
+ * characters; one past the limit refused with a reason), the digested
  * name (vector computed independently with Python's hashlib), the CSR JSON,
  * status parsing (pending, approved, issued, denied, failed, bad input) and
  * the checks of an issued certificate: right one, another key, another CN,
@@ -10,6 +13,9 @@
 
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <unistd.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <openssl/pem.h>
@@ -19,6 +25,11 @@
 #include "b64.h"
 #include "cleanup.h"
 #include "csr.h"
+#include "fsx.h"
+
+/* A real machine name (machine-controller-manager's shape, 55 characters:
+ * ../shared/notes/gardener-names.md). */
+#define MACHINE "shoot--i512345--prod-eu1-workerpool1-z1-7d9f6c8b4-x2k9p"
 
 static const char fixed_key[] = "-----BEGIN PRIVATE KEY-----\n"
 				"MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQgzSJW8T4lTuuZQ8Lx\n"
@@ -49,13 +60,13 @@ static void request_and_json(void **state)
 	EVP_PKEY *k2 = NULL;
 	assert_int_equal(csr_key_from_pem(kp, strlen(kp), &k2), 0);
 	assert_int_equal(EVP_PKEY_eq(k, k2), 1);
-	assert_int_equal(csr_request_pem(k, "m-1", &pem), 0);
+	assert_int_equal(csr_request_pem(k, MACHINE, &pem), 0);
 	BIO *b = BIO_new_mem_buf(pem, -1);
 	X509_REQ *req = PEM_read_bio_X509_REQ(b, NULL, NULL, NULL);
 	assert_non_null(req);
-	char subj[256];
+	char subj[512];
 	X509_NAME_oneline(X509_REQ_get_subject_name(req), subj, sizeof(subj));
-	assert_string_equal(subj, "/O=gardener.cloud:node-agents/CN=gardener.cloud:node-agent:machine:m-1");
+	assert_string_equal(subj, "/O=gardener.cloud:node-agents/CN=" CSR_CN_PREFIX MACHINE);
 	assert_int_equal(X509_REQ_verify(req, k), 1);
 	X509_REQ_free(req);
 	BIO_free(b);
@@ -162,6 +173,160 @@ static void event_parse(void **state)
 #undef E
 }
 
+
+/* ---- Go's CSRs (tests/fixtures/csr/: see its README) -------------------- */
+
+static char *fixture(const char *name, size_t *len)
+{
+	const char *src = getenv("NA_SRCDIR");
+	char path[512];
+	snprintf(path, sizeof(path), "%s/tests/fixtures/csr/%s", src ? src : ".", name);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		fail_msg("cannot open fixture %s: %s", path, strerror(errno));
+	char *data = NULL;
+	assert_int_equal(fsx_read_fd(fd, 1u << 20, &data, len), 0);
+	close(fd);
+	return data;
+}
+
+#define MAX_NAMES 16
+struct names {
+	size_t n;
+	char file[MAX_NAMES][32];
+	char machine[MAX_NAMES][CSR_MACHINE_NAME_MAX + 1];
+};
+
+/* tests/fixtures/csr/names: "<file> <machine name>" a line. */
+static void read_names(struct names *ns)
+{
+	size_t len;
+	_cleanup_free_ char *t = fixture("names", &len);
+	ns->n = 0;
+	for (char *line = t, *nl; line && *line; line = nl ? nl + 1 : NULL) {
+		nl = strchr(line, '\n');
+		if (nl)
+			*nl = '\0';
+		char *sp = strchr(line, ' ');
+		assert_non_null(sp);
+		assert_true(ns->n < MAX_NAMES);
+		*sp = '\0';
+		snprintf(ns->file[ns->n], sizeof(ns->file[0]), "%s", line);
+		snprintf(ns->machine[ns->n], sizeof(ns->machine[0]), "%s", sp + 1);
+		ns->n++;
+	}
+	assert_true(ns->n >= 8);
+}
+
+/* The DER of a PEM certification request. */
+static unsigned char *req_der(const char *pem, long *len)
+{
+	BIO *b = BIO_new_mem_buf(pem, -1);
+	unsigned char *der = NULL;
+	char *name = NULL, *header = NULL;
+	assert_int_equal(PEM_read_bio(b, &name, &header, &der, len), 1);
+	assert_string_equal(name, "CERTIFICATE REQUEST");
+	OPENSSL_free(name);
+	OPENSSL_free(header);
+	BIO_free(b);
+	return der;
+}
+
+/* The bytes of a request between its header (whose length depends on the
+ * signature's) and its signature's BIT STRING: the CertificationRequestInfo
+ * and the signature algorithm. Sets *off to where they start. */
+static long signed_part(const unsigned char *der, long len, long *off)
+{
+	const unsigned char *p = der;
+	long n;
+	int tag, class;
+	assert_false(ASN1_get_object(&p, &n, &tag, &class, len) & 0x80); /* the request */
+	const unsigned char *info = p;
+	assert_false(ASN1_get_object(&p, &n, &tag, &class, len - (p - der)) & 0x80); /* its info */
+	p += n;
+	assert_false(ASN1_get_object(&p, &n, &tag, &class, len - (p - der)) & 0x80); /* the algorithm */
+	assert_int_equal(tag, V_ASN1_SEQUENCE);
+	p += n;
+	*off = (long)(info - der);
+	return (long)(p - info);
+}
+
+/* With the key of Go's CSRs, ours are the same bytes up to the signature
+ * (ECDSA signatures are randomised), for every length the API allows and
+ * for a value that is no PrintableString (UTF8String, as Go falls back). */
+static void go_bytes(void **state)
+{
+	(void)state;
+	size_t klen;
+	_cleanup_free_ char *key_pem = fixture("key.pem", &klen);
+	EVP_PKEY *k = NULL;
+	assert_int_equal(csr_key_from_pem(key_pem, klen, &k), 0);
+	struct names ns;
+	read_names(&ns);
+	for (size_t i = 0; i < ns.n; i++) {
+		char f[64];
+		size_t glen;
+		snprintf(f, sizeof(f), "%s.pem", ns.file[i]);
+		_cleanup_free_ char *go_pem = fixture(f, &glen);
+		char *ours = NULL;
+		int r = csr_request_pem(k, ns.machine[i], &ours);
+		if (r < 0)
+			fail_msg("%s (%zu characters): csr_request_pem %d", ns.file[i], strlen(ns.machine[i]), r);
+		long gl, ol;
+		unsigned char *g = req_der(go_pem, &gl), *o = req_der(ours, &ol);
+		long goff, ooff;
+		long gs = signed_part(g, gl, &goff), os = signed_part(o, ol, &ooff);
+		if (gs != os || memcmp(g + goff, o + ooff, (size_t)gs) != 0)
+			fail_msg("%s: our request differs from Go's before the signature (%ld vs %ld bytes)", ns.file[i],
+				 os, gs);
+		/* and it verifies, and OpenSSL reads the CN back whole */
+		BIO *b = BIO_new_mem_buf(ours, -1);
+		X509_REQ *req = PEM_read_bio_X509_REQ(b, NULL, NULL, NULL);
+		assert_non_null(req);
+		assert_int_equal(X509_REQ_verify(req, k), 1);
+		X509_NAME *n = X509_REQ_get_subject_name(req);
+		const ASN1_STRING *cn = X509_NAME_ENTRY_get_data(
+			X509_NAME_get_entry(n, X509_NAME_get_index_by_NID(n, NID_commonName, -1)));
+		assert_int_equal(ASN1_STRING_length(cn), strlen(CSR_CN_PREFIX) + strlen(ns.machine[i]));
+		X509_REQ_free(req);
+		BIO_free(b);
+		OPENSSL_free(g);
+		OPENSSL_free(o);
+		free(ours);
+	}
+	EVP_PKEY_free(k);
+}
+
+/* The limit: 253 (a Kubernetes object name); past it, empty or with a
+ * control byte: one reason naming the name and the limit, never -ENOMEM. */
+static void machine_name_limits(void **state)
+{
+	(void)state;
+	EVP_PKEY *k = NULL;
+	assert_int_equal(csr_key_new(&k), 0);
+	char name[CSR_MACHINE_NAME_MAX + 2];
+	memset(name, 'a', sizeof(name) - 1);
+	name[sizeof(name) - 1] = '\0'; /* 254 */
+	char err[CSR_ERROR_MAX] = "";
+	char *out = NULL;
+	assert_int_equal(csr_machine_name_check(name, err, sizeof(err)), -ENAMETOOLONG);
+	assert_non_null(strstr(err, "is 254 bytes, longer than the 253"));
+	assert_non_null(strstr(err, "\"aaaaaaaa"));
+	assert_int_equal(csr_request_pem(k, name, &out), -EINVAL);
+	assert_int_equal(csr_name(k, name, &out), -EINVAL);
+	assert_null(out);
+	name[CSR_MACHINE_NAME_MAX] = '\0'; /* 253 */
+	assert_int_equal(csr_machine_name_check(name, err, sizeof(err)), 0);
+	assert_int_equal(csr_name(k, name, &out), 0);
+	free(out);
+	assert_int_equal(csr_machine_name_check("", err, sizeof(err)), -EINVAL);
+	assert_string_equal(err, "machine name: empty");
+	assert_int_equal(csr_machine_name_check("m\n1", err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "control or non-ASCII byte at 1"));
+	assert_int_equal(csr_request_pem(k, "", &out), -EINVAL);
+	EVP_PKEY_free(k);
+}
+
 /* ---- a test CA ---------------------------------------------------------- */
 
 static X509 *make_cert(EVP_PKEY *subject_key, const char *o, const char *cn, EVP_PKEY *issuer_key, X509 *issuer,
@@ -174,9 +339,11 @@ static X509 *make_cert(EVP_PKEY *subject_key, const char *o, const char *cn, EVP
 	X509_gmtime_adj(X509_getm_notAfter(x), to);
 	X509_set_pubkey(x, subject_key);
 	X509_NAME *n = X509_get_subject_name(x);
+	/* As kube-controller-manager's signer (Go) writes it: no length limit. */
 	if (o)
-		X509_NAME_add_entry_by_txt(n, "O", MBSTRING_UTF8, (const unsigned char *)o, -1, -1, 0);
-	X509_NAME_add_entry_by_txt(n, "CN", MBSTRING_UTF8, (const unsigned char *)cn, -1, -1, 0);
+		X509_NAME_add_entry_by_NID(n, NID_organizationName, V_ASN1_PRINTABLESTRING, (const unsigned char *)o,
+					   -1, -1, 0);
+	X509_NAME_add_entry_by_NID(n, NID_commonName, V_ASN1_PRINTABLESTRING, (const unsigned char *)cn, -1, -1, 0);
 	X509_set_issuer_name(x, issuer ? X509_get_subject_name(issuer) : n);
 	X509V3_CTX ctx;
 	X509V3_set_ctx(&ctx, issuer ? issuer : x, x, NULL, NULL, 0);
@@ -215,7 +382,7 @@ static void cert_checks(void **state)
 	X509 *other = make_cert(otherk, NULL, "other-ca", otherk, NULL, -3600, 86400, true);
 	_cleanup_free_ char *ca_pem = pem_of(ca);
 	time_t now = time(NULL);
-	const char *cn = "gardener.cloud:node-agent:machine:m-1";
+	const char *cn = CSR_CN_PREFIX MACHINE;
 	static const struct {
 		const char *o, *cn;
 		int key;   /* 0: ours, 1: another */
@@ -225,7 +392,7 @@ static void cert_checks(void **state)
 	} cases[] = {
 		{ CSR_ORG, NULL, 0, -60, 3600, 0, NULL },
 		{ CSR_ORG, NULL, 1, -60, 3600, 0, "not for our key" },
-		{ CSR_ORG, "gardener.cloud:node-agent:machine:m-2", 0, -60, 3600, 0, "subject CN is" },
+		{ CSR_ORG, CSR_CN_PREFIX "shoot--i512345--prod-eu1-workerpool1-z1-7d9f6c8b4-x2k9q", 0, -60, 3600, 0, "subject CN is" },
 		{ "system:nodes", NULL, 0, -60, 3600, 0, "subject O is not" },
 		{ NULL, NULL, 0, -60, 3600, 0, "subject O is not" },
 		{ CSR_ORG, NULL, 0, -7200, -3600, 0, "expired" },
@@ -239,7 +406,7 @@ static void cert_checks(void **state)
 		char *pem = pem_of(x);
 		struct csr_cert_info info = { 0 };
 		char err[CSR_ERROR_MAX] = "";
-		int r = csr_cert_check(pem, strlen(pem), k, "m-1", ca_pem, strlen(ca_pem), now, &info, err, sizeof(err));
+		int r = csr_cert_check(pem, strlen(pem), k, MACHINE, ca_pem, strlen(ca_pem), now, &info, err, sizeof(err));
 		if (cases[i].error ? (r != -EINVAL || !strstr(err, cases[i].error)) : r != 0)
 			fail_msg("case %zu: r=%d err=\"%s\", want \"%s\"", i, r, err,
 				 cases[i].error ? cases[i].error : "success");
@@ -262,27 +429,27 @@ static void cert_checks(void **state)
 	_cleanup_free_ char *fresh_pem = pem_of(fresh), *ending_pem = pem_of(ending);
 	char err[CSR_ERROR_MAX];
 	struct csr_cert_info info = { .not_before = 1 };
-	assert_int_equal(csr_cert_check(fresh_pem, strlen(fresh_pem), k, "m-1", ca_pem, strlen(ca_pem), now - 3600,
+	assert_int_equal(csr_cert_check(fresh_pem, strlen(fresh_pem), k, MACHINE, ca_pem, strlen(ca_pem), now - 3600,
 					&info, err, sizeof(err)),
 			 -EINVAL);
 	assert_non_null(strstr(err, "not valid before"));
 	assert_non_null(strstr(err, "clock off?"));
 	assert_int_equal(info.not_before, 1); /* untouched on failure */
-	assert_int_equal(csr_cert_check(ending_pem, strlen(ending_pem), k, "m-1", ca_pem, strlen(ca_pem), now + 3600,
+	assert_int_equal(csr_cert_check(ending_pem, strlen(ending_pem), k, MACHINE, ca_pem, strlen(ca_pem), now + 3600,
 					&info, err, sizeof(err)),
 			 -EINVAL);
 	assert_non_null(strstr(err, "expired at"));
 	assert_non_null(strstr(err, "clock off?"));
 	/* The same certificates with the clock right are fine. */
-	assert_int_equal(csr_cert_check(fresh_pem, strlen(fresh_pem), k, "m-1", ca_pem, strlen(ca_pem), now, &info,
+	assert_int_equal(csr_cert_check(fresh_pem, strlen(fresh_pem), k, MACHINE, ca_pem, strlen(ca_pem), now, &info,
 					err, sizeof(err)),
 			 0);
-	assert_int_equal(csr_cert_check(ending_pem, strlen(ending_pem), k, "m-1", ca_pem, strlen(ca_pem), now, &info,
+	assert_int_equal(csr_cert_check(ending_pem, strlen(ending_pem), k, MACHINE, ca_pem, strlen(ca_pem), now, &info,
 					err, sizeof(err)),
 			 0);
 	X509_free(fresh);
 	X509_free(ending);
-	assert_int_equal(csr_cert_check("x", 1, k, "m-1", ca_pem, strlen(ca_pem), now, &info, err, sizeof(err)), -EINVAL);
+	assert_int_equal(csr_cert_check("x", 1, k, MACHINE, ca_pem, strlen(ca_pem), now, &info, err, sizeof(err)), -EINVAL);
 	assert_string_equal(err, "no PEM certificate");
 	X509_free(ca);
 	X509_free(other);
@@ -290,6 +457,45 @@ static void cert_checks(void **state)
 	EVP_PKEY_free(otherk);
 	EVP_PKEY_free(k);
 	EVP_PKEY_free(k2);
+}
+
+/* An issued certificate for a machine name of each length is checked whole
+ * (the CN compared byte for byte), and one for a longer name refused. */
+static void cert_name_lengths(void **state)
+{
+	(void)state;
+	EVP_PKEY *cak = NULL, *k = NULL;
+	assert_int_equal(csr_key_new(&cak), 0);
+	assert_int_equal(csr_key_new(&k), 0);
+	X509 *ca = make_cert(cak, NULL, "test-ca", cak, NULL, -3600, 86400, true);
+	_cleanup_free_ char *ca_pem = pem_of(ca);
+	struct names ns;
+	read_names(&ns);
+	for (size_t i = 0; i < ns.n; i++) {
+		char cn[CSR_CN_MAX + 2];
+		snprintf(cn, sizeof(cn), "%s%s", CSR_CN_PREFIX, ns.machine[i]);
+		X509 *x = make_cert(k, CSR_ORG, cn, cak, ca, -60, 3600, false);
+		_cleanup_free_ char *pem = pem_of(x);
+		struct csr_cert_info info;
+		char err[CSR_ERROR_MAX] = "";
+		int r = csr_cert_check(pem, strlen(pem), k, ns.machine[i], ca_pem, strlen(ca_pem), time(NULL), &info, err,
+				       sizeof(err));
+		if (r != 0)
+			fail_msg("%s: %d %s", ns.file[i], r, err);
+		/* one character more in the certificate: refused */
+		snprintf(cn, sizeof(cn), "%s%sx", CSR_CN_PREFIX, ns.machine[i]);
+		X509 *y = make_cert(k, CSR_ORG, cn, cak, ca, -60, 3600, false);
+		_cleanup_free_ char *ypem = pem_of(y);
+		assert_int_equal(csr_cert_check(ypem, strlen(ypem), k, ns.machine[i], ca_pem, strlen(ca_pem), time(NULL),
+						&info, err, sizeof(err)),
+				 -EINVAL);
+		assert_non_null(strstr(err, "subject CN is"));
+		X509_free(x);
+		X509_free(y);
+	}
+	X509_free(ca);
+	EVP_PKEY_free(cak);
+	EVP_PKEY_free(k);
 }
 
 int main(void)
@@ -300,6 +506,9 @@ int main(void)
 		cmocka_unit_test(status_parse),
 		cmocka_unit_test(event_parse),
 		cmocka_unit_test(cert_checks),
+		cmocka_unit_test(cert_name_lengths),
+		cmocka_unit_test(go_bytes),
+		cmocka_unit_test(machine_name_limits),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
