@@ -272,13 +272,7 @@ deny -A -s cloud_config_datavol_t -t ssh_home_t
 deny -A -s cloud_config_datavol_t -t cloud_config_exec_var_lib_t -c file -p write,create
 deny -A -s cloud_config_datavol_t -c capability -p net_admin,setuid,setgid,sys_module,sys_ptrace
 # no domain of the module is unconfined or permissive
-confined node_agent_t
-confined cloud_config_exec_t
-confined cloud_config_pull_t
-confined cloud_config_probe_t
-confined cloud_config_datavol_t
-confined cloud_config_os_update_t
-confined authkeys_cmd_t
+confined node_agent_t cloud_config_exec_t cloud_config_pull_t cloud_config_probe_t cloud_config_datavol_t cloud_config_os_update_t authkeys_cmd_t
 deny -A -s cloud_config_exec_t -t cloud_config_os_update_t -c process -p transition
 deny -A -s node_agent_t -t cloud_config_os_update_t -c process -p transition
 deny -A -s authkeys_cmd_t -t cloud_config_os_update_t -c process -p transition
