@@ -97,7 +97,7 @@ vm_selinux_install_check() {
 	# restorecon -n -v names every file whose label differs from its file
 	# context (and changes nothing).
 	wrong=$(vm_ssh "dpkg-query -L $1 | restorecon -n -v -f - 2>&1")
-	check "guest: every file of $1 labelled as the file contexts say ($(echo "$wrong" | head -3 | tr '\n' ';'))" \
+	check "guest: every file of $1 labelled as the file contexts say ($(printf '%s' "$wrong" | head -3 | tr '\n' ';'))" \
 		test -z "$wrong"
 }
 
@@ -111,6 +111,6 @@ vm_selinux_labels_check() {
 	local what=$1 wrong
 	shift
 	wrong=$(vm_ssh "restorecon -R -n -v $* 2>&1")
-	check "guest: $what labelled as the file contexts say ($(echo "$wrong" | head -3 | tr '\n' ';'))" \
+	check "guest: $what labelled as the file contexts say ($(printf '%s' "$wrong" | head -3 | tr '\n' ';'))" \
 		test -z "$wrong"
 }
