@@ -240,6 +240,8 @@ want -A -s cloud_config_exec_t -t systemd_unit_t -c service -p enable,start
 want -A -s cloud_config_exec_t -t initrc_runtime_t -c sock_file -p write
 want -A -s cloud_config_exec_t -t initrc_t -c unix_stream_socket -p connectto
 want -A -s cloud_config_exec_t -t sysfs_t -c file -p read
+want -A -s cloud_config_exec_t -t etc_runtime_t -c file -p read
+deny -A -s cloud_config_exec_t -t etc_runtime_t -c file -p write,create
 want -A -s cloud_config_pull_t -t initrc_runtime_t -c sock_file -p write
 want -A -s cloud_config_probe_t -t initrc_runtime_t -c sock_file -p write
 want -A -s node_agent_t -t ramfs_t -c file -p read
