@@ -1,7 +1,8 @@
 # Install rules (included by the Makefile). DESTDIR is used only here.
 # Every installed file is listed once below, and uninstall removes exactly
 # those files plus the directories that belong to node-agent alone
-# ($(LIBEXECDIR), $(DATADIR), $(SYSCONFDIR)/node-agent) when they are empty.
+# ($(LIBEXECDIR), $(DATADIR), $(SYSCONFDIR)/node-agent and its revoked-keys.d,
+# the operator's revocations: cloud-config-exec(8)) when they are empty.
 # Shared directories ($(SBINDIR), man8, sshd_config.d, ...) stay.
 #
 # Units, the sshd drop-in and the SELinux file contexts name the programs by
@@ -69,7 +70,7 @@ install: $(PROGS) $(GENERATED)
 	$(if $(MAN5),$(INSTALL) -d -m 0755 $(DESTDIR)$(MANDIR)/man5 && $(INSTALL) -m 0644 $(MAN5) $(DESTDIR)$(MANDIR)/man5/)
 	$(INSTALL) -d -m 0755 $(DESTDIR)$(SYSTEMDUNITDIR) $(DESTDIR)$(TMPFILESDIR) $(DESTDIR)$(SYSUSERSDIR) \
 		$(DESTDIR)$(SYSCONFDIR)/ssh/sshd_config.d $(DESTDIR)$(SYSCONFDIR)/node-agent \
-		$(DESTDIR)$(DATADIR)/selinux $(DESTDIR)$(EXAMPLEDIR)
+		$(DESTDIR)$(SYSCONFDIR)/node-agent/revoked-keys.d $(DESTDIR)$(DATADIR)/selinux $(DESTDIR)$(EXAMPLEDIR)
 	$(INSTALL) -m 0644 $(addprefix $(B)/install/,$(UNIT_FILES)) $(DESTDIR)$(SYSTEMDUNITDIR)/
 	$(INSTALL) -d -m 0755 $(DESTDIR)$(dir $(NODE_INIT_DROPIN))
 	$(INSTALL) -m 0644 units/gardener-node-init.service.d/50-node-agent.conf $(DESTDIR)$(NODE_INIT_DROPIN)
@@ -92,4 +93,5 @@ uninstall:
 	      $(addprefix $(DESTDIR)$(DATADIR)/selinux/,$(SELINUX_FILES))
 	-rmdir $(DESTDIR)$(dir $(NODE_INIT_DROPIN)) 2>/dev/null
 	-rmdir $(DESTDIR)$(LIBEXECDIR) $(DESTDIR)$(EXAMPLEDIR) $(DESTDIR)$(DATADIR)/selinux 2>/dev/null
+	-rmdir $(DESTDIR)$(SYSCONFDIR)/node-agent/revoked-keys.d 2>/dev/null
 	-rmdir $(DESTDIR)$(DATADIR) $(DESTDIR)$(SYSCONFDIR)/node-agent 2>/dev/null

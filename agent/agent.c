@@ -58,6 +58,7 @@
 #include "result.h"
 #include "rollout.h"
 #include "serial.h"
+#include "console.h"
 #include "settings.h"
 #include "filter.h"
 #include "nodefind.h"
@@ -84,6 +85,7 @@ struct agent {
 	struct watch secret;
 	struct watch node;
 	struct creds creds;         /* client certificate through the CSR API */
+	struct console console;     /* why the node cannot join, on the console (console.h) */
 	struct tokensync tokens;    /* token sync (tokensync.c) */
 	struct secretref secretref; /* files from a Secret (secretref.h) */
 	struct mirrors mirrors;     /* registry mirrors' readinessProbe (mirrors.h) */
@@ -119,8 +121,10 @@ struct agent {
 	/* What it asks for: key document, restart request (nodereq.h). */
 	struct nodereq req;
 
-	/* desired.json as last written (handover.h). */
+	/* desired.json as last written (handover.h); settled: written (or
+	 * found unchanged) by this run from the OSC it received. */
 	struct handover handover;
+	bool desired_settled;
 
 	/* The executor's state directory and result.json as last read (execdir.h). */
 	struct execdir exec;
@@ -297,6 +301,8 @@ static int write_desired(struct agent *a, uint64_t now)
 	doc_done(&doc);
 	if (r < 0)
 		set_error(a, "%s", why);
+	else
+		a->desired_settled = true;
 	if (r > 0)
 		metrics_set_desired(&a->metrics, a->handover.generation, a->handover.checksum);
 	return r;
@@ -580,7 +586,16 @@ static void node_want(void *userdata, struct annotate_want *w)
 		.applied = applied_ok(a) && !u.hold_checksum,
 		.checksum = a->handover.checksum,
 		.k8s_version = a->good.k8s_version ? a->good.k8s_version : a->cfg.kubernetes_version,
-		.worker_role = a->cfg.gna_dir != NULL,
+		/* As gardener-node-agent sets it on every reconcile (gardener/
+		 * gardener pkg/nodeagent/controller/operatingsystemconfig/
+		 * reconciler.go, "Setting node labels on Node object"): with
+		 * stock data, or with Gardener's node-agent identity from the
+		 * CSR API (node.machineName in node-agent.conf), which
+		 * Gardener's authorizer lets label the Node. Not with a token
+		 * or static files: a node identity (system:node:) may not set
+		 * node-role.kubernetes.io/ labels (NodeRestriction), and the
+		 * whole patch would fail. */
+		.worker_role = a->cfg.gna_dir != NULL || a->creds.state != CREDS_OFF,
 		.zone = a->cfg.zone,
 		.host_keys = a->host_keys,
 		.restart_done = a->exec.valid && a->req.restart_units &&
@@ -638,6 +653,30 @@ static void take_health_repair(struct agent *a)
 	a->dirty = true;
 }
 
+/* The kubelet's /healthz as the health duty found it, for the executor's
+ * in-place update (HEALTH_KUBELET_VERDICT_FILE; 0644 in the agent's own
+ * state directory, which only root reads besides it). */
+static void write_kubelet_verdict(void *userdata, bool ok, const char *why)
+{
+	struct agent *a = userdata;
+	struct ctrdhealth v = { .healthy = ok, .checked_at = time(NULL) };
+	if (ok)
+		snprintf(v.server_version, sizeof(v.server_version), "ok");
+	else
+		snprintf(v.error, sizeof(v.error), "%.*s", CTRDHEALTH_ERROR_MAX, why);
+	for (char *c = v.error; *c; c++)
+		if ((unsigned char)*c < 0x20 || *c == 0x7f)
+			*c = ' ';
+	_cleanup_free_ char *text = NULL;
+	size_t len;
+	int r = a->state_fd < 0 ? -EBADF : ctrdhealth_format(&v, &text, &len);
+	if (r >= 0)
+		r = fsx_write_atomic_at(a->state_fd, HEALTH_KUBELET_VERDICT_FILE, text, len, 0644, FSX_UID_KEEP,
+					FSX_GID_KEEP, 0);
+	if (r < 0)
+		log_debug("cannot write %s/%s: %s", a->cfg.state_dir, HEALTH_KUBELET_VERDICT_FILE, strerror(-r));
+}
+
 /* A new verdict of cloud-config-exec's containerd probe (its socket is
  * root's; ctrdprobe.h) goes to the health duty. */
 static void take_probe_verdict(struct agent *a, uint64_t now)
@@ -659,7 +698,9 @@ static void reconcile(struct agent *a, uint64_t now)
 	if (a->node.synced || a->node_seen || (!a->cfg.keys_from_node_annotation && a->node.failures > 0))
 		write_desired(a, now);
 	take_update_report(a);
-	podsweep_want(&a->sweep, nodeupdate_sweep_wanted(&a->update), now);
+	const char *why;
+	bool go = nodeupdate_sweep_go(&a->update, podsweep_running(&a->sweep), a->desired_settled, &why);
+	podsweep_want(&a->sweep, go, why, now);
 	/* A rotation it asks for is started by the next pass (take_rotations()). */
 	if (a->update.resync_tokens || a->update.renew_cert || a->update.recheck)
 		a->dirty = true;
@@ -766,6 +807,16 @@ static void take_rotations(struct agent *a, uint64_t now)
 	}
 }
 
+/* Every API request: the metrics, and a failed join's reason for the
+ * console. */
+static void observe_request(const struct http_request *req, bool done, void *userdata)
+{
+	struct agent *a = userdata;
+	metrics_observe(req, done, &a->metrics);
+	if (done)
+		console_request(&a->console, req, creds_usable(&a->creds), a->cfg.server);
+}
+
 static int start_watches(struct agent *a)
 {
 	int r = http_client_init(&a->http, &a->cfg);
@@ -777,8 +828,8 @@ static int start_watches(struct agent *a)
 	tokensync_attach(&a->tokens, &a->http);
 	secretref_attach(&a->secretref, &a->http);
 	mirrors_attach(&a->mirrors, &a->http);
-	a->http.observe = metrics_observe;
-	a->http.observe_data = &a->metrics;
+	a->http.observe = observe_request;
+	a->http.observe_data = a;
 	r = watch_init(&a->secret, &a->http, KUBE_KIND_SECRET, a->cfg.secret_namespace, a->cfg.secret_name,
 		       a->opts->once, &watch_ops, a);
 	if (r >= 0)
@@ -805,8 +856,11 @@ static int start_watches(struct agent *a)
 	if (!a->opts->once) /* a listener that cannot open is logged and left off */
 		httpd_init(&a->httpd, a->cfg.server_bind_address, a->cfg.server_health_port,
 			   a->cfg.server_metrics_port, metrics_handle, &a->metrics);
-	if (!a->opts->once)
+	if (!a->opts->once) {
+		a->health.kubelet_verdict = write_kubelet_verdict;
+		a->health.verdict_userdata = a;
 		health_init(&a->health, &a->cfg, &a->http, &a->events);
+	}
 	internalip_init(&a->internalip, a->cfg.health_enabled && !a->opts->once, a->cfg.health_interval_ms, &a->http,
 			&a->events, &a->health, (const char *const *)&a->cfg.node_name);
 	podsweep_init(&a->sweep, &a->http, (const char *const *)&a->cfg.node_name, on_sweep_round, a);
@@ -1158,6 +1212,9 @@ static uint64_t tick_duties(struct agent *a, uint64_t now)
 	/* Until the CSR brings a certificate, the watches wait (a certificate
 	 * that arrives marks the state dirty, and the next tick connects). */
 	uint64_t next = creds_tick(&a->creds, now);
+	console_creds(&a->console, a->creds.failure.seq, a->creds.failure.key, a->creds.failure.text);
+	if (a->last_contact_ms && creds_usable(&a->creds))
+		console_joined(&a->console, a->cfg.server);
 	if (creds_usable(&a->creds))
 		next = min_u64(next, min_u64(watch_tick(&a->secret, now), watch_tick(&a->node, now)));
 	next = min_u64(next, nodefind_tick(&a->nodefind, now, a->node_seen && !a->node_exists));
@@ -1203,7 +1260,9 @@ static uint64_t tick_duties(struct agent *a, uint64_t now)
 	next = min_u64(next, conditions_tick(&a->conditions, now));
 	next = min_u64(next, internalip_tick(&a->internalip, now));
 	next = min_u64(next, podsweep_tick(&a->sweep, now));
-	next = min_u64(next, health_tick(&a->health, now, applied_ok(a)));
+	/* The kubelet is repaired on a node configured once (an agent
+	 * restarted while the applies fail still repairs it). */
+	next = min_u64(next, health_tick(&a->health, now, applied_ok(a) || execdir_applied_once(&a->exec)));
 	take_probe_verdict(a, now);
 	take_health_repair(a);
 	/* The local inputs are re-read every LOCAL_RESYNC_MS (or resyncMs if
@@ -1400,6 +1459,7 @@ int agent_run(const struct agent_options *o)
 	for (size_t i = 0; i < HTTPD_CONNS; i++)
 		a.httpd.conn[i].fd = -1;
 	annotate_init(&a.annotate, &a.cfg.node_name, o->once, &annotate_ops, &a);
+	console_init(&a.console, o->once ? -1 : STDOUT_FILENO);
 
 	char why[1024];
 	if (!settings_present(o->config_path, GNA_DIR_DEFAULT, secure_getenv("CREDENTIALS_DIRECTORY"), why,

@@ -36,6 +36,8 @@
  * the token file changes. Every wait of the duty comes from backoff(). */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,7 +76,7 @@
 /* How long a run of 401s for the bootstrap token is taken for a restarting
  * API server: v1.20's bootstrap token authenticator reads Secrets through
  * an informer, whose cache is synced seconds after the server listens
- * (tests/integration/083-agent-csr-restarts.sh). */
+ * (tests/integration/082-agent-csr-restarts.sh). */
 #define REFUSED_GRACE_MS 60000u
 /* ... or a quarter of csrMs when that is shorter (tests give 4 s). */
 static uint64_t refused_grace_ms(const struct creds *c)
@@ -175,13 +177,97 @@ static bool stamp_eq(const struct creds_token_stamp *a, const struct creds_token
 	       a->mtime_s == b->mtime_s && a->mtime_ns == b->mtime_ns;
 }
 
+/* The key of the CSR in flight, kept for a restart (CREDS_PENDING_FILE,
+ * first line "# CSR <name> ..."). A failure costs only that: logged. */
+static void pending_save(struct creds *c)
+{
+	_cleanup_(wipe_free) char *key_pem = NULL, *text = NULL;
+	if (csr_key_to_pem(c->pending_key, &key_pem) < 0 ||
+	    asprintf(&text, "# CSR %s for machine %s: the key of node-agent's request in flight\n%s", c->csr_name,
+		     c->cfg->machine_name, key_pem) < 0) {
+		text = NULL;
+		log_error("CSR %s: out of memory keeping its key", c->csr_name);
+		return;
+	}
+	int r = fsx_write_atomic_at(c->state_fd, CREDS_PENDING_FILE, text, strlen(text), 0600, FSX_UID_KEEP,
+				    FSX_GID_KEEP, 0);
+	if (r < 0) {
+		log_warning_errno(r, "CSR %s: cannot keep its key in %s/%s (a restart before it is issued will make "
+				  "another CSR)", c->csr_name, c->cfg->state_dir, CREDS_PENDING_FILE);
+		return;
+	}
+	c->pending_kept = true;
+}
+
+static void pending_remove(struct creds *c)
+{
+	if (unlinkat(c->state_fd, CREDS_PENDING_FILE, 0) < 0 && errno != ENOENT)
+		log_warning_errno(-errno, "cannot remove %s/%s", c->cfg->state_dir, CREDS_PENDING_FILE);
+	c->pending_kept = false;
+}
+
+/* The CSR an earlier run had in flight: its key becomes pending_key, so the
+ * next create sends that CSR again (409: it exists) and awaits it. Not when
+ * it is unreadable, for another machine name (its first line names another
+ * CSR than this key's for this machine) or the key of cert_key, the
+ * certificate in use (issued, and the agent stopped before removing the
+ * file): then the file goes. Returns true when a CSR is resumed. */
+static bool pending_resume(struct creds *c, EVP_PKEY *cert_key)
+{
+	_cleanup_(wipe_free) char *pem = NULL;
+	_cleanup_free_ char *name = NULL;
+	_cleanup_(EVP_PKEY_freep) EVP_PKEY *k = NULL;
+	size_t len = 0;
+	const char *why = NULL;
+	int r = fsx_read_at(c->state_fd, CREDS_PENDING_FILE, PEM_MAX, &pem, &len);
+	if (r == -ENOENT)
+		return false;
+	if (r < 0)
+		why = strerror(-r);
+	else if (csr_key_from_pem(pem, len, &k) < 0)
+		why = "no P-256 private key";
+	else if (csr_name(k, c->cfg->machine_name, &name) < 0)
+		why = "out of memory";
+	else if (!strstr(pem, name))
+		why = "not a request for this machine name";
+	else if (cert_key && EVP_PKEY_eq(k, cert_key) == 1)
+		why = "its certificate is the one in use";
+	if (why) {
+		log_info("%s/%s not resumed (%s): removed", c->cfg->state_dir, CREDS_PENDING_FILE, why);
+		pending_remove(c);
+		return false;
+	}
+	c->pending_key = TAKE_PTR(k);
+	c->pending_kept = true;
+	log_notice("CSR %s: resuming the request of an earlier run (its key kept in %s/%s)", name, c->cfg->state_dir,
+		   CREDS_PENDING_FILE);
+	return true;
+}
+
 static void drop_csr(struct creds *c)
 {
+	if (c->pending_kept)
+		pending_remove(c);
 	EVP_PKEY_free(c->pending_key);
 	c->pending_key = NULL;
 	c->deadline = 0;
 	c->watch_refused = false;
 	c->step_failures = 0;
+}
+
+/* A reason the join cannot go on (creds_failure, for the console) of kind
+ * key; with log, also the duty's error line (the same text). */
+static void note_failure(struct creds *c, bool log, const char *key, const char *fmt, ...) _printf_(4, 5);
+static void note_failure(struct creds *c, bool log, const char *key, const char *fmt, ...)
+{
+	va_list ap;
+	c->failure.seq++;
+	snprintf(c->failure.key, sizeof(c->failure.key), "%s", key);
+	va_start(ap, fmt);
+	vsnprintf(c->failure.text, sizeof(c->failure.text), fmt, ap);
+	va_end(ap);
+	if (log)
+		log_error("%s", c->failure.text);
 }
 
 enum retry {
@@ -269,6 +355,8 @@ static bool auth_refused(struct creds *c, const struct http_request *req, const 
 	}
 	if (!c->auth_logged) {
 		c->auth_logged = true;
+		note_failure(c, false, "token-refused", "the API server has refused the bootstrap token for %u s (HTTP 401; "
+			     "deleted or expired?)", (unsigned)((refused_grace_ms(c) + 999u) / 1000u));
 		log_error("%s: the API server has refused the bootstrap token for %u s (HTTP 401; %s deleted or "
 			  "expired?) and node-agent holds no valid client certificate: it cannot authenticate. Needed: "
 			  "a new bootstrap token in %s, or a valid client certificate (%s in node-agent's state "
@@ -290,14 +378,16 @@ static void no_credential(struct creds *c, const char *what, uint64_t now, enum 
 	if (!c->nokey_logged) {
 		c->nokey_logged = true;
 		int r = token_check(c);
-		log_error("CSR %s: cannot %s: node-agent holds no valid client certificate and the bootstrap token "
-			  "file %s %s%s; waiting for one",
-			  c->csr_name ? c->csr_name : "-", what,
-			  c->cfg->bootstrap_token_file ? c->cfg->bootstrap_token_file : "(apiServer.bootstrapTokenFile)",
-			  !c->cfg->bootstrap_token_file ? "is not configured"
-			  : r == 0		       ? "was not usable a moment ago"
+		char file[PATH_MAX + 128];
+		snprintf(file, sizeof(file), "the bootstrap token file %s %s%s",
+			 c->cfg->bootstrap_token_file ? c->cfg->bootstrap_token_file : "(apiServer.bootstrapTokenFile)",
+			 !c->cfg->bootstrap_token_file ? "is not configured"
+			 : r == 0		       ? "was not usable a moment ago"
 						       : "is not usable: ",
-			  c->cfg->bootstrap_token_file && r < 0 ? http_token_strerror(r) : "");
+			 c->cfg->bootstrap_token_file && r < 0 ? http_token_strerror(r) : "");
+		note_failure(c, false, "no-credential", "no client certificate, and %s", file);
+		log_error("CSR %s: cannot %s: node-agent holds no valid client certificate and %s; waiting for one",
+			  c->csr_name ? c->csr_name : "-", what, file);
 	}
 	backoff(c, now, RETRY_TOKEN, step, 0);
 }
@@ -392,6 +482,9 @@ int creds_init(struct creds *c, struct http_client *http, const struct config *c
 		struct csr_cert_info info;
 		if (check_pem(c, pem, len, &k, &info, why, sizeof(why)) == 0) {
 			use_cert(c, &info);
+			/* A renewal under way when the agent stopped goes on now. */
+			if (pending_resume(c, k))
+				c->renew_at = time(NULL);
 			log_info("client certificate %s/%s in use: valid until %lld, renewal at %lld",
 				 cfg->state_dir, CREDS_FILE, (long long)info.not_after, (long long)c->renew_at);
 			return 0;
@@ -399,8 +492,11 @@ int creds_init(struct creds *c, struct http_client *http, const struct config *c
 		log_warning("client certificate %s/%s not usable: %s", cfg->state_dir, CREDS_FILE, why);
 	} else if (r != -ENOENT)
 		log_warning_errno(r, "cannot read the client certificate %s/%s", cfg->state_dir, CREDS_FILE);
-	if (adopt_gna(c) == 0)
+	if (adopt_gna(c) == 0) {
+		pending_remove(c);
 		return 0;
+	}
+	(void)pending_resume(c, NULL);
 	/* With or without a readable token: start_create() names what is
 	 * missing once and waits for the token file. */
 	c->state = CREDS_NEED_CREATE;
@@ -437,6 +533,8 @@ static void start_create(struct creds *c, uint64_t now)
 		backoff(c, now, RETRY_NEW, CREDS_NEED_CREATE, 0);
 		return;
 	}
+	if (!again)
+		pending_save(c);
 	r = http_start(c->http, "POST", CSR_PATH, NULL, body, "application/json", false, NULL, on_created, c,
 		       &c->req);
 	if (r == -ENOKEY) {
@@ -486,7 +584,7 @@ static void on_created(struct http_request *req, void *userdata)
 		/* The request itself is refused: another one may not be. */
 		char why[512];
 		http_describe_failure(req, why, sizeof(why));
-		log_error("CSR %s: creating it failed: %s", c->csr_name, why);
+		note_failure(c, true, "csr-invalid", "CSR %s: creating it failed: %s", c->csr_name, why);
 		backoff(c, now, RETRY_NEW, CREDS_NEED_CREATE, 0);
 		return;
 	}
@@ -510,7 +608,7 @@ static int install(struct creds *c, const struct csr_status *s, uint64_t now)
 	struct csr_cert_info info;
 	int r = check_pem(c, pem, strlen(pem), &k, &info, why, sizeof(why));
 	if (r < 0) {
-		log_error("CSR %s: issued certificate refused: %s", c->csr_name, why);
+		note_failure(c, true, "csr-refused", "CSR %s: issued certificate refused: %s", c->csr_name, why);
 		return -EINVAL;
 	}
 	r = fsx_write_atomic_at(c->state_fd, CREDS_FILE, pem, strlen(pem), 0600, FSX_UID_KEEP, FSX_GID_KEEP, 0);
@@ -541,8 +639,9 @@ static void handle_status(struct creds *c, struct csr_status *s, uint64_t now)
 		break;
 	case CSR_DENIED:
 	case CSR_FAILED:
-		log_error("CSR %s: %s, reason \"%s\", message \"%s\"", c->csr_name,
-			  s->state == CSR_DENIED ? "denied" : "failed", s->reason, s->message);
+		note_failure(c, true, s->state == CSR_DENIED ? "csr-denied" : "csr-failed",
+			     "CSR %s: %s, reason \"%s\", message \"%s\"", c->csr_name,
+			     s->state == CSR_DENIED ? "denied" : "failed", s->reason, s->message);
 		backoff(c, now, RETRY_NEW, CREDS_NEED_CREATE, 0);
 		break;
 	case CSR_ISSUED:
@@ -565,7 +664,7 @@ static void on_polled(struct http_request *req, void *userdata)
 	uint64_t now = now_ms();
 	c->req = NULL;
 	if (req->status == 404) {
-		log_error("CSR %s: gone before it was issued", c->csr_name);
+		note_failure(c, true, "csr-gone", "CSR %s: gone before it was issued", c->csr_name);
 		backoff(c, now, RETRY_NEW, CREDS_NEED_CREATE, 0);
 		return;
 	}
@@ -661,7 +760,7 @@ static void on_watch_done(struct http_request *req, void *userdata)
 	}
 	if (c->watch_gone) {
 		c->watch_gone = false;
-		log_error("CSR %s: gone before it was issued", c->csr_name);
+		note_failure(c, true, "csr-gone", "CSR %s: gone before it was issued", c->csr_name);
 		backoff(c, now, RETRY_NEW, CREDS_NEED_CREATE, 0);
 		return;
 	}
@@ -726,8 +825,8 @@ static void start_watch(struct creds *c, uint64_t now)
 static void start_poll(struct creds *c, uint64_t now)
 {
 	if (c->deadline && now >= c->deadline) {
-		log_error("CSR %s: not issued within %u s (never approved?)", c->csr_name,
-			  c->cfg->csr_timeout_ms / 1000u);
+		note_failure(c, true, "csr-timeout", "CSR %s: not issued within %u s (never approved?)", c->csr_name,
+			     c->cfg->csr_timeout_ms / 1000u);
 		backoff(c, now, RETRY_NEW, CREDS_NEED_CREATE, 0);
 		return;
 	}

@@ -20,6 +20,9 @@
  * certificate is dropped so the bootstrap token is used again; without one,
  * one error says so and everything else keeps its last good state.
  *
+ * The key of a CSR in flight is kept in CREDS_PENDING_FILE, so a restart
+ * resumes that CSR (a renewal under way too: it goes on at once).
+ *
  * Driven by creds_tick() from the event loop; logs every decision with
  * CSR=<name>. */
 #ifndef NA_AGENT_CREDENTIALS_H
@@ -37,6 +40,14 @@
 #include "http.h"
 
 #define CREDS_FILE "client.pem"
+/* The key of the CSR in flight (0600, next to client.pem, replaced
+ * atomically), written before the CSR is sent and removed once the CSR is
+ * issued or given up: an agent restarted meanwhile (a crash, an upgrade, a
+ * reboot) sends the same CSR again (the name digests the key and the
+ * machine name, so the API server answers 409 and the CSR is awaited)
+ * instead of leaving it behind and making another. Its first line names
+ * the CSR. */
+#define CREDS_PENDING_FILE "csr-pending.pem"
 
 enum creds_state {
 	CREDS_OFF,          /* not used: another credential is configured */
@@ -56,6 +67,16 @@ struct creds_token_stamp {
 	time_t mtime_s;
 	long mtime_ns;
 	int err;
+};
+
+/* The last reason the join could not go on, for the console (console.h):
+ * a CSR given up (denied, failed, not issued within csrMs, gone, its
+ * certificate refused, the request refused as invalid), the bootstrap token
+ * refused for good or not usable. seq counts them (0: none yet). */
+struct creds_failure {
+	unsigned seq;
+	char key[24];               /* its kind: "csr-denied", "token-refused", ... */
+	char text[400];
 };
 
 struct creds {
@@ -80,6 +101,7 @@ struct creds {
 	unsigned step_failures;     /* failed answers in a row to this step */
 	uint64_t revived_until;     /* monotonic ms: the API server answers again after failures */
 	EVP_PKEY *pending_key;      /* the key of the CSR in flight */
+	bool pending_kept;          /* ... is in CREDS_PENDING_FILE */
 	char *csr_name;
 	char csr_uid[128];
 	char csr_rv[65];            /* resourceVersion to watch from; "" unknown */
@@ -94,6 +116,7 @@ struct creds {
 	uint64_t wake_at;           /* monotonic ms */
 	uint64_t deadline;          /* monotonic ms: this CSR is given up (0: not created yet) */
 	unsigned failures;
+	struct creds_failure failure;
 	void (*on_cert)(void *userdata); /* a new certificate is in use */
 	void *userdata;
 };

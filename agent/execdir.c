@@ -1,5 +1,7 @@
 /* The executor's state directory; see execdir.h. */
 #include <errno.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -135,4 +137,10 @@ void execdir_done(struct execdir *x, int inotify_fd)
 	if (x->valid)
 		result_done(&x->result);
 	x->valid = false;
+}
+
+bool execdir_applied_once(const struct execdir *x)
+{
+	struct stat st;
+	return x->fd >= 0 && fstatat(x->fd, "last-applied.yaml", &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode);
 }

@@ -54,6 +54,11 @@ int execdir_read(struct execdir *x, const char *dir);
  * warning). */
 int execdir_read_probe(struct execdir *x, const char *dir, struct ctrdhealth *ret);
 
+/* Whether the executor has an OSC it applied (its last-applied.yaml is
+ * there): the node was configured once, whatever the last result says.
+ * Looked up, not read (the file is root's 0600). */
+bool execdir_applied_once(const struct execdir *x);
+
 /* Closes and frees what x holds. */
 void execdir_done(struct execdir *x, int inotify_fd);
 

@@ -63,8 +63,11 @@ static int start_http(struct health *h, struct health_probe *p)
 
 void health_init(struct health *h, const struct config *cfg, struct http_client *http, struct events *events)
 {
-	/* A reload re-initialises; the OSC has not changed with the config. */
-	bool in_osc[HEALTH_PROBES];
+	/* A reload re-initialises; the OSC has not changed with the config,
+	 * nor has the node stopped being configured. */
+	bool in_osc[HEALTH_PROBES], armed = h->armed;
+	void (*verdict)(void *, bool, const char *) = h->kubelet_verdict;
+	void *verdict_userdata = h->verdict_userdata;
 	for (unsigned i = 0; i < HEALTH_PROBES; i++)
 		in_osc[i] = h->probe[i].in_osc;
 	*h = (struct health){
@@ -98,11 +101,11 @@ void health_init(struct health *h, const struct config *cfg, struct http_client 
 	 * cloud-config-exec-containerd-probe.service, which can reach the
 	 * socket, stand for gardener-node-agent's Version() call. */
 	h->probe[HEALTH_CONTAINERD].socket = !h->probe[HEALTH_CONTAINERD].url;
-	/* ... and only on a node whose OSC configures containerd (criConfig):
-	 * a node without it has no containerd to restart. */
-	h->probe[HEALTH_CONTAINERD].needs_osc_unit = h->probe[HEALTH_CONTAINERD].socket;
 	for (unsigned i = 0; i < HEALTH_PROBES; i++)
 		h->probe[i].in_osc = in_osc[i];
+	h->armed = armed;
+	h->kubelet_verdict = verdict;
+	h->verdict_userdata = verdict_userdata;
 	if (h->ready_toggles == 0 || h->ready_toggles > CONFIG_READY_TOGGLES_MAX)
 		h->ready_toggles = 5;
 }
@@ -129,19 +132,31 @@ static void emit(struct health *h, bool warning, const char *reason, const char 
 	events_emit(h->events, warning, reason, "%s", msg);
 }
 
+/* Whether p is probed now (see health.h): containerd always, as
+ * gardener-node-agent's containerd check (a failing apply, an image pull
+ * that containerd cannot serve, is when it most needs the repair); the
+ * kubelet once an apply succeeded and while the OSC has kubelet.service. */
+static bool probed(const struct health *h, const struct health_probe *p)
+{
+	if (p == &h->probe[HEALTH_CONTAINERD])
+		return true;
+	return h->armed && (!p->needs_osc_unit || p->in_osc);
+}
+
 uint64_t health_tick(struct health *h, uint64_t now, bool active)
 {
 	if (!h->enabled)
 		return UINT64_MAX;
 	uint64_t next = UINT64_MAX;
 	h->active = active;
+	h->armed = h->armed || active;
 	for (unsigned i = 0; i < HEALTH_PROBES; i++) {
 		struct health_probe *p = &h->probe[i];
 		if (!p->url && !p->socket)
 			continue;
-		if (!active || (p->needs_osc_unit && !p->in_osc)) {
-			/* Not configured (yet), or the apply failed: no verdict
-			 * on the units, and a spell does not span it. */
+		if (!probed(h, p)) {
+			/* Not configured (yet): no verdict on the unit, and a
+			 * spell does not span it. */
 			p->failing = false;
 			p->held_logged = false;
 			continue;
@@ -219,6 +234,8 @@ bool health_request_restart(struct health *h, unsigned which, const char *why, u
 void health_probe_result(struct health *h, struct health_probe *p, bool ok, const char *why, uint64_t now)
 {
 	p->probing = false;
+	if (p == &h->probe[HEALTH_KUBELET] && h->kubelet_verdict)
+		h->kubelet_verdict(h->verdict_userdata, ok, ok ? NULL : why && *why ? why : "unknown error");
 	if (ok) {
 		p->ok++;
 		if (p->failing) {
@@ -252,7 +269,7 @@ bool health_socket_result(struct health *h, bool healthy, const char *why, long 
 			  long long wall_now, uint64_t now)
 {
 	struct health_probe *p = &h->probe[HEALTH_CONTAINERD];
-	if (!h->enabled || !p->socket || !h->active || !p->in_osc || checked_at == p->last_checked_at)
+	if (!h->enabled || !p->socket || checked_at == p->last_checked_at)
 		return false;
 	/* Three intervals, at least 2 s (checkedAt has whole seconds). */
 	long long stale_s = 3ll * h->interval_ms / 1000 < 2 ? 2 : 3ll * h->interval_ms / 1000;
@@ -269,9 +286,6 @@ void health_osc(struct health *h, const struct osc *osc)
 {
 	for (unsigned i = 0; i < HEALTH_PROBES; i++)
 		h->probe[i].in_osc = osc && osc_find_unit(osc, h->probe[i].unit);
-	/* containerd.service is the OS's unit, not the OSC's; the socket probe
-	 * follows the OSC's criConfig. */
-	h->probe[HEALTH_CONTAINERD].in_osc = osc && osc->cri.present;
 }
 
 const char *health_take_repair(struct health *h, char id[static HEALTH_ID_MAX])

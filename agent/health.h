@@ -9,23 +9,31 @@
  * body ceiling); 200 is healthy, anything else (a code, a refused
  * connection, the deadline) unhealthy. A unit unhealthy for
  * health.unhealthyMs gets a restart request, at most one per unit per
- * health.repairIntervalMs. node-agent has no root and no system bus: it does
+ * health.repairIntervalMs; both default to one minute, so a unit that stays
+ * unhealthy is restarted after each minute of failure, containerd and the
+ * kubelet alike, as gardener-node-agent's checks do (kubelet.go,
+ * containerd.go: maxFailureDuration, firstFailure reset by the restart;
+ * healthcheck.go). node-agent has no root and no system bus: it does
  * not restart anything itself. The request goes into desired.json's
  * "restart" field, the field the Node annotation
  * worker.gardener.cloud/restart-systemd-services fills, and
  * cloud-config-exec (root, no network) restarts the unit and reports the
  * request's id in result.json; then the repair is "done" (Event, metric).
  *
- * Probes run only while the executor's last result is a success (a node
- * whose OSC is not applied yet has no kubelet to repair), and the kubelet's
- * only while the OSC has the unit kubelet.service (an OSC without a kubelet
- * is not a Kubernetes worker's). containerd.service is an OS unit, not in
- * the OSC as a rule: its HTTP probe runs whenever health.containerdUrl is
- * set. Without that URL (the default) the containerd probe is the socket
- * check gardener-node-agent makes (containerd.go: Version()), which
- * node-agent cannot make (the socket is root's): cloud-config-exec-
- * containerd-probe.service makes it every 30 s and node-agent takes its
- * verdicts (health_socket_result()) while the OSC has a criConfig.
+ * containerd is probed always, as gardener-node-agent checks it: an apply
+ * that fails (an image file containerd cannot pull) is when containerd
+ * most needs its repair, so neither the last result nor the OSC gates it.
+ * The kubelet is probed once an apply succeeded or the executor has a
+ * last-applied record (a node whose OSC was never applied has no kubelet
+ * to repair yet; gardener-node-agent restarts a kubelet.service that does
+ * not exist then) and while the OSC has the unit
+ * kubelet.service; a later failed apply does not stop it (the kubelet runs
+ * on the last good configuration). containerd.service is an OS unit: its
+ * HTTP probe runs when health.containerdUrl is set; without that URL (the
+ * default) the containerd probe is the socket check gardener-node-agent
+ * makes (containerd.go: Version()), which node-agent cannot make (the
+ * socket is root's): cloud-config-exec-containerd-probe.service makes it
+ * every 30 s and node-agent takes its verdicts (health_socket_result()).
  *
  * The kubelet's Ready condition (from the Node watch): every NotReady ->
  * Ready change is a toggle; health.readyToggles toggles within
@@ -53,6 +61,12 @@
 #include "http.h"
 
 #define HEALTH_BODY_MAX 4096u
+/* node-agent's verdict of the kubelet's /healthz, in its state directory,
+ * in containerd-health.json's format (lib/node/ctrdhealth.h; serverVersion
+ * is the answer, "ok"): what cloud-config-exec's in-place update waits for
+ * after it restarted the kubelet (gardener-node-agent's checkKubeletHealth
+ * GETs /healthz; the executor has no network). */
+#define HEALTH_KUBELET_VERDICT_FILE "kubelet-health.json"
 #define HEALTH_ID_MAX 96
 #define HEALTH_ERROR_MAX 160
 
@@ -89,6 +103,7 @@ struct health_probe {
 struct health {
 	bool enabled;
 	bool active;                /* the last health_tick()'s active */
+	bool armed;                 /* some health_tick() was active: an apply succeeded */
 	unsigned interval_ms, timeout_ms, unhealthy_ms, repair_interval_ms;
 	unsigned ready_toggles, ready_window_ms;
 	struct http_client *http;
@@ -98,6 +113,11 @@ struct health {
 	 * health_init() sets the real one (http_probe_start()); tests replace
 	 * it. */
 	int (*start)(struct health *h, struct health_probe *p);
+	/* Told each verdict of the kubelet's HTTP probe (its /healthz): the
+	 * agent writes it for the executor's in-place update
+	 * (HEALTH_KUBELET_VERDICT_FILE). NULL: not told. Kept by a reload. */
+	void (*kubelet_verdict)(void *userdata, bool ok, const char *why);
+	void *verdict_userdata;
 	uint64_t seq;               /* makes repair ids unique */
 	/* Ready toggles. */
 	bool node_seen;
@@ -117,9 +137,12 @@ void health_init(struct health *h, const struct config *cfg, struct http_client 
 /* Cancels probes in flight. */
 void health_done(struct health *h);
 
-/* Starts the probes that are due when active (the executor's last result is
- * a success), and returns the next deadline (UINT64_MAX: none). Inactive,
- * nothing is probed and an unhealthy spell ends (without an Event). */
+/* Starts the probes that are due, and returns the next deadline
+ * (UINT64_MAX: none). active: the executor's last result is a success, or
+ * it has a last-applied record (execdir_applied_once(): the node was
+ * configured, also before this agent started); the
+ * kubelet is probed from the first active tick on (see above), and its
+ * unhealthy spell ends (without an Event) while it is not probed. */
 uint64_t health_tick(struct health *h, uint64_t now, bool active);
 
 /* One probe's outcome: ok, or why not. Logs and records Events for the
@@ -131,7 +154,7 @@ void health_probe_result(struct health *h, struct health_probe *p, bool ok, cons
  * seconds), which stands for the containerd probe when health.containerdUrl
  * is "" (the default): taken like an HTTP probe's outcome (thresholds,
  * Events, repair). Ignored when the duty is off, the containerd URL is set,
- * the last tick was inactive, the verdict was taken before (same
+ * the verdict was taken before (same
  * checked_at), or it is older than wall_now minus three health.intervalMs (at least 2 s)
  * (a probe timer that stopped gives no verdict, not a stale one). Returns
  * true when taken. */

@@ -18,9 +18,6 @@
 #include "log.h"
 #include "urlx.h"
 
-#ifndef NA_VERSION
-#define NA_VERSION "0.1"
-#endif
 
 #define TOKEN_MAX (64u << 10)
 

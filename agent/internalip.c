@@ -16,6 +16,7 @@
 #include "health.h"
 #include "http.h"
 #include "internalip.h"
+#include "strx.h"
 #include "log.h"
 
 #define IFCONF_MAX 256 /* interfaces with an IPv4 address looked at */
@@ -23,23 +24,12 @@
 
 /* ---- which addresses the interfaces hold -------------------------------- */
 
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 int internalip_parse_inet6_line(const char *line, unsigned char out[static 16])
 {
 	unsigned char a[16];
 	for (size_t i = 0; i < 16; i++) {
-		int hi = hexval(line[2 * i]);
-		int lo = hi < 0 ? -1 : hexval(line[2 * i + 1]);
+		int hi = strx_hexval(line[2 * i]);
+		int lo = hi < 0 ? -1 : strx_hexval(line[2 * i + 1]);
 		if (hi < 0 || lo < 0)
 			return -EINVAL;
 		a[i] = (unsigned char)(hi << 4 | lo);

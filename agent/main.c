@@ -17,9 +17,6 @@
 #include "settings.h"
 #include "stock.h"
 
-#ifndef NA_VERSION
-#define NA_VERSION "0.1"
-#endif
 
 static struct agent_options arg = {
 	.config_path = CONFIG_PATH_DEFAULT,

@@ -14,9 +14,6 @@
 #include "cleanup.h"
 #include "metrics.h"
 
-#ifndef NA_VERSION
-#define NA_VERSION "0.1"
-#endif
 
 static double wall_seconds(void)
 {

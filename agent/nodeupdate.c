@@ -142,6 +142,28 @@ bool nodeupdate_sweep_wanted(const struct nodeupdate *u)
 	       !u->label_successful && !u->pods_deleted;
 }
 
+bool nodeupdate_sweep_go(const struct nodeupdate *u, bool running, bool settled, const char **why)
+{
+	*why = NULL;
+	if (!running)
+		return settled && nodeupdate_sweep_wanted(u);
+	if (u->label_successful)
+		*why = "the Node is labelled update-result=successful already";
+	else if (!nodeupdate_ready(u))
+		*why = "the Node has neither the condition " KUBE_CONDITION_IN_PLACE_UPDATE " with reason "
+		       KUBE_REASON_READY_FOR_UPDATE " nor the label update-result=failed any more";
+	else if (u->current && u->state != NODEUPDATE_SUCCESSFUL)
+		*why = u->state == NODEUPDATE_FAILED	? "cloud-config-exec reports the update failed"
+		       : u->state == NODEUPDATE_RUNNING ? "cloud-config-exec reports an update running"
+		       : u->state == NODEUPDATE_WAITING ? "cloud-config-exec reports an update waiting for the drain"
+							: "cloud-config-exec reports no in-place update";
+	else if (u->ca_pending)
+		*why = "a new client certificate is awaited first";
+	else if (u->pods_deleted)
+		*why = "the Pods were deleted";
+	return *why == NULL;
+}
+
 bool nodeupdate_pods_deleted(struct nodeupdate *u)
 {
 	if (u->pods_deleted)

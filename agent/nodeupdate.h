@@ -143,6 +143,22 @@ bool nodeupdate_cert_renewed(struct nodeupdate *u);
  * "successful" waits for it (nodeupdate_want()). Pure. */
 bool nodeupdate_sweep_wanted(const struct nodeupdate *u);
 
+/* The sweep's go (podsweep_want()), given whether one is running and
+ * whether the desired state is settled: node-agent wrote desired.json in
+ * this run from the OSC it received, or found it unchanged. One not running
+ * starts when nodeupdate_sweep_wanted() and settled: a result that is
+ * "current" for the file an earlier run left (after the update's reboot)
+ * says nothing yet about this run's OSC, tokens and Node, and the first
+ * write of this run makes it stale at once. One running goes on while the
+ * result is not current (a later write of desired.json, e.g. the token
+ * Secrets read after a restart: the executor reports on it in a moment)
+ * and stops only for the update's own reasons: the Node moved on (no
+ * ReadyForUpdate condition nor label "failed" any more), it is labelled
+ * "successful" already, the executor reports another state for the newest
+ * desired state, or a new client certificate is awaited; *why says which
+ * (NULL when it goes on). Pure. */
+bool nodeupdate_sweep_go(const struct nodeupdate *u, bool running, bool settled, const char **why);
+
 /* The Pods were deleted: the label may go on the Node. Returns true when
  * that changed what the Node should show. */
 bool nodeupdate_pods_deleted(struct nodeupdate *u);

@@ -120,6 +120,10 @@ int oscsecret_take(struct oscsecret *o, const struct kube_secret *s, const struc
 		if (tokensync_set(env->tokens, g.token_syncs, g.n_token_syncs, g.token_sync_period_ms) < 0)
 			log_error_errno(-ENOMEM, "cannot follow the token Secrets");
 	}
+	if (gna == 0 && g.sync_period_ms && g.sync_period_ms != GNA_OSC_SYNC_PERIOD_MS)
+		log_notice("controllers.operatingSystemConfig.syncPeriod is %llu s: not followed, the OSC is re-applied "
+			   "every %u s by cloud-config-exec.timer (gardener-node-agent's default; gnaconfig.h)",
+			   (unsigned long long)(g.sync_period_ms / 1000), GNA_OSC_SYNC_PERIOD_MS / 1000);
 	if (gna == 0) {
 		/* Server, CA and Secret name follow once this OSC is applied. */
 		gnaconfig_done(&o->gna_next);

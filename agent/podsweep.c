@@ -67,13 +67,17 @@ void podsweep_done(struct podsweep *ps)
 	ps->phase = PODSWEEP_IDLE;
 }
 
-void podsweep_want(struct podsweep *ps, bool want, uint64_t now)
+bool podsweep_running(const struct podsweep *ps)
+{
+	return ps->phase == PODSWEEP_LISTING || ps->phase == PODSWEEP_DELETING;
+}
+
+void podsweep_want(struct podsweep *ps, bool want, const char *why, uint64_t now)
 {
 	if (!want) {
-		if (ps->phase == PODSWEEP_LISTING || ps->phase == PODSWEEP_DELETING)
-			log_info("in-place update: deleting the Pods on Node %s no longer needed (the Node moved on); "
-				 "stopped",
-				 node_of(ps));
+		if (podsweep_running(ps))
+			log_info("in-place update: deleting the Pods on Node %s stopped: %s", node_of(ps),
+				 why ? why : "no longer wanted");
 		cancel(ps);
 		ps->phase = PODSWEEP_IDLE;
 		ps->failures = 0;

@@ -34,7 +34,8 @@
  *
  * The duty does its own requests; it keeps nothing across a restart (an
  * agent restarted before the label sweeps again, as Gardener's requeued
- * reconcile would). */
+ * reconcile would). When it starts and stops is the owner's decision
+ * (nodeupdate_sweep_go()). */
 #ifndef NA_AGENT_PODSWEEP_H
 #define NA_AGENT_PODSWEEP_H
 
@@ -84,9 +85,12 @@ void podsweep_init(struct podsweep *ps, struct http_client *http, const char *co
 void podsweep_done(struct podsweep *ps);
 
 /* The owner says whether a sweep is wanted now. Wanted from idle: a round
- * starts at the next tick. Not wanted: whatever runs is cancelled, back to
- * idle. */
-void podsweep_want(struct podsweep *ps, bool want, uint64_t now);
+ * starts at the next tick. Not wanted: whatever runs is cancelled (logged
+ * with why, which may be NULL when nothing runs), back to idle. */
+void podsweep_want(struct podsweep *ps, bool want, const char *why, uint64_t now);
+
+/* A round is due or under way (listing or deleting). */
+bool podsweep_running(const struct podsweep *ps);
 
 /* The sweep is over: every Pod on the Node deleted (or already gone). */
 bool podsweep_finished(const struct podsweep *ps);

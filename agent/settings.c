@@ -92,7 +92,20 @@ int settings_load(const char *path, bool check_files, struct config *ret, struct
 		const char *key = !kube_name_is_valid(c.secret_name)	  ? "osc.secretName"
 				  : !kube_name_is_valid(c.secret_namespace) ? "osc.secretNamespace"
 									    : "node.name";
-		snprintf(err, errlen, "%s: %s: not a valid Kubernetes name", path, key);
+		const char *v = !kube_name_is_valid(c.secret_name)	? c.secret_name
+				: !kube_name_is_valid(c.secret_namespace) ? c.secret_namespace
+									  : c.node_name;
+		/* The value as far as it can be shown: its first 64 bytes,
+		 * anything unprintable as '?'. */
+		char shown[65];
+		size_t n = strlen(v), k;
+		for (k = 0; k < n && k < sizeof(shown) - 1; k++)
+			shown[k] = v[k] >= 0x20 && v[k] < 0x7f ? v[k] : '?';
+		shown[k] = '\0';
+		snprintf(err, errlen,
+			 "%s: %s: \"%s\"%s (%zu characters) is not a valid Kubernetes name (lowercase letters, digits, "
+			 "'-' and '.', alphanumeric at both ends, at most %u characters)",
+			 path, key, shown, n > k ? "..." : "", n, (unsigned)KUBE_NAME_MAX);
 		goto fail;
 	}
 	if (!c.token_file && !c.client_cert_file && !c.bootstrap_token_file && !c.machine_name) {

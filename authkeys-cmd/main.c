@@ -28,9 +28,6 @@
 #include "log.h"
 #include "snapshot.h"
 
-#ifndef NA_VERSION
-#define NA_VERSION "0.1"
-#endif
 
 #define DEADLINE_MS_DEFAULT 2000u
 #define DEADLINE_MS_MAX 60000u

@@ -8,10 +8,12 @@
  *     persisted as finished in the progress record;
  *  4. last-applied.yaml is replaced only at the very end, then the progress
  *     record is cleared.
- * The plan always comes from the models (last applied vs new), never from
- * what is on disk, so a re-run after a crash computes the same file changes
- * and unit restarts and completes the apply; a unit step that finished is
- * not repeated for the same checksum. */
+ * The plan (plan.h) comes from the models (last applied vs new) and the
+ * disk's drift from the new one, so a re-run after a crash computes the
+ * same file changes and unit restarts (the models' part is unchanged, and
+ * what the crash left unwritten is drift) and completes the apply; a unit
+ * step that finished is not repeated for the same checksum. apply_osc() is
+ * the pipeline of steps below, over that one plan. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
@@ -36,6 +38,7 @@
 #include "ipupdate.h"
 #include "log.h"
 #include "osc.h"
+#include "plan.h"
 #include "result.h"
 #include "unitcheck.h"
 #include "revoke.h"
@@ -231,6 +234,43 @@ static struct osc *load_old(const struct apply_ctx *c, int statefd, char checksu
 	return o;
 }
 
+/* state.json, or, when it is damaged, rebuilt from the last applied OSC
+ * (ours only, never gardener-node-agent's: its files are not ours) with
+ * state_rebuild(): the damaged file is kept beside it, the apply goes on,
+ * and files a later OSC drops are still removed. */
+static int load_state(const struct apply_ctx *c, int statefd, struct state *st)
+{
+	int r = state_load(statefd, st);
+	if (r != -EINVAL && r != -EBADMSG && r != -EFBIG)
+		return r;
+	_cleanup_free_ char *data = NULL;
+	size_t len = 0;
+	char checksum[65];
+	_cleanup_(osc_donep) struct osc *last = NULL;
+	if (state_load_last_applied(statefd, &data, &len, checksum) < 0 ||
+	    parse_osc(c, data, len, "last applied OSC", &last) < 0)
+		last = NULL;
+	_cleanup_strv_free_ char **files = calloc(last ? last->n_files + 1 : 1, sizeof(char *));
+	_cleanup_strv_free_ char **units = NULL;
+	if (!files || (last && units_owned_paths(last, &units) < 0))
+		return log_error_errno(-ENOMEM, "Out of memory");
+	for (size_t i = 0; last && i < last->n_files; i++)
+		if (!(files[i] = strdup(last->files[i].path)))
+			return log_error_errno(-ENOMEM, "Out of memory");
+	size_t n_units = 0;
+	for (char **u = units; u && *u; u++)
+		n_units++;
+	int k = state_rebuild(statefd, files, units, st);
+	if (k < 0)
+		return log_error_errno(k, "%s/%s is damaged and cannot be rebuilt", c->cfg->exec_state_dir, STATE_FILE);
+	log_error("%s/%s is damaged (%s): moved to %s and rebuilt from %s: %zu owned file(s), %zu unit file(s); "
+		  "the managed SSH keys follow this run's key sources",
+		  c->cfg->exec_state_dir, STATE_FILE, strerror(-r), STATE_DAMAGED,
+		  last ? STATE_LAST_APPLIED " (the last applied OSC)" : "nothing (no last applied OSC)", st->n_owned,
+		  n_units);
+	return 0;
+}
+
 static bool strv_equal(char *const *a, char *const *b)
 {
 	for (; a && *a && b && *b; a++, b++)
@@ -385,7 +425,8 @@ static int fail_result(int statefd, struct result *res, const char *step, const 
 		(void)write_result(statefd, res, true);
 	char cfield[80];
 	snprintf(cfield, sizeof(cfield), "CHECKSUM=%s", res->checksum);
-	log_fields(LOG_ERR, LOG_FIELDS(cfield), "Apply of %.12s failed in step %s: %s", res->checksum, step, error);
+	log_fields(LOG_ERR, LOG_FIELDS(cfield), "Apply of %.12s failed in step %s: %s",
+		   res->checksum[0] ? res->checksum : "(no desired state)", step, error);
 	res->failed_step = NULL;
 	res->error = NULL;
 	return APPLY_EXIT_FAILED;
@@ -404,449 +445,618 @@ static void keys_anyway(const struct apply_ctx *c, const struct osc *new, const 
 	(void)revoke_keys_step(c->rootfd, c->root, c->cfg, &in, st, statefd, &changed, NULL, 0);
 }
 
-int apply_osc(const struct apply_ctx *c, const char *osc, size_t len, const struct desired *d)
+/* ---- the apply: a pipeline of steps over one plan ------------------------
+ *
+ * apply_osc() runs the steps below in order; each either lets the next run
+ * (STEP_NEXT) or has recorded how the run ends (result.json, run->exit)
+ * and stops it (STEP_STOP). The plan (plan.h) is computed once, by
+ * step_plan(), with the function "check" prints; the steps after it carry
+ * it out and decide nothing of their own but what only the moment knows
+ * (a write that fails, the bytes containerd gives for an image file). */
+
+enum { STEP_NEXT = 0, STEP_STOP = 1 };
+
+static bool strv_contains(char *const *v, const char *s)
 {
-	struct result res = { .generation = d ? d->generation : 0 };
+	for (; v && *v; v++)
+		if (strcmp(*v, s) == 0)
+			return true;
+	return false;
+}
+
+struct run {
+	const struct apply_ctx *c;
+	const char *osc;
+	size_t len;
+	const struct desired *d;
+	int exit;                   /* APPLY_EXIT_*, once a step stopped the run */
+	struct result res;
 	char cfield[80];
-	desired_sha256_hex(osc, len, res.checksum);
-	snprintf(cfield, sizeof(cfield), "CHECKSUM=%s", res.checksum);
-
-	_cleanup_(osc_donep) struct osc *new = NULL;
-	int r = parse_osc(c, osc, len, "OSC", &new);
-	if (r < 0) {
-		/* Nothing on the node changes; only the report says why. */
-		_cleanup_close_ int sfd = open_state_dir(c, true);
-		return fail_result(sfd, &res, "validate", "the OSC was rejected (see the journal)");
-	}
-
-	_cleanup_close_ int statefd = open_state_dir(c, true);
-	if (statefd < 0)
-		return fail_result(-1, &res, "state", "cannot open the state directory");
-	_cleanup_(state_done) struct state st = { 0 };
-	r = state_load(statefd, &st);
-	if (r < 0) {
-		log_error_errno(r, "%s/%s is damaged", c->cfg->exec_state_dir, STATE_FILE);
-		return fail_result(statefd, &res, "state", "state.json is damaged");
-	}
+	struct osc *new, *old;
 	char old_checksum[65];
-	_cleanup_(osc_donep) struct osc *old = load_old(c, statefd, old_checksum);
-	bool same_as_last = old && strcmp(old_checksum, res.checksum) == 0;
+	bool same_as_last;
+	int statefd;
+	struct state st;
+	char running[INPLACE_VERSION_MAX + 1];
+	char *secret_error;         /* files from a Secret not at hand, reported at the end */
+	char *prev_restart;         /* the restart request last executed */
+	char **requests;            /* the restart requests this run executes */
+	struct plan_input in;
+	struct plan plan;
+	bool planned;
+	bool changed;               /* something on the node changed */
+	char **changed_units, **restarted, **stopped;
+	bool held;                  /* an image file was not written: units held back */
+	char *img_error, *held_units;
+	int cri_r;
+	char *cri_error;
+};
 
+static void run_done(struct run *r)
+{
+	r->res.changed_units = NULL;
+	r->res.restarted_units = r->res.stopped_units = NULL;
+	r->res.restart_id = NULL;
+	result_done_units_ready(&r->res);
+	osc_donep(&r->new);
+	osc_donep(&r->old);
+	if (r->statefd >= 0)
+		close(r->statefd);
+	state_done(&r->st);
+	free(r->secret_error);
+	free(r->prev_restart);
+	strv_free(r->requests);
+	if (r->planned)
+		plan_done(&r->plan);
+	strv_free(r->changed_units);
+	strv_free(r->restarted);
+	strv_free(r->stopped);
+	free(r->img_error);
+	free(r->held_units);
+	free(r->cri_error);
+}
+
+/* Ends the run as failed in step (result.json, one log line). */
+static int stop_failed(struct run *r, const char *step, const char *error)
+{
+	r->exit = fail_result(r->statefd, &r->res, step, error);
+	return STEP_STOP;
+}
+
+/* As stop_failed(), after the SSH keys were applied all the same: a failed
+ * step never holds back a key rotation (keys_anyway()). */
+static int stop_failed_keys(struct run *r, const char *step, const char *error)
+{
+	keys_anyway(r->c, r->new, r->d, &r->st, r->statefd);
+	return stop_failed(r, step, error);
+}
+
+/* As stop_failed_keys(), reporting the units this run changed so far and
+ * the condition of the units in force. */
+static int stop_failed_units(struct run *r, const struct osc *condition_of, const char *step, const char *error)
+{
+	r->res.changed_units = r->changed_units;
+	check_units(r->c, condition_of, &r->res);
+	int s = stop_failed(r, step, error);
+	r->res.changed_units = NULL;
+	r->res.restarted_units = r->res.stopped_units = NULL;
+	result_done_units_ready(&r->res);
+	return s;
+}
+
+/* Parse and check everything before anything is touched: a rejected OSC or
+ * desired state changes nothing on the node. */
+static int step_validate(struct run *r)
+{
+	const struct apply_ctx *c = r->c;
+	if (parse_osc(c, r->osc, r->len, "OSC", &r->new) < 0) {
+		r->statefd = open_state_dir(c, true);
+		return stop_failed(r, "validate", "the OSC was rejected (see the journal)");
+	}
+	if ((r->statefd = open_state_dir(c, true)) < 0)
+		return stop_failed(r, "state", "cannot open the state directory");
+	int e = load_state(c, r->statefd, &r->st);
+	if (e < 0)
+		return stop_failed(r, "state", "state.json cannot be read or rebuilt (see the journal)");
+	r->old = load_old(c, r->statefd, r->old_checksum);
+	r->same_as_last = r->old && strcmp(r->old_checksum, r->res.checksum) == 0;
 	/* Every field of desired.json beyond the OSC stays within what the OSC
-	 * and the stock user data allow (bounds.h); anything else refuses the
-	 * whole document before any step: the last good state stays. */
+	 * and the stock user data allow (bounds.h). */
 	struct bounds b = { .gna_dir = c->cfg->gna_dir, .exec_state_dir = c->cfg->exec_state_dir,
-			    .snapshot_path = c->cfg->snapshot_path, .osc = new, .last = old };
+			    .snapshot_path = c->cfg->snapshot_path, .osc = r->new, .last = r->old };
 	char berr[BOUNDS_ERROR_MAX];
-	r = bounds_check(d, &b, berr, sizeof(berr));
-	if (r == -ENOMEM)
-		return fail_result(statefd, &res, "validate", "out of memory");
-	if (r < 0) {
+	e = bounds_check(r->d, &b, berr, sizeof(berr));
+	if (e == -ENOMEM)
+		return stop_failed(r, "validate", "out of memory");
+	if (e < 0) {
 		char msg[BOUNDS_ERROR_MAX + 64];
 		snprintf(msg, sizeof(msg), "desired.json refused: %s", berr);
-		return fail_result(statefd, &res, "validate", msg);
+		return stop_failed(r, "validate", msg);
 	}
-
 	/* The bytes of the files from a Secret (secretfiles.h); one without
 	 * is reported at the end. */
-	r = secretfiles_resolve(new, d);
-	if (r == -ENOMEM)
-		return fail_result(statefd, &res, "files", "out of memory");
-	_cleanup_free_ char *secret_error = NULL;
-	if (r > 0 && secretfiles_describe_missing(new, &secret_error) < 0)
-		return fail_result(statefd, &res, "files", "out of memory");
-	/* 0a. In-place updates (GEP-31; ipupdate.h): classify, and hold the
-	 * whole OSC back while the Node is not ReadyForUpdate. "apply FILE"
-	 * (no desired state) is an operator's explicit apply: ready. */
-	char running[INPLACE_VERSION_MAX + 1] = "";
-	(void)ipu_running_os_version(c->rootfd, running);
+	e = secretfiles_resolve(r->new, r->d);
+	if (e == -ENOMEM || (e > 0 && secretfiles_describe_missing(r->new, &r->secret_error) < 0))
+		return stop_failed(r, "files", "out of memory");
+	return STEP_NEXT;
+}
+
+/* In-place updates (GEP-31; ipupdate.h): classify, and hold the whole OSC
+ * back while the Node is not ReadyForUpdate. "apply FILE" (no desired
+ * state) is an operator's explicit apply: ready. */
+static int step_inplace_gate(struct run *r)
+{
+	const struct apply_ctx *c = r->c;
+	(void)ipu_running_os_version(c->rootfd, r->running);
 	char ierr[INPLACE_ERROR_MAX] = "";
-	r = ipu_begin(c->rootfd, statefd, &st, old, new, res.checksum, ierr);
-	if (r == -EINVAL || r == -ENOMEM) {
-		keys_anyway(c, new, d, &st, statefd);
-		return fail_result(statefd, &res, "inplace-classify", ierr[0] ? ierr : "out of memory");
-	}
-	if (r < 0)
-		return fail_result(statefd, &res, "state", "cannot save the in-place update record");
-	ipu_fill_result(&st, new, running, &res);
+	int e = ipu_begin(c->rootfd, r->statefd, &r->st, r->old, r->new, r->res.checksum, ierr);
+	if (e == -EINVAL || e == -ENOMEM)
+		return stop_failed_keys(r, "inplace-classify", ierr[0] ? ierr : "out of memory");
+	if (e < 0)
+		return stop_failed(r, "state", "cannot save the in-place update record");
+	ipu_fill_result(&r->st, r->new, r->running, &r->res);
 	/* A failed OS update (the command failed, or the node came back on
 	 * the old version) is final for this OSC, as Gardener's "OS update
 	 * has failed with error" (reconciler.go performInPlaceUpdate); a
 	 * kubelet that was not healthy is tried again, as there. */
-	if (res.inplace.present && st.inplace_state == INPLACE_STATE_FAILED &&
-	    !((st.inplace_remaining & INPLACE_OS_VERSION) && st.inplace_os_attempted)) {
-		st.inplace_state = INPLACE_STATE_RUNNING;
-		ipu_fill_result(&st, new, running, &res);
+	if (r->res.inplace.present && r->st.inplace_state == INPLACE_STATE_FAILED &&
+	    !((r->st.inplace_remaining & INPLACE_OS_VERSION) && r->st.inplace_os_attempted)) {
+		r->st.inplace_state = INPLACE_STATE_RUNNING;
+		ipu_fill_result(&r->st, r->new, r->running, &r->res);
 	}
-	if (res.inplace.present && st.inplace_state == INPLACE_STATE_FAILED) {
-		keys_anyway(c, new, d, &st, statefd);
-		(void)tokens_apply(c->rootfd, d);
-		return fail_result(statefd, &res, "inplace-failed", st.inplace_reason ? st.inplace_reason : "in-place update failed");
+	if (r->res.inplace.present && r->st.inplace_state == INPLACE_STATE_FAILED) {
+		keys_anyway(c, r->new, r->d, &r->st, r->statefd);
+		(void)tokens_apply(c->rootfd, r->d);
+		return stop_failed(r, "inplace-failed", r->st.inplace_reason ? r->st.inplace_reason : "in-place update failed");
 	}
-	if (res.inplace.present && st.inplace_remaining && !(!d || d->inplace_ready)) {
+	if (r->res.inplace.present && r->st.inplace_remaining && !(!r->d || r->d->inplace_ready)) {
 		/* reconciler.go: "Node is not ready for in-place update" returns
 		 * before any file or unit; SSH keys and token sync are other
 		 * controllers there and go on. */
-		keys_anyway(c, new, d, &st, statefd);
-		if (tokens_apply(c->rootfd, d) < 0)
+		keys_anyway(c, r->new, r->d, &r->st, r->statefd);
+		if (tokens_apply(c->rootfd, r->d) < 0)
 			log_warning("A synced token could not be written (see the journal)");
-		res.inplace.state = INPLACE_STATE_WAITING;
-		return pending_result(statefd, &res, "inplace-waiting",
-				      "in-place update waits for the Node condition InPlaceUpdate with reason ReadyForUpdate");
+		r->res.inplace.state = INPLACE_STATE_WAITING;
+		r->exit = pending_result(r->statefd, &r->res, "inplace-waiting",
+					 "in-place update waits for the Node condition InPlaceUpdate with reason ReadyForUpdate");
+		return STEP_STOP;
 	}
+	return STEP_NEXT;
+}
 
-	if (same_as_last && st.progress_checksum[0] && strcmp(st.progress_checksum, res.checksum) == 0) {
+/* The progress record names the target before any file is touched. */
+static int step_progress(struct run *r)
+{
+	struct state *st = &r->st;
+	if (r->same_as_last && st->progress_checksum[0] && strcmp(st->progress_checksum, r->res.checksum) == 0) {
 		/* Crashed after last-applied was replaced: the apply had finished. */
-		st.progress_checksum[0] = '\0';
-		st.progress_steps = 0;
-		strv_free(TAKE_PTR(st.progress_units));
+		st->progress_checksum[0] = '\0';
+		st->progress_steps = 0;
+		strv_free(TAKE_PTR(st->progress_units));
 	}
-	if (strcmp(st.progress_checksum, res.checksum) != 0) {
-		if (st.progress_checksum[0])
-			log_fields(LOG_NOTICE, LOG_FIELDS(cfield), "An apply of %.12s did not finish; applying %.12s over it",
-				   st.progress_checksum, res.checksum);
-		st.progress_checksum[0] = '\0';
-		st.progress_steps = 0;
-		strv_free(TAKE_PTR(st.progress_units));
-		if (!same_as_last) {
-			memcpy(st.progress_checksum, res.checksum, 65);
-			if ((r = state_save(statefd, &st)) < 0) {
-				log_error_errno(r, "Cannot save %s", STATE_FILE);
-				return fail_result(statefd, &res, "state", "cannot save the progress record");
+	if (strcmp(st->progress_checksum, r->res.checksum) != 0) {
+		if (st->progress_checksum[0])
+			log_fields(LOG_NOTICE, LOG_FIELDS(r->cfield), "An apply of %.12s did not finish; applying %.12s over it",
+				   st->progress_checksum, r->res.checksum);
+		st->progress_checksum[0] = '\0';
+		st->progress_steps = 0;
+		strv_free(TAKE_PTR(st->progress_units));
+		if (!r->same_as_last) {
+			memcpy(st->progress_checksum, r->res.checksum, 65);
+			int e = state_save(r->statefd, st);
+			if (e < 0) {
+				log_error_errno(e, "Cannot save %s", STATE_FILE);
+				return stop_failed(r, "state", "cannot save the progress record");
 			}
 		}
 	} else
-		log_fields(LOG_NOTICE, LOG_FIELDS(cfield), "Resuming the unfinished apply of %.12s", res.checksum);
-	log_fields(LOG_INFO, LOG_FIELDS(cfield), "Applying OSC %.12s: %zu files, %zu units (last applied: %.12s)",
-		   res.checksum, new->n_files, new->n_units, old ? old_checksum : "none");
-
-	/* 0. The kubelet data volume, once, before any file or unit (Gardener
-	 * formats it in gardener-node-agent's bootstrap, before its first
-	 * reconcile; kubeletvol.h). Without it nothing else goes on, as
-	 * there: the kubelet would fill the root disk. Keys still apply. */
-	if (c->gna_dir) {
-		_cleanup_free_ char *dv_error = NULL;
-		r = datavol_step(c->rootfd, statefd, c->gna_dir, c->bus, &dv_error);
-		if (r < 0) {
-			keys_anyway(c, new, d, &st, statefd);
-			return fail_result(statefd, &res, "kubelet-data-volume",
-					   dv_error ? dv_error : "the kubelet data volume was not formatted");
-		}
-	}
-
-	/* 1. Files. */
-	struct files_plan fplan = { 0 };
-	r = files_plan_compute(old, new, st.owned_files, &fplan);
-	if (r < 0)
-		return fail_result(statefd, &res, "files", "out of memory");
-	_cleanup_strv_free_ char **written = NULL;
-	/* Files the OSC dropped are removed after the units step (below), as
-	 * gardener-node-agent's removeDeletedFiles comes last. */
-	_cleanup_strv_free_ char **dropped_files = TAKE_PTR(fplan.remove);
-	r = files_apply(c->rootfd, new, &fplan, &st, statefd, &written);
-	if (r < 0) {
-		files_plan_done(&fplan);
-		keys_anyway(c, new, d, &st, statefd);
-		return fail_result(statefd, &res, "files", "a file could not be written or removed (see the journal)");
-	}
-	bool changed = written && written[0];
-	_cleanup_strv_free_ char **changed_files = TAKE_PTR(fplan.changed);
-	for (char **p = written; p && *p; p++)
-		if (files_strv_add(&changed_files, *p) < 0) {
-			files_plan_done(&fplan);
-			return fail_result(statefd, &res, "files", "out of memory");
-		}
-	files_plan_done(&fplan);
-	if (!same_as_last) {
-		st.progress_steps |= STATE_STEP_FILES;
-		if ((r = state_save(statefd, &st)) < 0)
-			return fail_result(statefd, &res, "files", "cannot save the progress record");
-	}
-
-	/* 1b. The kubelet's bootstrap kubeconfig, before the units step
-	 * (re)starts the kubelet. */
-	r = kubelet_bootstrap_apply(c->rootfd, d);
-	if (r < 0) {
-		keys_anyway(c, new, d, &st, statefd);
-		return fail_result(statefd, &res, "kubelet-bootstrap", "cannot write " KUBELET_BOOTSTRAP_KUBECONFIG);
-	}
-	changed = changed || r > 0;
-	/* 1c. Synced tokens (before units that check for them start). */
-	r = tokens_apply(c->rootfd, d);
-	if (r < 0) {
-		keys_anyway(c, new, d, &st, statefd);
-		return fail_result(statefd, &res, "tokens", "a synced token could not be written (see the journal)");
-	}
-	changed = changed || r > 0;
-	/* 1d. containerd's configuration (criConfig; containerd.h). A failure
-	 * is reported at the end: units, keys and the snapshot still apply. */
-	bool restart_containerd = false;
-	_cleanup_free_ char *cri_error = NULL;
-	int cri_r = containerd_apply(c->rootfd, c->root, CONTAINERD_BIN, &st, old, new, d, &restart_containerd,
-				     &cri_error);
-	(void)state_save(statefd, &st); /* the version cache, if it was learnt (unchanged bytes: no write) */
-	/* 1e. Image files (images.h): a failed pull keeps the old file and
-	 * holds back what gardener-node-agent holds back when
-	 * applyChangedImageRefFiles fails (gardener/gardener
-	 * pkg/nodeagent/controller/operatingsystemconfig/reconciler.go: it
-	 * returns before applyChangedUnits, removeDeletedUnits, the
-	 * daemon-reload, executeUnitCommands, removeDeletedFiles and the
-	 * last-applied record): no unit of the OSC is written, removed,
-	 * enabled, restarted or stopped (units_plan_compute_held()), containerd
-	 * is not restarted for its config, no dropped file is removed, and
-	 * last-applied.yaml stays, so the next run plans the same changes.
-	 * Files, the bootstrap kubeconfig, tokens, containerd's files, the
-	 * other image files, the Node's restart requests (Gardener's node
-	 * controller) and the SSH keys still apply; the run fails in the
-	 * step "images". A new kubelet.service never starts an old
-	 * /opt/bin/kubelet. */
-	struct images_ctx ic = { .address = c->containerd_address ? c->containerd_address : IMAGES_ADDRESS_DEFAULT,
-				 .puller_fd = c->puller_fd, .bus = c->bus };
-	_cleanup_free_ char *img_error = NULL;
-	int img_r = images_apply(&ic, c->rootfd, statefd, new, &changed_files, &img_error);
-	bool held = img_r < 0;
-	_cleanup_free_ char *held_units = NULL; /* "a.service b.service": what the plan held back */
-
-	/* 1f. A CPU manager policy change: its state file goes before the
-	 * kubelet restarts (reconciler.go applyChangedUnits). */
-	if (!held && ipu_before_units(c->rootfd, statefd, &st) < 0) {
-		keys_anyway(c, new, d, &st, statefd);
-		return fail_result(statefd, &res, "inplace-kubelet", "cannot remove /" IPU_CPU_MANAGER_STATE);
-	}
-
-	/* 2. Units (and the Node's restart request). */
-	_cleanup_free_ char *prev_restart = previous_restart_id(statefd);
-	char *const *requests = NULL;
-	if (d && d->restart_id && d->restart_units && !str_equal(prev_restart, d->restart_id))
-		requests = d->restart_units;
-	_cleanup_strv_free_ char **unit_requests = NULL; /* requests, and containerd when its config changed */
-	for (char *const *q = requests; q && *q; q++)
-		if (files_strv_add(&unit_requests, *q) < 0)
-			return fail_result(statefd, &res, "units", "out of memory");
-	if (restart_containerd && !held && files_strv_add(&unit_requests, CONTAINERD_UNIT) < 0)
-		return fail_result(statefd, &res, "units", "out of memory");
-	_cleanup_strv_free_ char **changed_units = NULL, **restarted = NULL, **stopped = NULL;
-	if ((st.progress_steps & STATE_STEP_UNITS) && !unit_requests) {
-		log_fields(LOG_INFO, LOG_FIELDS(cfield), "Units of %.12s were already applied before the interruption",
-			   res.checksum);
-		changed_units = st.progress_units;
-		st.progress_units = NULL;
-	} else {
-		/* Unit files are recorded as ours before they are written, and
-		 * the plan counts the record: units of an apply that failed or
-		 * was interrupted are removed once the OSC no longer has them
-		 * instead of leaking (Gardener #10972).
-		 * The plan is computed with the record as it was, so a unit this
-		 * apply adds reads "new unit", not "left by an unfinished apply". */
-		_cleanup_(units_plan_freep) struct units_plan *uplan = NULL;
-		r = units_plan_compute_held(old, new, changed_files, unit_requests, st.owned_units,
-					    held ? "an image file was not written" : NULL, &uplan);
-		if (r < 0)
-			return fail_result(statefd, &res, "units", "out of memory");
-		for (size_t i = 0; held && i < units_plan_size(uplan); i++) {
-			const struct units_plan_entry *e = units_plan_get(uplan, i);
-			if (!(e->actions & UNITS_HELD) || !e->held)
-				continue;
-			char *h = NULL;
-			if (asprintf(&h, "%s%s%s", held_units ? held_units : "", held_units ? " " : "", e->unit) < 0)
-				return fail_result(statefd, &res, "units", "out of memory");
-			free(held_units);
-			held_units = h;
-		}
-		_cleanup_strv_free_ char **unit_paths = NULL;
-		bool grew = false;
-		if (units_owned_paths(new, &unit_paths) < 0)
-			return fail_result(statefd, &res, "units", "out of memory");
-		/* Held back: nothing of this OSC's is written, so nothing new
-		 * is ours yet. */
-		for (char **p = unit_paths; !held && *p; p++) {
-			r = files_strv_add(&st.owned_units, *p);
-			if (r < 0)
-				return fail_result(statefd, &res, "units", "out of memory");
-			grew = grew || r > 0;
-		}
-		if (grew && (r = state_save(statefd, &st)) < 0)
-			return fail_result(statefd, &res, "units", "cannot save the ownership record");
-		_cleanup_free_ char *summary = NULL;
-		if (units_plan_format(uplan, &summary) >= 0)
-			log_fields(LOG_INFO, LOG_FIELDS(cfield), "Units: %s", summary);
-		_cleanup_free_ char *uerr = NULL;
-		r = units_apply_report(uplan, c->rootfd, c->bus, c->job_timeout_ms, &changed_units, &restarted, &stopped,
-				       &uerr);
-		if (restarted && restarted[0])
-			res.restarted_units = restarted;
-		if (stopped && stopped[0])
-			res.stopped_units = stopped;
-		if (r < 0) {
-			keys_anyway(c, new, d, &st, statefd);
-			char buf[1024];
-			snprintf(buf, sizeof(buf), "%s", uerr ? uerr : strerror(-r));
-			res.changed_units = changed_units;
-			/* The units of this OSC are on disk: a unit that failed
-			 * to restart shows in the condition right away. */
-			check_units(c, new, &res);
-			int x = fail_result(statefd, &res, "units", buf);
-			res.changed_units = NULL;
-			res.restarted_units = res.stopped_units = NULL;
-			result_done_units_ready(&res);
-			return x;
-		}
-		/* Applied: what we own is now exactly what this OSC has. */
-		if (!held) {
-			strv_free(st.owned_units);
-			st.owned_units = TAKE_PTR(unit_paths);
-		}
-		if (!held && (!same_as_last || (changed_units && changed_units[0]))) {
-			strv_free(st.progress_units);
-			st.progress_units = NULL;
-			for (char **u = changed_units; u && *u; u++)
-				if (files_strv_add(&st.progress_units, *u) < 0)
-					return fail_result(statefd, &res, "units", "out of memory");
-			if (!same_as_last) {
-				st.progress_steps |= STATE_STEP_UNITS;
-				if ((r = state_save(statefd, &st)) < 0)
-					return fail_result(statefd, &res, "units", "cannot save the progress record");
-			}
-		}
-	}
-	if (changed_units && changed_units[0])
-		changed = true;
-	/* 2a. The kubelet healthy after an in-place kubelet change
-	 * (completeKubeletInPlaceUpdate). */
-	if (!held && ipu_kubelet_done(c, statefd, &st) < 0) {
-		keys_anyway(c, new, d, &st, statefd);
-		ipu_fill_result(&st, new, running, &res);
-		res.changed_units = changed_units;
-		int x = fail_result(statefd, &res, "inplace-kubelet", st.inplace_reason ? st.inplace_reason : "kubelet not healthy");
-		res.changed_units = NULL;
-		res.restarted_units = res.stopped_units = NULL;
-		return x;
-	}
-	/* 2b. Files the OSC dropped, now that their units are stopped or
-	 * rewritten (not while units are held back). */
-	if (!held && dropped_files && dropped_files[0]) {
-		struct files_plan rplan = { .remove = dropped_files };
-		r = files_remove_dropped(c->rootfd, &rplan, &st, statefd);
-		if (r < 0) {
-			keys_anyway(c, new, d, &st, statefd);
-			res.changed_units = changed_units;
-			int x = fail_result(statefd, &res, "files", "a dropped file could not be removed (see the journal)");
-			res.changed_units = NULL;
-			res.restarted_units = res.stopped_units = NULL;
-			return x;
-		}
-		changed = true;
-	}
-	if (requests) {
-		res.restart_id = d->restart_id;
-		changed = true;
-	} else if (d && d->restart_id && str_equal(prev_restart, d->restart_id))
-		res.restart_id = d->restart_id;
-
-	/* 3. Keys and the snapshot. */
-	struct sshkeys_input in = { .osc = new, .key_document = d ? d->key_document : NULL,
-				    .ssh_access = d ? d->ssh_access : true, .now = time(NULL),
-				    .osc_checksum = res.checksum };
-	bool keys_changed = false;
-	char kerr[SSHKEYS_ERROR_MAX] = "";
-	r = revoke_keys_step(c->rootfd, c->root, c->cfg, &in, &st, statefd, &keys_changed, kerr, sizeof(kerr));
-	if (r < 0) {
-		res.restart_id = NULL;
-		return fail_result(statefd, &res, "keys", kerr[0] ? kerr : "the SSH keys could not be applied (see the journal)");
-	}
-	changed = changed || keys_changed;
-
-	if (held) {
-		/* Nothing committed: last-applied.yaml and the progress record
-		 * stay, so the next run plans the held-back changes again. The
-		 * condition is that of the units in force (Gardener's
-		 * systemdunitcheck reads the last-applied OSC). */
-		_cleanup_free_ char *msg = NULL;
-		if (asprintf(&msg, "%s; held back until it is written: %s%s", img_error ? img_error : "an image file was not written",
-			     held_units ? "units " : "unit changes (none planned)", held_units ? held_units : "") < 0)
-			msg = NULL;
-		res.changed_units = changed_units;
-		check_units(c, old, &res);
-		int x = fail_result(statefd, &res, "images", msg ? msg : "an image file was not written");
-		res.changed_units = NULL;
-		res.restarted_units = res.stopped_units = NULL;
-		result_done_units_ready(&res);
-		return x;
-	}
-
-	/* 3b. The rest of the in-place update (performInPlaceUpdate): the OS
-	 * update, the kubelet's CA rotation. Not committed until it is done. */
-	struct os_update_started started = { .rootfd = c->rootfd, .statefd = statefd, .res = &res, .new = new, .changed_units = changed_units };
-	r = ipu_finish(c, statefd, &st, new, os_update_started, &started);
-	if (r > 0) {
-		int x = os_update_pending(c->rootfd, statefd, &st, new, changed_units, running,
-					  "ran; waiting for the node to run it (reboot)", &res);
-		res.restarted_units = res.stopped_units = NULL;
-		return x;
-	}
-	if (r < 0) {
-		(void)ipu_running_os_version(c->rootfd, running);
-		ipu_fill_result(&st, new, running, &res);
-		res.changed_units = changed_units;
-		int x = fail_result(statefd, &res,
-				    (st.inplace_remaining & INPLACE_OS_VERSION) ? "inplace-os-update" : "inplace-kubelet",
-				    st.inplace_reason ? st.inplace_reason : "in-place update failed");
-		res.changed_units = NULL;
-		res.restarted_units = res.stopped_units = NULL;
-		return x;
-	}
-	ipu_fill_result(&st, new, running, &res);
-
-	/* 4. Commit: last-applied, then the progress record. */
-	if (!same_as_last) {
-		r = state_save_last_applied(statefd, osc, len);
-		if (r < 0) {
-			log_error_errno(r, "Cannot write %s", STATE_LAST_APPLIED);
-			res.restart_id = NULL;
-			return fail_result(statefd, &res, "commit", "cannot write last-applied.yaml");
-		}
-	}
-	st.progress_checksum[0] = '\0';
-	st.progress_steps = 0;
-	strv_free(TAKE_PTR(st.progress_units));
-	if ((r = state_save(statefd, &st)) < 0) {
-		log_error_errno(r, "Cannot save %s", STATE_FILE);
-		return fail_result(statefd, &res, "commit", "cannot save the progress record");
-	}
-
-	if (cri_r < 0) {
-		res.changed_units = changed_units;
-		check_units(c, new, &res);
-		int x = fail_result(statefd, &res, "containerd",
-				    cri_error ? cri_error : "containerd's configuration was not written (see the journal)");
-		res.changed_units = NULL;
-		result_done_units_ready(&res);
-		return x;
-	}
-	if (secret_error) {
-		res.changed_units = changed_units;
-		check_units(c, new, &res);
-		int x = fail_result(statefd, &res, "files", secret_error);
-		res.changed_units = NULL;
-		result_done_units_ready(&res);
-		return x;
-	}
-	res.success = true;
-	res.changed_units = changed_units;
-	res.finished_at = time(NULL);
-	check_units(c, new, &res);
-	r = write_result(statefd, &res, changed || !same_as_last);
-	res.changed_units = NULL;
-	res.restarted_units = res.stopped_units = NULL;
-	result_done_units_ready(&res);
-	if (r < 0)
-		return APPLY_EXIT_FAILED;
-	log_fields(LOG_INFO, LOG_FIELDS(cfield), "Applied OSC %.12s%s", res.checksum,
-		   changed || !same_as_last ? "" : " (nothing changed)");
-	return APPLY_EXIT_OK;
+		log_fields(LOG_NOTICE, LOG_FIELDS(r->cfield), "Resuming the unfinished apply of %.12s", r->res.checksum);
+	log_fields(LOG_INFO, LOG_FIELDS(r->cfield), "Applying OSC %.12s: %zu files, %zu units (last applied: %.12s)",
+		   r->res.checksum, r->new->n_files, r->new->n_units, r->old ? r->old_checksum : "none");
+	return STEP_NEXT;
 }
 
-static int load_desired(const struct apply_ctx *c, struct desired *ret, bool quiet_absent)
+/* Logs the plan, one journal line per line of "check". */
+static void log_plan(const struct run *r)
+{
+	_cleanup_free_ char *text = NULL;
+	size_t size = 0;
+	FILE *f = open_memstream(&text, &size);
+	if (!f)
+		return;
+	plan_print(f, r->new, &r->plan);
+	if (fclose(f) != 0 || !text)
+		return;
+	for (char *line = text, *nl; *line; line = nl + 1) {
+		nl = strchrnul(line, '\n');
+		/* (the units' summary is logged as the units step carries it out) */
+		if (nl > line && strncmp(line, "units: ", 7) != 0)
+			log_fields(LOG_INFO, LOG_FIELDS(r->cfield), "Plan: %.*s", (int)(nl - line), line);
+		if (!*nl)
+			break;
+	}
+}
+
+/* The plan, once: what "check" prints for the same OSC and disk. */
+static int step_plan(struct run *r)
+{
+	/* The Node's restart request, run once per id. */
+	r->prev_restart = previous_restart_id(r->statefd);
+	if (r->d && r->d->restart_id && r->d->restart_units && !str_equal(r->prev_restart, r->d->restart_id))
+		for (char *const *q = r->d->restart_units; *q; q++)
+			if (files_strv_add(&r->requests, *q) < 0)
+				return stop_failed(r, "units", "out of memory");
+	r->in = (struct plan_input){ .rootfd = r->c->rootfd, .statefd = r->statefd, .containerd_bin = CONTAINERD_BIN,
+				     .st = &r->st, .old = r->old, .new = r->new, .d = r->d, .requests = r->requests };
+	if (plan_compute(&r->in, &r->plan) < 0)
+		return stop_failed(r, "plan", "out of memory");
+	r->planned = true;
+	(void)state_save(r->statefd, &r->st); /* containerd's version, if it was learnt (unchanged: no write) */
+	log_plan(r);
+	return STEP_NEXT;
+}
+
+/* The kubelet data volume, once, before any file or unit (Gardener formats
+ * it in gardener-node-agent's bootstrap, before its first reconcile;
+ * kubeletvol.h). Without it nothing else goes on, as there: the kubelet
+ * would fill the root disk. Keys still apply. */
+static int step_data_volume(struct run *r)
+{
+	if (!r->c->gna_dir)
+		return STEP_NEXT;
+	_cleanup_free_ char *why = NULL;
+	if (datavol_step(r->c->rootfd, r->statefd, r->c->gna_dir, r->c->bus, &why) < 0)
+		return stop_failed_keys(r, "kubelet-data-volume", why ? why : "the kubelet data volume was not formatted");
+	return STEP_NEXT;
+}
+
+/* Files: the plan's writes; those the OSC dropped go after the units
+ * (step_dropped_files), as gardener-node-agent's removeDeletedFiles comes
+ * last. */
+static int step_files(struct run *r)
+{
+	struct files_plan now = { .changed = r->plan.files.changed };
+	_cleanup_strv_free_ char **written = NULL;
+	int e = files_apply(r->c->rootfd, r->new, &now, &r->st, r->statefd, &written);
+	if (e < 0)
+		return stop_failed_keys(r, "files", "a file could not be written or removed (see the journal)");
+	r->changed = r->changed || (written && written[0]);
+	/* What the plan did not foresee (the disk changed since): its units
+	 * restart all the same. */
+	_cleanup_strv_free_ char **extra = NULL;
+	for (char **w = written; w && *w; w++)
+		if (!strv_contains(r->plan.files.write, *w) && files_strv_add(&extra, *w) < 0)
+			return stop_failed(r, "files", "out of memory");
+	if (extra) {
+		log_notice("Wrote files the plan did not name (changed since it was made): their units restart too");
+		if (plan_units(&r->in, &r->plan, extra, NULL) < 0)
+			return stop_failed(r, "files", "out of memory");
+	}
+	if (!r->same_as_last) {
+		r->st.progress_steps |= STATE_STEP_FILES;
+		if (state_save(r->statefd, &r->st) < 0)
+			return stop_failed(r, "files", "cannot save the progress record");
+	}
+	return STEP_NEXT;
+}
+
+/* The kubelet's bootstrap kubeconfig, before the units step (re)starts the
+ * kubelet; synced tokens, before units that check for them start. */
+static int step_bootstrap_and_tokens(struct run *r)
+{
+	int e = kubelet_bootstrap_apply(r->c->rootfd, r->d);
+	if (e < 0)
+		return stop_failed_keys(r, "kubelet-bootstrap", "cannot write " KUBELET_BOOTSTRAP_KUBECONFIG);
+	r->changed = r->changed || e > 0;
+	if ((e = tokens_apply(r->c->rootfd, r->d)) < 0)
+		return stop_failed_keys(r, "tokens", "a synced token could not be written (see the journal)");
+	r->changed = r->changed || e > 0;
+	return STEP_NEXT;
+}
+
+/* containerd's configuration (criConfig; containerd.h), as planned. A
+ * failure is reported at the end: units, keys and the snapshot still
+ * apply. */
+static int step_containerd(struct run *r)
+{
+	r->cri_r = containerd_plan_apply(r->c->rootfd, r->statefd, r->c->root, CONTAINERD_BIN, &r->plan.cri,
+					 &r->cri_error);
+	if (r->cri_r < 0 && r->cri_r != -EAGAIN && r->plan.cri.restart) {
+		/* Not written: containerd is not restarted for it. */
+		r->plan.cri.restart = false;
+		if (plan_units(&r->in, &r->plan, NULL, NULL) < 0)
+			return stop_failed(r, "containerd", "out of memory");
+	}
+	return STEP_NEXT;
+}
+
+/* Image files (images.h). A failed pull keeps the old file and holds back
+ * what gardener-node-agent holds back when applyChangedImageRefFiles fails
+ * (gardener/gardener pkg/nodeagent/controller/operatingsystemconfig/
+ * reconciler.go: it returns before applyChangedUnits, removeDeletedUnits,
+ * the daemon-reload, executeUnitCommands, removeDeletedFiles and the
+ * last-applied record): no unit of the OSC is written, removed, enabled,
+ * restarted or stopped (units_plan_compute_held()), containerd is not
+ * restarted for its config, no dropped file is removed, and
+ * last-applied.yaml stays, so the next run plans the same changes. Files,
+ * the bootstrap kubeconfig, tokens, containerd's files, the other image
+ * files, the Node's restart requests (Gardener's node controller) and the
+ * SSH keys still apply; the run fails in the step "images". A new
+ * kubelet.service never starts an old /opt/bin/kubelet. */
+static int step_images(struct run *r)
+{
+	const struct apply_ctx *c = r->c;
+	struct images_ctx ic = { .address = c->containerd_address ? c->containerd_address : IMAGES_ADDRESS_DEFAULT,
+				 .puller_fd = c->puller_fd, .bus = c->bus };
+	_cleanup_strv_free_ char **written = NULL;
+	int e = images_apply(&ic, c->rootfd, r->statefd, r->new, &written, &r->img_error);
+	r->held = e < 0;
+	_cleanup_strv_free_ char **extra = NULL;
+	for (char **w = written; w && *w; w++)
+		if (!strv_contains(r->plan.changed_files, *w) && files_strv_add(&extra, *w) < 0)
+			return stop_failed(r, "images", "out of memory");
+	if (r->held || extra) {
+		if (extra)
+			log_notice("containerd gave new bytes for image files the plan could not know of: their units restart");
+		if (plan_units(&r->in, &r->plan, extra, r->held ? "an image file was not written" : NULL) < 0)
+			return stop_failed(r, "units", "out of memory");
+		_cleanup_free_ char *summary = NULL;
+		if (units_plan_format(r->plan.units, &summary) >= 0)
+			log_fields(LOG_INFO, LOG_FIELDS(r->cfield), "Plan, after the images step: units: %s", summary);
+	}
+	/* A CPU manager policy change: its state file goes before the kubelet
+	 * restarts (reconciler.go applyChangedUnits). */
+	if (!r->held && ipu_before_units(c->rootfd, r->statefd, &r->st) < 0)
+		return stop_failed_keys(r, "inplace-kubelet", "cannot remove /" IPU_CPU_MANAGER_STATE);
+	return STEP_NEXT;
+}
+
+/* Units, as planned (and the Node's restart requests). */
+static int step_units(struct run *r)
+{
+	struct state *st = &r->st;
+	if ((st->progress_steps & STATE_STEP_UNITS) && !r->plan.requests) {
+		log_fields(LOG_INFO, LOG_FIELDS(r->cfield), "Units of %.12s were already applied before the interruption",
+			   r->res.checksum);
+		r->changed_units = TAKE_PTR(st->progress_units);
+		return STEP_NEXT;
+	}
+	for (size_t i = 0; r->held && i < units_plan_size(r->plan.units); i++) {
+		const struct units_plan_entry *e = units_plan_get(r->plan.units, i);
+		if (!(e->actions & UNITS_HELD) || !e->held)
+			continue;
+		char *h = NULL;
+		if (asprintf(&h, "%s%s%s", r->held_units ? r->held_units : "", r->held_units ? " " : "", e->unit) < 0)
+			return stop_failed(r, "units", "out of memory");
+		free(r->held_units);
+		r->held_units = h;
+	}
+	/* Unit files are recorded as ours before they are written, and the
+	 * plan counts the record: units of an apply that failed or was
+	 * interrupted are removed once the OSC no longer has them instead of
+	 * leaking (Gardener #10972). Held back: nothing of this OSC's is
+	 * written, so nothing new is ours yet. */
+	_cleanup_strv_free_ char **unit_paths = NULL;
+	bool grew = false;
+	if (units_owned_paths(r->new, &unit_paths) < 0)
+		return stop_failed(r, "units", "out of memory");
+	for (char **p = unit_paths; !r->held && *p; p++) {
+		int e = files_strv_add(&st->owned_units, *p);
+		if (e < 0)
+			return stop_failed(r, "units", "out of memory");
+		grew = grew || e > 0;
+	}
+	if (grew && state_save(r->statefd, st) < 0)
+		return stop_failed(r, "units", "cannot save the ownership record");
+	_cleanup_free_ char *summary = NULL;
+	if (units_plan_format(r->plan.units, &summary) >= 0)
+		log_fields(LOG_INFO, LOG_FIELDS(r->cfield), "Units: %s", summary);
+	_cleanup_free_ char *uerr = NULL;
+	int e = units_apply_report(r->plan.units, r->c->rootfd, r->c->bus, r->c->job_timeout_ms, &r->changed_units,
+				   &r->restarted, &r->stopped, &uerr);
+	if (r->restarted && r->restarted[0])
+		r->res.restarted_units = r->restarted;
+	if (r->stopped && r->stopped[0])
+		r->res.stopped_units = r->stopped;
+	if (e < 0) {
+		char buf[1024];
+		snprintf(buf, sizeof(buf), "%s", uerr ? uerr : strerror(-e));
+		keys_anyway(r->c, r->new, r->d, st, r->statefd);
+		/* The units of this OSC are on disk: a unit that failed to
+		 * restart shows in the condition right away. */
+		return stop_failed_units(r, r->new, "units", buf);
+	}
+	/* Applied: what we own is now exactly what this OSC has. */
+	if (!r->held) {
+		strv_free(st->owned_units);
+		st->owned_units = TAKE_PTR(unit_paths);
+	}
+	if (!r->held && (!r->same_as_last || (r->changed_units && r->changed_units[0]))) {
+		strv_free(st->progress_units);
+		st->progress_units = NULL;
+		for (char **u = r->changed_units; u && *u; u++)
+			if (files_strv_add(&st->progress_units, *u) < 0)
+				return stop_failed(r, "units", "out of memory");
+		if (!r->same_as_last) {
+			st->progress_steps |= STATE_STEP_UNITS;
+			if (state_save(r->statefd, st) < 0)
+				return stop_failed(r, "units", "cannot save the progress record");
+		}
+	}
+	return STEP_NEXT;
+}
+
+/* The kubelet healthy after an in-place kubelet change
+ * (completeKubeletInPlaceUpdate). */
+static int step_inplace_kubelet(struct run *r)
+{
+	if (r->changed_units && r->changed_units[0])
+		r->changed = true;
+	if (r->held || ipu_kubelet_done(r->c, r->statefd, &r->st) >= 0)
+		return STEP_NEXT;
+	keys_anyway(r->c, r->new, r->d, &r->st, r->statefd);
+	ipu_fill_result(&r->st, r->new, r->running, &r->res);
+	r->res.changed_units = r->changed_units;
+	int s = stop_failed(r, "inplace-kubelet", r->st.inplace_reason ? r->st.inplace_reason : "kubelet not healthy");
+	r->res.changed_units = NULL;
+	r->res.restarted_units = r->res.stopped_units = NULL;
+	return s;
+}
+
+/* Files the OSC dropped, now that their units are stopped or rewritten
+ * (not while units are held back). */
+static int step_dropped_files(struct run *r)
+{
+	if (!r->held && r->plan.files.remove && r->plan.files.remove[0]) {
+		if (files_remove_dropped(r->c->rootfd, &r->plan.files, &r->st, r->statefd) < 0) {
+			keys_anyway(r->c, r->new, r->d, &r->st, r->statefd);
+			r->res.changed_units = r->changed_units;
+			int s = stop_failed(r, "files", "a dropped file could not be removed (see the journal)");
+			r->res.changed_units = NULL;
+			r->res.restarted_units = r->res.stopped_units = NULL;
+			return s;
+		}
+		r->changed = true;
+	}
+	if (r->requests) {
+		r->res.restart_id = r->d->restart_id;
+		r->changed = true;
+	} else if (r->d && r->d->restart_id && str_equal(r->prev_restart, r->d->restart_id))
+		r->res.restart_id = r->d->restart_id;
+	return STEP_NEXT;
+}
+
+/* Keys and the snapshot. */
+static int step_keys(struct run *r)
+{
+	struct sshkeys_input in = { .osc = r->new, .key_document = r->d ? r->d->key_document : NULL,
+				    .ssh_access = r->d ? r->d->ssh_access : true, .now = time(NULL),
+				    .osc_checksum = r->res.checksum };
+	bool keys_changed = false;
+	char kerr[SSHKEYS_ERROR_MAX] = "";
+	if (revoke_keys_step(r->c->rootfd, r->c->root, r->c->cfg, &in, &r->st, r->statefd, &keys_changed, kerr,
+			     sizeof(kerr)) < 0) {
+		r->res.restart_id = NULL;
+		return stop_failed(r, "keys", kerr[0] ? kerr : "the SSH keys could not be applied (see the journal)");
+	}
+	r->changed = r->changed || keys_changed;
+	return STEP_NEXT;
+}
+
+/* Held back: nothing committed; last-applied.yaml and the progress record
+ * stay, so the next run plans the held-back changes again. The condition is
+ * that of the units in force (Gardener's systemdunitcheck reads the
+ * last-applied OSC). */
+static int step_held(struct run *r)
+{
+	if (!r->held)
+		return STEP_NEXT;
+	_cleanup_free_ char *msg = NULL;
+	if (asprintf(&msg, "%s; held back until it is written: %s%s",
+		     r->img_error ? r->img_error : "an image file was not written",
+		     r->held_units ? "units " : "unit changes (none planned)", r->held_units ? r->held_units : "") < 0)
+		msg = NULL;
+	return stop_failed_units(r, r->old, "images", msg ? msg : "an image file was not written");
+}
+
+/* The rest of the in-place update (performInPlaceUpdate): the OS update,
+ * the kubelet's CA rotation. Not committed until it is done. */
+static int step_inplace_finish(struct run *r)
+{
+	struct os_update_started started = { .rootfd = r->c->rootfd, .statefd = r->statefd, .res = &r->res,
+					     .new = r->new, .changed_units = r->changed_units };
+	int e = ipu_finish(r->c, r->statefd, &r->st, r->new, os_update_started, &started);
+	if (e > 0) {
+		r->exit = os_update_pending(r->c->rootfd, r->statefd, &r->st, r->new, r->changed_units, r->running,
+					    "ran; waiting for the node to run it (reboot)", &r->res);
+		r->res.restarted_units = r->res.stopped_units = NULL;
+		return STEP_STOP;
+	}
+	if (e < 0) {
+		(void)ipu_running_os_version(r->c->rootfd, r->running);
+		ipu_fill_result(&r->st, r->new, r->running, &r->res);
+		r->res.changed_units = r->changed_units;
+		int s = stop_failed(r, (r->st.inplace_remaining & INPLACE_OS_VERSION) ? "inplace-os-update" : "inplace-kubelet",
+				    r->st.inplace_reason ? r->st.inplace_reason : "in-place update failed");
+		r->res.changed_units = NULL;
+		r->res.restarted_units = r->res.stopped_units = NULL;
+		return s;
+	}
+	ipu_fill_result(&r->st, r->new, r->running, &r->res);
+	return STEP_NEXT;
+}
+
+/* Commit: last-applied, then the progress record. */
+static int step_commit(struct run *r)
+{
+	if (!r->same_as_last) {
+		int e = state_save_last_applied(r->statefd, r->osc, r->len);
+		if (e < 0) {
+			log_error_errno(e, "Cannot write %s", STATE_LAST_APPLIED);
+			r->res.restart_id = NULL;
+			return stop_failed(r, "commit", "cannot write last-applied.yaml");
+		}
+	}
+	r->st.progress_checksum[0] = '\0';
+	r->st.progress_steps = 0;
+	strv_free(TAKE_PTR(r->st.progress_units));
+	int e = state_save(r->statefd, &r->st);
+	if (e < 0) {
+		log_error_errno(e, "Cannot save %s", STATE_FILE);
+		return stop_failed(r, "commit", "cannot save the progress record");
+	}
+	return STEP_NEXT;
+}
+
+/* The outcome: the failures reported at the end (containerd, files from a
+ * Secret), else success. */
+static int step_report(struct run *r)
+{
+	if (r->cri_r < 0)
+		return stop_failed_units(r, r->new, "containerd",
+					 r->cri_error ? r->cri_error : "containerd's configuration was not written (see the journal)");
+	if (r->secret_error)
+		return stop_failed_units(r, r->new, "files", r->secret_error);
+	r->res.success = true;
+	r->res.changed_units = r->changed_units;
+	r->res.finished_at = time(NULL);
+	check_units(r->c, r->new, &r->res);
+	int e = write_result(r->statefd, &r->res, r->changed || !r->same_as_last);
+	r->res.changed_units = NULL;
+	r->res.restarted_units = r->res.stopped_units = NULL;
+	result_done_units_ready(&r->res);
+	if (e < 0) {
+		r->exit = APPLY_EXIT_FAILED;
+		return STEP_STOP;
+	}
+	log_fields(LOG_INFO, LOG_FIELDS(r->cfield), "Applied OSC %.12s%s", r->res.checksum,
+		   r->changed || !r->same_as_last ? "" : " (nothing changed)");
+	r->exit = APPLY_EXIT_OK;
+	return STEP_STOP;
+}
+
+int apply_osc(const struct apply_ctx *c, const char *osc, size_t len, const struct desired *d)
+{
+	static int (*const steps[])(struct run *) = {
+		step_validate,	      step_inplace_gate, step_progress, step_plan,	      step_data_volume,
+		step_files,	      step_bootstrap_and_tokens,	 step_containerd, step_images,	      step_units,
+		step_inplace_kubelet, step_dropped_files,		 step_keys,	  step_held,	      step_inplace_finish,
+		step_commit,	      step_report,
+	};
+	struct run r = { .c = c, .osc = osc, .len = len, .d = d, .statefd = -1, .exit = APPLY_EXIT_FAILED,
+			 .res = { .generation = d ? d->generation : 0 } };
+	desired_sha256_hex(osc, len, r.res.checksum);
+	snprintf(r.cfield, sizeof(r.cfield), "CHECKSUM=%s", r.res.checksum);
+	for (size_t i = 0; i < ELEMENTSOF(steps); i++)
+		if (steps[i](&r) == STEP_STOP)
+			break;
+	int exit_code = r.exit;
+	run_done(&r);
+	return exit_code;
+}
+
+/* why (may be NULL): on failure, what was wrong, for result.json. */
+static int load_desired(const struct apply_ctx *c, struct desired *ret, bool quiet_absent, char *why, size_t why_size)
 {
 	_cleanup_close_ int dfd = fsx_open_dir_at(c->rootfd, c->cfg->state_dir, 0, 0);
 	_cleanup_free_ char *data = NULL;
@@ -854,12 +1064,18 @@ static int load_desired(const struct apply_ctx *c, struct desired *ret, bool qui
 	int r = dfd < 0 ? dfd : fsx_read_at(dfd, "desired.json", DESIRED_MAX, &data, &len);
 	if (r == -ENOENT && quiet_absent)
 		return r;
-	if (r < 0)
+	if (r < 0) {
+		if (why)
+			snprintf(why, why_size, "cannot be read: %s", strerror(-r));
 		return log_error_errno(r, "Cannot read %s/desired.json", c->cfg->state_dir);
+	}
 	const char *err = NULL;
 	r = desired_parse(data, len, ret, &err);
-	if (r < 0)
+	if (r < 0) {
+		if (why)
+			snprintf(why, why_size, "rejected: %s", err ? err : "invalid");
 		return log_error_errno(r, "%s/desired.json rejected: %s", c->cfg->state_dir, err ? err : "invalid");
+	}
 	return 0;
 }
 
@@ -876,11 +1092,24 @@ int apply_desired(const struct apply_ctx *c)
 	int ret = APPLY_EXIT_OK;
 	for (unsigned round = 0; round < APPLY_DESIRED_ROUNDS; round++) {
 		struct desired d = { 0 };
-		int r = load_desired(c, &d, true);
+		char why[256] = "";
+		int r = load_desired(c, &d, true, why, sizeof(why));
 		if (r == -ENOENT && round == 0) {
 			/* The timer may fire before node-agent wrote anything. */
 			log_notice("No desired state yet (%s/desired.json): nothing to apply", c->cfg->state_dir);
 			return APPLY_EXIT_OK;
+		}
+		if (r < 0 && round == 0 && r != -ENOMEM) {
+			/* In result.json, for status and node-agent: no run gets
+			 * further until node-agent writes it again, which it does
+			 * when it starts (it does not trust what it finds). */
+			_cleanup_close_ int sfd = open_state_dir(c, true);
+			struct result res = { 0 };
+			char msg[512];
+			snprintf(msg, sizeof(msg),
+				 "%s/desired.json %s; node-agent writes it anew when it restarts: systemctl restart node-agent",
+				 c->cfg->state_dir, why);
+			return sfd < 0 ? APPLY_EXIT_FAILED : fail_result(sfd, &res, "desired", msg);
 		}
 		if (r < 0)
 			return round == 0 ? APPLY_EXIT_FAILED : ret;
@@ -904,15 +1133,13 @@ int apply_keys_only(const struct apply_ctx *c)
 	if (statefd < 0)
 		return APPLY_EXIT_FAILED;
 	_cleanup_(state_done) struct state st = { 0 };
-	int r = state_load(statefd, &st);
-	if (r < 0) {
-		log_error_errno(r, "%s/%s is damaged", c->cfg->exec_state_dir, STATE_FILE);
+	int r = load_state(c, statefd, &st);
+	if (r < 0)
 		return APPLY_EXIT_FAILED;
-	}
 	char checksum[65];
 	_cleanup_(osc_donep) struct osc *old = load_old(c, statefd, checksum);
 	struct desired d = { 0 };
-	bool have_d = load_desired(c, &d, true) >= 0;
+	bool have_d = load_desired(c, &d, true, NULL, 0) >= 0;
 	struct sshkeys_input in = { .osc = old, .key_document = have_d ? d.key_document : NULL,
 				    .ssh_access = have_d ? d.ssh_access : true, .now = time(NULL),
 				    .osc_checksum = old && checksum[0] ? checksum : NULL };
@@ -924,6 +1151,32 @@ int apply_keys_only(const struct apply_ctx *c)
 	if (r < 0)
 		return APPLY_EXIT_FAILED;
 	log_info("Keys reconciled%s", changed ? "" : " (nothing changed)");
+	return APPLY_EXIT_OK;
+}
+
+int apply_revoke(const struct apply_ctx *c, bool replace)
+{
+	_cleanup_close_ int statefd = open_state_dir(c, true);
+	if (statefd < 0)
+		return APPLY_EXIT_FAILED;
+	/* A damaged state.json only means no managed keys to keep unrevoked. */
+	_cleanup_(state_done) struct state st = { 0 };
+	if (state_load(statefd, &st) < 0)
+		state_done(&st);
+	char checksum[65];
+	_cleanup_(osc_donep) struct osc *old = load_old(c, statefd, checksum);
+	struct desired d = { 0 };
+	bool have_d = load_desired(c, &d, true, NULL, 0) >= 0;
+	struct sshkeys_input in = { .osc = old, .key_document = have_d ? d.key_document : NULL,
+				    .ssh_access = have_d ? d.ssh_access : true, .now = time(NULL) };
+	bool changed = false;
+	char err[SSHKEYS_ERROR_MAX] = "";
+	int r = revoke_sync(c->rootfd, c->cfg, &in, &st, statefd, replace, &changed, err, sizeof(err));
+	if (have_d)
+		desired_done(&d);
+	if (r < 0)
+		return APPLY_EXIT_FAILED;
+	log_info("Revoked keys brought up to date%s", changed ? "" : " (nothing changed)");
 	return APPLY_EXIT_OK;
 }
 
@@ -941,17 +1194,15 @@ int apply_check(const struct apply_ctx *c, const char *osc, size_t len)
 	desired_sha256_hex(osc, len, sum);
 	printf("checksum %s (last applied: %s)\n", sum, old ? checksum : "none");
 	printf("%zu files, %zu units: valid\n", new->n_files, new->n_units);
-	struct files_plan fplan = { 0 };
-	if (files_plan_compute(old, new, st.owned_files, &fplan) < 0)
+	/* The plan an apply of this file computes now ("apply FILE": no
+	 * desired state, so no restart request, token or kubeconfig). */
+	struct plan_input in = { .rootfd = c->rootfd, .statefd = statefd, .containerd_bin = CONTAINERD_BIN,
+				 .st = &st, .old = old, .new = new };
+	struct plan p;
+	if (plan_compute(&in, &p) < 0)
 		return APPLY_EXIT_FAILED;
-	files_check(c->rootfd, new, &fplan);
-	_cleanup_(units_plan_freep) struct units_plan *uplan = NULL;
-	if (units_plan_compute_owned(old, new, fplan.changed, NULL, st.owned_units, &uplan) >= 0) {
-		_cleanup_free_ char *summary = NULL;
-		if (units_plan_format(uplan, &summary) >= 0)
-			printf("units: %s\n", summary);
-	}
-	files_plan_done(&fplan);
+	plan_print(stdout, new, &p);
+	plan_done(&p);
 	return APPLY_EXIT_OK;
 }
 
@@ -967,13 +1218,16 @@ int apply_status(const struct apply_ctx *c)
 	_cleanup_(osc_donep) struct osc *old = statefd >= 0 ? load_old(c, statefd, checksum) : NULL;
 	v.applied_checksum = checksum;
 	_cleanup_(state_done) struct state st = { 0 };
-	if (statefd >= 0 && state_load(statefd, &st) >= 0)
+	int r = statefd < 0 ? -ENOENT : state_load(statefd, &st);
+	if (r >= 0)
 		v.st = &st;
+	else if (r != -ENOENT)
+		v.st_problem = r == -EINVAL ? "not what the executor writes" : strerror(-r);
 	_cleanup_free_ char *data = NULL;
 	size_t len;
 	struct result res = { 0 };
 	char res_why[128];
-	int r = statefd < 0 ? -ENOENT : fsx_read_at(statefd, STATE_RESULT, RESULT_MAX, &data, &len);
+	r = statefd < 0 ? -ENOENT : fsx_read_at(statefd, STATE_RESULT, RESULT_MAX, &data, &len);
 	if (r >= 0) {
 		const char *err = NULL;
 		if (result_parse(data, len, &res, &err) >= 0)

@@ -47,6 +47,11 @@ int apply_desired(const struct apply_ctx *c);
  * expired keys). */
 int apply_keys_only(const struct apply_ctx *c);
 
+/* "revoke": only the KRL (revoke_sync()): the operator's revoked keys and
+ * the revocations of the last applied OSC and the records, now, without
+ * an apply; replace overwrites a KRL changed outside this program. */
+int apply_revoke(const struct apply_ctx *c, bool replace);
+
 /* "check": validates the OSC file and prints what an apply would change.
  * Writes nothing. */
 int apply_check(const struct apply_ctx *c, const char *osc, size_t len);

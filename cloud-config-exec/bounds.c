@@ -20,7 +20,35 @@ static bool at_or_below(const char *path, const char *dir)
 	return strncmp(path, dir, n) == 0 && (path[n] == '\0' || path[n] == '/');
 }
 
-static const char *const unit_dirs[] = { "/etc/systemd", "/run/systemd", "/usr/lib/systemd", "/lib/systemd" };
+/* Every directory systemd reads units, drop-ins or generators from, for the
+ * system manager and for user managers (`systemd-analyze unit-paths`, with
+ * --global and --user; systemd's src/basic/path-lookup.c), by the
+ * directory above: /etc/systemd/system.control, /run/systemd/transient,
+ * /usr/local/lib/systemd/system, /usr/share/systemd/user... A user's own
+ * (~/.config/systemd/user, ~/.local/share/systemd/user) is below
+ * user_unit_dirs in any home, its runtime ones below /run/user/<uid>/systemd. test-exec-bounds asks systemd-analyze. */
+static const char *const unit_dirs[] = { "/etc/systemd",	   "/run/systemd",	     "/usr/lib/systemd",
+					 "/lib/systemd",	   "/usr/local/lib/systemd", "/usr/local/share/systemd",
+					 "/usr/share/systemd",	   "/etc/xdg/systemd" };
+static const char *const user_unit_dirs[] = { "/.config/systemd", "/.local/share/systemd" };
+
+static bool below_user_unit_dir(const char *path)
+{
+	/* $XDG_RUNTIME_DIR/systemd: /run/user/<uid>/systemd (user.control,
+	 * transient, generators) */
+	if (strncmp(path, "/run/user/", 10) == 0) {
+		const char *rest = path + 10 + strcspn(path + 10, "/");
+		if (strncmp(rest, "/systemd", 8) == 0 && (rest[8] == '\0' || rest[8] == '/'))
+			return true;
+	}
+	for (size_t i = 0; i < ELEMENTSOF(user_unit_dirs); i++) {
+		size_t n = strlen(user_unit_dirs[i]);
+		for (const char *p = strstr(path, user_unit_dirs[i]); p; p = strstr(p + 1, user_unit_dirs[i]))
+			if (p[n] == '\0' || p[n] == '/')
+				return true;
+	}
+	return false;
+}
 
 static const char *const account_dbs[] = {
 	"/etc/passwd",  "/etc/passwd-", "/etc/shadow",	"/etc/shadow-", "/etc/group",	 "/etc/group-",
@@ -44,6 +72,8 @@ const char *bounds_forbidden_place(const char *path, const char *exec_state_dir,
 	for (size_t i = 0; i < ELEMENTSOF(unit_dirs); i++)
 		if (at_or_below(path, unit_dirs[i]))
 			return "a systemd unit directory";
+	if (below_user_unit_dir(path))
+		return "a systemd unit directory";
 	for (size_t i = 0; i < ELEMENTSOF(account_dbs); i++)
 		if (at_or_below(path, account_dbs[i]))
 			return "an account database";

@@ -30,7 +30,13 @@
  *                               KRL, key snapshot), the snapshot's
  *                               directory, a systemd unit directory
  *                               (/etc/systemd, /run/systemd, /usr/lib/systemd,
- *                               /lib/systemd) or an account database
+ *                               /lib/systemd, /usr/local/lib/systemd,
+ *                               /usr/local/share/systemd, /usr/share/systemd,
+ *                               /etc/xdg/systemd, a home's .config/systemd
+ *                               and .local/share/systemd,
+ *                               /run/user/<uid>/systemd: every path of
+ *                               `systemd-analyze unit-paths`, system, global
+ *                               and user) or an account database
  *                               (/etc/passwd, shadow, group, gshadow and
  *                               their "-" backups, subuid, subgid, sudoers,
  *                               sudoers.d), even when the OSC names it;

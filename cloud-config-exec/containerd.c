@@ -20,18 +20,26 @@
 #include "fsx.h"
 #include "log.h"
 #include "state.h"
+#include "toml.h"
+
+static int verrorf(char **ret_error, int r, const char *fmt, va_list ap) _printf_(3, 0);
+static int verrorf(char **ret_error, int r, const char *fmt, va_list ap)
+{
+	char *s = NULL;
+	if (vasprintf(&s, fmt, ap) < 0)
+		s = NULL;
+	free(*ret_error);
+	*ret_error = s;
+	return r;
+}
 
 static int errorf(char **ret_error, int r, const char *fmt, ...) _printf_(3, 4);
 static int errorf(char **ret_error, int r, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
-	char *s = NULL;
-	if (vasprintf(&s, fmt, ap) < 0)
-		s = NULL;
+	r = verrorf(ret_error, r, fmt, ap);
 	va_end(ap);
-	free(*ret_error);
-	*ret_error = s;
 	return r;
 }
 
@@ -196,10 +204,11 @@ static int remove_registry(int rootfd, const char *upstream, bool *ret_changed, 
 
 /* Replaces config.toml by config once containerd accepted it: the bytes go
  * to CANDIDATE next to it, `config dump` reads that (its host path below
- * root), then it is renamed over config.toml. 1 written, 0 already the
- * same (and accepted when check is set), -errno (old file kept). */
-static int write_config(int rootfd, const char *root, const char *bin, const char *config, bool check,
-			char **ret_error)
+ * root), then it is renamed over config.toml. containerd is asked only
+ * when the text changed: bytes it accepted before are not asked about
+ * again (issue 36: `config dump` was 130 ms of a first apply). 1 written,
+ * 0 already the same, -errno (old file kept). */
+static int write_config(int rootfd, const char *root, const char *bin, const char *config, char **ret_error)
 {
 	const char *base;
 	_cleanup_close_ int dfd =
@@ -212,11 +221,11 @@ static int write_config(int rootfd, const char *root, const char *bin, const cha
 	size_t cur_len = 0;
 	bool same = fsx_read_at(dfd, base, 4u << 20, &cur, &cur_len) >= 0 && cur_len == strlen(config) &&
 		    memcmp(cur, config, cur_len) == 0;
-	if (same && !check)
+	if (same)
 		return 0;
-	const char *name = same ? base : CONTAINERD_CANDIDATE;
+	const char *name = CONTAINERD_CANDIDATE;
 	int r;
-	if (!same && (r = fsx_write_atomic_at(dfd, name, config, strlen(config), 0644, 0, 0, 0)) < 0) {
+	if ((r = fsx_write_atomic_at(dfd, name, config, strlen(config), 0644, 0, 0, 0)) < 0) {
 		log_error_errno(r, "Cannot write %s/%s", CRI_CONFIG_DIR, name);
 		return errorf(ret_error, r, "cannot write %s/%s: %s", CRI_CONFIG_DIR, name, strerror(-r));
 	}
@@ -225,12 +234,9 @@ static int write_config(int rootfd, const char *root, const char *bin, const cha
 		return errorf(ret_error, -ENOMEM, "out of memory");
 	r = containerd_accepts(bin, hostpath, ret_error);
 	if (r < 0) {
-		if (!same)
-			(void)unlinkat(dfd, name, 0);
+		(void)unlinkat(dfd, name, 0);
 		return r;
 	}
-	if (same)
-		return 0;
 	if (renameat(dfd, name, dfd, base) < 0) {
 		r = negerrno();
 		(void)unlinkat(dfd, name, 0);
@@ -266,30 +272,246 @@ static char *read_current(int rootfd, const char *path, size_t *ret_len)
 	return data;
 }
 
-int containerd_apply(int rootfd, const char *root, const char *containerd_bin, struct state *st,
-		     const struct osc *old, const struct osc *new, const struct desired *d, bool *ret_restart,
-		     char **ret_error)
-{
-	*ret_restart = false;
-	if (!new->cri.present)
-		return 0;
-	struct cri_target t;
-	int r = find_target(containerd_bin, st, &t, ret_error);
-	if (r < 0)
-		return r;
-	log_info("containerd %u.%u: configuration version %d", t.major, t.minor, t.config_version);
+/* The image's config.toml as it was before node-agent first patched it,
+ * in the executor's state directory: its bytes, or the marker that there
+ * was none. Written once; restored when the OSC drops its criConfig. */
+#define IMAGE_CONFIG "containerd-config.image.toml"
+#define IMAGE_CONFIG_NONE "containerd-config.image-none"
+/* What node-agent wrote before it patched (a file of its keys alone). */
+#define OWN_HEADER_OLD "# managed by node-agent's cloud-config-exec from the OSC's criConfig"
 
-	bool written = false;
-	_cleanup_free_ char *config = NULL;
+static bool ours_alone(const char *cur, size_t len)
+{
+	return len >= strlen(OWN_HEADER_OLD) && memcmp(cur, OWN_HEADER_OLD, strlen(OWN_HEADER_OLD)) == 0;
+}
+
+/* The image's config.toml kept before: 1 and its bytes in *ret (NULL:
+ * it had none), 0 when nothing was kept yet. */
+static int kept_image_config(int statefd, char **ret, size_t *ret_len)
+{
+	struct stat sb;
+	if (statefd < 0)
+		return 0;
+	if (fstatat(statefd, IMAGE_CONFIG_NONE, &sb, AT_SYMLINK_NOFOLLOW) == 0)
+		return 1;
+	return fsx_read_at(statefd, IMAGE_CONFIG, 4u << 20, ret, ret_len) >= 0 ? 1 : 0;
+}
+
+/* Keeps the image's config.toml (cur, NULL: none) once, before the first
+ * patch. */
+static int keep_image_config(int statefd, const char *cur, size_t cur_len, char **ret_error)
+{
+	struct stat sb;
+	if (statefd < 0 || fstatat(statefd, IMAGE_CONFIG, &sb, AT_SYMLINK_NOFOLLOW) == 0 ||
+	    fstatat(statefd, IMAGE_CONFIG_NONE, &sb, AT_SYMLINK_NOFOLLOW) == 0)
+		return 0;
+	bool none = !cur || ours_alone(cur, cur_len);
+	int r = fsx_write_atomic_at(statefd, none ? IMAGE_CONFIG_NONE : IMAGE_CONFIG, none ? "" : cur,
+				    none ? 0 : cur_len, 0600, 0, 0, 0);
+	if (r < 0) {
+		log_error_errno(r, "Cannot keep the image's %s", CRI_CONFIG_FILE);
+		return errorf(ret_error, r, "cannot keep the image's %s: %s", CRI_CONFIG_FILE, strerror(-r));
+	}
+	log_notice("Kept the image's %s (%s) before patching it; it comes back when the OSC drops its criConfig",
+		   CRI_CONFIG_FILE, none ? "there was none" : "its bytes");
+	return 0;
+}
+
+void containerd_plan_done(struct containerd_plan *p)
+{
+	free(p->config);
+	strv_free(p->hosts_path);
+	strv_free(p->hosts_text);
+	strv_free(p->hosts_remove);
+	free(p->waiting);
+	free(p->error);
+	free(p->image);
+	*p = (struct containerd_plan){};
+}
+
+static int plan_fail(struct containerd_plan *p, int r, const char *fmt, ...) _printf_(3, 4);
+static int plan_fail(struct containerd_plan *p, int r, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	p->error_code = verrorf(&p->error, r, fmt, ap);
+	va_end(ap);
+	return r;
+}
+
+static int strv_push(char ***v, size_t *n, const char *s)
+{
+	char **x = reallocarray(*v, *n + 2, sizeof(char *));
+	if (!x)
+		return -ENOMEM;
+	*v = x;
+	if (!(x[*n] = strdup(s)))
+		return -ENOMEM;
+	x[++*n] = NULL;
+	return 0;
+}
+
+int containerd_plan_compute(int rootfd, int statefd, const char *containerd_bin, struct state *st,
+			    const struct osc *old, const struct osc *new, const struct desired *d,
+			    struct containerd_plan *p)
+{
+	int r;
+	*p = (struct containerd_plan){};
+	if (!new->cri.present) {
+		/* The OSC has no criConfig (any more): what the image had comes back. */
+		struct stat sb;
+		p->restore_none = statefd >= 0 && fstatat(statefd, IMAGE_CONFIG_NONE, &sb, AT_SYMLINK_NOFOLLOW) == 0;
+		size_t len = 0;
+		p->restore = p->restore_none ||
+			     (statefd >= 0 && fsx_read_at(statefd, IMAGE_CONFIG, 4u << 20, &p->image, &len) >= 0);
+		p->image_len = len;
+		p->restart = p->restore;
+		return 0;
+	}
+	p->present = true;
+	/* The base every apply patches: the image's file as it was before
+	 * the first patch (kept then), so the file is a function of the
+	 * image's and the OSC's (a plugin the OSC drops leaves;
+	 * gardener-node-agent patches the file it patched before and keeps
+	 * it). Its version decides the key paths (containerd_config.go
+	 * getContainerdConfigFileVersion); the binary is asked only when that
+	 * is not enough: no file, or version 3 and later (bin_dirs from
+	 * containerd 2.2). */
+	size_t cur_len = 0;
+	_cleanup_free_ char *cur = NULL;
+	if (kept_image_config(statefd, &cur, &cur_len) == 0) {
+		/* nothing kept yet: what is there now is the image's */
+		cur = read_current(rootfd, CRI_CONFIG_FILE, &cur_len);
+		p->keep_image = true;
+		p->image_len = cur_len;
+		if (cur && !(p->image = strndup(cur, cur_len)))
+			return plan_fail(p, -ENOMEM, "out of memory");
+		p->image_none = !cur || ours_alone(cur, cur_len);
+	}
+	const char *based = cur && !ours_alone(cur, cur_len) ? cur : NULL;
+	struct cri_target t = { .config_version = 2 };
+	int fv = 0;
+	if (based) {
+		_cleanup_(toml_freep) struct toml_node *doc = NULL;
+		char err[TOML_ERROR_MAX], why[256];
+		if ((r = toml_parse(based, cur_len, &doc, err, sizeof(err))) < 0)
+			return plan_fail(p, r, "%s does not parse: %s", CRI_CONFIG_FILE, err);
+		if ((r = cri_file_version(doc, &fv, why, sizeof(why))) < 0)
+			return plan_fail(p, r, "%s", why);
+		if (fv == 1)
+			return plan_fail(p, -EINVAL, "%s is of version 1 (containerd before 1.3): not patched",
+					 CRI_CONFIG_FILE);
+	}
+	if (!based || fv >= 3) {
+		_cleanup_free_ char *err = NULL;
+		if ((r = find_target(containerd_bin, st, &t, &err)) < 0)
+			return plan_fail(p, r, "%s", err ? err : strerror(-r));
+		log_info("containerd %u.%u: configuration version %d", t.major, t.minor, t.config_version);
+	}
+	if (based)
+		t.config_version = fv;
 	char why[512] = "";
-	if (new->cri.n_plugins && (r = cri_plugins_check(&new->cri, &t, NULL, why, sizeof(why))) < 0) {
+	if (new->cri.n_plugins && (r = cri_plugins_check(&new->cri, &t, NULL, why, sizeof(why))) < 0)
 		/* Nothing written: a config.toml containerd would refuse must
 		 * not replace one it reads. */
-		log_error("criConfig.containerd.%s", why);
-		return errorf(ret_error, r, "criConfig.containerd.%s", why);
+		return plan_fail(p, r, "criConfig.containerd.%s", why);
+	if ((r = cri_merge_config(based, cur_len, &new->cri, &t, &p->config, why, sizeof(why))) < 0)
+		return plan_fail(p, r, "%s", why[0] ? why : strerror(-r));
+	size_t on_disk_len = 0;
+	_cleanup_free_ char *on_disk = read_current(rootfd, CRI_CONFIG_FILE, &on_disk_len);
+	p->config_write = !on_disk || on_disk_len != strlen(p->config) || memcmp(on_disk, p->config, on_disk_len) != 0;
+	/* Whether containerd must restart: as GNA's computeChanges
+	 * (changes.go, ConfigFileChanged): sandbox image, plugins and cgroup
+	 * driver restart containerd; registries do not, containerd reads
+	 * hosts.toml at each pull. Models that differ restart it too, the
+	 * file written or not (a crash between the write and the restart). */
+	_cleanup_free_ char *old_config = NULL, *new_config = NULL;
+	bool differs = !old || !old->cri.present || cri_render_config(&old->cri, &t, &old_config) < 0 ||
+		       cri_render_config(&new->cri, &t, &new_config) < 0 || strcmp(old_config, new_config) != 0 ||
+		       old->cri.n_plugins != new->cri.n_plugins;
+	p->restart = p->config_write || differs;
+
+	size_t nw = 0, nt = 0, nr = 0, waiting_len = 0;
+	for (size_t i = 0; i < new->cri.n_registries; i++) {
+		const struct osc_registry *g = &new->cri.registries[i];
+		_cleanup_free_ char *path = NULL, *hosts = NULL;
+		if (asprintf(&path, "%s/%s/hosts.toml", CRI_CERTS_DIR, g->upstream) < 0 ||
+		    cri_render_hosts(g, &hosts) < 0)
+			return plan_fail(p, -ENOMEM, "out of memory");
+		size_t hcur_len = 0;
+		_cleanup_free_ char *hcur = read_current(rootfd, path, &hcur_len);
+		if (g->readiness_probe && d) {
+			/* Gardener's addRegistryToContainerdFunc with
+			 * shouldProbe (containerd.go): the probe itself
+			 * runs in node-agent (agent/mirrors.h). */
+			char digest[65];
+			desired_sha256_hex(hosts, strlen(hosts), digest); /* = cri_hosts_digest(), rendered once */
+			if (!digest[0])
+				return plan_fail(p, -ENOMEM, "out of memory");
+			if (!containerd_mirror_may_write(g, hosts, digest, hcur, hcur_len, d)) {
+				log_notice("Registry %s waits for its readinessProbe (node-agent has not seen every host "
+					   "answer): %s %s",
+					   g->upstream, path, hcur ? "keeps its previous content" : "not written yet");
+				size_t ul = strlen(g->upstream);
+				char *w = realloc(p->waiting, waiting_len + ul + 2);
+				if (!w)
+					return plan_fail(p, -ENOMEM, "out of memory");
+				p->waiting = w;
+				if (waiting_len)
+					p->waiting[waiting_len++] = ' ';
+				memcpy(p->waiting + waiting_len, g->upstream, ul + 1);
+				waiting_len += ul;
+				continue;
+			}
+		}
+		if (hcur && hcur_len == strlen(hosts) && memcmp(hcur, hosts, hcur_len) == 0)
+			continue;
+		if (strv_push(&p->hosts_path, &nw, path) < 0 || strv_push(&p->hosts_text, &nt, hosts) < 0)
+			return plan_fail(p, -ENOMEM, "out of memory");
 	}
-	if ((r = cri_render_config(&new->cri, &t, &config)) < 0)
-		return errorf(ret_error, r, "cannot render %s: %s", CRI_CONFIG_FILE, strerror(-r));
+	for (size_t i = 0; old && old->cri.present && i < old->cri.n_registries; i++) {
+		const char *u = old->cri.registries[i].upstream;
+		if (find_registry(&new->cri, u))
+			continue;
+		_cleanup_free_ char *path = NULL;
+		if (asprintf(&path, "%s/%s/hosts.toml", CRI_CERTS_DIR, u) < 0)
+			return plan_fail(p, -ENOMEM, "out of memory");
+		size_t l;
+		_cleanup_free_ char *there = read_current(rootfd, path, &l);
+		if (there && strv_push(&p->hosts_remove, &nr, u) < 0)
+			return plan_fail(p, -ENOMEM, "out of memory");
+	}
+	return 0;
+}
+
+int containerd_plan_apply(int rootfd, int statefd, const char *root, const char *containerd_bin,
+			  struct containerd_plan *p, char **ret_error)
+{
+	int r;
+	if (p->error) {
+		log_error("%s", p->error);
+		return errorf(ret_error, p->error_code < 0 ? p->error_code : -EINVAL, "%s", p->error);
+	}
+	if (!p->present) {
+		if (!p->restore)
+			return 0;
+		const char *base;
+		_cleanup_close_ int dfd = fsx_open_parent_at(rootfd, CRI_CONFIG_FILE, FSX_FOLLOW_ROOT_SYMLINKS, 0, &base);
+		r = dfd < 0 ? dfd : p->restore_none ? (unlinkat(dfd, base, 0) < 0 && errno != ENOENT ? negerrno() : 0)
+						    : fsx_write_atomic_at(dfd, base, p->image, p->image_len, 0644, 0, 0,
+									  FSX_SKIP_IF_SAME);
+		if (r < 0 && r != -ENOENT) {
+			log_error_errno(r, "Cannot restore the image's %s", CRI_CONFIG_FILE);
+			return errorf(ret_error, r, "cannot restore the image's %s: %s", CRI_CONFIG_FILE, strerror(-r));
+		}
+		(void)unlinkat(statefd, p->restore_none ? IMAGE_CONFIG_NONE : IMAGE_CONFIG, 0);
+		log_notice("The OSC has no criConfig: %s is the image's again (%s)", CRI_CONFIG_FILE,
+			   p->restore_none ? "removed: the image had none" : "its bytes restored");
+		return 0;
+	}
+	if (p->keep_image && (r = keep_image_config(statefd, p->image_none ? NULL : p->image, p->image_len,
+						    ret_error)) < 0)
+		return r;
 	/* Gardener's ensureContainerdConfigDirectories(). */
 	static const char *const dirs[] = { CONTAINERD_RUNTIMES_BIN_DIR, CRI_IMPORTS_DIR, CRI_CERTS_DIR };
 	for (size_t i = 0; i < ELEMENTSOF(dirs); i++) {
@@ -299,73 +521,60 @@ int containerd_apply(int rootfd, const char *root, const char *containerd_bin, s
 			return errorf(ret_error, dfd, "cannot create %s: %s", dirs[i], strerror(-dfd));
 		}
 	}
-	/* Whether containerd must restart: as GNA's computeChanges
-	 * (changes.go, ConfigFileChanged): sandbox image, plugins and cgroup
-	 * driver restart containerd; registries do not, containerd reads
-	 * hosts.toml at each pull. A file that differs from the model's
-	 * rendering of the old OSC restarts it too (a crash between the write
-	 * and the restart). Whatever restarts containerd is first read by
-	 * containerd itself: a file it refuses would keep it down. */
-	_cleanup_free_ char *old_config = NULL;
-	bool differs = !old || !old->cri.present || cri_render_config(&old->cri, &t, &old_config) < 0 ||
-		       strcmp(old_config, config) != 0 || old->cri.n_plugins != new->cri.n_plugins;
-	if ((r = write_config(rootfd, root, containerd_bin, config, differs, ret_error)) < 0)
+	/* Whatever restarts containerd is first read by containerd itself: a
+	 * file it refuses would keep it down. */
+	if (p->config_write && (r = write_config(rootfd, root, containerd_bin, p->config, ret_error)) < 0)
 		return r;
-	bool config_written = r > 0;
-	_cleanup_free_ char *waiting = NULL; /* "a b": registries waiting for their readiness probe */
-	size_t waiting_len = 0;
-	for (size_t i = 0; i < new->cri.n_registries; i++) {
-		const struct osc_registry *g = &new->cri.registries[i];
-		_cleanup_free_ char *path = NULL, *hosts = NULL;
-		if (asprintf(&path, "%s/%s/hosts.toml", CRI_CERTS_DIR, g->upstream) < 0 ||
-		    cri_render_hosts(g, &hosts) < 0)
-			return errorf(ret_error, -ENOMEM, "out of memory");
-		if (g->readiness_probe && d) {
-			/* Gardener's addRegistryToContainerdFunc with
-			 * shouldProbe (containerd.go): the probe itself
-			 * runs in node-agent (agent/mirrors.h). */
-			char digest[65];
-			size_t cur_len = 0;
-			_cleanup_free_ char *cur = read_current(rootfd, path, &cur_len);
-			desired_sha256_hex(hosts, strlen(hosts), digest); /* = cri_hosts_digest(), rendered once */
-			if (!digest[0])
-				return errorf(ret_error, -ENOMEM, "out of memory");
-			if (!containerd_mirror_may_write(g, hosts, digest, cur, cur_len, d)) {
-				log_notice("Registry %s waits for its readinessProbe (node-agent has not seen every host "
-					   "answer): %s %s",
-					   g->upstream, path, cur ? "keeps its previous content" : "not written yet");
-				size_t ul = strlen(g->upstream);
-				char *w = realloc(waiting, waiting_len + ul + 2);
-				if (!w)
-					return errorf(ret_error, -ENOMEM, "out of memory");
-				waiting = w;
-				if (waiting_len)
-					waiting[waiting_len++] = ' ';
-				memcpy(waiting + waiting_len, g->upstream, ul + 1);
-				waiting_len += ul;
-				continue;
-			}
-			if (!cur || strcmp(cur, hosts) != 0)
-				log_info("Registry %s answered node-agent's readinessProbe: writing %s", g->upstream, path);
-		}
-		if ((r = write_file(rootfd, path, hosts, ret_error)) < 0)
+	bool written = false;
+	for (size_t i = 0; p->hosts_path && p->hosts_path[i]; i++) {
+		if ((r = write_file(rootfd, p->hosts_path[i], p->hosts_text[i], ret_error)) < 0)
 			return r;
-		written = written || r > 0;
+		written = true;
 	}
-	for (size_t i = 0; old && old->cri.present && i < old->cri.n_registries; i++) {
-		const char *u = old->cri.registries[i].upstream;
-		if (!find_registry(&new->cri, u) && (r = remove_registry(rootfd, u, &written, ret_error)) < 0)
+	for (size_t i = 0; p->hosts_remove && p->hosts_remove[i]; i++)
+		if ((r = remove_registry(rootfd, p->hosts_remove[i], &written, ret_error)) < 0)
 			return r;
-	}
-
 	if (written)
 		log_debug("hosts.toml changed: containerd reads it at each pull, no restart");
-	*ret_restart = config_written || differs;
-	if (waiting)
+	if (p->waiting)
 		return errorf(ret_error, -EAGAIN,
 			      "registries waiting for their readinessProbe (a host does not answer node-agent yet): %s",
-			      waiting);
+			      p->waiting);
 	return 0;
+}
+
+int containerd_plan_print(FILE *f, const struct containerd_plan *p)
+{
+	if (p->error)
+		fprintf(f, "containerd fails: %s\n", p->error);
+	if (p->restore)
+		fprintf(f, "containerd %s %s (the image's: the OSC has no criConfig)\n",
+			p->restore_none ? "remove" : "restore", CRI_CONFIG_FILE);
+	if (p->keep_image)
+		fprintf(f, "containerd keep the image's %s\n", CRI_CONFIG_FILE);
+	if (p->config_write)
+		fprintf(f, "containerd write %s (loaded by containerd config dump first)\n", CRI_CONFIG_FILE);
+	for (size_t i = 0; p->hosts_path && p->hosts_path[i]; i++)
+		fprintf(f, "containerd write %s\n", p->hosts_path[i]);
+	for (size_t i = 0; p->hosts_remove && p->hosts_remove[i]; i++)
+		fprintf(f, "containerd remove %s/%s/hosts.toml\n", CRI_CERTS_DIR, p->hosts_remove[i]);
+	if (p->waiting)
+		fprintf(f, "containerd wait for the readinessProbe of %s\n", p->waiting);
+	return 0;
+}
+
+int containerd_apply(int rootfd, int statefd, const char *root, const char *containerd_bin, struct state *st,
+		     const struct osc *old, const struct osc *new, const struct desired *d, bool *ret_restart,
+		     char **ret_error)
+{
+	struct containerd_plan p;
+	*ret_restart = false;
+	(void)containerd_plan_compute(rootfd, statefd, containerd_bin, st, old, new, d, &p);
+	int r = containerd_plan_apply(rootfd, statefd, root, containerd_bin, &p, ret_error);
+	if (r >= 0 || r == -EAGAIN)
+		*ret_restart = p.restart;
+	containerd_plan_done(&p);
+	return r;
 }
 
 int containerd_env_dropin(struct osc *osc, const char *path)

@@ -7,6 +7,7 @@
 #define CCE_CONTAINERD_H
 
 #include <stdbool.h>
+#include <stdio.h>
 
 #include "osc.h"
 
@@ -28,11 +29,15 @@ struct desired;
  * rewritten in place). */
 const char *containerd_cached_version(const struct state *s, const struct stat *st);
 
-/* Nothing when new has no criConfig. Otherwise learns from containerd_bin
- * which configuration version it reads ("containerd --version", a child
- * with a deadline, see child.h; the answer is cached in st per binary,
- * containerd_cached_version(), and asked again only when the binary
- * changed), writes CRI_CONFIG_FILE and one hosts.toml per registry below
+/* When new has no criConfig: the image's config.toml comes back (kept in
+ * statefd before the first patch: its bytes, or none), *ret_restart set;
+ * nothing when none was kept. Otherwise patches CRI_CONFIG_FILE as
+ * gardener-node-agent does (cri_merge_config(): what is there stays but the
+ * keys node-agent owns; the file's version decides the key paths), asking
+ * containerd_bin which configuration it reads only when that file does not
+ * tell ("containerd --version", a child with a deadline, see child.h; the
+ * answer is cached in st per binary, containerd_cached_version(), and asked
+ * again only when the binary changed), and writes one hosts.toml per registry below
  * rootfd (atomically, 0644, only when the bytes differ; conf.d and certs.d
  * created 0755) and removes the hosts.toml of registries old had and new
  * has not. A config.toml that would restart containerd is first loaded by
@@ -55,9 +60,42 @@ const char *containerd_cached_version(const struct state *s, const struct stat *
  * fails with -EAGAIN naming the registries that wait, after everything
  * else of the step was done (Gardener's reconcile does not finish either
  * until they answered). */
-int containerd_apply(int rootfd, const char *root, const char *containerd_bin, struct state *st,
+int containerd_apply(int rootfd, int statefd, const char *root, const char *containerd_bin, struct state *st,
 		     const struct osc *old, const struct osc *new, const struct desired *d, bool *ret_restart,
 		     char **ret_error);
+
+/* The containerd step's plan (decided before anything is written; what
+ * "check" prints): containerd_plan_compute() reads the files there and
+ * the kept image file, asks the binary only what the file does not tell,
+ * and writes nothing; containerd_plan_apply() carries it out as
+ * containerd_apply() describes. */
+struct containerd_plan {
+	bool present;               /* the OSC has a criConfig */
+	bool restore;               /* no criConfig and an image file kept: it comes back */
+	bool restore_none;          /* ... the image had none: config.toml is removed */
+	bool keep_image;            /* the image's file is kept first (first patch) */
+	bool image_none;            /* ... the image had none */
+	char *image;                /* the image's bytes (keep or restore); NULL: none */
+	size_t image_len;
+	char *config;               /* config.toml's text (present) */
+	bool config_write;          /* it differs from the file there */
+	bool restart;               /* containerd.service restarts (the file or the models changed, restore) */
+	char **hosts_path;          /* hosts.toml to write (bytes differ), NULL-terminated or NULL */
+	char **hosts_text;          /* ... their bytes, in the same order */
+	char **hosts_remove;        /* upstreams whose hosts.toml goes (dropped by the OSC) */
+	char *waiting;              /* "a b": registries waiting for their readinessProbe */
+	char *error;                /* the step fails with this (nothing is written) */
+	int error_code;
+};
+
+int containerd_plan_compute(int rootfd, int statefd, const char *containerd_bin, struct state *st,
+			    const struct osc *old, const struct osc *new, const struct desired *d,
+			    struct containerd_plan *ret);
+int containerd_plan_apply(int rootfd, int statefd, const char *root, const char *containerd_bin,
+			  struct containerd_plan *p, char **ret_error);
+/* One line per action ("containerd write /etc/containerd/config.toml ..."). */
+int containerd_plan_print(FILE *f, const struct containerd_plan *p);
+void containerd_plan_done(struct containerd_plan *p);
 
 /* Whether the hosts.toml of registry g (rendered as hosts, digest its
  * cri_hosts_digest()) may be written now (pure): always for a registry

@@ -95,6 +95,7 @@ void files_plan_done(struct files_plan *p)
 {
 	strv_free(p->changed);
 	strv_free(p->remove);
+	strv_free(p->write);
 	*p = (struct files_plan){ 0 };
 }
 
@@ -415,29 +416,37 @@ static int file_differs(int rootfd, const struct osc_file *f)
 	return len != f->content_len || (len && memcmp(cur, f->content, len) != 0);
 }
 
-int files_check(int rootfd, const struct osc *new, const struct files_plan *plan)
+int files_plan_disk(int rootfd, const struct osc *new, struct files_plan *p)
+{
+	_cleanup_strv_free_ char **write = calloc(1, sizeof(char *));
+	if (!write)
+		return -ENOMEM;
+	for (size_t i = 0; i < new->n_files; i++) {
+		const struct osc_file *f = &new->files[i];
+		if (f->source == OSC_SOURCE_IMAGE || (f->source == OSC_SOURCE_SECRET && !f->secret_resolved))
+			continue;
+		/* One that cannot be inspected is written (and fails there). */
+		if (file_differs(rootfd, f) != 0 && files_strv_add(&write, f->path) < 0)
+			return -ENOMEM;
+	}
+	strv_free(p->write);
+	p->write = TAKE_PTR(write);
+	return 0;
+}
+
+int files_plan_print(FILE *out, const struct osc *new, const struct files_plan *p)
 {
 	for (size_t i = 0; i < new->n_files; i++) {
 		const struct osc_file *f = &new->files[i];
-		if (f->source == OSC_SOURCE_IMAGE) {
-			printf("image   %s: from image '%s' (path '%s'), copied out by the images step when it differs\n",
-			       f->path, f->image, f->path_in_image);
-			continue;
-		}
-		if (f->source == OSC_SOURCE_SECRET && !f->secret_resolved) {
-			printf("secret  %s: from Secret kube-system/%s key '%s', not at hand here\n", f->path,
-			       f->secret_name, f->secret_key);
-			continue;
-		}
-		int r = file_differs(rootfd, &new->files[i]);
-		if (r < 0)
-			printf("file    %s: cannot inspect: %s\n", new->files[i].path, strerror(-r));
-		else if (r > 0)
-			printf("write   %s\n", new->files[i].path);
+		if (f->source == OSC_SOURCE_SECRET && !f->secret_resolved)
+			fprintf(out, "secret  %s: from Secret kube-system/%s key '%s', not at hand here\n", f->path,
+				f->secret_name, f->secret_key);
 	}
-	for (char **p = plan->remove; p && *p; p++)
-		printf("remove  %s\n", *p);
-	for (char **p = plan->changed; p && *p; p++)
-		printf("changed %s\n", *p);
+	for (char **w = p->write; w && *w; w++)
+		fprintf(out, "write   %s\n", *w);
+	for (char **w = p->remove; w && *w; w++)
+		fprintf(out, "remove  %s\n", *w);
+	for (char **w = p->changed; w && *w; w++)
+		fprintf(out, "changed %s\n", *w);
 	return 0;
 }

@@ -18,6 +18,7 @@
 #define CCE_FILES_H
 
 #include <stdbool.h>
+#include <stdio.h>
 
 #include "osc.h"
 #include "state.h"
@@ -31,6 +32,12 @@ struct files_plan {
 	/* Paths the executor created (owned) that the new model no longer
 	 * lists: removed. Files the executor never created are never here. */
 	char **remove;
+	/* The disk's part (files_plan_disk()): inline files, and files from
+	 * a Secret that node-agent handed over, whose file below the root
+	 * does not hold their bytes, mode and owner (missing, edited,
+	 * chmod'ed): what files_apply() will write. Sorted; NULL until
+	 * computed. */
+	char **write;
 };
 
 /* old may be NULL (no usable last-applied record); owned is NULL-terminated
@@ -40,11 +47,15 @@ int files_plan_compute(const struct osc *old, const struct osc *new, char *const
 		       struct files_plan *ret);
 void files_plan_done(struct files_plan *p);
 
+/* Fills p->write from the disk below rootfd (reads, writes nothing).
+ * Returns 0, -ENOMEM. */
+int files_plan_disk(int rootfd, const struct osc *new, struct files_plan *p);
+
 /* Writes every inline file of new below rootfd (skipping identical ones: no
  * write, no mtime change) and removes plan->remove. A symlink among a path's
  * directories is followed, inside the root, only when root alone can have
  * made it (FSX_FOLLOW_ROOT_SYMLINKS: /lib -> usr/lib); any other is refused,
- * and the file itself is replaced, never followed. files_check walks the
+ * and the file itself is replaced, never followed. files_plan_disk walks the
  * same way. Files that do not exist yet are recorded as owned in *st and st
  * is saved to statefd before the first one is created; image files that
  * do not exist yet too (the images step writes them), but they are not
@@ -64,10 +75,10 @@ int files_apply(int rootfd, const struct osc *new, const struct files_plan *plan
  * the first error after trying every file. */
 int files_remove_dropped(int rootfd, const struct files_plan *plan, struct state *st, int statefd);
 
-/* Dry run for "check": prints one line per file that would be written,
- * created or removed, and one per image file ("image   PATH: ..."), to
- * stdout. Writes nothing. */
-int files_check(int rootfd, const struct osc *new, const struct files_plan *plan);
+/* The plan's lines for "check" and the apply's log: "write   PATH" per
+ * file of p->write, "remove  PATH", "changed PATH" (the models differ),
+ * "secret  PATH: ..." for a file whose Secret is not at hand. */
+int files_plan_print(FILE *f, const struct osc *new, const struct files_plan *p);
 
 /* Removes fsx temporaries (".#<name>.<16 hex>") in the directory dfd (whose
  * path is dir) whose target path ours() claims: leftovers of a write killed

@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +13,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
@@ -545,16 +547,88 @@ static int fd_sha256(int fd, char out[static 65])
  * hashed when it was taken: nobody but root may write the file (root's, in
  * a directory only root may write: check_parent()), and the kernel sets
  * ctime on every write, truncate, chmod, chown and rename; no system call
- * sets it back (only a clock set back could). So an intact file is not read again on every run (the kubelet's
- * 105 MB cost 30-44 s of each run on a TCG VM, issue 23), and any change to
- * it is hashed. */
+ * sets it back (only a clock set back could). So an intact file is not read
+ * again on every run (the kubelet's 105 MB cost 30-44 s of each run on a
+ * TCG VM, issue 23), and any change to it is hashed.
+ *
+ * Two changes the kernel does not stamp with a new time, closed here
+ * (images_identity_settled(), no_writers()):
+ *  - a write in the same timestamp tick as the one the identity records
+ *    (the same second on a file system with 1-second timestamps: ext4 with
+ *    128-byte inodes, ext3, FAT's 2 s): an identity is only trusted once
+ *    the clock has left the tick of its ctime when it is recorded, as git's
+ *    racy-index check does; one taken too early is recorded empty, so the
+ *    next run hashes the file (a fine-grained one waits the few ms instead,
+ *    settle());
+ *  - a writer with a shared writable mapping: the kernel updates the times
+ *    when a clean page is first written, not when a page already dirty
+ *    changes again, so bytes can change under an unchanged identity while
+ *    the mapping lives. A mapping keeps the file open for writing, and a
+ *    read lease is refused while anyone has it open for writing: an
+ *    identity is neither recorded nor trusted while the lease is refused
+ *    (the file is hashed then). What remains: docs/security.md. */
 #define IDENTITY_MAX 128
+/* How long a fine-grained identity is waited for to settle (the kernel's
+ * coarse clock ticks every 1-10 ms). */
+#define SETTLE_MAX_MS 50
 
 static void identity_of(const struct stat *st, char out[static IDENTITY_MAX])
 {
 	snprintf(out, IDENTITY_MAX, "%ju:%ju:%jd:%jd.%09ld:%jd.%09ld", (uintmax_t)st->st_dev, (uintmax_t)st->st_ino,
 		 (intmax_t)st->st_size, (intmax_t)st->st_mtim.tv_sec, st->st_mtim.tv_nsec,
 		 (intmax_t)st->st_ctim.tv_sec, st->st_ctim.tv_nsec);
+}
+
+bool images_identity_settled(const struct stat *st, const struct timespec *now)
+{
+	const struct timespec *c = &st->st_ctim;
+	if (c->tv_nsec == 0 && st->st_mtim.tv_nsec == 0)
+		/* whole-second time stamps: 1 s (2 s on FAT) granularity */
+		return now->tv_sec >= c->tv_sec + 2;
+	return now->tv_sec > c->tv_sec || (now->tv_sec == c->tv_sec && now->tv_nsec > c->tv_nsec);
+}
+
+/* False when someone has fd's file open for writing (a writable mapping
+ * included) or that cannot be told: F_SETLEASE F_RDLCK is refused with
+ * EAGAIN exactly then (fcntl(2); the owner, root, needs no CAP_LEASE). The
+ * lease is dropped at once; a writer opening meanwhile would break it with
+ * SIGURG, which is ignored by default, instead of SIGIO, which kills. */
+static bool no_writers(int fd)
+{
+	if (fcntl(fd, F_SETSIG, SIGURG) < 0 || fcntl(fd, F_SETLEASE, F_RDLCK) < 0) {
+		if (errno != EAGAIN)
+			log_debug("Cannot take a read lease (%m): the file's identity is not trusted");
+		return false;
+	}
+	(void)fcntl(fd, F_SETLEASE, F_UNLCK);
+	return true;
+}
+
+/* The identity of fd (st its fstat) to record, or "" when it may not be
+ * trusted (see above). */
+static void trusted_identity(int fd, const struct stat *st, char out[static IDENTITY_MAX])
+{
+	struct timespec now;
+	out[0] = '\0';
+	if (clock_gettime(CLOCK_REALTIME_COARSE, &now) < 0 || !images_identity_settled(st, &now) || !no_writers(fd))
+		return;
+	identity_of(st, out);
+}
+
+/* After our own write: a fine-grained ctime settles within a tick or two of
+ * the coarse clock; wait that long rather than hash the file next run. */
+static void settle(int fd, struct stat *st)
+{
+	struct timespec now;
+	for (unsigned ms = 0; ms < SETTLE_MAX_MS; ms++) {
+		if (clock_gettime(CLOCK_REALTIME_COARSE, &now) < 0 || images_identity_settled(st, &now) ||
+		    (st->st_ctim.tv_nsec == 0 && st->st_mtim.tv_nsec == 0))
+			return;
+		struct timespec d = { 0, 1000 * 1000 };
+		nanosleep(&d, NULL);
+		if (fstat(fd, st) < 0)
+			return;
+	}
 }
 
 static bool owned_as(const struct stat *st, mode_t mode)
@@ -565,34 +639,40 @@ static bool owned_as(const struct stat *st, mode_t mode)
 
 /* True when name in dfd is a regular file of root's, of mode, whose
  * SHA-256 is hex (read in pieces: a large binary costs no memory); its
- * identity goes to ident, taken before it is read: a change while it is
- * read gives another identity, so the next run reads it again. */
+ * identity goes to ident ("" when it may not be trusted), taken before it
+ * is read: a change while it is read gives another identity, so the next
+ * run reads it again. */
 static bool file_is(int dfd, const char *name, mode_t mode, const char *hex, char ident[static IDENTITY_MAX])
 {
 	_cleanup_close_ int fd = openat(dfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
 	struct stat st;
 	char sum[65];
+	ident[0] = '\0';
 	if (!hex || fd < 0 || fstat(fd, &st) < 0 || !owned_as(&st, mode))
 		return false;
-	identity_of(&st, ident);
+	trusted_identity(fd, &st, ident);
 	return fd_sha256(fd, sum) >= 0 && strcmp(sum, hex) == 0;
 }
 
 enum { DISK_DIFFERS, DISK_SAME, DISK_SAME_HASHED };
 
 /* Whether path below rootfd is a regular file of mode whose SHA-256 is hex:
- * DISK_SAME when its identity is still ident (not read), DISK_SAME_HASHED
- * when its bytes were read and match (its identity now in ident_now). */
+ * DISK_SAME when its identity is still ident and nobody has it open for
+ * writing (not read), DISK_SAME_HASHED when its bytes were read and match
+ * (the identity to record now in ident_now, "" when not to be trusted). */
 static int on_disk(int rootfd, const char *path, mode_t mode, const char *hex, const char *ident,
 		   char ident_now[static IDENTITY_MAX])
 {
 	const char *base;
 	_cleanup_close_ int dfd = fsx_open_parent_at(rootfd, path, FSX_FOLLOW_ROOT_SYMLINKS, 0, &base);
 	struct stat st;
-	if (dfd < 0 || !hex || fstatat(dfd, base, &st, AT_SYMLINK_NOFOLLOW) < 0 || !owned_as(&st, mode))
+	if (dfd < 0 || !hex)
+		return DISK_DIFFERS;
+	_cleanup_close_ int fd = openat(dfd, base, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	if (fd < 0 || fstat(fd, &st) < 0 || !owned_as(&st, mode))
 		return DISK_DIFFERS;
 	identity_of(&st, ident_now);
-	if (ident && strcmp(ident, ident_now) == 0)
+	if (ident && ident[0] && strcmp(ident, ident_now) == 0 && no_writers(fd))
 		return DISK_SAME;
 	return file_is(dfd, base, mode, hex, ident_now) ? DISK_SAME_HASHED : DISK_DIFFERS;
 }
@@ -625,6 +705,8 @@ static int one(const struct images_ctx *ic, int rootfd, const struct osc_file *f
 			return 0;
 		case DISK_SAME_HASHED: /* intact under a new identity, or a record without one */
 			log_debug("Image file %s is up to date (%s), hashed", f->path, f->image);
+			if (strcmp(ident, rec_str(rec, "identity") ? rec_str(rec, "identity") : "") == 0)
+				return 0;
 			cJSON_DeleteItemFromObjectCaseSensitive(rec, "identity");
 			return cJSON_AddStringToObject(rec, "identity", ident) ? 1 : -ENOMEM;
 		}
@@ -679,8 +761,18 @@ static int one(const struct images_ctx *ic, int rootfd, const struct osc_file *f
 			r = negerrno();
 			snprintf(why, why_size, "cannot write %s: %s", f->path, strerror(-r));
 		} else {
-			identity_of(&st, ident); /* after the rename, which sets ctime */
 			(void)fsx_fsync_dir(dfd);
+			/* The identity after the rename, which sets ctime, and
+			 * with our own writable fd closed (it is a writer too). */
+			close(TAKE_FD(ofd));
+			o.fd = -1;
+			ident[0] = '\0';
+			_cleanup_close_ int rfd = openat(dfd, base, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+			struct stat rst;
+			if (rfd >= 0 && fstat(rfd, &rst) == 0 && rst.st_ino == st.st_ino && rst.st_dev == st.st_dev) {
+				settle(rfd, &rst);
+				trusted_identity(rfd, &rst, ident);
+			}
 		}
 	}
 	if (r < 0 || same)
@@ -714,6 +806,34 @@ static void strv_remove(char **v, const char *s)
 	}
 	if (v)
 		v[j] = NULL;
+}
+
+int images_plan(int rootfd, int statefd, const struct osc *new, char ***ret_check, char ***ret_write)
+{
+	_cleanup_(cJSON_Deletep) cJSON *record = statefd >= 0 ? load_record(statefd) : cJSON_CreateObject();
+	if (!record)
+		return -ENOMEM;
+	for (size_t i = 0; i < new->n_files; i++) {
+		const struct osc_file *f = &new->files[i];
+		if (f->source != OSC_SOURCE_IMAGE || files_image_superseded(f->path))
+			continue;
+		cJSON *rec = cJSON_GetObjectItemCaseSensitive(record, f->path);
+		const char *rimage = rec_str(rec, "image"), *rsum = rec_str(rec, "sha256");
+		char ident[IDENTITY_MAX] = "";
+		int d = rimage && strcmp(rimage, f->image) == 0 ?
+				on_disk(rootfd, f->path, f->mode, rsum, rec_str(rec, "identity"), ident) :
+				DISK_DIFFERS;
+		if (d != DISK_DIFFERS)
+			continue; /* intact: neither containerd nor the registry asked */
+		if (files_strv_add(ret_check, f->path) < 0)
+			return -ENOMEM;
+		/* What containerd gives differs from what is there when the
+		 * file is not the one recorded (missing, edited); with no
+		 * record or another reference that is not known before. */
+		if (rimage && strcmp(rimage, f->image) == 0 && files_strv_add(ret_write, f->path) < 0)
+			return -ENOMEM;
+	}
+	return 0;
 }
 
 int images_apply(const struct images_ctx *ic, int rootfd, int statefd, const struct osc *new, char ***changed,

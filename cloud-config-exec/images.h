@@ -27,7 +27,8 @@
  *    reference, the manifest digest, the SHA-256 of the file written and
  *    its identity (images.c identity_of()), so an unchanged reference whose
  *    file is intact needs neither containerd nor the registry, and one whose
- *    identity is unchanged is not even read. */
+ *    identity is unchanged (and settled, with no writer: images.c) is not
+ *    even read. */
 #ifndef CCE_IMAGES_H
 #define CCE_IMAGES_H
 
@@ -71,6 +72,25 @@ int images_pull_unit_name(const char *ref, char *buf, size_t size);
  * directory to pass to ctr. Returns 0 and the executor's end of the
  * socketpair in *ret_fd; the puller ends when that end is closed. */
 int images_puller_start(const char *address, const char *hosts_dir, int *ret_fd);
+
+struct stat;
+struct timespec;
+
+/* Whether an identity taken from st may be trusted at now
+ * (CLOCK_REALTIME_COARSE, the clock the kernel stamps files with): the
+ * clock has left the tick of st's ctime, so a later write cannot get the
+ * same ctime. Whole-second stamps (ctime and mtime without nanoseconds: a
+ * file system with 1-second, or FAT's 2-second, granularity) need 2 s.
+ * Pure. */
+bool images_identity_settled(const struct stat *st, const struct timespec *now);
+
+/* The images step's plan (reads only, hashes a file whose identity is not
+ * trusted): the image files it will ask containerd about (no record, another
+ * reference, or the file not the one recorded) into *ret_check, and of
+ * those the ones it will rewrite for sure (same reference, file missing or
+ * not the bytes recorded) into *ret_write (files_strv_add()). Returns 0,
+ * -ENOMEM. */
+int images_plan(int rootfd, int statefd, const struct osc *new, char ***ret_check, char ***ret_write);
 
 /* Writes every image file of new (see above). Paths written are added to
  * *changed (files_strv_add). Each file that fails is logged and named in

@@ -14,6 +14,7 @@
 #include <openssl/evp.h>
 
 #include "child.h"
+#include "ctrdhealth.h"
 #include "cleanup.h"
 #include "fsx.h"
 #include "gnaconfig.h"
@@ -198,17 +199,63 @@ int ipu_before_units(int rootfd, int statefd, struct state *st)
 	return save(statefd, st);
 }
 
-/* checkKubeletHealth: the executor has no network (it cannot reach the
- * kubelet's /healthz on the host's loopback), so "healthy" is what systemd
- * says of kubelet.service: active, and still active IPU_KUBELET_HEALTH_INTERVAL_MS
+/* checkKubeletHealth (reconciler.go: GET the kubelet's /healthz every 5 s
+ * for 5 min until 200): the executor has no network, node-agent does and
+ * probes /healthz (agent/health.h), writing each verdict to its state
+ * directory (HEALTH_KUBELET_VERDICT_FILE, ctrdhealth.h's format). Healthy
+ * is a healthy verdict checked after the kubelet's restart (since);
+ * unhealthy verdicts are waited through until the deadline, the last one's
+ * error the reason. 0 healthy, -ETIMEDOUT not within the deadline, 1 when
+ * node-agent writes no verdicts (its kubelet probe off): the caller falls
+ * back. With or without systemd. */
+#define KUBELET_VERDICT_FILE "kubelet-health.json" /* agent/health.h HEALTH_KUBELET_VERDICT_FILE */
+
+static int kubelet_healthz(const struct apply_ctx *c, time_t since, char *why, size_t why_size)
+{
+	_cleanup_close_ int dfd = c->cfg->state_dir ? fsx_open_dir_at(c->rootfd, c->cfg->state_dir, 0, 0) : -ENOENT;
+	uint64_t deadline = mono_ms() + IPU_KUBELET_HEALTH_TIMEOUT_MS;
+	bool seen = false;
+	for (;;) {
+		_cleanup_free_ char *data = NULL;
+		size_t len;
+		struct ctrdhealth v;
+		const char *err = NULL;
+		int r = dfd < 0 ? dfd : fsx_read_at(dfd, KUBELET_VERDICT_FILE, CTRDHEALTH_MAX, &data, &len);
+		if (r == -ENOENT && !seen)
+			return 1;
+		if (r >= 0 && ctrdhealth_parse(data, len, &v, &err) >= 0) {
+			seen = true;
+			if (v.checked_at > since && v.healthy) {
+				log_info("In-place update: the kubelet is healthy (its /healthz, node-agent's probe at %lld)",
+					 (long long)v.checked_at);
+				return 0;
+			}
+			if (v.checked_at > since)
+				snprintf(why, why_size, "/healthz: %s", v.error);
+		} else if (r >= 0)
+			log_warning("Ignoring %s/%s: %s", c->cfg->state_dir, KUBELET_VERDICT_FILE, err ? err : "invalid");
+		if (mono_ms() >= deadline) {
+			if (!why[0])
+				snprintf(why, why_size, "no verdict of its /healthz since the restart");
+			return -ETIMEDOUT;
+		}
+		sleep_ms(1000);
+	}
+}
+
+/* Without node-agent's verdicts, "healthy" is what systemd says of
+ * kubelet.service: active, and still active IPU_KUBELET_HEALTH_INTERVAL_MS
  * later without having been restarted (a kubelet that crashes on its new
  * configuration is restarted by Restart= and shows a new
- * ActiveEnterTimestamp). node-agent's own kubelet probe (agent/health.h)
- * keeps watching /healthz after that. Without systemd nothing is checked. */
+ * ActiveEnterTimestamp). Without systemd either nothing is checked. */
 static int kubelet_healthy(const struct apply_ctx *c, char *why, size_t why_size)
 {
+	int hz = kubelet_healthz(c, time(NULL), why, why_size);
+	if (hz <= 0)
+		return hz;
 	if (!c->bus) {
-		log_notice("In-place update: no systemd, the kubelet's health is not checked");
+		log_notice("In-place update: no systemd and no /healthz verdict of node-agent's, the kubelet's health "
+			   "is not checked");
 		return 0;
 	}
 	uint64_t deadline = mono_ms() + IPU_KUBELET_HEALTH_TIMEOUT_MS, seen_enter = 0;

@@ -24,11 +24,9 @@
 #include "kubeletvol.h"
 #include "label.h"
 #include "log.h"
+#include "revoke.h"
 #include "units.h"
 
-#ifndef NA_VERSION
-#define NA_VERSION "0.1"
-#endif
 
 static const char *arg_root = "/";
 static const char *arg_config = NULL;
@@ -41,6 +39,7 @@ static enum log_target arg_log = LOG_TARGET_AUTO;
 static const char *arg_verb = "apply-desired";
 static const char *arg_file = NULL;
 static bool arg_allow_loop = false;
+static bool arg_replace = false;
 
 static void help(void)
 {
@@ -53,6 +52,9 @@ static void help(void)
 	       "  apply-desired      apply <stateDir>/desired.json written by node-agent (default)\n"
 	       "  apply FILE         apply an OperatingSystemConfig file (osc.yaml, YAML or JSON)\n"
 	       "  keys               reconcile only the SSH keys and the snapshot (expired-key purge)\n"
+	       "  revoke [--replace] bring the KRL up to date now: the operator's keys in\n"
+	       "                     /" REVOKE_OPERATOR_DIR "/, the last applied OSC's revocations;\n"
+	       "                     --replace overwrites a KRL changed outside this program\n"
 	       "  check FILE         validate an OSC and print what an apply would change; writes nothing\n"
 	       "  status             print the last result\n"
 	       "  os-update-run      run the in-place OS update command the executor handed over\n"
@@ -75,6 +77,7 @@ static void help(void)
 	       "  --containerd-address SOCKET  containerd's socket for image files and\n"
 	       "                     probe-containerd (default " IMAGES_ADDRESS_DEFAULT ")\n"
 	       "  --data-volume-allow-loop  kubelet-data-volume also takes loop devices (tests)\n"
+	       "  --replace          with revoke: see there\n"
 	       "  -h --help          show this help\n"
 	       "     --version       show the version\n"
 	       "\n"
@@ -85,7 +88,7 @@ static void help(void)
 static int parse_argv(int argc, char *argv[])
 {
 	enum { ARG_ROOT = 0x100, ARG_CONFIG, ARG_NO_SYSTEMD, ARG_SYSTEMD, ARG_JOB_TIMEOUT, ARG_LOG, ARG_NO_SECCOMP, ARG_VERSION,
-	       ARG_CONTAINERD_ADDRESS, ARG_ALLOW_LOOP };
+	       ARG_CONTAINERD_ADDRESS, ARG_ALLOW_LOOP, ARG_REPLACE };
 	static const struct option options[] = {
 		{ "root", required_argument, NULL, ARG_ROOT },
 		{ "config", required_argument, NULL, ARG_CONFIG },
@@ -96,6 +99,7 @@ static int parse_argv(int argc, char *argv[])
 		{ "no-seccomp", no_argument, NULL, ARG_NO_SECCOMP },
 		{ "containerd-address", required_argument, NULL, ARG_CONTAINERD_ADDRESS },
 		{ "data-volume-allow-loop", no_argument, NULL, ARG_ALLOW_LOOP },
+		{ "replace", no_argument, NULL, ARG_REPLACE },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, ARG_VERSION },
 		{ 0 },
@@ -158,6 +162,9 @@ static int parse_argv(int argc, char *argv[])
 		case ARG_ALLOW_LOOP:
 			arg_allow_loop = true;
 			break;
+		case ARG_REPLACE:
+			arg_replace = true;
+			break;
 		case 'h':
 			help();
 			return 0;
@@ -171,7 +178,7 @@ static int parse_argv(int argc, char *argv[])
 	if (optind < argc)
 		arg_verb = argv[optind++];
 	bool needs_file = strcmp(arg_verb, "apply") == 0 || strcmp(arg_verb, "check") == 0;
-	if (strcmp(arg_verb, "apply-desired") != 0 && strcmp(arg_verb, "keys") != 0 &&
+	if (strcmp(arg_verb, "apply-desired") != 0 && strcmp(arg_verb, "keys") != 0 && strcmp(arg_verb, "revoke") != 0 &&
 	    strcmp(arg_verb, "status") != 0 && strcmp(arg_verb, "kubelet-data-volume") != 0 &&
 	    strcmp(arg_verb, "probe-containerd") != 0 && strcmp(arg_verb, "os-update-run") != 0 && !needs_file) {
 		fprintf(stderr, "cloud-config-exec: unknown verb '%s' (see --help)\n", arg_verb);
@@ -186,6 +193,10 @@ static int parse_argv(int argc, char *argv[])
 	}
 	if (optind < argc) {
 		fprintf(stderr, "cloud-config-exec: unexpected argument '%s'\n", argv[optind]);
+		return -EINVAL;
+	}
+	if (arg_replace && strcmp(arg_verb, "revoke") != 0) {
+		fprintf(stderr, "cloud-config-exec: --replace goes only with revoke\n");
 		return -EINVAL;
 	}
 	return 1;
@@ -246,7 +257,8 @@ static int run(void)
 	if (strcmp(arg_verb, "os-update-run") == 0)
 		return ipu_os_update_verb(rootfd, cfg->exec_state_dir);
 	_cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
-	if (!arg_no_systemd && (!scratch || arg_systemd) && !readonly && strcmp(arg_verb, "keys") != 0) {
+	if (!arg_no_systemd && (!scratch || arg_systemd) && !readonly && strcmp(arg_verb, "keys") != 0 &&
+	    strcmp(arg_verb, "revoke") != 0) {
 		r = sd_bus_open_system(&bus);
 		if (r < 0) {
 			log_error_errno(r, "Cannot connect to the system bus (use --no-systemd without systemd)");
@@ -297,6 +309,8 @@ static int run(void)
 		return apply_osc(&c, input, input_len, NULL);
 	if (strcmp(arg_verb, "keys") == 0)
 		return apply_keys_only(&c);
+	if (strcmp(arg_verb, "revoke") == 0)
+		return apply_revoke(&c, arg_replace);
 	if (strcmp(arg_verb, "check") == 0)
 		return apply_check(&c, input, input_len);
 	return apply_status(&c);

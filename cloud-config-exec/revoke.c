@@ -1,5 +1,7 @@
 /* Revocation that sticks; see revoke.h. */
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,18 +10,39 @@
 
 #include "b64.h"
 #include "cleanup.h"
+#include "desired.h"
 #include "fsx.h"
+#include "jsonx.h"
 #include "keydoc.h"
 #include "krl.h"
 #include "log.h"
+#include "revlist.h"
 #include "revoke.h"
 #include "status.h"
 
-#define RECORDS_HEADER "# cloud-config-exec revocations v1\n"
-#define RECORDS_MAX ((size_t)(REVOKE_MAX + 1) * 101 + sizeof(RECORDS_HEADER))
+/* v1 (up to 0.1.1) has no KRL digest; v2 names the SHA-256 of the KRL
+ * this program wrote and of the one before it ("-": none), so that a KRL
+ * changed by anyone else is told from its own. */
+#define RECORDS_HEADER_V1 "# cloud-config-exec revocations v1\n"
+#define RECORDS_HEADER_V2 "# cloud-config-exec revocations v2 krl-sha256 "
+#define RECORDS_HEADER_MAX (sizeof(RECORDS_HEADER_V2) + 2 * 65 + 1)
+#define RECORDS_MAX ((size_t)(REVOKE_MAX + 1) * 101 + RECORDS_HEADER_MAX)
 
-enum reason { R_EXPLICIT, R_DROPPED, R_EXPIRED, R_KEPT, _R_MAX };
-static const char *const reason_names[_R_MAX] = { "explicit", "dropped", "expired", "kept" };
+enum reason { R_EXPLICIT, R_DROPPED, R_EXPIRED, R_KEPT, R_OPERATOR, _R_MAX };
+static const char *const reason_names[_R_MAX] = { "explicit", "dropped", "expired", "kept", "operator" };
+
+/* Which reason a key keeps when it has several: the control plane's
+ * explicit revocation, then the operator's, then the rest. Explicit and
+ * operator revocations are never lifted by a grant. */
+static int reason_rank(enum reason r)
+{
+	return r == R_EXPLICIT ? 2 : r == R_OPERATOR ? 1 : 0;
+}
+
+static bool reason_sticky(enum reason r)
+{
+	return reason_rank(r) > 0;
+}
 
 struct rec {
 	struct krl_hash h;
@@ -107,19 +130,20 @@ static int rec_cmp(const void *a, const void *b)
 	return memcmp(&((const struct rec *)a)->h, &((const struct rec *)b)->h, KRL_HASH_LEN);
 }
 
-/* Eviction order: explicit revocations last, then the oldest first. */
+/* Eviction order: explicit revocations last, operator ones before them,
+ * then the oldest first. */
 static int rec_since_cmp(const void *a, const void *b)
 {
 	const struct rec *x = a, *y = b;
-	if ((x->reason == R_EXPLICIT) != (y->reason == R_EXPLICIT))
-		return x->reason == R_EXPLICIT ? 1 : -1;
+	if (reason_rank(x->reason) != reason_rank(y->reason))
+		return reason_rank(x->reason) > reason_rank(y->reason) ? 1 : -1;
 	if (x->since != y->since)
 		return x->since < y->since ? -1 : 1;
 	return rec_cmp(a, b);
 }
 
-/* Sorted by hash, one record a hash: explicit wins over every other
- * reason, and the earliest time is kept. */
+/* Sorted by hash, one record a hash: the highest ranked reason wins
+ * (reason_rank()), and the earliest time is kept. */
 static void recs_normalise(struct recs *r)
 {
 	if (r->n == 0)
@@ -132,8 +156,8 @@ static void recs_normalise(struct recs *r)
 			r->v[k++] = r->v[i];
 			continue;
 		}
-		if (r->v[i].reason == R_EXPLICIT)
-			last->reason = R_EXPLICIT;
+		if (reason_rank(r->v[i].reason) > reason_rank(last->reason))
+			last->reason = r->v[i].reason;
 		if (r->v[i].since < last->since)
 			last->since = r->v[i].since;
 	}
@@ -153,13 +177,47 @@ static void fp_of(const struct krl_hash *h, char out[static KEYS_FINGERPRINT_MAX
 
 /* ---- the records file ------------------------------------------------- */
 
-static int parse_records(const char *data, size_t len, struct recs *ret)
+/* The KRL digests of a v2 header: "<64 hex> <64 hex or ->\n". */
+static int parse_digests(const char *p, const char *end, char krl[static 65], char prev[static 65], const char **next)
 {
-	size_t hl = strlen(RECORDS_HEADER);
-	if (len < hl || memcmp(data, RECORDS_HEADER, hl) != 0)
+	const char *nl = memchr(p, '\n', (size_t)(end - p));
+	if (!nl || nl - p < 66)
+		return -EBADMSG;
+	memcpy(krl, p, 64);
+	krl[64] = '\0';
+	if (!jsonx_is_sha256_hex(krl) || p[64] != ' ')
+		return -EBADMSG;
+	size_t pl = (size_t)(nl - (p + 65));
+	if (pl == 1 && p[65] == '-')
+		prev[0] = '\0';
+	else if (pl == 64) {
+		memcpy(prev, p + 65, 64);
+		prev[64] = '\0';
+		if (!jsonx_is_sha256_hex(prev))
+			return -EBADMSG;
+	} else
+		return -EBADMSG;
+	*next = nl + 1;
+	return 0;
+}
+
+/* The records file: the records, and the digests of the KRL written last
+ * and before it ("" when v1 or none). */
+static int parse_records(const char *data, size_t len, struct recs *ret, char krl[static 65], char prev[static 65])
+{
+	size_t h1 = strlen(RECORDS_HEADER_V1), h2 = strlen(RECORDS_HEADER_V2);
+	const char *p, *end = data + len;
+	krl[0] = prev[0] = '\0';
+	if (len >= h1 && memcmp(data, RECORDS_HEADER_V1, h1) == 0)
+		p = data + h1;
+	else if (len >= h2 && memcmp(data, RECORDS_HEADER_V2, h2) == 0) {
+		if (parse_digests(data + h2, end, krl, prev, &p) < 0) {
+			krl[0] = prev[0] = '\0';
+			return -EBADMSG;
+		}
+	} else
 		return -EBADMSG;
 	struct recs r = { 0 };
-	const char *p = data + hl, *end = data + len;
 	while (p < end) {
 		const char *nl = memchr(p, '\n', (size_t)(end - p));
 		if (!nl || r.n >= REVOKE_MAX || nl - p > 100)
@@ -194,16 +252,17 @@ static int parse_records(const char *data, size_t len, struct recs *ret)
 	return 0;
 bad:
 	recs_done(&r);
+	krl[0] = prev[0] = '\0';
 	return -EBADMSG;
 }
 
-static int format_records(const struct recs *r, char **ret, size_t *ret_len)
+static int format_records(const struct recs *r, const char *krl, const char *prev, char **ret, size_t *ret_len)
 {
-	size_t cap = strlen(RECORDS_HEADER) + r->n * 90 + 1, off = 0;
+	size_t cap = RECORDS_HEADER_MAX + r->n * 90 + 1, off = 0;
 	char *buf = malloc(cap);
 	if (!buf)
 		return -ENOMEM;
-	off = (size_t)snprintf(buf, cap, "%s", RECORDS_HEADER);
+	off = (size_t)snprintf(buf, cap, "%s%s %s\n", RECORDS_HEADER_V2, krl, prev[0] ? prev : "-");
 	for (size_t i = 0; i < r->n; i++) {
 		char fp[KEYS_FINGERPRINT_MAX];
 		fp_of(&r->v[i].h, fp);
@@ -424,11 +483,82 @@ static void log_rec(int level, const struct rec *rc, const char *what)
 	log_fields(level, LOG_FIELDS(ffield, rfield), "Key %s %s (%s)", fp, what, reason_names[rc->reason]);
 }
 
-static int update(const struct config *cfg, const struct sshkeys_input *in, const struct prev_key *prev,
-		  size_t n_prev, const struct state *st, int statefd, bool *ret_changed)
+/* The operator's revocations: every file in REVOKE_OPERATOR_DIR below
+ * the root (revlist.h), at most REVOKE_OPERATOR_FILES_MAX of them, names
+ * starting with '.' skipped (editors' temporaries). No directory: none.
+ * A file that cannot be read or parsed fails the whole set (err names it
+ * and the line): the caller then lifts none of the operator's earlier
+ * revocations. */
+static int read_operator(int rootfd, const struct config *cfg, struct hset *out, char *err, size_t err_size)
+{
+	_cleanup_close_ int dfd = fsx_open_dir_at(rootfd, REVOKE_OPERATOR_DIR, FSX_FOLLOW_ROOT_SYMLINKS, 0);
+	if (dfd == -ENOENT)
+		return 0;
+	if (dfd < 0) {
+		snprintf(err, err_size, "/%s: %s", REVOKE_OPERATOR_DIR, strerror(-dfd));
+		return dfd;
+	}
+	int lfd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = lfd < 0 ? NULL : fdopendir(lfd);
+	if (!d) {
+		int r = negerrno();
+		if (lfd >= 0)
+			close(lfd);
+		snprintf(err, err_size, "/%s: %s", REVOKE_OPERATOR_DIR, strerror(-r));
+		return r;
+	}
+	struct keys_parse_params params = { .rsa_min_bits = cfg->rsa_min_bits };
+	unsigned files = 0;
+	int r = 0;
+	struct dirent *de;
+	while (r >= 0 && (de = readdir(d))) {
+		if (de->d_name[0] == '.')
+			continue;
+		if (++files > REVOKE_OPERATOR_FILES_MAX) {
+			snprintf(err, err_size, "/%s: more than %d files", REVOKE_OPERATOR_DIR, REVOKE_OPERATOR_FILES_MAX);
+			r = -E2BIG;
+			break;
+		}
+		_cleanup_free_ char *data = NULL;
+		size_t len = 0;
+		r = fsx_read_at(dfd, de->d_name, REVLIST_FILE_MAX, &data, &len);
+		if (r < 0) {
+			snprintf(err, err_size, "/%s/%s: %s", REVOKE_OPERATOR_DIR, de->d_name,
+				 r == -EFBIG ? "larger than " "512 KiB" : strerror(-r));
+			break;
+		}
+		_cleanup_free_ struct krl_hash *v = NULL;
+		char why[128] = "";
+		int n = revlist_parse(data, len, &params, &v, why, sizeof(why));
+		if (n < 0) {
+			r = n;
+			snprintf(err, err_size, "/%s/%s: %s", REVOKE_OPERATOR_DIR, de->d_name,
+				 n == -ENOMEM ? "out of memory" : why);
+			break;
+		}
+		for (int i = 0; i < n && r >= 0; i++)
+			r = hset_add(out, &v[i]);
+	}
+	closedir(d);
+	hset_seal(out);
+	return r;
+}
+
+/* Is the KRL on disk (data[0..len)) the one this program wrote last (or
+ * the one before, when a crash came between the records and the KRL)? */
+static bool krl_is_ours(const char *data, size_t len, const char *krl, const char *prev)
+{
+	char sum[65];
+	desired_sha256_hex(data, len, sum);
+	return (krl[0] && strcmp(sum, krl) == 0) || (prev[0] && strcmp(sum, prev) == 0);
+}
+
+static int update(int rootfd, const struct config *cfg, const struct sshkeys_input *in, const struct prev_key *prev,
+		  size_t n_prev, const struct state *st, int statefd, bool replace, bool *ret_changed, char *err,
+		  size_t err_size)
 {
 	_cleanup_(recs_done) struct recs recs = { 0 };
-	_cleanup_(hset_done) struct hset now_all = { 0 }, now_valid = { 0 };
+	_cleanup_(hset_done) struct hset now_all = { 0 }, now_valid = { 0 }, op = { 0 };
 	_cleanup_(said_done) struct said said = { 0 };
 	_cleanup_(casets_done) struct casets cas = { 0 };
 	bool cas_changed = false;
@@ -437,16 +567,20 @@ static int update(const struct config *cfg, const struct sshkeys_input *in, cons
 	_cleanup_free_ char *text = NULL;
 	size_t text_len = 0;
 	int64_t now = (int64_t)in->now;
-	char kfield[1100];
+	char kfield[1100], rec_krl[65], rec_prev[65], cur_sum[65] = "", new_sum[65], operr[512] = "";
+	_cleanup_free_ void *out = NULL;
+	size_t out_len = 0;
 	snprintf(kfield, sizeof(kfield), "FILE=%s/%s", cfg->exec_state_dir, REVOKE_KRL_FILE);
-	int r;
+	int r, opr;
 
 	/* What we knew: the records, and the KRL itself. */
 	_cleanup_free_ char *data = NULL;
 	size_t len = 0;
 	r = fsx_read_at(statefd, REVOKE_RECORDS_FILE, RECORDS_MAX, &data, &len);
 	if (r >= 0)
-		r = parse_records(data, len, &recs);
+		r = parse_records(data, len, &recs, rec_krl, rec_prev);
+	else
+		rec_krl[0] = rec_prev[0] = '\0';
 	if (r == -ENOMEM)
 		return log_error_errno(r, "Out of memory");
 	if (r < 0 && r != -ENOENT)
@@ -458,19 +592,49 @@ static int update(const struct config *cfg, const struct sshkeys_input *in, cons
 		log_debug("%s/%s is empty (as tmpfiles.d creates it): writing the first KRL", cfg->exec_state_dir,
 			  REVOKE_KRL_FILE);
 	else if (r >= 0) {
-		r = krl_read(data, len, &old);
+		/* Ours: the digest the records name, or (records of 0.1.1 and
+		 * before, or lost) one this program's reader takes. Anything
+		 * else was changed by someone else (ssh-keygen -k -u, a list
+		 * of keys, which sshd reads too) or damaged: it stays as it
+		 * is, sshd keeps enforcing it, and nothing is revoked or lifted
+		 * until the operator says which revocations to keep. */
+		bool ours = rec_krl[0] ? krl_is_ours(data, len, rec_krl, rec_prev) : true;
+		r = ours ? krl_read(data, len, &old) : -EBADMSG;
 		if (r == -ENOMEM)
 			return log_error_errno(r, "Out of memory");
+		if (r < 0 && !replace) {
+			snprintf(err, err_size,
+				 "%s/%s was changed outside cloud-config-exec (by hand, ssh-keygen -k?) or is damaged: left "
+				 "as it is, nothing revoked or lifted until resolved; put the keys it should revoke in "
+				 "/%s/ and run `cloud-config-exec revoke --replace`",
+				 cfg->exec_state_dir, REVOKE_KRL_FILE, REVOKE_OPERATOR_DIR);
+			return log_fields_errno(LOG_ERR, -EBADMSG, LOG_FIELDS(kfield), "%s", err);
+		}
 		if (r < 0)
-			log_fields_errno(LOG_ERR, r, LOG_FIELDS(kfield),
-					 "%s/%s is not a KRL this program wrote (sshd may refuse every key): rewriting it",
-					 cfg->exec_state_dir, REVOKE_KRL_FILE);
+			log_fields(LOG_WARNING, LOG_FIELDS(kfield),
+				   "%s/%s was changed outside cloud-config-exec or is damaged: replaced (--replace) with "
+				   "the revocations of the records, the key sources and /%s",
+				   cfg->exec_state_dir, REVOKE_KRL_FILE, REVOKE_OPERATOR_DIR);
 		have_old = r >= 0;
+		if (have_old)
+			desired_sha256_hex(data, len, cur_sum);
 	} else if (r != -ENOENT)
 		log_fields_errno(LOG_WARNING, r, LOG_FIELDS(kfield), "Cannot read %s/%s: rewriting it",
 				 cfg->exec_state_dir, REVOKE_KRL_FILE);
 	for (size_t i = 0; i < old.n; i++)
 		if (!recs_find(&recs, &old.hashes[i]) && (r = recs_add(&recs, &old.hashes[i], R_KEPT, now)) < 0)
+			goto oom;
+
+	/* The operator's: a directory that cannot be read lifts none of them. */
+	opr = read_operator(rootfd, cfg, &op, operr, sizeof(operr));
+	if (opr == -ENOMEM)
+		goto oom;
+	if (opr < 0) {
+		snprintf(err, err_size, "revoked keys of the operator refused: %s", operr);
+		log_error("Revoked keys of the operator refused: %s (none of the operator's revocations lifted)", operr);
+	}
+	for (size_t i = 0; i < op.n; i++)
+		if ((r = recs_add(&recs, &op.v[i], R_OPERATOR, now)) < 0)
 			goto oom;
 
 	/* What changed. */
@@ -523,16 +687,24 @@ static int update(const struct config *cfg, const struct sshkeys_input *in, cons
 				   (unsigned long long)x->serial, x->fp, KRL_CA_KEY_MAX);
 	}
 
-	/* Lifted: re-granted by the control plane as current and valid. */
+	/* Lifted: re-granted by the control plane as current and valid (not
+	 * an explicit or operator revocation), or an operator revocation whose
+	 * key left the operator's directory. */
 	size_t k = 0;
 	for (size_t i = 0; i < recs.n; i++) {
 		const struct rec *rc = &recs.v[i];
-		if (rc->reason != R_EXPLICIT && hset_has(&now_valid, &rc->h) && hset_has(&said.regrant, &rc->h)) {
+		if (!reason_sticky(rc->reason) && hset_has(&now_valid, &rc->h) && hset_has(&said.regrant, &rc->h)) {
 			log_rec(LOG_NOTICE, rc, "granted again by the control plane: revocation lifted");
 			continue;
 		}
-		if (rc->reason == R_EXPLICIT && hset_has(&now_valid, &rc->h))
-			log_rec(LOG_WARNING, rc, "is revoked explicitly but still granted: sshd refuses it");
+		if (rc->reason == R_OPERATOR && opr >= 0 && !hset_has(&op, &rc->h)) {
+			log_rec(LOG_NOTICE, rc, "no longer in the operator's revoked keys: revocation lifted");
+			continue;
+		}
+		if (reason_sticky(rc->reason) && hset_has(&now_valid, &rc->h))
+			log_rec(LOG_WARNING, rc,
+				rc->reason == R_EXPLICIT ? "is revoked explicitly but still granted: sshd refuses it"
+							 : "is revoked by the operator but still granted: sshd refuses it");
 		recs.v[k++] = *rc;
 	}
 	recs.n = k;
@@ -549,25 +721,38 @@ static int update(const struct config *cfg, const struct sshkeys_input *in, cons
 	}
 
 	/* The KRL: rewritten only when its set changed (or it is missing or
-	 * damaged), with a version one higher. */
+	 * damaged), with a version one higher. The records go first, naming
+	 * the new KRL's digest and the old one's: a crash in between leaves
+	 * the old KRL, still known as ours, and records the next run acts on. */
 	bool same = have_old && old.n == recs.n && !cas_changed;
 	for (size_t i = 0; same && i < recs.n; i++)
 		same = memcmp(&old.hashes[i], &recs.v[i].h, KRL_HASH_LEN) == 0;
 	if (!same) {
-		for (size_t i = 0; i < recs.n; i++)
-			if (!krl_contains(&old, &recs.v[i].h))
-				log_rec(LOG_INFO, &recs.v[i], "revoked");
 		_cleanup_free_ struct krl_hash *hv = calloc(recs.n + 1, sizeof(*hv));
 		if (!hv)
 			goto oom;
 		for (size_t i = 0; i < recs.n; i++)
 			hv[i] = recs.v[i].h;
-		_cleanup_free_ void *out = NULL;
-		size_t out_len = 0;
 		r = krl_write_full(hv, recs.n, cas.v, cas.n, have_old ? old.version + 1 : 1, (uint64_t)(now > 0 ? now : 0),
 				   "node-agent cloud-config-exec", &out, &out_len);
 		if (r < 0)
 			goto oom;
+		desired_sha256_hex(out, out_len, new_sum);
+	} else
+		memcpy(new_sum, cur_sum, sizeof(new_sum));
+	if ((r = format_records(&recs, new_sum, same ? "" : cur_sum, &text, &text_len)) < 0) {
+		krl_done(&old);
+		return log_error_errno(r, "Cannot format the revocation records");
+	}
+	r = fsx_write_atomic_at(statefd, REVOKE_RECORDS_FILE, text, text_len, 0600, 0, 0, FSX_SKIP_IF_SAME);
+	if (r < 0) {
+		krl_done(&old);
+		return log_error_errno(r, "Failed to write %s/%s", cfg->exec_state_dir, REVOKE_RECORDS_FILE);
+	}
+	if (!same) {
+		for (size_t i = 0; i < recs.n; i++)
+			if (!krl_contains(&old, &recs.v[i].h))
+				log_rec(LOG_INFO, &recs.v[i], "revoked");
 		r = fsx_write_atomic_at(statefd, REVOKE_KRL_FILE, out, out_len, 0644, 0, 0, 0);
 		if (r < 0) {
 			krl_done(&old);
@@ -581,15 +766,7 @@ static int update(const struct config *cfg, const struct sshkeys_input *in, cons
 		*ret_changed = true;
 	}
 	krl_done(&old);
-
-	/* The records, after the KRL: a crash in between leaves hashes
-	 * without a record, which the next run keeps ("kept"). */
-	if ((r = format_records(&recs, &text, &text_len)) < 0)
-		return log_error_errno(r, "Cannot format the revocation records");
-	r = fsx_write_atomic_at(statefd, REVOKE_RECORDS_FILE, text, text_len, 0600, 0, 0, FSX_SKIP_IF_SAME);
-	if (r < 0)
-		return log_error_errno(r, "Failed to write %s/%s", cfg->exec_state_dir, REVOKE_RECORDS_FILE);
-	return 0;
+	return opr < 0 ? opr : 0;
 oom:
 	krl_done(&old);
 	return log_error_errno(-ENOMEM, "Out of memory");
@@ -760,8 +937,9 @@ void revoke_print_status(const struct config *cfg, const struct osc *osc, const 
 	}
 	_cleanup_(recs_done) struct recs recs = { 0 };
 	_cleanup_free_ char *rdata = NULL;
+	char rk[65], rp[65];
 	if (fsx_read_at(statefd, REVOKE_RECORDS_FILE, RECORDS_MAX, &rdata, &len) >= 0)
-		(void)parse_records(rdata, len, &recs);
+		(void)parse_records(rdata, len, &recs, rk, rp);
 	printf("revoked keys: %zu (KRL version %llu)\n", k.n, (unsigned long long)k.version);
 	for (size_t i = 0; i < k.n; i++) {
 		char fp[KEYS_FINGERPRINT_MAX];
@@ -805,9 +983,22 @@ int revoke_keys_step(int rootfd, const char *root, const struct config *cfg, con
 	int r = sshkeys_apply(rootfd, root, cfg, in, st, statefd, &changed, err, err_size);
 	if (st->snapshot_generation != generation)
 		log_attribution(cfg, in, st);
-	int k = update(cfg, in, prev, n_prev, st, statefd, &changed);
+	char kerr[SSHKEYS_ERROR_MAX] = "";
+	int k = update(rootfd, cfg, in, prev, n_prev, st, statefd, false, &changed, kerr, sizeof(kerr));
 	*ret_changed = changed;
 	if (r >= 0 && k < 0 && err_size)
-		snprintf(err, err_size, "the revoked-keys list (KRL) could not be written: %s", strerror(-k));
+		snprintf(err, err_size, "%s%s", kerr[0] ? "" : "the revoked-keys list (KRL) could not be written: ",
+			 kerr[0] ? kerr : strerror(-k));
 	return r < 0 ? r : k;
+}
+
+int revoke_sync(int rootfd, const struct config *cfg, const struct sshkeys_input *in, const struct state *st,
+		int statefd, bool replace, bool *ret_changed, char *err, size_t err_size)
+{
+	bool changed = false;
+	int r = update(rootfd, cfg, in, NULL, 0, st, statefd, replace, &changed, err, err_size);
+	*ret_changed = changed;
+	if (r < 0 && err_size && !err[0])
+		snprintf(err, err_size, "the revoked-keys list (KRL) could not be written: %s", strerror(-r));
+	return r;
 }

@@ -11,7 +11,9 @@
  *                     root-only-writable place next to the key snapshot.
  *   revocations       why each entry is there (0600), one line
  *                     "SHA256:... <reason> <unix time revoked>" behind the
- *                     header "# cloud-config-exec revocations v1".
+ *                     header "# cloud-config-exec revocations v2 krl-sha256
+ *                     <KRL written last> <the one before it, or ->" (v1,
+ *                     without the digests, is read too).
  *
  * What goes in (reasons):
  *   explicit  an entry of a key document with "revoked": true (keydoc.h);
@@ -25,7 +27,10 @@
  *   expired   a key-document key whose `until` passed (managed before or
  *             never), or a managed key that expired;
  *   kept      a hash found in the previous KRL without a record (the
- *             records were lost): kept, the KRL never shrinks by accident.
+ *             records were lost): kept, the KRL never shrinks by accident;
+ *   operator  a key in a file of /etc/node-agent/revoked-keys.d
+ *             (REVOKE_OPERATOR_DIR, revlist.h): the operator's revocation
+ *             on this node, merged by every run.
  * A key still granted and valid for some user is never revoked as dropped
  * or expired (the KRL is global: it would lock out the other user too).
  *
@@ -35,9 +40,18 @@
  * of Gardener's file, or a valid (unexpired) grant in a key document. A
  * key that comes back as Gardener's PREVIOUS key stays revoked (that is
  * what an older OSC looks like). Explicit revocations are never lifted by
- * the executor. When more than REVOKE_MAX keys are revoked, the oldest
- * dropped/expired/kept revocations are dropped first, explicit ones last
- * (logged). */
+ * the executor; an operator revocation is lifted when its key leaves the
+ * operator's directory (not while a file there is refused). When more than
+ * REVOKE_MAX keys are revoked, the oldest dropped/expired/kept revocations
+ * are dropped first, then operator ones, explicit ones last (logged).
+ *
+ * A KRL changed by anyone else (ssh-keygen -k -u, a list of keys, which
+ * sshd also reads, or damage): told from this program's own by the digest
+ * the records name (for v1 records: by whether krl_read() takes it). It is
+ * never overwritten silently: sshd keeps enforcing it, the keys step fails
+ * with one line naming the file, and nothing is revoked or lifted until
+ * the operator has put the keys to keep revoked in the directory and run
+ * `cloud-config-exec revoke --replace` (revoke_sync() with replace). */
 #ifndef CCE_REVOKE_H
 #define CCE_REVOKE_H
 
@@ -51,6 +65,9 @@
 #define REVOKE_KRL_FILE "revoked-keys.krl"
 #define REVOKE_RECORDS_FILE "revocations"
 #define REVOKE_MAX KRL_ENTRIES_MAX
+/* Relative to the root (--root), files of revlist.h. */
+#define REVOKE_OPERATOR_DIR "etc/node-agent/revoked-keys.d"
+#define REVOKE_OPERATOR_FILES_MAX 256
 
 /* The keys step with revocation: runs sshkeys_apply() (same arguments and
  * return), then brings the KRL up to date from what changed. The KRL is
@@ -59,6 +76,16 @@
  * err_size) holds one line naming the user, source and reason. */
 int revoke_keys_step(int rootfd, const char *root, const struct config *cfg, const struct sshkeys_input *in,
 		     struct state *st, int statefd, bool *ret_changed, char *err, size_t err_size);
+
+/* Only the KRL (the `revoke` verb, the package's postinst): brings it up to
+ * date from the records, the key sources of in (the last applied OSC and
+ * the key document), the managed keys of st and the operator's directory,
+ * without touching any authorized_keys or the snapshot; nothing counts as
+ * dropped. replace: a KRL changed outside this program is overwritten
+ * (logged) instead of refused. Returns 0 or -errno with err (if err_size)
+ * holding one line; *ret_changed when the KRL was written. */
+int revoke_sync(int rootfd, const struct config *cfg, const struct sshkeys_input *in, const struct state *st,
+		int statefd, bool replace, bool *ret_changed, char *err, size_t err_size);
 
 /* Attribution: when the key snapshot changes, revoke_keys_step() logs each
  * key it serves with KEY_SOURCE= (Gardener's file "current"/"previous",

@@ -467,6 +467,36 @@ int state_load(int dirfd, struct state *ret)
 	return state_parse(data, len, ret);
 }
 
+int state_rebuild(int dirfd, char *const *owned, char *const *units, struct state *ret)
+{
+	struct state s = { 0 };
+	s.owned_files = calloc(1, sizeof(char *));
+	if (!s.owned_files)
+		return -ENOMEM;
+	int r = 0;
+	for (char *const *p = owned; r >= 0 && p && *p; p++)
+		r = state_own(&s, *p);
+	size_t n = 0;
+	for (char *const *p = units; p && *p; p++)
+		n++;
+	if (r >= 0 && n) {
+		s.owned_units = calloc(n + 1, sizeof(char *));
+		if (!s.owned_units)
+			r = -ENOMEM;
+		for (size_t i = 0; r >= 0 && i < n; i++)
+			if (!(s.owned_units[i] = strdup(units[i])))
+				r = -ENOMEM;
+	}
+	if (r >= 0 && renameat(dirfd, STATE_FILE, dirfd, STATE_DAMAGED) < 0 && errno != ENOENT)
+		r = -errno;
+	if (r < 0) {
+		state_done(&s);
+		return r;
+	}
+	*ret = s;
+	return 0;
+}
+
 int state_save(int dirfd, const struct state *s)
 {
 	_cleanup_free_ char *text = NULL;

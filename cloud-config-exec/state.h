@@ -116,6 +116,17 @@ int state_format(const struct state *s, char **ret, size_t *ret_len);
 
 /* Loads <dirfd>/state.json; an absent file gives an empty state. */
 int state_load(int dirfd, struct state *ret);
+
+#define STATE_DAMAGED "state.json.damaged"
+/* A state.json that does not parse, rebuilt from what is known: it is moved
+ * aside to STATE_DAMAGED (for a person to read; an older one there is
+ * replaced) and *ret becomes a state that owns the files owned[] and the
+ * unit files units[] (deep copies; either may be NULL), with no managed
+ * keys and no apply in progress. The caller passes the last applied OSC's
+ * files and units: what the executor wrote for it (a file the OSC named
+ * that was there before the first apply is claimed too). Returns 0 or
+ * -errno (nothing moved then). */
+int state_rebuild(int dirfd, char *const *owned, char *const *units, struct state *ret);
 /* Writes <dirfd>/state.json atomically (0600), skipping identical bytes.
  * Returns 1 when written, 0 when unchanged. */
 int state_save(int dirfd, const struct state *s);

@@ -54,22 +54,60 @@ static void print_units(FILE *out, const char *label, char *const *units)
 	fprintf(out, "\n");
 }
 
+/* A failure that the next run repeats until someone acts: what has to
+ * happen (the error says how), or NULL when a retry can succeed. */
+static const char *needs_action(const struct result *r)
+{
+	if (!r || r->success || !r->failed_step)
+		return NULL;
+	if (strcmp(r->failed_step, "desired") == 0)
+		return "node-agent writes desired.json anew (systemctl restart node-agent)";
+	if (strcmp(r->failed_step, "validate") == 0)
+		return "a new OSC from the control plane, or a desired.json within bounds";
+	if (r->error && strstr(r->error, "cloud-config-exec revoke --replace"))
+		return "the revoked-keys list is resolved as the error says (cloud-config-exec revoke --replace)";
+	if (r->error && strstr(r->error, "revoked keys of the operator refused"))
+		return "the operator's file named in the error is fixed";
+	return NULL;
+}
+
 /* What is pending, one "pending:" line each; "pending: nothing" when
- * nothing is. */
+ * nothing is. A failure is never "nothing", and "tried again" is said
+ * only of one that a retry can get past. */
 static void print_pending(FILE *out, const struct status_view *v)
 {
 	const struct result *res = v->res;
 	const struct desired *d = v->desired;
 	const char *retry = v->timer_hint ? v->timer_hint : "the next run";
+	const char *action = needs_action(res);
 	unsigned n = 0;
+	if (v->res_problem) {
+		fprintf(out, "pending: %s/%s is written anew by %s\n", v->exec_state_dir, STATE_RESULT, retry);
+		n++;
+	}
+	if (v->st_problem) {
+		fprintf(out, "pending: %s/%s is damaged (%s): %s rebuilds it from %s (the damaged one kept as %s)\n",
+			v->exec_state_dir, STATE_FILE, v->st_problem, retry, STATE_LAST_APPLIED, STATE_DAMAGED);
+		n++;
+	}
 	if (d && (!res || d->generation > res->generation)) {
 		fprintf(out, "pending: desired state generation %llu (checksum %.12s) not applied yet%s\n",
 			(unsigned long long)d->generation, d->checksum,
-			res ? "" : " (no result.json: the executor has not run since it was written)");
+			res || v->res_problem ? "" : " (no result.json: the executor has not run since it was written)");
+		n++;
+	}
+	if (!d && v->desired_problem) {
+		fprintf(out, "pending: nothing can be applied until node-agent writes %s/desired.json anew "
+			"(systemctl restart node-agent)\n", v->state_dir);
 		n++;
 	}
 	bool in_progress = v->st && v->st->progress_checksum[0];
-	if (in_progress && res && !res->success && strcmp(res->checksum, v->st->progress_checksum) == 0) {
+	if (action && (!v->desired_problem || strcmp(res->failed_step, "desired") != 0)) {
+		fprintf(out, "pending: the failed apply; every run fails the same way until %s\n", action);
+		n++;
+	} else if (action) {
+		/* said above */
+	} else if (in_progress && res && !res->success && strcmp(res->checksum, v->st->progress_checksum) == 0) {
 		fprintf(out, "pending: the failed apply of %.12s (steps it got through: ", v->st->progress_checksum);
 		print_steps(out, v->st->progress_steps);
 		fprintf(out, ") is tried again by %s\n", retry);

@@ -29,7 +29,8 @@ struct status_view {
 	const char *res_problem;        /* result.json present but unreadable: why */
 	const struct desired *desired;  /* NULL: see desired_problem */
 	const char *desired_problem;    /* NULL: absent; else why it cannot be read */
-	const struct state *st;         /* NULL: no state.json */
+	const struct state *st;         /* NULL: no state.json, or see st_problem */
+	const char *st_problem;         /* state.json present but damaged: why */
 	const char *timer_hint;         /* what retries a failed apply (a sentence part) */
 };
 

@@ -617,7 +617,8 @@ const char *units_actions_to_string(unsigned actions, char *buf, size_t size)
 		{ UNITS_WRITE, "write" },     { UNITS_REMOVE, "remove" },   { UNITS_REMOVE_DROPINS, "remove-dropins" },
 		{ UNITS_ENABLE, "enable" },   { UNITS_DISABLE, "disable" }, { UNITS_RESTART, "restart" },
 		{ UNITS_STOP, "stop" },       { UNITS_REQUESTED, "requested" },
-		{ UNITS_SUPERSEDED, "superseded" }, { UNITS_HELD, "held" },
+		{ UNITS_SUPERSEDED, "superseded" }, { UNITS_HELD, "held" }, { UNITS_DRIFT, "drift" },
+		{ UNITS_MODE, "mode" },
 	};
 	size_t len = 0;
 
@@ -710,7 +711,8 @@ int units_plan_format(const struct units_plan *plan, char **ret)
 		}
 	}
 	for (size_t i = 0; i < plan->n; i++)
-		if ((plan->items[i].e.actions & ~UNITS_HELD) == 0 && plan->items[i].e.held == 0 && plan->items[i].e.new)
+		if ((plan->items[i].e.actions & ~(UNITS_HELD | UNITS_MODE)) == 0 && plan->items[i].e.held == 0 &&
+		    plan->items[i].e.new)
 			unchanged++;
 	if (unchanged)
 		sbuf_addf(&b, "%sunchanged: %zu", b.len ? "; " : "", unchanged);
@@ -877,9 +879,9 @@ static bool same_content(int dirfd, const char *name, const char *content)
 }
 
 /* Makes dirfd/name hold content (mode 0644, root). Returns 1 when the bytes
- * changed, 0 when they were right already (a wrong mode or owner is fixed
- * without counting as a change: systemd reads the same definition, so no
- * reload and no restart), -errno. */
+ * changed, 2 when only a wrong mode or owner was fixed (not a change:
+ * systemd reads the same definition, so no reload and no restart), 0 when
+ * all was right already, -errno. */
 static int write_unit_file(struct apply *a, int dirfd, const char *name, const char *content)
 {
 	bool same = same_content(dirfd, name, content);
@@ -888,15 +890,15 @@ static int write_unit_file(struct apply *a, int dirfd, const char *name, const c
 	if (r < 0)
 		return r;
 	if (r > 0 && same)
-		log_info("Fixed the mode or owner of %s", name);
-	return r > 0 && !same;
+		return 2;
+	return r > 0;
 }
 
 /* Writes the unit file and drop-ins of n where they differ. */
 static void write_unit_files(struct apply *a, size_t i, const struct osc_unit *n)
 {
 	char dname[300];
-	bool written = false;
+	bool written = false, fixed = false;
 	int r;
 
 	if (n->content) {
@@ -905,7 +907,8 @@ static void write_unit_files(struct apply *a, size_t i, const struct osc_unit *n
 			unit_failed(a, i, r, NULL, "writing /%s/%s", UNITS_DIR, n->name);
 			return;
 		}
-		written |= r > 0;
+		written |= r == 1;
+		fixed |= r == 2;
 	}
 	if (n->n_dropins > 0) {
 		_cleanup_close_ int dfd = -1;
@@ -923,9 +926,12 @@ static void write_unit_files(struct apply *a, size_t i, const struct osc_unit *n
 				unit_failed(a, i, r, NULL, "writing /%s/%s/%s", UNITS_DIR, dname, d->name);
 				return;
 			}
-			written |= r > 0;
+			written |= r == 1;
+			fixed |= r == 2;
 		}
 	}
+	if (fixed)
+		log_info("Fixed the mode or owner of the files of %s", n->name);
 	if (written) {
 		log_info("Wrote unit %s", n->name);
 		a->run[i].disk_changed = a->reload = true;
@@ -957,12 +963,14 @@ static void apply_files(struct apply *a)
 			remove_unit_file(a, i, e->unit);
 		/* Drift: the OSC did not change the unit, but its files on disk
 		 * differed. Restart it so what runs is what the OSC says. */
-		if (a->run[i].disk_changed && !(e->actions & (UNITS_RESTART | UNITS_STOP))) {
+		if (a->run[i].disk_changed &&
+		    ((e->actions & UNITS_DRIFT) || !(e->actions & (UNITS_RESTART | UNITS_STOP)))) {
 			char field[300];
 			snprintf(field, sizeof(field), "UNIT=%s", e->unit);
 			log_fields(LOG_NOTICE, LOG_FIELDS(field), "%s: files on disk differed from the OSC, rewritten",
 				   e->unit);
-			a->run[i].drift = true;
+			/* Planned (units_plan_add_drift()), or found only now. */
+			a->run[i].drift = !(e->actions & (UNITS_RESTART | UNITS_STOP));
 		}
 	}
 }
@@ -1085,7 +1093,8 @@ static int run_phase(struct apply *a, enum job_phase phase)
 		if (j->error == 0) {
 			log_fields(LOG_INFO, LOG_FIELDS(field_unit, field_result), "%s %s (%s%s): done in %.1f ms",
 				   j->verb == SYSTEMD_STOP ? "Stopped" : "Restarted", e->unit, e->reason,
-				   a->run[idx[k]].drift ? ", drift repaired" : "", (double)j->usec / 1000.0);
+				   a->run[idx[k]].drift || (e->actions & UNITS_DRIFT) ? ", drift repaired" : "",
+				   (double)j->usec / 1000.0);
 		} else if (j->error == -ENOENT && phase != PHASE_REQUESTS && (!e->new || phase == PHASE_DROPPED)) {
 			/* Dropped or superseded, and already gone (Gardener PR #8898): fine. */
 			log_debug("%s: %s: unit no longer exists", e->unit, verb);
@@ -1312,4 +1321,84 @@ int units_apply_report(const struct units_plan *plan, int rootfd, sd_bus *bus, u
 		*ret_error = TAKE_PTR(a.errors.s);
 	free(a.errors.s);
 	return r;
+}
+
+static bool mode_wrong(int dirfd, const char *name)
+{
+	struct stat st;
+	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return false;
+	return (st.st_mode & 07777) != UNIT_FILE_MODE || (geteuid() == 0 && (st.st_uid != 0 || st.st_gid != 0));
+}
+
+/* Whether the files of n that hold the right bytes have the wrong mode or
+ * owner. */
+static bool unit_modes_wrong(int sysfd, const struct osc_unit *n)
+{
+	if (sysfd < 0)
+		return false;
+	if (n->content && mode_wrong(sysfd, n->name))
+		return true;
+	char dname[300];
+	if (n->n_dropins == 0 || dropin_dir_name(n->name, dname, sizeof(dname)) < 0)
+		return false;
+	_cleanup_close_ int dfd = fsx_open_dir_at(sysfd, dname, 0, 0);
+	for (size_t k = 0; dfd >= 0 && k < n->n_dropins; k++)
+		if (mode_wrong(dfd, n->dropins[k].name))
+			return true;
+	return false;
+}
+
+/* 1 when a unit file or drop-in of n below sysfd does not hold what n
+ * says (missing, other bytes), 0 when all do. */
+static int unit_files_differ(int sysfd, const struct osc_unit *n)
+{
+	if (sysfd < 0)
+		return 1;
+	if (n->content && !same_content(sysfd, n->name, n->content))
+		return 1;
+	if (n->n_dropins == 0)
+		return 0;
+	char dname[300];
+	if (dropin_dir_name(n->name, dname, sizeof(dname)) < 0)
+		return 1;
+	_cleanup_close_ int dfd = fsx_open_dir_at(sysfd, dname, 0, 0);
+	if (dfd < 0)
+		return 1;
+	for (size_t k = 0; k < n->n_dropins; k++)
+		if (!same_content(dfd, n->dropins[k].name, n->dropins[k].content))
+			return 1;
+	return 0;
+}
+
+int units_plan_add_drift(struct units_plan *plan, int rootfd)
+{
+	_cleanup_close_ int sysfd = fsx_open_dir_at(rootfd, UNITS_DIR, FSX_FOLLOW_ROOT_SYMLINKS, 0);
+	for (size_t i = 0; i < plan->n; i++) {
+		struct plan_item *it = &plan->items[i];
+		const struct units_plan_entry *e = &it->e;
+		if (!e->new || (e->actions & (UNITS_REQUESTED | UNITS_SUPERSEDED | UNITS_HELD | UNITS_RESTART | UNITS_STOP)) ||
+		    (!e->new->content && e->new->n_dropins == 0))
+			continue;
+		if (!unit_files_differ(sysfd, e->new)) {
+			if (unit_modes_wrong(sysfd, e->new)) {
+				char *reason = strdup("mode or owner of its files wrong: fixed, no restart");
+				if (!reason)
+					return -ENOMEM;
+				free(it->reason);
+				it->reason = reason;
+				it->e.reason = reason;
+				it->e.actions |= UNITS_MODE;
+			}
+			continue;
+		}
+		char *reason = strdup("files on disk differ from the OSC");
+		if (!reason)
+			return -ENOMEM;
+		free(it->reason);
+		it->reason = reason;
+		it->e.reason = reason;
+		it->e.actions |= UNITS_WRITE | UNITS_DRIFT | (unit_stops(e->new) ? UNITS_STOP : UNITS_RESTART);
+	}
+	return 0;
 }

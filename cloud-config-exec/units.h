@@ -53,6 +53,10 @@ enum {
 	UNITS_SUPERSEDED = 1 << 8,     /* gardener-user.{service,path}: left alone */
 	UNITS_HELD = 1 << 9,           /* held back (units_plan_compute_held()): nothing
 					* written, removed, enabled, restarted or stopped */
+	UNITS_DRIFT = 1 << 10,         /* its files on disk differ from the OSC, which did
+					* not change it (units_plan_add_drift()) */
+	UNITS_MODE = 1 << 11,          /* only the mode or owner of its files is wrong: fixed,
+					* no reload, no restart (units_plan_add_drift()) */
 };
 
 struct units_plan_entry {
@@ -111,6 +115,18 @@ int units_plan_compute_owned(const struct osc *old, const struct osc *new, char 
 int units_plan_compute_held(const struct osc *old, const struct osc *new, char *const *changed_files,
 			    char *const *restart_requests, char *const *owned, const char *hold,
 			    struct units_plan **ret);
+
+/* The disk's part of the plan (reads, writes nothing): an entry of an
+ * unchanged unit whose unit file or drop-ins below rootfd do not hold what
+ * the OSC says (edited, removed: not the mode, which units_apply() fixes
+ * without a restart) gets UNITS_WRITE, UNITS_DRIFT and its job (restart,
+ * or stop when the OSC stops it), reason "files on disk differ from the
+ * OSC": what units_apply() would find writing them, decided before, so
+ * that "check" prints it; one whose files hold the right bytes under
+ * another mode or owner gets UNITS_MODE alone (units_apply() fixes it
+ * without a restart). Held, requested and superseded entries are left
+ * alone. Returns 0, -ENOMEM. */
+int units_plan_add_drift(struct units_plan *plan, int rootfd);
 
 /* The unit files and drop-ins that applying osc writes, as sorted absolute
  * paths ("/etc/systemd/system/a.service",

@@ -1,4 +1,4 @@
-/* Two small string helpers the agent's duties share. */
+/* Small string helpers the programs share. */
 #ifndef NA_STRX_H
 #define NA_STRX_H
 
@@ -17,6 +17,18 @@ static inline int strx_replace(char **slot, const char *v)
 	free(*slot);
 	*slot = n;
 	return 0;
+}
+
+/* The value of a hex digit, or -1. */
+static inline int strx_hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
 }
 
 /* Equal strings, or both NULL. */

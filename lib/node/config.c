@@ -331,7 +331,7 @@ static void init_unset(struct config *c)
 		.health_interval_ms = 30000,
 		.health_timeout_ms = 10000,
 		.health_unhealthy_ms = 60000,
-		.health_repair_interval_ms = 600000,
+		.health_repair_interval_ms = 60000,
 		.health_ready_toggles = 5,
 		.health_ready_window_ms = 600000,
 	};

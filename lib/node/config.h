@@ -85,7 +85,7 @@ struct config {
 	unsigned health_interval_ms;  /* default 30000 */
 	unsigned health_timeout_ms;   /* default 10000 */
 	unsigned health_unhealthy_ms; /* default 60000: unhealthy this long -> restart */
-	unsigned health_repair_interval_ms; /* default 600000: at most one restart per unit in this time */
+	unsigned health_repair_interval_ms; /* default 60000: at most one restart per unit in this time */
 	unsigned health_ready_toggles; /* default 5 (1 .. HEALTH_TOGGLES_MAX) */
 	unsigned health_ready_window_ms; /* default 600000 */
 };

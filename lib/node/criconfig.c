@@ -9,6 +9,7 @@
 #include "cleanup.h"
 #include "criconfig.h"
 #include "desired.h"
+#include "toml.h"
 
 static const char header[] = "# managed by node-agent's cloud-config-exec from the OSC's criConfig; "
 			     "edits are overwritten\n";
@@ -139,6 +140,8 @@ static int tval_nodes(struct tnodes *ns, const char *comp[NODE_DEPTH], size_t n,
 	for (size_t i = 0; r >= 0 && i < v->n_items; i++) {
 		if (n >= NODE_DEPTH)
 			return -E2BIG;
+		if (v->items[i].type == OSC_TV_NULL)
+			continue; /* deletes the key: sets nothing */
 		comp[n] = v->items[i].key;
 		r = v->items[i].type == OSC_TV_TABLE ? tval_nodes(ns, comp, n + 1, &v->items[i], owner)
 						      : tnodes_add(ns, comp, n + 1, false, owner);
@@ -219,8 +222,13 @@ static int tval_keys_check(const struct osc_tval *v, size_t i, char *why, size_t
 {
 	for (size_t k = 0; k < v->n_items; k++) {
 		const struct osc_tval *e = &v->items[k];
-		if (!e->key)
+		if (e->type == OSC_TV_ARRAY && tval_keys_check(e, i, why, why_size) < 0)
+			return -EINVAL;
+		if (!e->key) {
+			if (e->type == OSC_TV_TABLE && tval_keys_check(e, i, why, why_size) < 0)
+				return -EINVAL;
 			continue;
+		}
 		if (!cri_key_is_safe(e->key)) {
 			snprintf(why, why_size, "plugins[%zu]: key '%s' has a byte outside [A-Za-z0-9._:/@+-] "
 				 "(containerd could not read the file)", i, e->key);
@@ -326,14 +334,57 @@ int cri_plugins_check(const struct osc_cri *cri, const struct cri_target *t, boo
 	return 0;
 }
 
-static void render_scalar(FILE *f, const struct osc_tval *v)
+/* A value after "key = ": scalars, floats in the shortest form that reads
+ * back the same (1.0, not 1: a float stays one), arrays, and tables in an
+ * array as inline tables (what gardener-node-agent's go-toml writes for a
+ * list of JSON objects). */
+static void render_value(FILE *f, const struct osc_tval *v)
 {
-	if (v->type == OSC_TV_STR)
+	switch (v->type) {
+	case OSC_TV_STR:
 		fprintf(f, "\"%s\"", v->str);
-	else if (v->type == OSC_TV_INT)
+		break;
+	case OSC_TV_INT:
 		fprintf(f, "%" PRId64, v->i);
-	else
+		break;
+	case OSC_TV_FLOAT: {
+		char b[40];
+		for (int prec = 1; prec <= 17; prec++) {
+			snprintf(b, sizeof(b), "%.*g", prec, v->f);
+			if (strtod(b, NULL) == v->f)
+				break;
+		}
+		fprintf(f, "%s%s", b, strpbrk(b, ".e") ? "" : ".0");
+		break;
+	}
+	case OSC_TV_BOOL:
 		fputs(v->b ? "true" : "false", f);
+		break;
+	case OSC_TV_ARRAY:
+		fputc('[', f);
+		for (size_t j = 0; j < v->n_items; j++) {
+			if (j)
+				fputs(", ", f);
+			render_value(f, &v->items[j]);
+		}
+		fputc(']', f);
+		break;
+	case OSC_TV_TABLE: {
+		fputc('{', f);
+		bool first = true;
+		for (size_t j = 0; j < v->n_items; j++) {
+			if (v->items[j].type == OSC_TV_NULL)
+				continue;
+			fprintf(f, "%s\"%s\" = ", first ? " " : ", ", v->items[j].key);
+			render_value(f, &v->items[j]);
+			first = false;
+		}
+		fputs(first ? "}" : " }", f);
+		break;
+	}
+	case OSC_TV_NULL:
+		break;
+	}
 }
 
 static void render_table(FILE *f, const char *comp[NODE_DEPTH], size_t n, const struct osc_tval *v)
@@ -344,19 +395,10 @@ static void render_table(FILE *f, const char *comp[NODE_DEPTH], size_t n, const 
 	fputs("]\n", f);
 	for (size_t i = 0; i < v->n_items; i++) {
 		const struct osc_tval *e = &v->items[i];
-		if (e->type == OSC_TV_TABLE)
+		if (e->type == OSC_TV_TABLE || e->type == OSC_TV_NULL)
 			continue;
 		fprintf(f, "  \"%s\" = ", e->key);
-		if (e->type == OSC_TV_ARRAY) {
-			fputc('[', f);
-			for (size_t j = 0; j < e->n_items; j++) {
-				if (j)
-					fputs(", ", f);
-				render_scalar(f, &e->items[j]);
-			}
-			fputc(']', f);
-		} else
-			render_scalar(f, e);
+		render_value(f, e);
 		fputc('\n', f);
 	}
 	for (size_t i = 0; i < v->n_items && n < NODE_DEPTH; i++)
@@ -498,4 +540,158 @@ bool cri_equal(const struct osc_cri *a, const struct osc_cri *b, const struct cr
 			return false;
 	}
 	return true;
+}
+
+/* ---- patching an existing config.toml ------------------------------------ */
+
+static const char merged_header[] = "# node-agent's cloud-config-exec patched the keys of the OSC's criConfig into "
+				    "this file (as gardener-node-agent does); the rest is the image's\n";
+
+int cri_file_version(const struct toml_node *doc, int *ret, char *why, size_t why_size)
+{
+	const struct toml_node *v = toml_get(doc, "version");
+	if (!v) {
+		*ret = 1;
+		return 0;
+	}
+	if (v->type != TOML_INT || v->i < 1 || v->i > 4) {
+		snprintf(why, why_size, "%s: version is not 1, 2, 3 or 4", CRI_CONFIG_FILE);
+		return -EINVAL;
+	}
+	*ret = (int)v->i;
+	return 0;
+}
+
+/* The table at comp[0..n) below t, created when missing; NULL with why set
+ * when a value on the way is not a table. */
+static struct toml_node *table_at(struct toml_node *t, const char *const *comp, size_t n, char *why,
+				  size_t why_size)
+{
+	for (size_t i = 0; i < n; i++) {
+		struct toml_node *x = toml_get(t, comp[i]);
+		if (!x) {
+			x = toml_new(TOML_TABLE);
+			if (!x || toml_set(t, comp[i], x) < 0) {
+				snprintf(why, why_size, "out of memory");
+				return NULL;
+			}
+		} else if (x->type != TOML_TABLE) {
+			char p[256];
+			join(p, sizeof(p), comp, i + 1);
+			snprintf(why, why_size, "%s: %s is not a table (gardener-node-agent: unable to traverse into data "
+				 "structure)", CRI_CONFIG_FILE, p);
+			return NULL;
+		}
+		t = x;
+	}
+	return t;
+}
+
+/* Every value of src into dst, tables merged key by key, arrays and
+ * scalars replaced; imports appended to. */
+static int merge(struct toml_node *dst, const struct toml_node *src, bool top, char *why, size_t why_size)
+{
+	for (size_t i = 0; i < src->n_items; i++) {
+		const struct toml_node *v = src->items[i];
+		struct toml_node *d = toml_get(dst, v->key);
+		if (v->type == TOML_TABLE && !(v->flags & TOML_F_INLINE)) {
+			const char *k = v->key;
+			struct toml_node *sub = table_at(dst, &k, 1, why, why_size);
+			if (!sub)
+				return -EINVAL;
+			if (merge(sub, v, false, why, why_size) < 0)
+				return -EINVAL;
+			continue;
+		}
+		if (top && strcmp(v->key, "imports") == 0 && d && d->type == TOML_ARRAY) {
+			/* containerd_config.go: append ours unless it is there */
+			for (size_t k = 0; k < v->n_items; k++) {
+				bool have = false;
+				for (size_t j = 0; j < d->n_items && !have; j++)
+					have = d->items[j]->type == TOML_STRING && strcmp(d->items[j]->str, v->items[k]->str) == 0;
+				struct toml_node *c = have ? NULL : toml_copy(v->items[k]);
+				if (!have && (!c || toml_append(d, c) < 0))
+					goto oom;
+			}
+			continue;
+		}
+		struct toml_node *c = toml_copy(v);
+		if (!c || toml_set(dst, v->key, c) < 0)
+			goto oom;
+	}
+	return 0;
+oom:
+	snprintf(why, why_size, "out of memory");
+	return -ENOMEM;
+}
+
+/* Removes comp[n-1] from the table at comp[0..n-1) when that exists. */
+static void remove_at(struct toml_node *t, const char *const *comp, size_t n)
+{
+	for (size_t i = 0; t && i + 1 < n; i++)
+		t = toml_get(t, comp[i]);
+	if (t && t->type == TOML_TABLE)
+		toml_remove(t, comp[n - 1]);
+}
+
+int cri_merge_config(const char *base, size_t base_len, const struct osc_cri *cri, const struct cri_target *t,
+		     char **ret, char *why, size_t why_size)
+{
+	_cleanup_free_ char *ours = NULL;
+	_cleanup_(toml_freep) struct toml_node *doc = NULL, *patch = NULL;
+	char err[TOML_ERROR_MAX];
+	int r = cri_render_config(cri, t, &ours);
+	if (r < 0) {
+		snprintf(why, why_size, "cannot render the criConfig: %s", strerror(-r));
+		return r;
+	}
+	if ((r = toml_parse(ours, strlen(ours), &patch, err, sizeof(err))) < 0) {
+		snprintf(why, why_size, "node-agent's own rendering does not parse: %s", err);
+		return -EINVAL;
+	}
+	if (!base) {
+		doc = TAKE_PTR(patch);
+	} else {
+		if ((r = toml_parse(base, base_len, &doc, err, sizeof(err))) < 0) {
+			snprintf(why, why_size, "%s does not parse: %s", CRI_CONFIG_FILE, err);
+			return r;
+		}
+		/* A plugin's values replace the keys of its table they name,
+		 * each whole; a remove deletes its table (in order). */
+		_cleanup_free_ bool *active = cri->n_plugins ? calloc(cri->n_plugins, sizeof(bool)) : NULL;
+		char w[8];
+		if (cri->n_plugins && (!active || cri_plugins_check(cri, t, active, w, sizeof(w)) < 0))
+			return active ? -EINVAL : -ENOMEM;
+		for (size_t i = 0; i < cri->n_plugins; i++) {
+			const char *comp[NODE_DEPTH];
+			size_t n = plugin_path(&cri->plugins[i], t, comp);
+			if (cri->plugins[i].remove) {
+				remove_at(doc, comp, n);
+				continue;
+			}
+			if (!active[i])
+				continue;
+			struct toml_node *pt = table_at(doc, comp, n, why, why_size);
+			if (!pt)
+				return -EINVAL;
+			for (size_t k = 0; k < cri->plugins[i].values.n_items; k++)
+				toml_remove(pt, cri->plugins[i].values.items[k].key);
+		}
+		if (t->cni_bin_dirs) {
+			const char *cni[] = { "plugins", t->config_version == 2 ? "io.containerd.grpc.v1.cri"
+									      : "io.containerd.cri.v1.runtime",
+					      "cni", "bin_dir" };
+			remove_at(doc, cni, 4);
+		}
+		if ((r = merge(doc, patch, true, why, why_size)) < 0)
+			return r;
+	}
+	_cleanup_free_ char *text = NULL;
+	if ((r = toml_format(doc, &text)) < 0) {
+		snprintf(why, why_size, "cannot write %s back: %s", CRI_CONFIG_FILE, strerror(-r));
+		return r;
+	}
+	if (asprintf(ret, "%s%s", merged_header, text) < 0)
+		return -ENOMEM;
+	return 0;
 }

@@ -47,6 +47,33 @@ int cri_target_from_version(const char *out, size_t len, struct cri_target *ret)
  * cri_plugins_check() refuses), -ENOMEM. */
 int cri_render_config(const struct osc_cri *cri, const struct cri_target *t, char **ret);
 
+struct toml_node;
+
+/* The configuration version of a parsed config.toml as gardener-node-agent
+ * reads it (containerd_config.go getContainerdConfigFileVersion): its
+ * "version" key, 1 when there is none. Returns 0 and *ret, -EINVAL (not an
+ * integer, outside 1..4) with the reason in why. */
+int cri_file_version(const struct toml_node *doc, int *ret, char *why, size_t why_size);
+
+/* config.toml as gardener-node-agent's ensureContainerdDefaultConfig and
+ * ensureContainerdConfiguration make it (containerd_config.go): base is
+ * the file there (NULL: none, then the document is node-agent's keys
+ * alone, where gardener-node-agent writes `containerd config default`:
+ * containerd fills in its own defaults either way), patched with exactly
+ * the keys node-agent owns (cri_render_config() for t, whose
+ * config_version must be base's: cri_file_version(); the executor passes
+ * the image's file as kept before its first patch): every other table,
+ * runtime (an image's nvidia runtime), plugin and key of base stays;
+ * imports gets CRI_IMPORTS_DIR appended when it lacks it; cni.bin_dir goes
+ * where bin_dirs is written; a plugin's values replace the keys of its
+ * table they name, each whole (gardener-node-agent's json.Unmarshal into
+ * the table), and a remove deletes its table. A path through a value that
+ * is not a table is refused (gardener-node-agent: "unable to traverse").
+ * Comments and layout of base are not kept (nor are they there). Returns 0
+ * and the text in *ret (free()), -EINVAL with the reason in why, -ENOMEM. */
+int cri_merge_config(const char *base, size_t base_len, const struct osc_cri *cri, const struct cri_target *t,
+		     char **ret, char *why, size_t why_size);
+
 /* Checks criConfig.containerd.plugins for t (pure): each add becomes the
  * table plugins.<path> (version >= 3: Gardener's path replacement for
  * io.containerd.grpc.v1.cri.containerd.runtimes) with its values, nested

@@ -26,6 +26,19 @@
 
 #define GNA_DIR_DEFAULT "/var/lib/gardener-node-agent"
 
+/* gardener-node-agent re-applies the OSC every
+ * controllers.operatingSystemConfig.syncPeriod (gardener/gardener
+ * pkg/nodeagent/controller/operatingsystemconfig/reconciler.go: RequeueAfter
+ * r.Config.SyncPeriod), default 10 min (pkg/apis/config/nodeagent/v1alpha1/
+ * defaults.go SetDefaults_OperatingSystemConfigControllerConfig), and
+ * gardenlet never sets it (pkg/component/extensions/operatingsystemconfig/
+ * original/components/nodeagent/component.go sets only the token
+ * controller's 12 h). Here the re-apply is cloud-config-exec.timer's
+ * OnUnitInactiveSec=10min, a static unit: following another value would
+ * take root rewriting its own timer from a file the OSC carries, for a
+ * field no shoot sets. node-agent logs a notice when the value differs. */
+#define GNA_OSC_SYNC_PERIOD_MS (10u * 60 * 1000)
+
 struct gna_token_sync {
 	char *secret_name;   /* Secret kube-system/<secret_name>, key "token" */
 	char *path;          /* absolute, normalised: where the token goes */
@@ -38,7 +51,8 @@ struct gnaconfig {
 	size_t ca_bundle_len;
 	char *secret_name;          /* controllers.operatingSystemConfig.secretName */
 	char *kubernetes_version;   /* controllers.operatingSystemConfig.kubernetesVersion */
-	uint64_t sync_period_ms;    /* controllers.operatingSystemConfig.syncPeriod (0: not given) */
+	uint64_t sync_period_ms;    /* controllers.operatingSystemConfig.syncPeriod (0: not given);
+				     * parsed, checked and not followed: see GNA_OSC_SYNC_PERIOD_MS */
 	struct gna_token_sync *token_syncs; /* controllers.token.syncConfigs */
 	size_t n_token_syncs;
 	uint64_t token_sync_period_ms; /* controllers.token.syncPeriod (0: not given) */

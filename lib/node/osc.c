@@ -8,6 +8,7 @@
  * model, merges status into spec, sorts and checks for duplicates. Nothing is
  * written to *ret before the whole document has been accepted. */
 #include <errno.h>
+#include <math.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -1068,15 +1069,27 @@ static int parse_tval(struct ctx *c, const struct ynode *n, const char *where, u
 		ret->b = n->bool_value;
 		return 0;
 	}
+	if (n->type == Y_SCALAR && n->kind == YS_FLOAT) {
+		char *e;
+		ret->type = OSC_TV_FLOAT;
+		ret->f = strtod(n->value, &e);
+		if (*e || !isfinite(ret->f))
+			return fail(c, -EINVAL, "%s: '%s': only finite numbers (JSON has no other) (line %zu)", where,
+				    ytree_quote(q, sizeof(q), n->value, n->len), n->line);
+		return 0;
+	}
+	if (n->type == Y_SCALAR && n->kind == YS_NULL && !in_array) {
+		ret->type = OSC_TV_NULL; /* the key is deleted, as gardener-node-agent's go-toml drops it */
+		return 0;
+	}
 	if (n->type == Y_SCALAR)
-		return fail(c, -EINVAL, "%s: '%s': only strings, integers, booleans, mappings and lists (line %zu)", where,
-			    ytree_quote(q, sizeof(q), n->value, n->len), n->line);
-	if (in_array)
-		return fail(c, -EINVAL, "%s: a list of lists or mappings is not supported (line %zu)", where, n->line);
+		return fail(c, -EINVAL, "%s: '%s': only strings, numbers, booleans, null, mappings and lists%s (line %zu)",
+			    where, ytree_quote(q, sizeof(q), n->value, n->len), in_array ? " (no null in a list)" : "",
+			    n->line);
 	size_t count = n->type == Y_MAP ? n->n_items / 2 : n->n_items;
 	if (count > OSC_TVAL_ITEMS_MAX)
 		return fail(c, -EMSGSIZE, "%s: more than %u entries (line %zu)", where, OSC_TVAL_ITEMS_MAX, n->line);
-	if (n->type == Y_MAP && depth >= OSC_TVAL_DEPTH_MAX)
+	if (depth >= OSC_TVAL_DEPTH_MAX)
 		return fail(c, -EMSGSIZE, "%s: nested deeper than %u (line %zu)", where, OSC_TVAL_DEPTH_MAX, n->line);
 	ret->type = n->type == Y_MAP ? OSC_TV_TABLE : OSC_TV_ARRAY;
 	if (count && !(ret->items = calloc(count, sizeof(*ret->items))))

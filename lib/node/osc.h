@@ -132,16 +132,19 @@ struct osc_registry {
 };
 
 /* A value of criConfig.containerd.plugins[].values (arbitrary JSON in
- * Gardener's API), kept only as far as it maps onto TOML without escapes:
+ * Gardener's API), kept as far as it maps onto TOML without escapes:
  * strings and keys printable ASCII without space, quote or backslash;
- * integers; booleans; tables (mappings); arrays of scalars of one type.
- * Floats, nulls and arrays of tables are refused. */
+ * integers; finite floats; booleans; null (gardener-node-agent's go-toml
+ * drops a key whose value is nil: the key is deleted); tables (mappings);
+ * arrays whose items are all of one type (scalars, tables or arrays; no
+ * null). Infinite and NaN floats (no JSON has them) and mixed arrays
+ * (containerd 1.6's TOML parser refuses them) are refused. */
 #define OSC_PLUGINS_MAX 16
 #define OSC_PLUGIN_PATH_MAX 16      /* components of plugins[].path */
 #define OSC_TVAL_ITEMS_MAX 64       /* entries of one table or array */
 #define OSC_TVAL_DEPTH_MAX 6        /* nested tables below plugins[].values */
 
-enum osc_tval_type { OSC_TV_STR, OSC_TV_INT, OSC_TV_BOOL, OSC_TV_TABLE, OSC_TV_ARRAY };
+enum osc_tval_type { OSC_TV_STR, OSC_TV_INT, OSC_TV_BOOL, OSC_TV_TABLE, OSC_TV_ARRAY, OSC_TV_FLOAT, OSC_TV_NULL };
 
 struct osc_tval {
 	enum osc_tval_type type;
@@ -149,7 +152,8 @@ struct osc_tval {
 	char *str;                  /* OSC_TV_STR */
 	int64_t i;                  /* OSC_TV_INT */
 	bool b;                     /* OSC_TV_BOOL */
-	struct osc_tval *items;     /* OSC_TV_TABLE: entries (keys unique); OSC_TV_ARRAY: scalars */
+	double f;                   /* OSC_TV_FLOAT (finite) */
+	struct osc_tval *items;     /* OSC_TV_TABLE: entries (keys unique); OSC_TV_ARRAY: items of one type */
 	size_t n_items;
 };
 

@@ -9,6 +9,7 @@
 
 #include "cleanup.h"
 #include "errbuf.h"
+#include "strx.h"
 #include "ytree.h"
 
 void ynode_free(struct ynode *n)
@@ -93,17 +94,6 @@ static int resolve_bool(const char *s)
 	return -1;
 }
 
-static int digit_value(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return 99;
-}
-
 /* Integers as yaml.v2 reads them: [-+] then 0x.., 0o.., 0b.., 0.. (octal) or
  * decimal. Returns false for anything else, including overflow. */
 static bool resolve_int(const char *s, size_t len, int64_t *ret)
@@ -133,8 +123,8 @@ static bool resolve_int(const char *s, size_t len, int64_t *ret)
 		return false;
 	uint64_t v = 0;
 	for (; *s; s++) {
-		int d = digit_value(*s);
-		if (d >= base)
+		int d = strx_hexval(*s);
+		if (d < 0 || d >= base)
 			return false;
 		if (v > (UINT64_MAX - (uint64_t)d) / (uint64_t)base)
 			return false;

@@ -33,7 +33,7 @@ printf 'root:x:0:0:root:/root:/bin/sh\ngardener:x:1700:1700::/home/gardener:/bin
 printf 'root:x:0:\ngardener:x:1700:\n' >"$R/etc/group"
 chown -R 1700:1700 "$R/home/gardener"
 
-keys="g0 g1 g2 g3 g4 dv de dx own"
+keys="g0 g1 g2 g3 g4 dv de dx own opk"
 for k in $keys; do ssh-keygen -q -t ed25519 -N '' -C "krl-$k" -f "$W/$k" </dev/null; done
 ssh-keygen -q -t rsa -b 2048 -N '' -C krl-rsa -f "$W/rsa" </dev/null
 fp() { ssh-keygen -lf "$W/$1.pub" | awk '{print $2}'; }
@@ -142,8 +142,10 @@ osc old g2 g1
 apply old
 check "an older OSC naming g1 as the previous key: g1 stays revoked" revoked g1
 printf 'garbage' >"$KRL"
-apply v6
-check "a damaged KRL is rewritten, valid again" bash -c "'$MKKRL' --dump '$KRL' >/dev/null"
+check_not "a damaged KRL is not overwritten silently: the run fails" apply v6
+check "... the KRL is left as it is" test "$(cat "$KRL")" = garbage
+cce "$R" revoke --replace 2>>"$W/cce.log"
+check "... cloud-config-exec revoke --replace writes it anew, valid again" bash -c "'$MKKRL' --dump '$KRL' >/dev/null"
 
 # --- lifting: only a re-grant as current
 cat >"$W/doc2.json" <<EOF
@@ -219,7 +221,12 @@ echo "krldave:x:61101:" >>"$W/group"
 echo "krldave:*:19000:0:99999:7:::" >>"$W/shadow"
 for f in passwd group shadow; do mount --bind "$W/$f" "/etc/$f"; done
 install -d -m 0700 -o 61101 -g 61101 /run/krl/home/krldave /run/krl/home/krldave/.ssh
-cat "$W/g0.pub" "$W/g3.pub" "$W/own.pub" >/run/krl/home/krldave/.ssh/authorized_keys
+cat "$W/g0.pub" "$W/g3.pub" "$W/own.pub" "$W/opk.pub" >/run/krl/home/krldave/.ssh/authorized_keys
+# The operator revokes a key on this node (issue 35): revoked-keys.d, merged
+# into the KRL at once by `cloud-config-exec revoke`.
+mkdir -p "$R/etc/node-agent/revoked-keys.d"
+cp "$W/opk.pub" "$R/etc/node-agent/revoked-keys.d/left-the-team.pub"
+cce "$R" revoke 2>>"$W/cce.log"
 chown 61101:61101 /run/krl/home/krldave/.ssh/authorized_keys
 chmod 0600 /run/krl/home/krldave/.ssh/authorized_keys
 cp -p "$KRL" /run/krl/revoked.krl
@@ -238,6 +245,7 @@ check "sshd: the current key logs in from the user's own authorized_keys" login 
 check "sshd: an unrelated key of the user's own logs in" login own
 check_not "sshd: the rotated-out key in the user's own authorized_keys is refused" login g0
 check "sshd logged the refusal as revoked by the KRL" grep -q "revoked by file /run/krl/revoked.krl" "$W/sshd.log"
+check_not "sshd: a key the operator revoked in revoked-keys.d, in the user's own authorized_keys, is refused" login opk
 # login_cert NAME: uk with the certificate NAME-cert.pub
 login_cert() { ssh_login krldave uk true -o CertificateFile="$W/$1-cert.pub"; }
 check_not "sshd: the certificate's key alone is no login" login uk
@@ -258,6 +266,8 @@ check "... sshd says the CA key is revoked" test "$(grep -c "revoked by file /ru
 check "an empty RevokedKeys file (what tmpfiles.d creates): the key logs in" login g0
 rm /run/krl/revoked.krl
 check_not "a missing RevokedKeys file: sshd refuses every key (why it must always exist)" login g3
+
+rm -r "$R/etc/node-agent/revoked-keys.d" # lifted by the next run
 
 # --- the bound: KRL_ENTRIES_MAX (1,024) entries, explicit revocations last out
 mkdir "$W/many"

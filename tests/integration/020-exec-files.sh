@@ -241,6 +241,63 @@ check "a secretRef file without its bytes (apply FILE: no desired.json) fails th
 check "  ... naming the file, the Secret and the key" grep -q "/etc/x (Secret kube-system/s, key k) not read by node-agent" "$I/secret.log"
 check "  ... and does not write it" test ! -e "$IR/etc/x"
 
+# --- issue 36: one plan for check and apply. Every OSC fixture applied to
+# a fresh root and again, then the drift cases on the Gardener worker (an
+# edited kubelet config, a chmod 666 unit, an edited drop-in): check's
+# prediction is exactly what apply did (check_is_apply, tests/lib/exec.sh).
+# Image files are there already with their record (an image's kubelet
+# copied out before), so the images step needs no containerd here; 028
+# deletes the kubelet under a real containerd.
+seed_images() { # seed_images ROOT OSC: every image file there, recorded as copied out
+	python3 - "$1" "$2" <<-'PY'
+	import hashlib, json, os, sys, yaml
+	root, osc = sys.argv[1], yaml.safe_load(open(sys.argv[2]))
+	rec, spec = {}, osc.get("spec", {})
+	files = spec.get("files", []) + (osc.get("status") or {}).get("extensionFiles", [])
+	for f in files:
+	    ref = f.get("content", {}).get("imageRef")
+	    if not ref or f["path"] == "/opt/bin/gardener-node-agent":
+	        continue
+	    data = ("#!/bin/sh\necho %s\n" % ref["image"]).encode()
+	    p = root + f["path"]
+	    os.makedirs(os.path.dirname(p), exist_ok=True)
+	    open(p, "wb").write(data)
+	    os.chmod(p, f.get("permissions", 0o644))
+	    rec[f["path"]] = {"image": ref["image"], "digest": "sha256:" + "0" * 64,
+	                      "sha256": hashlib.sha256(data).hexdigest(), "identity": ""}
+	os.makedirs(root + "/var/lib/cloud-config-exec", exist_ok=True)
+	json.dump(rec, open(root + "/var/lib/cloud-config-exec/images.json", "w"))
+	PY
+}
+P=$W/plan
+for f in "$TESTS_DIR"/fixtures/osc/*.yaml "$TESTS_DIR"/fixtures/osc/*.json; do
+	n=$(basename "$f")
+	rm -rf "$P" && exec_init "$P"
+	seed_images "$P/root" "$f"
+	check_is_apply "$P/root" "$f" "$n, first apply"
+	check_is_apply "$P/root" "$f" "$n, again"
+	check "$n, again: nothing to write" bash -c "! grep -qE '^(write|remove|containerd write) ' '$CIA_CHECK'"
+done
+rm -rf "$P" && exec_init "$P"
+G=$TESTS_DIR/fixtures/osc/gardener-worker.yaml
+seed_images "$P/root" "$G"
+cce "$P/root" apply "$G" 2>/dev/null
+echo "maxPods: 7" >>"$P/root/var/lib/kubelet/config/kubelet"
+check_is_apply "$P/root" "$G" "edited kubelet config"
+check "  ... predicted: rewrite it, restart the kubelet" bash -c "grep -qx 'write   /var/lib/kubelet/config/kubelet' '$CIA_CHECK' &&
+	grep -qx 'units: restart: kubelet.service; superseded: gardener-user.path gardener-user.service; unchanged: 5' '$CIA_CHECK'"
+chmod 666 "$P/root/etc/systemd/system/kubelet.service"
+check_is_apply "$P/root" "$G" "chmod 666 unit"
+check "  ... predicted: its mode fixed, no restart" bash -c "grep -q '^unit    kubelet.service: mode (' '$CIA_CHECK' &&
+	grep -qx 'units: superseded: gardener-user.path gardener-user.service; unchanged: 6' '$CIA_CHECK'"
+check "  ... done: 0644 again" test "$(stat -c %a "$P/root/etc/systemd/system/kubelet.service")" = 644
+echo "# edited" >>"$P/root/etc/systemd/system/kubelet.service.d/12-os-tuning.conf"
+check_is_apply "$P/root" "$G" "edited drop-in"
+check "  ... predicted: rewritten, the kubelet restarted (drift)" \
+	grep -q '^unit    kubelet.service: write,restart,drift (files on disk differ from the OSC)' "$CIA_CHECK"
+check "  ... done: the drop-in as the OSC has it" bash -c "! grep -q '# edited' '$P/root/etc/systemd/system/kubelet.service.d/12-os-tuning.conf'"
+check_is_apply "$P/root" "$TESTS_DIR/fixtures/osc/gardener-worker-v2.yaml" "the next version (changes and drops)"
+
 # --- usage errors
 "$CCE" --bogus >/dev/null 2>&1
 check "unknown option: exit 2" test $? -eq 2

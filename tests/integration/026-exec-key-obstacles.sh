@@ -175,7 +175,9 @@ check "huge: the moved-aside file is whole" test "$(stat -c %s "$AK".$MV)" -eq "
 
 # --- a write lease held by a process of the user (SIGIO ignored)
 reset
-as_user /usr/bin/python3 - "$AK" >"$W/lease.out" 2>&1 <<'PY' &
+# setpriv itself, not as_user: a shell function in the background is a
+# subshell, and $! would be that subshell, not the leaseholder.
+setpriv --reuid=$UID_G --regid=$UID_G --clear-groups /usr/bin/python3 - "$AK" >"$W/lease.out" 2>&1 <<'PY' &
 import fcntl, os, signal, sys, time
 signal.signal(signal.SIGIO, signal.SIG_IGN)
 fd = os.open(sys.argv[1], os.O_RDONLY)

@@ -23,7 +23,15 @@
 # the osc fuzz corpus whose criConfig the renderer accepts loads in the
 # real containerd. Issue 27: a no-op re-apply does not exec containerd
 # (its --version is cached per binary in state.json); a changed binary
-# (ctime) is asked again.
+# (ctime) is asked again. Issue 36: the file there decides the version (no
+# containerd --version for a version 2 file); a GPU image's own
+# config.toml (tests/fixtures/containerd/gpu-image-1.6.toml: an nvidia
+# runtime as the default, CDI, an import, a plugin table, an array of
+# tables) is patched as gardener-node-agent patches it: all of it
+# survives every apply, the real containerd loads and starts with it, a
+# plugin's values replace the keys of the table they name (each whole), a
+# re-apply writes nothing and asks containerd nothing, and dropping the
+# criConfig brings the image's file back byte for byte.
 source "$TESTS_DIR/lib/common.sh"
 source "$TESTS_DIR/lib/exec.sh"
 source "$TESTS_DIR/lib/kube.sh"
@@ -156,8 +164,8 @@ check "drift: containerd restarted" grep -q 'Units:.*containerd.service' "$W/a4.
 # --- plugins (gVisor, Kata as Gardener's extensions write them): tables of
 # their own, a later remove drops an earlier one; the real containerd takes it
 check "plugins: apply succeeds" cce "$R" apply "$W/v3.yaml" 2>"$W/a5.log"
-check "  ... runsc table rendered" grep -qxF '[plugins."io.containerd.grpc.v1.cri"."containerd"."runtimes"."runsc"]' "$CFG"
-check "  ... nested options table" grep -qxF '  "ConfigPath" = "/etc/containerd/runsc.toml"' "$CFG"
+check "  ... runsc table rendered" grep -qxF '[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runsc]' "$CFG"
+check "  ... nested options table" grep -qxF '  ConfigPath = "/etc/containerd/runsc.toml"' "$CFG"
 check_not "  ... kata removed by the later remove" grep -q kata "$CFG"
 check "  ... containerd restarted for it" grep -q 'Units:.*containerd.service' "$W/a5.log"
 check "  ... containerd config dump reads it" bash -c "containerd --config '$CFG' config dump >'$W/dump3.toml' 2>'$W/dump3.err'"
@@ -202,10 +210,18 @@ s = json.load(open(p))
 s["containerd"]["binary"] = "0:0:0:0.0:0.0"
 json.dump(s, open(p, "w"))
 PY
+# (a version 2 file there tells the version without asking containerd:
+# without one, the binary is asked)
+mv "$CFG" "$W/cfg.kept"
 strace -f -qq -e trace=execve -o "$W/s9.strace" "$CCE" --root "$R" --config "$W/config.json" --no-systemd \
 	--log stderr apply "$W/v3.yaml" 2>/dev/null
 check "stale cache stamp: containerd --version run again" grep -qE 'execve\("[^"]*/containerd", \["containerd", "--version"' "$W/s9.strace"
 check "  ... and the cache holds the real stamp again" bash -c "! grep -q '0:0:0:0.0:0.0' '$ST/state.json'"
+strace -f -qq -e trace=execve -o "$W/s9b.strace" "$CCE" --root "$R" --config "$W/config.json" --no-systemd \
+	--log stderr apply "$W/v2.yaml" 2>/dev/null
+check "a version 2 file there: containerd not asked its version (the file says it)" \
+	bash -c "! grep -qE 'execve\(\"[^\"]*/containerd\", \[\"containerd\", \"--version\"' '$W/s9b.strace'"
+check "  ... asked only to load the changed text (config dump)" grep -qE '"config", "dump"' "$W/s9b.strace"
 
 # --- every criConfig the renderer accepts loads in the real containerd:
 # the osc fuzz corpus (with its crafted "]", "[" and odd-key seeds)
@@ -237,5 +253,72 @@ check "corpus: the odd-but-allowed keys seed renders" bash -c \
 printf 'spec:\n  files:\n  - path: /etc/na-test/plain.conf\n    permissions: 420\n    content: {inline: {data: "plain\\n"}}\n' >"$W/v9.yaml"
 check "no criConfig: apply succeeds" cce "$R" apply "$W/v9.yaml" 2>"$W/a9.log"
 check_not "  ... drop-in 30-env_config.conf removed" test -e "$R/etc/systemd/system/containerd.service.d/30-env_config.conf"
+check_not "  ... config.toml gone: the root had none before node-agent" test -e "$CFG"
+
+# --- issue 36: a GPU image's own config.toml is patched, never replaced
+G=$W/gpu
+exec_init "$G"
+GR=$G/root
+GCFG=$GR/etc/containerd/config.toml
+mkdir -p "$GR/etc/containerd"
+cp "$TESTS_DIR/fixtures/containerd/gpu-image-1.6.toml" "$GCFG"
+cce_g() { "$CCE" --root "$GR" --config "$G/config.json" --no-systemd --log stderr "$@"; }
+strace -f -qq -e trace=execve -o "$G/s1.strace" "$CCE" --root "$GR" --config "$G/config.json" --no-systemd \
+	--log stderr apply "$W/v3.yaml" 2>"$G/a1.log"
+check "GPU image: apply succeeds" grep -q 'Applied OSC' "$G/a1.log"
+check "  ... the image's file kept before the first patch" cmp -s "$TESTS_DIR/fixtures/containerd/gpu-image-1.6.toml" \
+	"$GR/var/lib/cloud-config-exec/containerd-config.image.toml"
+check "  ... containerd not asked its version (the file is version 2)" \
+	bash -c "! grep -qE '\"containerd\", \"--version\"' '$G/s1.strace'"
+check "  ... containerd loaded the patched text before it replaced the file" grep -qE '"config", "dump"' "$G/s1.strace"
+for k in 'version = 2' '  default_runtime_name = "nvidia"' '  BinaryName = "/usr/bin/nvidia-container-runtime"' \
+	'  enable_cdi = true' '  cdi_spec_dirs = ["/etc/cdi", "/var/run/cdi"]' 'oom_score = -999' \
+	'[plugins."io.containerd.monitor.v1.cgroups"]' '[[proxy_plugins_list]]' '  weight = 1.5' \
+	'imports = ["/etc/containerd/gpu.d/*.toml", "/etc/containerd/conf.d/*.toml"]' \
+	'  config_path = "/etc/containerd/certs.d"' '  SystemdCgroup = false' '  sandbox_image = "127.0.0.1:5000/pause:3.10"' \
+	'[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runsc]'; do
+	check "  ... has: $k" grep -qxF "$k" "$GCFG"
+done
+containerd --config "$GCFG" config dump >"$G/dump.toml" 2>"$G/dump.err"
+check "  ... the real containerd loads it" test $? -eq 0
+check "  ... in effect: the nvidia runtime and its binary" grep -qF 'BinaryName = "/usr/bin/nvidia-container-runtime"' "$G/dump.toml"
+check "  ... in effect: nvidia the default runtime" grep -qF 'default_runtime_name = "nvidia"' "$G/dump.toml"
+check "  ... in effect: the runsc plugin" grep -qF 'runtime_type = "io.containerd.runsc.v1"' "$G/dump.toml"
+GD=$G/ctd
+mkdir -p "$GD"
+containerd --config "$GCFG" --root "$GD/root" --state "$GD/state" --address "$GD/sock" >"$GD/log" 2>&1 &
+GPID=$!
+on_exit "kill $GPID 2>/dev/null; wait $GPID 2>/dev/null"
+wait_for 20 bash -c "[ -S '$GD/sock' ] && ctr --address '$GD/sock' version >/dev/null 2>&1"
+check "  ... containerd started with it answers ctr version" bash -c "ctr --address '$GD/sock' version | grep -q 'Server:'"
+check "  ... and its CRI plugin loaded" bash -c "ctr --address '$GD/sock' plugins ls | grep -q 'io.containerd.grpc.v1 *cri .*ok'"
+kill $GPID; wait $GPID 2>/dev/null
+before=$(stat -c '%i %y %z' "$GCFG")
+strace -f -qq -e trace=execve -o "$G/s2.strace" "$CCE" --root "$GR" --config "$G/config.json" --no-systemd \
+	--log stderr apply "$W/v3.yaml" 2>"$G/a2.log"
+check "  ... re-apply: the file untouched" test "$before" = "$(stat -c '%i %y %z' "$GCFG")"
+check "  ... re-apply: containerd not run at all" bash -c "! grep -qE 'execve\(\"[^\"]*/containerd\"' '$G/s2.strace'"
+# gardener-node-agent unmarshals a plugin's values into the table: each key
+# they name is replaced whole, the table's other keys stay
+osc "$W/g2.yaml" cgroupfs "" "      plugins:
+      - path: [io.containerd.grpc.v1.cri, containerd, runtimes, nvidia]
+        values: {options: {BinaryName: /usr/local/nvidia/toolkit/nvidia-container-runtime}}"
+check "  ... a plugin on the nvidia runtime applies" cce_g apply "$W/g2.yaml" 2>"$G/a3.log"
+check "  ... its options replaced whole (BinaryName new, SystemdCgroup of nvidia gone), runsc of the last OSC gone" bash -c "
+	python3 - '$GCFG' <<'PY'
+import sys, tomllib
+d = tomllib.load(open(sys.argv[1], 'rb'))
+nv = d['plugins']['io.containerd.grpc.v1.cri']['containerd']['runtimes']['nvidia']
+assert nv['options'] == {'BinaryName': '/usr/local/nvidia/toolkit/nvidia-container-runtime'}, nv
+assert nv['privileged_without_host_devices'] is False and nv['runtime_type'] == 'io.containerd.runc.v2', nv
+assert 'runsc' not in d['plugins']['io.containerd.grpc.v1.cri']['containerd']['runtimes']
+PY"
+check "  ... the real containerd loads it" bash -c "containerd --config '$GCFG' config dump >/dev/null 2>&1"
+check "the criConfig goes: apply succeeds" cce_g apply "$W/v9.yaml" 2>"$G/a4.log"
+check "  ... the image's config.toml back byte for byte" cmp -s "$TESTS_DIR/fixtures/containerd/gpu-image-1.6.toml" "$GCFG"
+check "  ... containerd restarted for it" grep -q 'Units:.*containerd.service\|restart.*containerd' "$G/a4.log"
+check "  ... the kept copy gone" test ! -e "$GR/var/lib/cloud-config-exec/containerd-config.image.toml"
+check "a criConfig again: the image's keys are kept again" cce_g apply "$W/v3.yaml" 2>"$G/a5.log"
+check "  ... nvidia runtime there" grep -qxF '  BinaryName = "/usr/bin/nvidia-container-runtime"' "$GCFG"
 
 finish

@@ -80,10 +80,15 @@ plan_is() { cce "$1" check "$2" 2>/dev/null | grep -qx -- "$3"; }
 check "without any last-applied record every unit would restart" \
 	plan_is "$R" "$W/v2.yaml" 'units: restart: containerd.service kubelet.service na-takeover-a.service; superseded: gardener-node-agent.service'
 
-# --- gardener-node-agent applied v1 before (its record, written as it does)
-mkdir -p "$GNA"
+# --- gardener-node-agent applied v1 before (its record, written as it does,
+# and the unit files and drop-ins it wrote)
+mkdir -p "$GNA" "$R/etc/systemd/system/containerd.service.d"
 cp "$W/v1.yaml" "$GNA/last-applied-osc.yaml"
 chmod 0600 "$GNA/last-applied-osc.yaml"
+printf '[Service]\nExecStart=\nExecStart=/usr/bin/containerd --config=/etc/containerd/config.toml\n' \
+	>"$R/etc/systemd/system/containerd.service.d/11-exec_config.conf"
+printf '[Service]\nExecStart=/opt/bin/kubelet\n' >"$R/etc/systemd/system/kubelet.service"
+printf '[Service]\nExecStart=/bin/echo 1\n' >"$R/etc/systemd/system/na-takeover-a.service"
 cce "$R" check "$W/v2.yaml" >"$W/check.out" 2>"$W/check.log"
 check "check: only the unit whose definition differs restarts ($(grep '^units:' "$W/check.out"))" \
 	grep -qx 'units: restart: na-takeover-a.service; superseded: gardener-node-agent.service; unchanged: 2' "$W/check.out"

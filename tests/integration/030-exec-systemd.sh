@@ -13,8 +13,7 @@
 #   a failing unit and a job past its deadline are reported by name; a re-apply is a no-op.
 # The box's state lives in /var/tmp (never the git tree); it is torn down and the test
 # checks that no process, cgroup or rootfs is left. The freshly bootstrapped rootfs is
-# kept as a tar in $B/sdbox-cache (later runs: ~5 s instead of ~40 s;
-# SDBOX_CACHE=0 bootstraps anew every time).
+# kept as a tar in $B/sdbox-cache (later runs: ~5 s instead of ~40 s).
 source "$TESTS_DIR/lib/common.sh"
 require_root
 for t in systemd-nspawn debootstrap nsenter unshare; do
@@ -28,8 +27,6 @@ SDBOX=$TESTS_DIR/lib/sdbox.sh
 W=$(scratch)
 export SDBOX_STATE=/var/tmp/node-agent-sdbox-$$
 export SDBOX_SRC=$W
-export SDBOX_CACHE=${SDBOX_CACHE-1}
-[ "$SDBOX_CACHE" = 0 ] && unset SDBOX_CACHE
 on_exit "'$SDBOX' down"
 t0=$(date +%s%N)
 if ! env_lines=$("$SDBOX" up); then

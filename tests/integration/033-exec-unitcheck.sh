@@ -20,8 +20,6 @@ SDBOX=$TESTS_DIR/lib/sdbox.sh
 W=$(scratch)
 export SDBOX_STATE=/var/tmp/node-agent-sdbox-033-$$
 export SDBOX_SRC=$W
-export SDBOX_CACHE=${SDBOX_CACHE-1}
-[ "$SDBOX_CACHE" = 0 ] && unset SDBOX_CACHE
 on_exit "'$SDBOX' down"
 if ! env_lines=$("$SDBOX" up); then
 	fail "the nspawn box boots"

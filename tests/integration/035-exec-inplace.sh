@@ -10,7 +10,8 @@
 # its args, state running until the reboot, successful after it; a
 # rolled-back update (the reboot keeps the old version) failed with
 # gardener-node-agent's reason, for good, the script not run again; a CPU
-# manager policy change removes /var/lib/kubelet/cpu_manager_state.
+# manager policy change removes /var/lib/kubelet/cpu_manager_state, and
+# waits for the kubelet's /healthz (node-agent's verdicts) after it.
 source "$TESTS_DIR/lib/common.sh"
 source "$TESTS_DIR/lib/exec.sh"
 require_root
@@ -118,7 +119,26 @@ check "cpu policy: waiting, kinds [kubelet-cpu-manager-policy]" \
 	test "$(res 'r["inPlaceUpdate"]["state"], r["inPlaceUpdate"]["kinds"]')" = "('waiting', ['kubelet-cpu-manager-policy'])"
 check "cpu policy: the state file stays while waiting" test -e "$R/var/lib/kubelet/cpu_manager_state"
 desired_json "$W/v4.json" 6 '{"inPlaceUpdate": {"readyForUpdate": true}}' >"$D"
+# Issue 36: the kubelet's health after the change is its /healthz, as
+# gardener-node-agent's checkKubeletHealth, from node-agent's probe
+# (kubelet-health.json in its state directory; written here by hand):
+# unhealthy for ~3 s after the restart, then healthy.
+V=$R/var/lib/node-agent/kubelet-health.json
+verdict() { printf '%s\n' "$1" >"$V.tmp" && mv "$V.tmp" "$V"; }
+verdict '{"version": 1, "healthy": false, "checkedAt": 1, "error": "HTTP status 500"}'
+( end=$(($(date +%s) + 3)); while [ "$(date +%s)" -lt "$end" ]; do
+	verdict "{\"version\": 1, \"healthy\": false, \"checkedAt\": $(date +%s), \"error\": \"HTTP status 500\"}"; sleep 0.3; done
+	while [ ! -e "$W/vw.stop" ]; do
+	verdict "{\"version\": 1, \"healthy\": true, \"checkedAt\": $(date +%s), \"serverVersion\": \"ok\"}"; sleep 0.3; done ) &
+VW=$!
+on_exit "touch '$W/vw.stop'; wait $VW 2>/dev/null"
+t0=$(date +%s%N)
 check "cpu policy: ready, applied" run
+t1=$(date +%s%N)
+touch "$W/vw.stop"; wait $VW 2>/dev/null
+check "  ... the kubelet's /healthz waited for (node-agent's verdicts), not systemd's state" \
+	grep -q "In-place update: the kubelet is healthy (its /healthz, node-agent's probe at" "$W/log"
+check "  ... through the unhealthy ones ($(( (t1 - t0) / 1000000 )) ms >= 2 s)" test $(( (t1 - t0) / 1000000 )) -ge 2000
 check "cpu policy: the state file removed" test ! -e "$R/var/lib/kubelet/cpu_manager_state"
 check "cpu policy: successful" test "$(res 'r["success"], r["inPlaceUpdate"]["state"]')" = "(True, 'successful')"
 check "no OS update for it" test "$(wc -l <"$W/calls")" -eq 2

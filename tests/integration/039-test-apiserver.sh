@@ -30,15 +30,15 @@ check "bad bearer token: 401 body" same "$(c -H 'Authorization: Bearer nope' "$N
 	'{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"Unauthorized","reason":"Unauthorized","code":401}'
 check "bootstrap token with wrong secret: 401" same "$(code -H 'Authorization: Bearer abcdef.ffffffffffffffff' "$N")" 401
 check "anonymous: 403 body" same "$(c "$N/$KUBE_NODE")" \
-	'{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"nodes \"node-1\" is forbidden: User \"system:anonymous\" cannot get resource \"nodes\" in API group \"\" at the cluster scope","reason":"Forbidden","details":{"name":"node-1","kind":"nodes"},"code":403}'
+	'{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"nodes \"'"$KUBE_NODE"'\" is forbidden: User \"system:anonymous\" cannot get resource \"nodes\" in API group \"\" at the cluster scope","reason":"Forbidden","details":{"name":"'"$KUBE_NODE"'","kind":"nodes"},"code":403}'
 check "bootstrap token lists nodes: 403 body" same "$(c -H 'Authorization: Bearer abcdef.0123456789abcdef' "$N")" \
 	'{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"nodes is forbidden: User \"system:bootstrap:abcdef\" cannot list resource \"nodes\" in API group \"\" at the cluster scope","reason":"Forbidden","details":{"kind":"nodes"},"code":403}'
 check "node identity may not read the Secret: 403 body" same "$(cn "$SEC/$KUBE_SECRET")" \
-	"{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\",\"message\":\"secrets \\\"$KUBE_SECRET\\\" is forbidden: User \\\"system:node:node-1\\\" cannot get resource \\\"secrets\\\" in API group \\\"\\\" in the namespace \\\"kube-system\\\": no relationship found between node 'node-1' and this object\",\"reason\":\"Forbidden\",\"details\":{\"name\":\"$KUBE_SECRET\",\"kind\":\"secrets\"},\"code\":403}"
+	"{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\",\"message\":\"secrets \\\"$KUBE_SECRET\\\" is forbidden: User \\\"system:node:$KUBE_NODE\\\" cannot get resource \\\"secrets\\\" in API group \\\"\\\" in the namespace \\\"kube-system\\\": no relationship found between node '$KUBE_NODE' and this object\",\"reason\":\"Forbidden\",\"details\":{\"name\":\"$KUBE_SECRET\",\"kind\":\"secrets\"},\"code\":403}"
 check "node identity, missing Secret: 403, not 404" same "$(cn "$SEC/does-not-exist")" \
-	'{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"secrets \"does-not-exist\" is forbidden: User \"system:node:node-1\" cannot get resource \"secrets\" in API group \"\" in the namespace \"kube-system\": no relationship found between node '"'node-1'"' and this object","reason":"Forbidden","details":{"name":"does-not-exist","kind":"secrets"},"code":403}'
+	'{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"secrets \"does-not-exist\" is forbidden: User \"system:node:'"$KUBE_NODE"'\" cannot get resource \"secrets\" in API group \"\" in the namespace \"kube-system\": no relationship found between node '"'$KUBE_NODE'"' and this object","reason":"Forbidden","details":{"name":"does-not-exist","kind":"secrets"},"code":403}'
 check "node identity lists secrets: 403 body" same "$(cn "$SEC")" \
-	'{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"secrets is forbidden: User \"system:node:node-1\" cannot list resource \"secrets\" in API group \"\" in the namespace \"kube-system\": No Object name found","reason":"Forbidden","details":{"kind":"secrets"},"code":403}'
+	'{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"secrets is forbidden: User \"system:node:'"$KUBE_NODE"'\" cannot list resource \"secrets\" in API group \"\" in the namespace \"kube-system\": No Object name found","reason":"Forbidden","details":{"kind":"secrets"},"code":403}'
 check "token reads the Secret" same "$(ct -o /dev/null -w '%{http_code}' "$SEC/$KUBE_SECRET")" 200
 sec=$(ct "$SEC/$KUBE_SECRET")
 check "Secret data osc.yaml is the file, base64" same "$(jget "d['data']['osc.yaml']" <<<"$sec" | base64 -d | sha256sum | cut -d' ' -f1)" "$(sha256sum <"$S/osc.yaml" | cut -d' ' -f1)"
@@ -57,9 +57,9 @@ mp() { cn -X PATCH -H "Content-Type: ${CT:-application/merge-patch+json}" --data
 check "PATCH with application/json: 415 body" same "$(CT=application/json mp "$KUBE_NODE" '{}')" \
 	'{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"415: Unsupported Media Type","reason":"UnsupportedMediaType","details":{},"code":415}'
 check "PATCH another node: 403 body" same "$(kctl POST /node '{"name":"node-2"}' >/dev/null; mp node-2 '{"metadata":{"annotations":{"a":"b"}}}')" \
-	'{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"nodes \"node-2\" is forbidden: node \"node-1\" is not allowed to modify node \"node-2\"","reason":"Forbidden","details":{"name":"node-2","kind":"nodes"},"code":403}'
+	'{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"nodes \"node-2\" is forbidden: node \"'"$KUBE_NODE"'\" is not allowed to modify node \"node-2\"","reason":"Forbidden","details":{"name":"node-2","kind":"nodes"},"code":403}'
 check "PATCH a node-restriction label: 403 body" same "$(mp "$KUBE_NODE" '{"metadata":{"labels":{"node-restriction.kubernetes.io/pool":"x"}}}')" \
-	'{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"nodes \"node-1\" is forbidden: is not allowed to modify labels: node-restriction.kubernetes.io/pool","reason":"Forbidden","details":{"name":"node-1","kind":"nodes"},"code":403}'
+	'{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"nodes \"'"$KUBE_NODE"'\" is forbidden: is not allowed to modify labels: node-restriction.kubernetes.io/pool","reason":"Forbidden","details":{"name":"'"$KUBE_NODE"'","kind":"nodes"},"code":403}'
 rv0=$(cn "$N/$KUBE_NODE" | jget "d['metadata']['resourceVersion']")
 r=$(mp "$KUBE_NODE" '{"metadata":{"annotations":{"checksum/cloud-config-data":"abc","x":"1"},"labels":{"worker.gardener.cloud/kubernetes-version":"1.31.1"}}}')
 rv1=$(jget "d['metadata']['resourceVersion']" <<<"$r")
@@ -82,7 +82,7 @@ ts=$(date +%s.%N)
 cn -D "$S/h" -N "$W&timeoutSeconds=5" >"$S/w0" &
 wpid=$!
 sleep 0.5
-kctl POST /node '{"name":"node-1","annotations":{"w":"1"}}' >/dev/null
+kctl POST /node '{"name":"'"$KUBE_NODE"'","annotations":{"w":"1"}}' >/dev/null
 kctl POST /node '{"name":"node-2","annotations":{"w":"1"}}' >/dev/null
 wait $wpid
 rc=$?
@@ -91,7 +91,7 @@ check "watch without RV ends cleanly at timeoutSeconds" same "$rc" 0
 check "  ... after about 5 s" python3 -c "import sys; sys.exit(not 4.9 < $t1 - $ts < 6.5)"
 check "watch is HTTP 200, chunked, application/json" bash -c "grep -qi '^HTTP/1.1 200' '$S/h' && grep -qi '^Transfer-Encoding: chunked' '$S/h' && grep -qi '^Content-Type: application/json' '$S/h'"
 check "watch without RV starts with a synthetic ADDED" same "$(head -1 "$S/w0" | jget "d['type']")" ADDED
-check "then MODIFIED for our node only" same "$(grep -v BOOKMARK "$S/w0" | sed -n 2p | jget "d['type'] + ' ' + d['object']['metadata']['name'] + ' ' + d['object']['metadata']['annotations']['w']")" "MODIFIED node-1 1"
+check "then MODIFIED for our node only" same "$(grep -v BOOKMARK "$S/w0" | sed -n 2p | jget "d['type'] + ' ' + d['object']['metadata']['name'] + ' ' + d['object']['metadata']['annotations']['w']")" "MODIFIED $KUBE_NODE 1"
 check "no event for the other node" bash -c "! grep -q '\"name\":\"node-2\"' '$S/w0'"
 bm=$(grep '"BOOKMARK"' "$S/w0" | tail -1)
 rvb=$(jget "d['object']['metadata']['resourceVersion']" <<<"$bm")
@@ -102,7 +102,7 @@ rvm=$(grep -v BOOKMARK "$S/w0" | sed -n 2p | jget "d['object']['metadata']['reso
 cn -N "$N?watch=1&fieldSelector=metadata.name%3D$KUBE_NODE&timeoutSeconds=2" >"$S/wnb"
 check "no bookmarks unless asked" same "$(jlines "d['type']" <"$S/wnb")" ADDED
 
-kctl POST /node '{"name":"node-1","annotations":{"w":"2"}}' >/dev/null
+kctl POST /node '{"name":"'"$KUBE_NODE"'","annotations":{"w":"2"}}' >/dev/null
 cn -N "$W&resourceVersion=$rv0&timeoutSeconds=1" >"$S/w1"
 check "watch from an RV replays newer events, no ADDED" same "$(jlines "d['type']" <"$S/w1" | sort -u | tr '\n' ' ')" "BOOKMARK MODIFIED "
 check "  ... in order, ending with the latest" same "$(grep MODIFIED "$S/w1" | tail -1 | jget "d['object']['metadata']['annotations']['w']")" 2

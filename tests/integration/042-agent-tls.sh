@@ -4,7 +4,7 @@
 # logs failed handshakes, nothing is fetched), keeps the last good state, and
 # recovers when the right certificate is back. Client-certificate auth: after
 # SIGHUP with a config that has only the node's certificate, the agent is
-# system:node:node-1; the Node authorizer refuses it the Secret (403) until
+# system:node:<node>; the Node authorizer refuses it the Secret (403) until
 # a "relationship" exists, then it works with that identity. An http:// server
 # is refused by --check-config.
 source "$TESTS_DIR/lib/common.sh"
@@ -63,7 +63,7 @@ kill -HUP "$AGENT_PID"
 kctl POST /reset-watches >/dev/null
 sleep 3
 check "SIGHUP: the agent is still running" kill -0 "$AGENT_PID"
-check "client certificate: requests come from system:node:node-1" \
+check "client certificate: requests come from system:node:$KUBE_NODE" \
 	[ "$(kube_count "$t0" "e['user'] == 'system:node:$KUBE_NODE'")" -ge 1 ]
 check "client certificate: the Node authorizer refuses the Secret (403)" \
 	[ "$(kube_count "$t0" "e['user'] == 'system:node:$KUBE_NODE' and '/secrets' in e['path'] and e['status'] == 403")" -ge 1 ]

@@ -214,20 +214,20 @@ check "daemon: a new Secret version is annotated" wait_ann $ANN "$(sum "$S/v3.ya
 osc 4 >"$S/v4.yaml"
 KUBE_SECRET=other-osc kube_secret "$S/v4.yaml" >/dev/null
 t0=$(now)
-kctl POST /node '{"name": "node-1", "labels": {"worker.gardener.cloud/gardener-node-agent-secret-name": "other-osc"}}' >/dev/null
+kctl POST /node '{"name": "'"$KUBE_NODE"'", "labels": {"worker.gardener.cloud/gardener-node-agent-secret-name": "other-osc"}}' >/dev/null
 check "label: the Secret it names is applied" wait_ann $ANN "$(sum "$S/v4.yaml")" 10
 check "label: and watched by name" [ "$(kube_count "$t0" "e['watch'] and 'metadata.name%3Dother-osc' in e['path']")" -ge 1 ]
 
 # Restart requests.
 t0=$(now)
-kctl POST /node '{"name": "node-1", "annotations": {"worker.gardener.cloud/restart-systemd-services": "kubelet,containerd.service"}}' >/dev/null
+kctl POST /node '{"name": "'"$KUBE_NODE"'", "annotations": {"worker.gardener.cloud/restart-systemd-services": "kubelet,containerd.service"}}' >/dev/null
 check "restart: the annotation is removed after the executor ran it" \
 	wait_ann worker.gardener.cloud/restart-systemd-services "" 10
 check "restart: desired.json carried the units" \
 	python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(d["restart"]["units"] != ["kubelet.service", "containerd.service"])' \
 	"$ROOT/var/lib/node-agent/desired.json"
 t0=$(now)
-kctl POST /node '{"name": "node-1", "annotations": {"worker.gardener.cloud/restart-systemd-services": "kubelet;reboot"}}' >/dev/null
+kctl POST /node '{"name": "'"$KUBE_NODE"'", "annotations": {"worker.gardener.cloud/restart-systemd-services": "kubelet;reboot"}}' >/dev/null
 check "restart: an invalid request is removed too" \
 	wait_ann worker.gardener.cloud/restart-systemd-services "" 10
 check "restart: and logged" grep -q 'invalid unit name "kubelet;reboot"' "$S/agent.log"

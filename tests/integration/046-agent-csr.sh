@@ -18,10 +18,12 @@ AGENT=$B/node-agent
 command -v openssl >/dev/null || skip_all "openssl(1) missing"
 
 S=$(scratch)
+# Real-shaped: the pool's second machine; the first one's Node (not there yet)
+MACHINE2=${KUBE_MACHINE%?????}q7m2p NODE_M1=ip-10-250-17-204.eu-central-1.compute.internal
 ROOT=$S/root
 mkdir -p "$ROOT/var/lib/cloud-config-exec"
 printf 'spec:\n  files:\n  - path: /etc/hello\n    content:\n      inline:\n        data: "v1"\n' >"$S/v1.yaml"
-KUBE_OSC=$S/v1.yaml kube_start "$S" --machine machine-1=node-m1 --machine machine-2 \
+KUBE_OSC=$S/v1.yaml kube_start "$S" --machine "$KUBE_MACHINE=$NODE_M1" --machine "$MACHINE2" \
 	--secret-reader group:gardener.cloud:node-agents --node-admin group:gardener.cloud:node-agents \
 	--bookmark-interval 3 ||
 	{ fail "test API server starts"; finish; exit 1; }
@@ -30,7 +32,7 @@ kctl POST /policy '{"revokeSecret": "group:system:bootstrappers"}' >/dev/null
 BT=$S/bootstrap-token
 printf 'abcdef.0123456789abcdef\n' >"$BT"
 PEM=$ROOT/var/lib/node-agent/client.pem
-CN=gardener.cloud:node-agent:machine:machine-1
+CN=gardener.cloud:node-agent:machine:$KUBE_MACHINE
 
 config() { # MACHINE [JSON merged into "timeouts"]
 	python3 - "$S/agent.json" "$1" "${2:-{\}}" <<-'PY'
@@ -46,13 +48,13 @@ config() { # MACHINE [JSON merged into "timeouts"]
 	os.chmod(sys.argv[1], 0o600)
 	PY
 }
-export KUBE_API KUBE_DIR KUBE_PKI KUBE_NODE KUBE_SECRET BT
+export KUBE_API KUBE_DIR KUBE_PKI KUBE_NODE KUBE_SECRET BT MACHINE2
 
 
-start() { # [LOG]: a fresh agent, its log in $S/LOG
+start() { # [LOG]: a fresh agent, its log in $S/LOG, its stdout (the console's) in $S/LOG.console
 	LOG=$S/${1:-agent}.log
 	: >"$LOG"
-	"$AGENT" --root "$ROOT" --config "$S/agent.json" </dev/null >>"$LOG" 2>&1 &
+	"$AGENT" --root "$ROOT" --config "$S/agent.json" </dev/null >"$S/${1:-agent}.console" 2>>"$LOG" &
 	APID=$!
 	on_exit "kill $APID 2>/dev/null"
 }
@@ -74,7 +76,7 @@ print(sum(1 for r in json.load(sys.stdin)["requests"]
 issued_ms() { sed -n 's/.*client certificate issued after \([0-9]*\) ms.*/\1/p' "$LOG" | head -1; }
 
 # --- 1. the round trip -------------------------------------------------------
-config machine-1
+config "$KUBE_MACHINE"
 # The approver decides 0.5 s after the create: a 2 s poll would see the
 # certificate 2 s after the create at the earliest, the watch at once.
 mode '{"mode": "gardener", "lifetime": 12, "delay": 0.5}'
@@ -139,11 +141,30 @@ import sys; na, at = map(int, sys.argv[1].split()); nb = na - 17
 f = (at - nb) / (na - nb); sys.exit(not 0.75 <= f <= 0.9)' "$renew"
 stop
 
+# --- 2b. killed (SIGKILL) while its CSR is pending: the restarted agent
+# resumes that CSR (its key kept in csr-pending.pem), makes no second one.
+rm -f "$PEM"
+mode '{"mode": "gardener", "lifetime": 3600, "delay": 4}'
+n0=$(csrs | jget 'len(d)')
+start pending
+check "a new CSR sent; its key kept in csr-pending.pem, 0600" wait_for 10 sh -c \
+	'test "$(python3 "$1" ctl GET /csrs | python3 -c "import json,sys; print(len(json.load(sys.stdin)))")" -gt "$2" &&
+	 test "$(stat -c %a "$3" 2>/dev/null)" = 600 && head -1 "$3" | grep -q "^# CSR node-agent-csr-"' \
+	sh "$TESTS_DIR/lib/kube-apiserver.py" "$n0" "$ROOT/var/lib/node-agent/csr-pending.pem"
+kill -KILL "$APID"
+wait "$APID" 2>/dev/null
+start pending2
+check "... killed before the approval and started again: the same CSR resumed" logged "resuming the request of an earlier run" 10
+check "... and issued" logged "client certificate issued" 20
+check "... exactly one CSR for the two runs ($(($(csrs | jget 'len(d)') - n0)))" test "$(csrs | jget 'len(d)')" = $((n0 + 1))
+check "... its key file removed once issued" test ! -e "$ROOT/var/lib/node-agent/csr-pending.pem"
+stop
+
 # --- 3. bad outcomes, each one clear line, no client.pem -----------------------
 bad() { # DESCRIPTION MODE EXPECTED-LOG-SUBSTRING [MACHINE]
 	rm -f "$PEM"
 	mode "{\"mode\": \"$2\"}"
-	config "${4:-machine-1}"
+	config "${4:-$KUBE_MACHINE}"
 	start "bad-$2"
 	if logged "$3" 20; then
 		ok "$1: $(grep -o "CSR [^ ]*: .*" "$LOG" | grep -- "$3" | head -1 | cut -c1-200)"
@@ -152,6 +173,8 @@ bad() { # DESCRIPTION MODE EXPECTED-LOG-SUBSTRING [MACHINE]
 		dump "agent log" cat "$LOG"
 	fi
 	check "... no client.pem" test ! -e "$PEM"
+	check "... said on the console: $(head -1 "$S/bad-$2.console" | cut -c1-90)..." \
+		wait_for 5 grep -q "^node-agent: WARNING: the node cannot join the cluster: CSR node-agent-csr-" "$S/bad-$2.console"
 	stop
 }
 bad "denied CSR" deny 'denied, reason "RequestDenied"'
@@ -162,25 +185,21 @@ bad "certificate for another key" wrong-key "issued certificate refused: the cer
 bad "expired certificate" expired "issued certificate refused: expired"
 bad "the node's clock an hour behind the signer's" future "issued certificate refused: not valid before .* (3[56][0-9][0-9] s from now; clock off?)"
 bad "certificate from another CA" other-ca "issued certificate refused: does not chain to the cluster CA"
-bad "unknown Machine (Gardener's approver)" gardener 'machine "machine-9" does not exist' machine-9
-kctl POST /node '{"name": "node-m1"}' >/dev/null
+bad "unknown Machine (Gardener's approver)" gardener 'machine "'"${KUBE_MACHINE%?????}"'zz9zz" does not exist' "${KUBE_MACHINE%?????}zz9zz"
+kctl POST /node '{"name": "'"$NODE_M1"'"}' >/dev/null
 bad "bootstrap token once the Node exists (Gardener's approver)" gardener "already bootstrapped"
-kctl POST /node '{"name": "node-m1", "delete": true}' >/dev/null
+kctl POST /node '{"name": "'"$NODE_M1"'", "delete": true}' >/dev/null
 
 # expired_pem MACHINE: client.pem with a key and an expired certificate for
 # MACHINE, signed by the cluster CA (the test signer's own code).
 expired_pem() {
 	python3 - "$TESTS_DIR/lib/kube-apiserver.py" "$KUBE_PKI" "$PEM" "$1" <<-'PY'
-	import importlib.util, subprocess, sys, types
+	import importlib.util, sys, types
 	sys.dont_write_bytecode = True  # the repository tracks tests/lib/__pycache__
 	spec = importlib.util.spec_from_file_location("kapi", sys.argv[1])
 	k = importlib.util.module_from_spec(spec)
 	spec.loader.exec_module(k)
-	key = subprocess.run(["openssl", "genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256"],
-	                     capture_output=True, check=True).stdout
-	req = subprocess.run(["openssl", "req", "-new", "-key", "/dev/stdin", "-subj",
-	                      "/O=gardener.cloud:node-agents/CN=gardener.cloud:node-agent:machine:" + sys.argv[4]],
-	                     input=key, capture_output=True, check=True).stdout
+	key, req = k.na_request(sys.argv[4])
 	st = types.SimpleNamespace(args=types.SimpleNamespace(pki=sys.argv[2]))
 	open(sys.argv[3], "wb").write(k.sign_csr(st, req, "expired", 0) + key)
 	PY
@@ -190,8 +209,8 @@ expired_pem() {
 # --- 4. an expired client.pem at start ----------------------------------------
 # every CSR watch refused (403): the bootstrap token's CSR is polled
 mode '{"mode": "gardener", "watch": false, "delay": 0.5}'
-expired_pem machine-2
-config machine-2
+expired_pem "$MACHINE2"
+config "$MACHINE2"
 start expired
 if logged "not usable: expired" && logged "client certificate issued" 20; then
 	ok "an expired client.pem at start: one line, a new certificate through the bootstrap token"
@@ -202,7 +221,7 @@ fi
 check "... with every CSR watch refused: logged once, issued by the 2 s GET poll ($(issued_ms) ms)" \
 	sh -c 'test "$(grep -c "cannot watch it (HTTP 403" "$1")" = 1 && test "$2" -ge 1900' sh "$LOG" "$(issued_ms)"
 stop
-expired_pem machine-2
+expired_pem "$MACHINE2"
 mv "$BT" "$BT.gone"
 start nobt
 check "expired and no bootstrap token: one clear error naming the file and why" \
@@ -212,12 +231,17 @@ mv "$BT.gone" "$BT"
 check "... the token file back: tried within 2 s, a certificate issued" logged "client certificate issued" 10
 check "... the wait said once, nothing per look" \
 	test "$(grep -c "waiting for one\|next attempt" "$LOG")" = 1
+check "... the console said why, once, then that the node joined" wait_for 10 python3 -c '
+import sys
+l = open(sys.argv[1]).read().splitlines()
+sys.exit(not (len(l) == 3 and "cannot join the cluster: no client certificate, and the bootstrap token file" in l[0]
+              and "check the bootstrap token" in l[1] and l[2].startswith("node-agent: joined the cluster")))' "$S/nobt.console"
 check "... and the agent keeps running (last good state stays)" kill -0 "$APID"
 stop
 mv "$BT" "$BT.gone"
 # a token file the agent cannot use (a directory here: the test runs as
 # root, whom no mode stops): named once, with the reason
-expired_pem machine-2
+expired_pem "$MACHINE2"
 mkdir "$BT"
 start badbt
 check "expired and a bootstrap token file that cannot be read: named once with why" \
@@ -234,7 +258,7 @@ rmdir "$BT"
 # refused longer, one error naming what is needed, no 2 s polling with the
 # dead token, retries backing off (30 s doubling to 10 min, half jitter: the
 # next attempt 15-30 s later).
-expired_pem machine-2
+expired_pem "$MACHINE2"
 printf 'zzzzzz.0123456789abcdef\n' >"$BT"
 chmod 0600 "$BT"
 t401=$(now)
@@ -252,12 +276,30 @@ check "... the error once ($(grep -c "refused the bootstrap token" "$LOG")), nam
 		grep -q "Needed: a new bootstrap token in .* or a valid client certificate" "$1"' sh "$LOG"
 check "... CSR requests answered 401 in 8 s: $n401, those of the first second (<= 8), not one every 2 s after" \
 	test "$n401" -ge 2 -a "$n401" -le 8
-check "... the same CSR all along: one created (the 401s were POSTs of one key)" \
-	test "$(grep -o "CSR node-agent-csr-[^:]*: requesting" "$LOG" | sort -u | wc -l)" = 1
+check "... the same CSR all along: one named (the 401s were POSTs of one key)" \
+	test "$(grep -o "CSR node-agent-csr-[^: ]*" "$LOG" | sort -u | wc -l)" = 1
 check "... nothing logged per retry (no \"reading it failed\")" sh -c '! grep -q "reading it failed" "$1"' sh "$LOG"
+check "... the console said why, once" test "$(grep -c "cannot join the cluster: the API server has refused the bootstrap token for 1 s" "$S/dead.console")" = 1
 check "... and the agent keeps running" kill -0 "$APID"
 stop
 mv "$BT.gone" "$BT"
+
+# nobody listening at the API server's address: the console says so at once,
+# once (gardener-node-agent's bootstrap test and hint), not per retry
+KUBE_API=https://127.0.0.1:6449 config "$MACHINE2"
+start unreachable
+wait_for 10 grep -q "^node-agent: WARNING: the node cannot join the cluster: no answer from the API server at https://127.0.0.1:6449: " \
+	"$S/unreachable.console"
+check "no API server: the console says why ($(head -1 "$S/unreachable.console" | cut -c 1-150)...)" grep -q \
+	"^node-agent: WARNING: the node cannot join the cluster: no answer from the API server at https://127.0.0.1:6449: " \
+	"$S/unreachable.console"
+check "... with gardener-node-agent's hint" grep -qx "node-agent: Node may fail to join the cluster - check network configuration and API server endpoint https://127.0.0.1:6449" "$S/unreachable.console"
+sleep 2
+check "... once, not per retry" test "$(wc -l <"$S/unreachable.console")" = 2
+stop
+config "$MACHINE2"
+check "stdout carries nothing but those lines (the log goes to stderr, to the journal under systemd)" \
+	sh -c '! cat "$@" | grep -v "^node-agent: "' sh "$S"/*.console
 
 # --- 5. stock user data only, and a Node that does not exist yet ----------------
 # gardener.nodeAgentDir alone: server, CA, Secret, machine name and bootstrap
@@ -269,7 +311,7 @@ G=$S/gna
 mkdir -p "$G/credentials"
 cp "$KUBE_PKI/ca.crt" "$G/cluster-ca.crt"
 printf 'abcdef.0123456789abcdef' >"$G/credentials/bootstrap-token"
-printf 'machine-2\n' >"$G/machine-name"
+printf '%s\n' "$MACHINE2" >"$G/machine-name"
 printf 'eu-west-1a\n' >"$G/zone"
 cat >"$G/config-v1.149.3.yaml" <<-GNA
 	apiVersion: nodeagent.config.gardener.cloud/v1alpha1
@@ -469,16 +511,12 @@ fi
 # Its credentials/kubeconfig (certificate and key embedded) is adopted: no
 # bootstrap token, no CSR.
 python3 - "$TESTS_DIR/lib/kube-apiserver.py" "$KUBE_PKI" "$G/credentials/kubeconfig" "$KUBE_API" <<-'PY'
-	import base64, importlib.util, subprocess, sys, types
+	import base64, importlib.util, os, sys, types
 	sys.dont_write_bytecode = True
 	spec = importlib.util.spec_from_file_location("kapi", sys.argv[1])
 	k = importlib.util.module_from_spec(spec)
 	spec.loader.exec_module(k)
-	key = subprocess.run(["openssl", "genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256"],
-	                     capture_output=True, check=True).stdout
-	req = subprocess.run(["openssl", "req", "-new", "-key", "/dev/stdin", "-subj",
-	                      "/O=gardener.cloud:node-agents/CN=gardener.cloud:node-agent:machine:machine-2"],
-	                     input=key, capture_output=True, check=True).stdout
+	key, req = k.na_request(os.environ["MACHINE2"])
 	st = types.SimpleNamespace(args=types.SimpleNamespace(pki=sys.argv[2]))
 	cert = k.sign_csr(st, req, "gardener", 3600)
 	b = lambda x: base64.b64encode(x).decode()
@@ -493,7 +531,7 @@ n_csrs=$(csrs | jget 'len(d)')
 start adopt
 check "gardener-node-agent's kubeconfig adopted" logged "adopted gardener-node-agent's client certificate"
 check "... client.pem written, 0600" test "$(stat -c %a "$PEM" 2>/dev/null)" = 600
-check "... and used: requests as machine-2 succeed" wait_for 20 sh -c 'grep -q "Secret .* verified" "$1"' sh "$LOG"
+check "... and used: requests as $MACHINE2 succeed" wait_for 20 sh -c 'grep -q "Secret .* verified" "$1"' sh "$LOG"
 check "... without any new CSR" test "$(csrs | jget 'len(d)')" = "$n_csrs"
 stop
 # Under the sanitizer build, leaks and errors show at exit in the logs.

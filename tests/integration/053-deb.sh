@@ -89,9 +89,18 @@ check "postinst starts the paths and timers only on a running system, never node
 		grep -q \"deb-systemd-invoke try-restart 'node-agent.service'\" '$W/ctl/postinst'"
 check "postinst loads the SELinux module only under selinuxenabled" \
 	grep -q 'selinuxenabled &&' "$W/ctl/postinst"
-check "postrm purge removes the two state directories, no home or authorized_keys" \
-	sh -c "grep -q 'rm -rf /var/lib/node-agent /var/lib/cloud-config-exec\$' '$W/ctl/postrm' &&
+check "postrm purge removes the two state directories (after reloading sshd), no home or authorized_keys" \
+	sh -c "grep -q 'rm -rf \"\${DPKG_ROOT:-}/var/lib/node-agent\" \"\${DPKG_ROOT:-}/var/lib/cloud-config-exec\"\$' '$W/ctl/postrm' &&
 		! grep -v '^[[:space:]]*#' '$W/ctl/postrm' | grep -q -e authorized_keys -e /home -e userdel -e deluser"
+# sshd and its KRL go together (issue 35: a purge locked everyone out): the
+# KRL exists before the drop-in that names it is unpacked, is filled before
+# sshd is reloaded with it, and goes only after sshd was reloaded without it.
+check "preinst creates the empty KRL before dpkg unpacks the sshd drop-in" \
+	grep -q 'install -m 0644 -o root -g root /dev/null "$d/revoked-keys.krl"' "$W/ctl/preinst"
+check "postinst brings the KRL up to date (cloud-config-exec revoke) before it reloads sshd" \
+	sh -c "awk '/cloud-config-exec --log stderr revoke/ { r = NR } /deb-systemd-invoke reload ssh.service/ { if (r && r < NR) ok = 1 } END { exit !ok }' '$W/ctl/postinst'"
+check "postrm purge reloads sshd (and waits for it) before the state with the KRL goes" \
+	sh -c "awk '/^purge\\)/ { p = 1 } p && /^[[:space:]]*sshd_reload_settled\$/ { r = NR } p && /rm -rf .*cloud-config-exec/ { if (r && r < NR) ok = 1; exit } END { exit !ok }' '$W/ctl/postrm'"
 deps=$(dpkg-deb -f "$DEB" Depends)
 check "Depends: runtime libraries, no -dev package ($deps)" sh -c "! echo '$deps' | grep -q -- '-dev'"
 check "Built-Using names the static authkeys-cmd's glibc, libseccomp, xxhash" \
@@ -100,6 +109,13 @@ mkdir -p "$W/x"
 dpkg-deb -x "$DEB" "$W/x"
 check "authkeys-cmd is static (no PT_INTERP, no NEEDED)" \
 	sh -c "! readelf -lW '$W/x/usr/libexec/node-agent/authkeys-cmd' | grep -q INTERP && ! readelf -dW '$W/x/usr/libexec/node-agent/authkeys-cmd' | grep -q NEEDED"
+v=$(dpkg-deb -f "$DEB" Version)
+check "--version of the three programs says the package's version $v" \
+	test "$("$W/x/usr/sbin/node-agent" --version) | $("$W/x/usr/sbin/cloud-config-exec" --version) | $("$W/x/usr/libexec/node-agent/authkeys-cmd" --version | cut -d' ' -f1-2)" = "node-agent $v | cloud-config-exec $v | authkeys-cmd $v"
+enabled=$(grep -o "deb-systemd-helper enable '[^']*'" "$W/ctl/postinst" | cut -d"'" -f2 | sort | tr '\n' ' ')
+desc=$(dpkg-deb -f "$DEB" Description | tr '\n' ' ')
+check "the description names every unit the postinst enables ($enabled)" \
+	sh -c 'for u in $1; do case "$2" in *"$u"*) ;; *) exit 1 ;; esac; done' sh "$enabled" "$desc"
 check "node_agent.pp is a policy module (magic 0xf97cff8f, SEPOL_MODULE_PACKAGE_MAGIC)" \
 	sh -c "head -c 4 '$W/x/usr/share/selinux/default/node_agent.pp' | od -An -tx1 | tr -d ' ' | grep -qx 8fff7cf9"
 echo "# Installed-Size: $(dpkg-deb -f "$DEB" Installed-Size) KiB, .deb $(stat -c %s "$DEB") bytes"

@@ -35,8 +35,8 @@
 #    purge again leaving the tree as it was before that install (file list
 #    and /etc contents compared).
 # Run: ONLY=055 make check-integration (root). The rootfs is debootstrapped once
-# (~60 s) and cached as a tar in $B/sdbox-cache (SDBOX_CACHE=0 to
-# not write the cache); later runs take ~20 s.
+# (~60 s; the suite's package set is tests/lib/sdbox.sh's) and cached as a
+# tar in $B/sdbox-cache; later runs take ~20 s.
 source "$TESTS_DIR/lib/common.sh"
 
 source "$TESTS_DIR/lib/sdbox-test.sh"
@@ -65,7 +65,7 @@ if [ "${1:-}" = --setup ]; then
 	install -d -m 0700 "$R/var/lib/gardener-node-agent" "$R/var/lib/gardener-node-agent/credentials"
 	install -m 0600 "$S/gna-config.yaml" "$R/var/lib/gardener-node-agent/config-v1.149.3.yaml"
 	install -m 0640 "$S/pki/ca.crt" "$R/var/lib/gardener-node-agent/cluster-ca.crt"
-	printf 'machine-055\n' >"$R/var/lib/gardener-node-agent/machine-name"
+	printf '%s\n' "$KUBE_MACHINE" >"$R/var/lib/gardener-node-agent/machine-name"
 	printf 'abcdef.0123456789abcdef' >"$R/var/lib/gardener-node-agent/credentials/bootstrap-token"
 	chmod 0640 "$R/var/lib/gardener-node-agent/machine-name" "$R/var/lib/gardener-node-agent/credentials/bootstrap-token"
 	# ... and gardener-node-init.service as the user data writes it
@@ -125,17 +125,6 @@ export S
 export SDBOX_SUITE=${SDBOX_SUITE:-bookworm}
 export SDBOX_STATE=/var/tmp/node-agent-sdbox-055-$SDBOX_SUITE-$$
 export SDBOX_SRC=$S
-# The package's Depends, preinstalled so that apt-get needs no network in
-# the box (trixie renamed two libraries in the 64-bit time_t transition;
-# the new ones provide the old names).
-case $SDBOX_SUITE in
-bookworm) export SDBOX_INCLUDE=openssh-server,libcurl4,libcjson1,libseccomp2,libyaml-0-2,libxxhash0,libssl3 ;;
-# Debian 13 also gets its refpolicy and setools: the package's SELinux module
-# (built on Debian 12) is linked into that policy store and checked there.
-*) export SDBOX_INCLUDE=openssh-server,libcurl4t64,libcjson1,libseccomp2,libyaml-0-2,libxxhash0,libssl3t64,selinux-policy-default,setools ;;
-esac
-export SDBOX_CACHE=${SDBOX_CACHE-1}
-[ "$SDBOX_CACHE" = 0 ] && unset SDBOX_CACHE
 export SDBOX_SETUP="bash '$0' --setup \"\$1\""
 
 # The package (debian/changelog's version) and the one before it (the
@@ -326,7 +315,7 @@ else
 		--pki "$S/pki" --listen 127.0.0.1:6443 --control "$KUBE_CONTROL" \
 		--token "$KUBE_TOKEN=$sa" --token admin-token=admin --admin admin \
 		--secret-reader "$sa" --node-admin "$sa" --node "$KUBE_NODE" \
-		--bootstrap-token abcdef.0123456789abcdef --machine machine-055 \
+		--bootstrap-token abcdef.0123456789abcdef --machine "$KUBE_MACHINE" \
 		--secret-reader group:gardener.cloud:node-agents --node-admin group:gardener.cloud:node-agents \
 		--secret "kube-system/$KUBE_SECRET=$S/osc2.json" --ready-file "$S/ready" \
 		>"$S/server.log" 2>&1 &
@@ -386,8 +375,8 @@ else
 		journal_has 'client certificate issued'
 	check "... client.pem 0600 node-agent in its state directory only ($(box stat -c '%a %U' /var/lib/node-agent/client.pem 2>&1))" \
 		test "$(box stat -c '%a %U' /var/lib/node-agent/client.pem 2>/dev/null)" = "600 node-agent"
-	check "... requests then made as gardener.cloud:node-agent:machine:machine-055" \
-		api_log_has '"user": "gardener.cloud:node-agent:machine:machine-055"'
+	check "... requests then made as gardener.cloud:node-agent:machine:$KUBE_MACHINE" \
+		api_log_has '"user": "gardener.cloud:node-agent:machine:'"$KUBE_MACHINE"'"'
 	check "the Node is registered: the executor removed the bootstrap token" \
 		wait_for 20 box test ! -e /var/lib/gardener-node-agent/credentials/bootstrap-token
 	check "... and wrote no kubelet bootstrap kubeconfig" box test ! -e /var/lib/kubelet/kubeconfig-bootstrap

@@ -77,10 +77,7 @@ export S
 export SDBOX_SUITE=bookworm
 export SDBOX_STATE=/var/tmp/node-agent-sdbox-057-$$
 export SDBOX_SRC=$S
-# 055's package set, so its cached rootfs is reused.
-export SDBOX_INCLUDE=openssh-server,libcurl4,libcjson1,libseccomp2,libyaml-0-2,libxxhash0,libssl3
-export SDBOX_CACHE=${SDBOX_CACHE-1}
-[ "$SDBOX_CACHE" = 0 ] && unset SDBOX_CACHE
+# The suite's package set (tests/lib/sdbox.sh): 055's cached tree.
 export SDBOX_SETUP="bash '$0' --setup \"\$1\""
 
 # --- the kubelet stand-ins, built here

@@ -8,6 +8,8 @@
 # healthz that accepts and never answers is unhealthy through the probe's
 # deadline while the Secret watch keeps applying. The kubelet's Ready
 # condition flapping: an Event. A probe URL off loopback: a config error.
+# Issue 36: with repairIntervalMs = unhealthyMs (the defaults' ratio, as
+# gardener-node-agent) both units are restarted after each spell.
 source "$TESTS_DIR/lib/common.sh"
 source "$TESTS_DIR/lib/kube.sh"
 source "$TESTS_DIR/lib/agent.sh"
@@ -114,6 +116,9 @@ at_least() { [ "$(probes)" -ge "$1" ]; }
 # Healthy: probed every intervalMs, nothing else.
 check "the kubelet is probed (healthy)" wait_for 20 at_least 3
 check "  ... no restart request" [ -z "$(restart_id)" ]
+kv() { python3 -c 'import json,sys; d = json.load(open(sys.argv[1])); print(d["healthy"], d.get("serverVersion"), d.get("error"))' \
+	"$ROOT/var/lib/node-agent/kubelet-health.json" 2>/dev/null; }
+check "  ... its verdict written for the executor's in-place update (kubelet-health.json)" test "$(kv)" = "True ok None"
 check "  ... nothing logged as unhealthy" sh -c "! grep -q 'unhealthy' '$S/agent.log'"
 
 # HTTP 500: a restart request after unhealthyMs, once.
@@ -122,6 +127,7 @@ t0=$(now)
 mark=$(log_mark)
 has_health_request() { [[ "$(restart_id)" == health-kubelet.service-* ]]; }
 check "500: a restart request for kubelet.service in desired.json" wait_for 20 has_health_request
+check "  ... the verdict for the executor says so" test "$(kv)" = "False None HTTP status 500"
 t1=$(now)
 id1=$(restart_id)
 check "  ... for kubelet.service only" [ "$(restart_units)" = '["kubelet.service"]' ]
@@ -240,6 +246,49 @@ VPID=$!
 on_exit "kill $VPID 2>/dev/null"
 check "healthy verdicts: Event Containerd is healthy" wait_for 20 ev_has '["Normal", "containerd", "Containerd is healthy"]'
 kill $VPID; wait $VPID 2>/dev/null
+
+# Issue 36: gardener-node-agent's cadence. With repairIntervalMs equal to
+# unhealthyMs (the defaults' ratio: 60 s and 60 s), a unit that stays
+# unhealthy is restarted after each spell of unhealthyMs, containerd and
+# the kubelet alike, whatever the last apply's outcome (before, a failed
+# apply stopped both repairs); each restart is carried out by the executor.
+# Every apply fails meanwhile (a criConfig plugin the containerd step
+# refuses; the units step, and so the restarts, still run), and the agent
+# restarts: the kubelet is still repaired (the node was configured once).
+osc v4 >"$W/v4.yaml"
+printf '  criConfig:\n    name: containerd\n    cgroupDriver: systemd\n    containerd:\n      plugins:\n      - path: [io.containerd.grpc.v1.cri, containerd, runtimes, runc, options]\n        values: {BinaryName: /x}\n' >>"$W/v4.yaml"
+t=$(kube_secret "$W/v4.yaml" | jget "d['t']")
+failed_cri() { [ "$(result_field "d.get('failedStep')")" = containerd ]; }
+check "cadence: the applies fail meanwhile (a refused criConfig plugin)" wait_for 30 failed_cri
+agent_stop
+agent_config "$AGENT_CONF" '{"events": {"enabled": true},
+	"health": {"enabled": true, "intervalMs": 500, "timeoutMs": 1000, "unhealthyMs": '$UNHEALTHY_MS', "repairIntervalMs": '$UNHEALTHY_MS'}}'
+echo fail >"$S/kubelet.mode"
+mark=$(log_mark)
+t0=$(now)
+agent_start
+verdicts false &
+VPID=$!
+on_exit "kill $VPID 2>/dev/null"
+repairs_done() { tail -n +"$((mark + 1))" "$S/agent.log" | grep -c "health repair done: cloud-config-exec restarted $1"; }
+three_each() { [ "$(repairs_done kubelet.service)" -ge 3 ] && [ "$(repairs_done containerd.service)" -ge 3 ]; }
+check "cadence: both units restarted again and again while they stay unhealthy" wait_for 60 three_each
+t1=$(now)
+kill $VPID; wait $VPID 2>/dev/null
+echo ok >"$S/kubelet.mode"
+gaps() { # the times between one unit's restarts carried out, in s (from the
+	# request ids, health-<unit>-<unix time>.<n>, in "health repair done")
+	tail -n +"$((mark + 1))" "$S/agent.log" | python3 -c '
+import re, sys
+ts = [int(m.group(1)) for l in sys.stdin for m in [re.search(r"\(request health-" + sys.argv[1] + r"-(\d+)\.\d+\)", l)] if m]
+print(" ".join(str(b - a) for a, b in zip(ts, ts[1:])))' "$1"
+}
+kg=$(gaps kubelet.service) cg=$(gaps containerd.service)
+echo "# cadence: kubelet restarts every [$kg] s, containerd every [$cg] s (unhealthyMs $((UNHEALTHY_MS / 1000)) s), $(python3 -c "print('%.1f' % ($t1 - $t0))") s for three each"
+# (whole seconds: a gap of unhealthyMs may read one less)
+no_early() { [ "$(wc -w <<<"$1")" -ge 2 ] || return 1; for g in $1; do [ "$g" -ge $((UNHEALTHY_MS / 1000 - 1)) ] || return 1; done; }
+check "  ... never sooner than unhealthyMs apart (kubelet: $kg)" no_early "$kg"
+check "  ... never sooner than unhealthyMs apart (containerd: $cg)" no_early "$cg"
 
 [ "$_fail" -eq 0 ] || dump_logs
 finish

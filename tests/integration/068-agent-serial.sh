@@ -20,6 +20,7 @@ N=3
 APPLY_S=1.5 # each apply of the stand-in executor takes this long
 ANN=checksum/cloud-config-data
 SERIAL=reconciliation.osc.node-agent.gardener.cloud/serial
+NP=shoot--i512345--prod-eu1-workerpool1-z1-7d9f6-x2k9 # the Nodes: $NP1 $NP2 $NP3 (as their machines)
 S=$(scratch)
 # osc KUBELET MOTD: /etc/kubelet.conf restarts kubelet.service, /etc/motd nothing.
 osc() {
@@ -28,7 +29,7 @@ osc() {
 	printf '  units:\n  - name: kubelet.service\n    content: "[Service]\\nExecStart=/bin/true\\n"\n    filePaths:\n    - /etc/kubelet.conf\n'
 }
 osc k1 m1 >"$S/v1.yaml"
-KUBE_OSC=$S/v1.yaml kube_start "$S" --bookmark-interval 60 --node node-1 --node node-2 --node node-3 ||
+KUBE_OSC=$S/v1.yaml kube_start "$S" --bookmark-interval 60 --node ${NP}1 --node ${NP}2 --node ${NP}3 ||
 	{ fail "test API server starts"; finish; exit 1; }
 export KUBE_API KUBE_PKI KUBE_DIR KUBE_NODE KUBE_SECRET
 # publish FILE: the Secret's new version, in serial mode; prints the time.
@@ -80,17 +81,17 @@ start_agent() {
 }
 for ((i = 1; i <= N; i++)); do
 	install -d -m 0755 "$S/r$i/var/lib/cloud-config-exec"
-	agent_config "$S/a$i.json" '{"node": {"name": "node-'$i'"}, "timeouts": {"watchIdleMs": 120000}}'
+	agent_config "$S/a$i.json" '{"node": {"name": "'$NP$i'"}, "timeouts": {"watchIdleMs": 120000}}'
 	start_agent $i
 done
 # all_applied SUM TIMEOUT: every Node carries SUM; prints the seconds waited.
 all_applied() {
-	python3 - "$1" "$N" "$2" <<-'PY'
+	python3 - "$1" "$N" "$2" "$NP" <<-'PY'
 	import json, sys, time, urllib.request
-	want, n, timeout = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
+	want, n, timeout, np = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), sys.argv[4]
 	t0 = time.time()
 	while time.time() - t0 < timeout:
-	    if all(json.load(urllib.request.urlopen("http://127.0.0.1:6444/node?name=node-%d" % i))["metadata"]
+	    if all(json.load(urllib.request.urlopen("http://127.0.0.1:6444/node?name=%s%d" % (np, i)))["metadata"]
 	           .get("annotations", {}).get("checksum/cloud-config-data") == want for i in range(1, n + 1)):
 	        print("%.1f" % (time.time() - t0))
 	        sys.exit(0)
@@ -127,7 +128,7 @@ check "unit change in serial mode: applied on all three ($took s)" [ -n "$took" 
 read -r ov n2 <<<"$(overlap "$(sha256 "$S/v2.yaml")")"
 check "  ... one node at a time ($ov overlapping applies of $n2)" [ "$ov:$n2" = 0:3 ]
 check "  ... the others waited for their turn" grep -q "waiting for this node's turn (serial rollout Lease)" "$S"/agent?.log
-check "  ... and said who held the Lease" grep -qE "serial rollout: Lease kube-system/$KUBE_SECRET is held by \"node-[1-3]\"" "$S"/agent?.log
+check "  ... and said who held the Lease" grep -qE "serial rollout: Lease kube-system/$KUBE_SECRET is held by \"$NP[1-3]\"" "$S"/agent?.log
 check "  ... Lease named like the Secret, owned by it, 600 s, released at the end" python3 -c '
 import json, sys
 spec, lease = json.loads(sys.argv[1]), json.loads(sys.argv[2])
@@ -136,7 +137,7 @@ o = l["metadata"]["ownerReferences"][0]
 sys.exit(0 if o["kind"] == "Secret" and o["name"] == sys.argv[3] and o["controller"] and
          not any(spec[0].get(k) for k in ("holderIdentity", "leaseDurationSeconds", "renewTime", "acquireTime")) else 1)' \
 	"$(lease)" "$(kctl GET "/leases?namespace=kube-system")" "$KUBE_SECRET"
-check "  ... taken with holderIdentity = node name and 600 s" grep -q 'took Lease kube-system/'"$KUBE_SECRET"' (holder "node-[1-3]", 600 s)' "$S/agent1.log" "$S/agent2.log" "$S/agent3.log"
+check "  ... taken with holderIdentity = node name and 600 s" grep -q 'took Lease kube-system/'"$KUBE_SECRET"' (holder "'$NP'[1-3]", 600 s)' "$S/agent1.log" "$S/agent2.log" "$S/agent3.log"
 
 # A change that restarts nothing: everywhere at once, no Lease.
 t=$(now)
@@ -163,7 +164,7 @@ publish "$S/v4.yaml" >/dev/null
 victim=
 for ((i = 0; i < 200; i++)); do
 	h=$(holder)
-	if [ -n "$h" ] && [ "$h" != someone-else ]; then victim=${h#node-}; break; fi
+	if [ -n "$h" ] && [ "$h" != someone-else ]; then victim=${h#$NP}; break; fi
 	sleep 0.1
 done
 tk=$(now)
@@ -179,12 +180,12 @@ others_done() {
 	local i n=0
 	for ((i = 1; i <= N; i++)); do
 		[ "$i" = "$victim" ] && continue
-		[ "$(kube_annotation $ANN node-$i)" = "$(sha256 "$S/v4.yaml")" ] && n=$((n + 1))
+		[ "$(kube_annotation $ANN $NP$i)" = "$(sha256 "$S/v4.yaml")" ] && n=$((n + 1))
 	done
 	echo $n
 }
 check "a holder killed by SIGKILL: the pool waits while its Lease is valid" [ "$(others_done)" = 0 ]
-check "  ... the Lease is still node-$victim's" [ "$(holder)" = "node-$victim" ]
+check "  ... the Lease is still $NP$victim's" [ "$(holder)" = "$NP$victim" ]
 # Ten minutes later, as the others see it.
 
 kctl POST /lease "$(python3 -c 'import datetime, json, sys
@@ -192,13 +193,13 @@ t = datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(seconds=60
 print(json.dumps({"namespace": "kube-system", "name": sys.argv[1], "spec": {"renewTime": t.strftime("%Y-%m-%dT%H:%M:%S.%fZ")}}))' "$KUBE_SECRET")" >/dev/null
 wait_others() { local i; for ((i = 0; i < 300; i++)); do [ "$(others_done)" = $((N - 1)) ] && return 0; sleep 0.1; done; return 1; }
 check "  ... once it expired, the others took it over and applied" wait_others
-check "  ... logged as a takeover of node-$victim's Lease" grep -q "of \"node-$victim\" was not renewed in time" "$S"/agent?.log
+check "  ... logged as a takeover of $NP$victim's Lease" grep -q "of \"$NP$victim\" was not renewed in time" "$S"/agent?.log
 # The killed holder's own apply is not counted: the stand-in executor goes
 # on with it for its 6 s after the agent died (as a real executor run would),
 # and the test expires the Lease after 3 s instead of 600.
 read -r ov n4 <<<"$(overlap "$(sha256 "$S/v4.yaml")" "$victim")"
 check "  ... one at a time among the others ($ov overlapping applies of $n4)" [ "$ov" = 0 ]
-check "  ... the dead node is not annotated" [ "$(kube_annotation $ANN "node-$victim")" != "$(sha256 "$S/v4.yaml")" ]
+check "  ... the dead node is not annotated" [ "$(kube_annotation $ANN "$NP$victim")" != "$(sha256 "$S/v4.yaml")" ]
 start_agent "$victim"
 took=$(all_applied "$(sha256 "$S/v4.yaml")" 20)
 check "the killed agent, restarted: its Node gets the checksum too ($took s)" [ -n "$took" ]

@@ -76,7 +76,8 @@ fi
 G=$W/gna
 mkdir -p "$G/credentials" "$W/state2"
 cp "$W/ca.crt" "$G/cluster-ca.crt"
-printf 'machine-1\n' >"$G/machine-name"
+M=shoot--i512345--prod-eu1-workerpool1-z1-7d9f6-x2k9p # a real machine name's length
+printf '%s\n' "$M" >"$G/machine-name"
 cat >"$G/config-v1.149.3.yaml" <<EOF
 apiVersion: nodeagent.config.gardener.cloud/v1alpha1
 kind: NodeAgentConfiguration
@@ -98,7 +99,7 @@ check "  ... the settings from stock data say so" grep -qE '^  apiServer.server 
 check "  ... and osc.secretName" grep -qE '^  osc.secretName +osc-stock +stock data' "$W/out"
 printf 'abcdef.0123456789abcdef' >"$G/credentials/bootstrap-token"
 cc "$W/stock.json"
-check "  ... with a bootstrap token: OK (exit $(rc))" sh -c "[ $(rc) = 0 ] && grep -q '^credential: client certificate for machine machine-1' '$W/out'"
+check "  ... with a bootstrap token: OK (exit $(rc))" sh -c "[ $(rc) = 0 ] && grep -q '^credential: client certificate for machine $M' '$W/out'"
 
 [ "$_fail" -eq 0 ] || cat "$W/out"
 finish

@@ -32,7 +32,7 @@ is_addr() { [ "$(addresses)" = "[{\"type\": \"InternalIP\", \"address\": \"$1\"}
 # 1. the kubelet's InternalIP (127.0.0.1, on lo) is lost.
 check "Node has the stand-in kubelet's InternalIP" test "$(kctl GET "/node?name=$KUBE_NODE" | jget "d['status']['addresses'][0]['address']")" = 127.0.0.1
 sleep 0.5 # the watch delivered the Node (the agent remembers 127.0.0.1)
-set_addresses '[{"type": "Hostname", "address": "node-1"}]'
+set_addresses '[{"type": "Hostname", "address": "'"$KUBE_NODE"'"}]'
 check "addresses lost: InternalIP 127.0.0.1 set again" wait_for 10 is_addr 127.0.0.1
 check "... Warning Event as gardener-node-agent's" wait_for 5 ev_has '["Warning", "kubelet", "Node status does neither have an internal nor an external IP, try to recover from last known internal IP: 127.0.0.1"]'
 check "... Normal Event as gardener-node-agent's" wait_for 5 ev_has '["Normal", "kubelet", "Updated the lost internal IP address of node status to the previous known: 127.0.0.1 "]'

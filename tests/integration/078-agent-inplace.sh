@@ -185,6 +185,79 @@ check "  ... three rounds: two deletes refused, the third deleted it" \
 check "  ... the reason and the version annotation removed (same patch)" [ -z "$V_REASON$V_OS" ]
 check "  ... the checksum annotated" [ "$V_SUM" = "$(sum "$S/v3.yaml")" ]
 
+# The update's reboot: an OS update "running" when the agent stops (the
+# reboot), "successful" once it is back. The Pods are deleted once this
+# run has settled its desired state, and a rewrite of desired.json while
+# they are listed (a restart request on the Node; the list made slow) does
+# not stop that: one sweep, one list answered, no "stopped" line (before,
+# a sweep started on the result the earlier run left, and each rewrite
+# cancelled it, aborting its list: "the Node moved on").
+printf '{"kinds": ["os-version"], "outcome": "running", "os": "1877.5"}' >"$S/inplace"
+osc 5 >"$S/v5.yaml"
+kube_secret "$S/v5.yaml" >/dev/null
+wait_for 10 eval '[ "$(result_field "d.get(\"inPlaceUpdate\", {}).get(\"state\")")" = waiting ]'
+kctl POST /node '{"name": "'"$KUBE_NODE"'", "labels": {"node.machine.sapcloud.io/update-result": null}}' >/dev/null
+mcm ReadyForUpdate
+check "an OS update running" wait_view 20 '[ "$V_OS" = 1877.5 ]'
+agent_stop
+printf '{"kinds": ["os-version"], "outcome": "successful", "os": "1877.5"}' >"$S/inplace"
+pod kube-system calico-node-r4t8w "$KUBE_NODE"
+kctl POST /fault '{"type": "slow", "seconds": 2.5, "match": "GET /api/v1/pods"}' >/dev/null
+t=$(now)
+m=$(log_mark)
+agent_start
+check "  ... the agent back after the reboot: the Pods on the Node are listed" \
+	wait_log "deleting the Pods remaining on Node $KUBE_NODE" "$m" 20
+kctl POST /node '{"name": "'"$KUBE_NODE"'", "annotations": {"worker.gardener.cloud/restart-systemd-services": "kubelet"}}' >/dev/null
+check "  ... update-result=successful" wait_label successful 20
+check "  ... the Pod deleted" [ "$(pods)" = "shop/web-1" ]
+check "  ... one sweep: started once, never stopped" sh -c \
+	'test "$(tail -n +$(($2 + 1)) "$1" | grep -c "deleting the Pods remaining on Node")" = 1 &&
+	 ! tail -n +$(($2 + 1)) "$1" | grep -q "deleting the Pods on Node .* stopped"' sh "$S/agent.log" "$m"
+check "  ... one list, answered 200, after desired.json was written again during it" python3 -c '
+import json, os, subprocess, sys
+log = json.loads(subprocess.check_output(["python3", sys.argv[1], "ctl", "GET", "/log?since=" + sys.argv[2]]))["requests"]
+l = [e for e in log if e["method"] == "GET" and e["path"].startswith("/api/v1/pods?")]
+d = json.load(open(sys.argv[3]))
+sys.exit(not (len(l) == 1 and l[0]["status"] == 200 and "restart" in d and os.stat(sys.argv[3]).st_mtime < l[0]["end"]))' \
+	"$_kube_py" "$t" "$(desired_file)"
+
+# A Node named with 253 characters, the longest the API allows (four labels
+# of a DNS subdomain), served by a second agent: watched and patched by that
+# name, its Event named within 63 characters (the server cuts generateName)
+# for the whole name, and no Lease: gardener-node-agent-<node> would be 273
+# characters; one error names the name and the limit.
+L63=ip-10-250-17-203-eu-central-1-compute-internal-0123456789abcdef
+N253=$L63.$L63.$L63.${L63%??}
+R2=$S/root253
+install -d -m 0755 "$R2/var/lib/cloud-config-exec"
+kctl POST /node '{"name": "'"$N253"'"}' >/dev/null
+KUBE_NODE=$N253 agent_config "$S/agent253.json" '{"timeouts": {"watchIdleMs": 120000}, "events": {"enabled": true}, "lease": {"enabled": true}}'
+printf '#!/bin/sh\nexec python3 "%s" "%s" "%s" "%s"\n' "$TESTS_DIR/lib/inplace-exec.py" "$R2/var/lib/cloud-config-exec/result.json" \
+	"$R2/var/lib/node-agent/desired.json" "$S/no-inplace" >"$S/exec253"
+chmod +x "$S/exec253"
+ROOT=$R2 EXEC=$S/exec253 exec_loop_start
+t=$(now)
+"$AGENT" --root "$R2" --config "$S/agent253.json" </dev/null >>"$S/agent253.log" 2>&1 &
+A253=$!
+on_exit "kill $A253 2>/dev/null; wait $A253 2>/dev/null"
+if KUBE_NODE=$N253 kube_wait_annotation checksum/cloud-config-data "$(sum "$S/v5.yaml")" "$t" 20 >/dev/null; then
+	ok "a Node name of ${#N253} characters: watched, the OSC applied, the Node annotated"
+else
+	fail "a Node name of ${#N253} characters: watched, the OSC applied, the Node annotated"
+	dump "its agent's log" cat "$S/agent253.log"
+fi
+check "  ... its Event for the whole name, named within 63 characters" wait_for 10 python3 -c '
+import json, subprocess, sys
+ev = json.loads(subprocess.check_output(["python3", sys.argv[1], "ctl", "GET", "/events?namespace=default"]))["items"]
+sys.exit(not any(e["involvedObject"]["name"] == sys.argv[2] and e["reason"] == "OSCApplied" and len(e["metadata"]["name"]) <= 63
+                 for e in ev))' "$_kube_py" "$N253"
+check "  ... no Lease, one error naming the name and the limit" \
+	test "$(grep -c "node name \"$N253\" gives no valid Lease name (gardener-node-agent-<node>, at most 253 bytes)" "$S/agent253.log")" = 1
+check_not "  ... no request refused" grep -q "HTTP 4[0-9][0-9]" "$S/agent253.log"
+kill "$A253"
+wait "$A253" 2>/dev/null
+
 agent_stop
 echo "# in-place test body took $(($(date +%s) - tb)) s"
 check "the agent exits cleanly (rc $AGENT_RC)" [ "$AGENT_RC" -eq 0 ]

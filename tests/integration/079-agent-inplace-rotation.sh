@@ -21,26 +21,25 @@ install -d -m 0755 "$ROOT" "$ROOT/etc" "$ROOT/home" "$ROOT/var" "$ROOT/var/lib" 
 install -d -m 0755 "$ROOT/var/lib/cloud-config-exec"
 osc() { printf 'spec:\n  files:\n  - path: /etc/hello\n    permissions: 420\n    content:\n      inline:\n        data: "v%s"\n' "$1"; }
 osc 1 >"$S/v1.yaml"
-KUBE_NODE=node-1
-KUBE_OSC=$S/v1.yaml kube_start "$S" --machine machine-1=node-1 \
+KUBE_OSC=$S/v1.yaml kube_start "$S" --machine "$KUBE_MACHINE=$KUBE_NODE" \
 	--secret-reader group:gardener.cloud:node-agents --node-admin group:gardener.cloud:node-agents ||
 	{ fail "test API server starts"; finish; exit 1; }
 kctl POST /policy '{"revokeSecret": "group:system:bootstrappers"}' >/dev/null
 # No Node before the bootstrap (Gardener's approver refuses the bootstrap
 # token once the machine's Node exists).
-kctl POST /node '{"name": "node-1", "delete": true}' >/dev/null
+kctl POST /node '{"name": "'"$KUBE_NODE"'", "delete": true}' >/dev/null
 kctl POST /csr-mode '{"mode": "gardener", "lifetime": 3600}' >/dev/null
 export KUBE_API KUBE_PKI KUBE_DIR KUBE_NODE KUBE_SECRET
 BT=$S/bootstrap-token
 printf 'abcdef.0123456789abcdef\n' >"$BT"
 PEM=$ROOT/var/lib/node-agent/client.pem
-CN=gardener.cloud:node-agent:machine:machine-1
+CN=gardener.cloud:node-agent:machine:$KUBE_MACHINE
 AGENT_CONF=$S/agent.json
 python3 - "$AGENT_CONF" "$BT" <<-'PY'
 	import json, os, sys
 	e = os.environ
 	c = {"apiServer": {"server": e["KUBE_API"], "caFile": e["KUBE_PKI"] + "/ca.crt", "bootstrapTokenFile": sys.argv[2]},
-	     "node": {"name": e["KUBE_NODE"], "machineName": "machine-1"},
+	     "node": {"name": e["KUBE_NODE"], "machineName": e["KUBE_MACHINE"]},
 	     "osc": {"secretName": e["KUBE_SECRET"]},
 	     "timeouts": {"connectMs": 1000, "requestMs": 3000, "watchIdleMs": 120000, "csrMs": 10000}}
 	json.dump(c, open(sys.argv[1], "w"))
@@ -66,6 +65,8 @@ fp1=$(fp)
 t0=$(now)
 kctl POST /node '{"name": "'"$KUBE_NODE"'"}' >/dev/null
 check "the OSC applied with it" kube_wait_annotation checksum/cloud-config-data "$(sha256 "$S/v1.yaml")" "$t0" 20
+check "  ... the Node labelled node-role.kubernetes.io/worker=\"\" (node-agent.conf with a machine name)" \
+	[ "$(kctl GET "/node?name=$KUBE_NODE" | jget "d['metadata'].get('labels', {}).get('node-role.kubernetes.io/worker', 'absent')")" = "" ]
 
 printf '{"kinds": ["kubelet-ca-rotation", "node-agent-ca-rotation"], "outcome": "successful"}' >"$S/inplace"
 osc 2 >"$S/v2.yaml"

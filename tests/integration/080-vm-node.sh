@@ -53,11 +53,16 @@
 #  3. `hostnamectl set-hostname` under the running agent: it follows to the
 #     Node of the new name (registered by the test, the Machine's label
 #     moved to it), annotates it and holds its Lease;
-#  6. remove, then purge: after the remove the login user still logs in
-#     (sshd reads the KRL that stays); after the purge no process, unit,
-#     unit state, sshd drop-in, state directory, /etc/node-agent or SELinux
-#     module left (the system users stay: Debian practice), sshd's
-#     configuration valid and a new ssh login works.
+#  6. every package transition with sshd watching (tests/lib/vm-package.sh:
+#     the real sshd, never restarted or reloaded by the test): after the
+#     install and the upgrade above, downgrade, reinstall, remove, purge
+#     (logins all through it), install after the purge under the old name
+#     node-agent, upgrade to kube-node-agent; after each, root's image key
+#     and the gardener key log in and a key the operator revoked never does
+#     while the package is installed. The purge leaves no process, unit,
+#     unit state, sshd drop-in, state directory or SELinux module (the
+#     system users and the operator's files in /etc stay: Debian practice);
+#     a remove keeps the module (sshd reads the KRL that stays by its type).
 #  7. (opt-in: VM_SCENARIOS="1 7", issue 26) an in-place OS update (GEP-31)
 #     with a real reboot: the section's own comment says how; then one that
 #     rolls back (update-result=failed with Gardener's reason).
@@ -67,6 +72,7 @@ source "$TESTS_DIR/lib/common.sh"
 source "$TESTS_DIR/lib/kube.sh"
 source "$TESTS_DIR/lib/realkube.sh"
 source "$TESTS_DIR/lib/vm.sh"
+source "$TESTS_DIR/lib/vm-package.sh"
 # 20-30 min under TCG: `make check` leaves it to `make check-vm` (which sets
 # NA_VM_TEST=1), a stage of its own in scripts/test-all.
 [ "${NA_VM_TEST:-0}" = 1 ] ||
@@ -110,7 +116,7 @@ stage() { # NAME: prints the time of the stage that ended
 API_NAME=api.node-vm.example
 HA_PORT=443
 GUEST_NODE=node
-MACHINE=machine-vm
+MACHINE=shoot--i512345--prod-eu1-workerpool1-z1-7d9f6c8b4-x2k9p # a real machine name (55), not the Node's
 CSRS=/apis/certificates.k8s.io/v1/certificatesigningrequests
 ANN=checksum/cloud-config-data
 sha256() { sha256sum "$1" | cut -d' ' -f1; }
@@ -119,6 +125,7 @@ sha256() { sha256sum "$1" | cut -d' ' -f1; }
 source "$TESTS_DIR/lib/deb.sh"
 DEB=$(deb_build 2>"$S/deb-build.log") || { tail -30 "$S/deb-build.log" | sed 's/^/#   /'; fail "the package builds"; finish; exit 1; }
 NEW_DEB=$(deb_repack "$DEB" 9.9.9 "$S") || { fail "repack as 9.9.9"; finish; exit 1; }
+if want 6; then vmpkg_prepare || { fail "the old name's package and the transitional one"; finish; exit 1; }; fi
 stage "package"
 vm_image || { fail "the VM image builds"; finish; exit 1; }
 stage "image"
@@ -294,12 +301,20 @@ kubelet_osc() {
 	EOF
 }
 # The login user's key (Gardener's gardener-user file): a login through
-# authkeys-cmd in scenario 1.
-ssh-keygen -q -t ed25519 -N '' -C gardener-vm -f "$S/gardener_key"
+# authkeys-cmd in scenario 1; with 6 the key is vm-package.sh's.
+if want 6; then
+	GARDENER_KEY=$S/pkg-gardener
+else
+	GARDENER_KEY=$S/gardener_key
+	ssh-keygen -q -t ed25519 -N '' -C gardener-vm -f "$GARDENER_KEY" </dev/null
+fi
+gardener_key_file() {
+	printf '  - path: /var/lib/gardener-user-authorized-keys\n    permissions: 384\n    content:\n      inline:\n        data: "%s\\n"\n' "$(cat "$GARDENER_KEY.pub")"
+}
 hello() {
 	{
 		printf 'spec:\n  files:\n  - path: /etc/hello\n    permissions: 420\n    content:\n      inline:\n        data: "vm %s"\n' "$1"
-		printf '  - path: /var/lib/gardener-user-authorized-keys\n    permissions: 384\n    content:\n      inline:\n        data: "%s\\n"\n' "$(cat "$S/gardener_key.pub")"
+		if want 6; then vmpkg_osc_files; else gardener_key_file; fi
 		if want 2; then kubelet_osc; fi
 	} >"$S/v$1.yaml"
 }
@@ -346,6 +361,7 @@ stage "boot"
 # --- the package, installed by apt as the README says --------------------------
 vm_copy "$DEB" /root/kube-node-agent.deb
 vm_copy "$NEW_DEB" /root/kube-node-agent-new.deb
+if want 6; then vmpkg_before_install; fi
 t=$(date +%s)
 # Each line of apt's output with the guest's clock (where the time goes).
 vm_ssh 'cd /root && DEBIAN_FRONTEND=noninteractive apt-get install -y -q ./kube-node-agent.deb 2>&1 |
@@ -549,7 +565,7 @@ check "/etc/hello written in the guest by cloud-config-exec" test "$(vm_ssh cat 
 # by asking authkeys-cmd.
 ak=/home/gardener/.ssh/authorized_keys
 vm_ssh "mv $ak $ak.aside"
-out=$(ssh -q -i "$S/gardener_key" -p "$VM_SSH_PORT" -o IdentitiesOnly=yes -o StrictHostKeyChecking=no \
+out=$(ssh -q -i "$GARDENER_KEY" -p "$VM_SSH_PORT" -o IdentitiesOnly=yes -o StrictHostKeyChecking=no \
 	-o UserKnownHostsFile=/dev/null -o BatchMode=yes -o ConnectTimeout=10 gardener@127.0.0.1 id -un 2>&1)
 vm_ssh "mv $ak.aside $ak"
 check "ssh gardener@node with the key only in the snapshot, through authkeys-cmd ($out)" test "$out" = gardener
@@ -602,6 +618,7 @@ no_403() {
 }
 no_403 " through the join"
 vm_selinux_check "through the join"
+if want 6; then vmpkg_logins "install (after the join)"; fi
 stage "scenario 1 (join from stock user data)"
 
 # --- scenario 2: the real kubelet joined -----------------------------------------
@@ -657,9 +674,9 @@ fi
 # readiness: the agent fetched the new OSC Secret (its GET in the audit
 # log): within 2 s; applied by the executor and the Node annotated (which
 # the agent does after the executor's result): within 2 s under KVM, within
-# 10 s under TCG, where the executor's run in the emulated guest alone takes
-# about 3.5 s (first run: Secret fetched 0.9 s after readiness, the
-# annotation 3.5 s after it).
+# 25 s under TCG, where the executor's run in the emulated guest alone takes
+# about 3.5 s on an idle host and stretches with the host's load (first
+# run: Secret fetched 0.9 s after readiness, the annotation 3.5 s after it).
 if want 5; then
 	rk_stop_apiserver
 	hello 2
@@ -703,7 +720,14 @@ else:
 	done
 	d=none
 	[ "$t" = none ] || [ "$ready" = none ] || d=$(awk -v a="$ready" -v b="$t" 'BEGIN { printf "%.2f", b - a }')
-	limit=10
+	# Under TCG the guest's part (the agent's parse and write, the path
+	# unit, the executor's run, the PATCH) is emulated: about 3.5 s on an
+	# idle host, and it stretches with the host's load (CI runs other tests
+	# beside this one: 14.8 s was seen at load 20). The agent's own
+	# reaction is the fetch above (host clock, 2 s); this bound catches an
+	# apply that does slow work it should not (the 105 MB kubelet hashed on
+	# every run took 53.6 s here) without failing on a loaded host.
+	limit=25
 	[ "$(vm_accel | cut -d' ' -f2)" = kvm ] && limit=2
 	echo "# outage behind haproxy: readiness -> the agent fetched the new OSC: $seen s; -> applied and the Node annotated: $d s ($(vm_accel | cut -d' ' -f2 | cut -d, -f1))"
 	check "API server restart behind haproxy: the agent fetched the update $seen s after readiness (<= 2 s)" \
@@ -740,6 +764,7 @@ if want 6; then
 	check "  ... and its log names what to check when the connection fails" \
 		grep -qE "connection to $API_NAME:$HA_PORT timed out: check the network path|Failed to connect to $API_NAME port $HA_PORT" "$S/agent.journal"
 	ha_start
+	vmpkg_logins "upgrade to 9.9.9"
 	stage "scenario 6 part (upgrade, API server down)"
 fi
 
@@ -878,6 +903,7 @@ print("|".join([l.get("node.machine.sapcloud.io/update-result", ""),
 			# writes, and gardener-node-agent's classification reads it
 			# (changes.go ComputeKubeletConfigChange: "kubelet config file
 			# ... not found in OSC" otherwise); with 2 it is kubelet_osc's.
+			if want 6; then vmpkg_osc_files; fi
 			if want 2; then
 				kubelet_osc
 			else
@@ -1043,55 +1069,11 @@ if want 3; then
 	stage "scenario 3 (hostname change)"
 fi
 
-# --- scenario 6 (purge) ---------------------------------------------------------
-# What the package put there goes; the system users stay (Debian practice,
-# debian/kube-node-agent.postrm: a reinstall keeps their ids), as does what the
-# executor wrote for the OSC (the node's configuration, not the package's).
+# --- scenario 6: the package's transitions (tests/lib/vm-package.sh) ----------
 if want 6; then
-	# The purge and what it left, read in the same ssh session (a session
-	# opened before the purge; whether a NEW login works is checked after).
-	vm_copy "$VM_KEY" /root/.vm-test-key
-	vm_copy "$S/gardener_key" /root/.gardener-key
-	# First a remove: the sshd drop-in and the KRL it names stay (a
-	# conffile, the executor's state), and sshd must still read the KRL
-	# (SELinux: by its type, so the module stays too) or it refuses every
-	# key: gardener logs in with its authorized_keys.
-	VM_SSH_TIMEOUT=600 vm_ssh 'chmod 0600 /root/.vm-test-key /root/.gardener-key
-		DEBIAN_FRONTEND=noninteractive apt-get remove -y -q kube-node-agent >/root/remove.log 2>&1; echo "remove rc $?"
-		ssh -q -i /root/.gardener-key -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o BatchMode=yes gardener@127.0.0.1 true && echo "login after remove ok"
-		DEBIAN_FRONTEND=noninteractive apt-get purge -y -q kube-node-agent >/root/purge.log 2>&1; echo "rc $?"
-		echo "status $(dpkg-query -W -f "\${Status}" kube-node-agent 2>/dev/null)"
-		grep -qxs -e node-agent -e cloud-config-exec /proc/[0-9]*/comm && echo "process left"
-		echo "loadstate $(systemctl show -p LoadState --value node-agent.service node-agent.path cloud-config-exec.service cloud-config-exec.path cloud-config-exec.timer | grep . | sort -u | tr "\n" " ")"
-		for f in /lib/systemd/system/*node-agent* /lib/systemd/system/*cloud-config-exec* /etc/systemd/system/*node-agent* \
-			/etc/systemd/system/*/*node-agent* /etc/systemd/system/*/*cloud-config-exec* \
-			/var/lib/systemd/deb-systemd-helper-enabled/*node-agent* /var/lib/systemd/deb-systemd-helper-enabled/*/*node-agent* \
-			/etc/ssh/sshd_config.d/50-node-agent.conf /var/lib/node-agent /var/lib/cloud-config-exec /etc/node-agent \
-			/usr/libexec/node-agent; do
-			[ -e "$f" ] && echo "left $f"
-		done
-		semodule -l 2>/dev/null | grep -qx node_agent && echo "left SELinux module node_agent"
-		echo "users $(getent passwd node-agent node-agent-authkeys | cut -d: -f1 | tr "\n" " ")"
-		sshd -t && echo "sshd-t ok"
-		systemctl restart ssh.service && systemctl -q is-active ssh.service && echo "sshd active"
-		ssh -q -i /root/.vm-test-key -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o BatchMode=yes root@127.0.0.1 true && echo "login ok"
-		journalctl -q --no-pager -u ssh.service -n 8 | sed "s/^/journal /"
-		sshd -T 2>&1 | grep -i -e revoked -e authorizedkeyscommand | sed "s/^/sshd-T /"' >"$S/purge.facts" 2>&1
-	sed 's/^/# purge: /' "$S/purge.facts"
-	fact() { grep -qx -- "$1" "$S/purge.facts"; }
-	check "remove: apt-get remove kube-node-agent returned 0" fact "remove rc 0"
-	check "remove: gardener still logs in with its authorized_keys (sshd reads the KRL that stays)" fact "login after remove ok"
-	check "purge: apt-get purge kube-node-agent returned 0" fact "rc 0"
-	check "purge: kube-node-agent not installed any more ($(grep '^status' "$S/purge.facts"))" sh -c '! grep -q "^status install ok installed" "$1"' sh "$S/purge.facts"
-	check_not "purge: no node-agent or cloud-config-exec process left" fact "process left"
-	check "purge: no unit loaded ($(grep '^loadstate' "$S/purge.facts"))" fact "loadstate not-found "
-	check_not "purge: no unit file, drop-in, deb-systemd-helper state, sshd drop-in, state directory, /etc/node-agent, SELinux module ($(grep '^left' "$S/purge.facts" | tr '\n' ' '))" \
-		grep -q '^left' "$S/purge.facts"
-	check "purge: the system users stay (Debian practice; $(grep '^users' "$S/purge.facts"))" fact "users node-agent node-agent-authkeys "
-	check "purge: sshd's configuration valid, sshd restarted" sh -c 'grep -qx "sshd-t ok" "$1" && grep -qx "sshd active" "$1"' sh "$S/purge.facts"
-	check "purge: a new login with root's own authorized_keys works (inside the guest)" fact "login ok"
-	check "purge: a new ssh login from outside works" vm_wait_ssh 30
-	stage "scenario 6 (purge)"
+	vmpkg_transitions
+	vmpkg_report
+	stage "scenario 6 (downgrade, reinstall, remove, purge, old name -> new)"
 fi
 
 diag_journal end

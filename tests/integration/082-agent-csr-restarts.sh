@@ -15,6 +15,8 @@
 # around the renewal. Checked per restart: the certificate in use (client.pem
 # written) at most 2 s after readiness (the server's first /readyz 200 in
 # its audit log after the restart); no log line said twice in the round.
+# Then in-place updates with a node-agent CA rotation, the API server
+# restarted at a random instant of each (see there; IP_ROUNDS=$(sized 1 4)).
 # At the end: every CSR issued is one the agent installed, none pending.
 # ROUNDS=${ROUNDS:-$(sized 3 12)}. Prints each delay.
 # Skips (saying why) without a kube-apiserver binary, etcd or haproxy.
@@ -121,10 +123,16 @@ after_restart() {
 		ok "$what: the certificate came before the restart"
 		return
 	fi
-	d=$(python3 -c "print('%.2f' % ($m - $READY))" 2>/dev/null || echo none)
-	delays+=("$d")
-	check "$what: certificate in use $d s after readiness (<= 2 s)" \
-		python3 -c "import sys; sys.exit(0 if -5 < $d <= 2 else 1)"
+	since_ready "$what: certificate in use" "$m" 2 delays
+}
+# since_ready WHAT T MAX ARRAY: checks that T came at most MAX s after the
+# restarted server's readiness; the delay goes into ARRAY.
+since_ready() {
+	local -n _into=$4
+	local d
+	d=$(python3 -c "print('%.2f' % ($2 - $READY))" 2>/dev/null || echo none)
+	_into+=("$d")
+	check "$1 $d s after readiness (<= $3 s)" python3 -c "import sys; sys.exit(0 if -5 < $d <= $3 else 1)"
 }
 # repeats FROM: lines of the CSR duty (agent/credentials.c) since line FROM
 # said more than once.
@@ -162,6 +170,77 @@ for ((r = 1; r <= ROUNDS; r++)); do
 	agent_stop
 done
 echo "# readiness -> certificate in use: ${delays[*]} s"
+
+# --- in-place updates (GEP-31) through restarts --------------------------------
+# The Node registered, the agent with its certificate; per round an OS update
+# with a node-agent CA rotation (tests/lib/inplace-exec.py as the executor):
+# machine-controller-manager's condition InPlaceUpdate/ReadyForUpdate, then
+# the API server (every other round haproxy too) killed and restarted at a
+# random instant of the update (0-1 s after the condition: the agent writes
+# readyForUpdate, the executor reports "successful", the agent renews its
+# certificate with a CSR, deletes the Pods left on the Node, labels it).
+# Checked per round: converges (update-result=successful and the checksum,
+# the new certificate in use, the Pods deleted), no line of the duties
+# involved said twice; at the end no CSR left behind (below), no key of a
+# CSR in flight kept, no sweep stopped half-way. IP_ROUNDS=$(sized 1 4).
+IP_ROUNDS=${IP_ROUNDS:-$(sized 1 4)}
+ip_ok=true
+rk_node "$KUBE_NODE" >/dev/null || ip_ok=false
+rk_sa default default >/dev/null || ip_ok=false
+rk_sa kube-system default >/dev/null || ip_ok=false
+check "in-place: the Node registered, ServiceAccounts for its Pods" $ip_ok
+printf '#!/bin/sh\nexec python3 "%s" "%s" "%s" "%s"\n' "$TESTS_DIR/lib/inplace-exec.py" \
+	"$ROOT/var/lib/cloud-config-exec/result.json" "$ROOT/var/lib/node-agent/desired.json" "$S/inplace" >"$S/exec-ip"
+chmod +x "$S/exec-ip"
+EXEC=$S/exec-ip exec_loop_start
+agent_start
+check "in-place: the agent (its certificate kept) applies the OSC on its Node" \
+	eval 'rk_wait_annotation checksum/cloud-config-data "$(sha256 "$S/v1.yaml")" 60 >/dev/null'
+label() { rk GET "/api/v1/nodes/$KUBE_NODE" | jget "d['metadata'].get('labels', {}).get('node.machine.sapcloud.io/update-result', '')"; }
+pods_left() { rk GET "/api/v1/pods?fieldSelector=spec.nodeName%3D$KUBE_NODE" | jget "len([p for p in d['items'] if not p['metadata'].get('deletionTimestamp')])"; }
+pod() { rk POST "/api/v1/namespaces/$1/pods" '{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "'"$2"'"}, "spec": {"nodeName": "'"$KUBE_NODE"'", "automountServiceAccountToken": false, "containers": [{"name": "c", "image": "pause"}]}}' >/dev/null; }
+ip_repeats() { tail -n +"$(($1 + 1))" "$S/agent.log" | grep -E "in-place|Pod|CSR|bootstrap token|certificate" | sort | uniq -d; }
+ip_delays=()
+for ((r = 1; r <= IP_ROUNDS; r++)); do
+	way=
+	((r % 2 == 0)) && way=haproxy
+	printf 'spec:\n  files:\n  - path: /etc/hello\n    permissions: 420\n    content:\n      inline:\n        data: "in-place %s"\n' "$r" >"$S/ip$r.yaml"
+	printf '{"kinds": ["os-version", "node-agent-ca-rotation"], "outcome": "successful", "os": "1877.%s"}' "$r" >"$S/inplace"
+	mark=$(log_mark)
+	rk_secret kube-system "$KUBE_SECRET" "$S/ip$r.yaml" >/dev/null
+	wait_log "waits for the Node condition InPlaceUpdate" "$mark" 30 || fail "in-place round $r: the update waits for the drain"
+	# machine-controller-manager drained the node: what is left on it
+	pod kube-system "calico-node-r$r"
+	pod default "web-r$r"
+	rk PATCH "/api/v1/nodes/$KUBE_NODE/status" '{"status": {"conditions": [{"type": "InPlaceUpdate", "status": "True", "reason": "ReadyForUpdate", "message": "set by the test as machine-controller-manager", "lastTransitionTime": "'"$(date -u +%Y-%m-%dT%H:%M:%SZ)"'"}]}}' >/dev/null
+	sleep "$(python3 -c 'import random; print("%.2f" % random.uniform(0, 1))')"
+	before=$(label)
+	restart $way || { fail "in-place round $r: the API server restarts"; break; }
+	el "in-place round $r: restarted"
+	if ! wait_for 60 eval '[ "$(label)" = successful ]'; then
+		fail "in-place round $r: update-result=successful within 60 s of the restart"
+		dump "the agent's log" tail -n +"$((mark + 1))" "$S/agent.log"
+		continue
+	fi
+	if [ "$before" = successful ]; then
+		ok "in-place round $r: the update was over before the restart"
+	else
+		since_ready "in-place round $r, restart ${way:-direct}: update-result=successful" "$(now)" 20 ip_delays
+	fi
+	check "  ... the checksum annotated" [ "$(rk_annotation checksum/cloud-config-data)" = "$(sha256 "$S/ip$r.yaml")" ]
+	check "  ... the new certificate in use first" wait_log "the new client certificate is in use" "$mark" 1
+	check "  ... the Pods left on the Node deleted" [ "$(pods_left)" = 0 ]
+	rep=$(ip_repeats "$mark")
+	check "  ... no line said twice${rep:+ ($(echo "$rep" | head -3 | cut -c1-160 | tr '\n' '|'))}" test -z "$rep"
+	# machine-controller-manager moves on: the condition first (while it
+	# says ReadyForUpdate, a label removed is the agent's to put back)
+	rk PATCH "/api/v1/nodes/$KUBE_NODE/status" '{"status": {"conditions": [{"type": "InPlaceUpdate", "status": "True", "reason": "UpdateSuccessful", "message": "by the test", "lastTransitionTime": "'"$(date -u +%Y-%m-%dT%H:%M:%SZ)"'"}]}}' >/dev/null
+	rk PATCH "/api/v1/nodes/$KUBE_NODE" '{"metadata": {"labels": {"node.machine.sapcloud.io/update-result": null}}}' >/dev/null
+done
+echo "# in-place: readiness -> update-result=successful: ${ip_delays[*]} s"
+check "in-place: no key of a CSR in flight left behind" test ! -e "$ROOT/var/lib/node-agent/csr-pending.pem"
+check_not "in-place: no Pod sweep stopped half-way" grep -q "deleting the Pods on Node .* stopped" "$S/agent.log"
+agent_stop
 # No CSR left behind: the signer issues every CSR it sees, so each CSR must
 # be one whose certificate the agent installed ("CSR <name>: client
 # certificate issued" in its log), and none may be pending.
@@ -176,7 +255,7 @@ python3 - "$S/csrs.json" "$S/installed" >"$S/csr-check" <<-'PY'
 	print(len(items), len(used), "; ".join(bad))
 	PY
 read -r n_csr n_used orphans <"$S/csr-check"
-check "no CSR left behind: $n_csr CSRs, $n_used certificates installed ($((ROUNDS * 2)) rounds' worth), each CSR one of them${orphans:+ ($orphans)}" \
+check "no CSR left behind: $n_csr CSRs, $n_used certificates installed ($((ROUNDS * 2)) restarts' and $IP_ROUNDS in-place updates' worth), each CSR one of them${orphans:+ ($orphans)}" \
 	test -z "$orphans" -a "$n_csr" = "$n_used"
 [ -z "$orphans" ] || dump "the agent's CSR lines" grep -E "CSR|certificate" "$S/agent.log"
 # Gardener's authorizer lets a node-agent certificate get and create CSRs,

@@ -66,3 +66,39 @@ count_fs_writes() {
 	grep -vE '^[0-9]+ +write\([12],' "$1" | grep -E 'O_WRONLY|O_RDWR|O_CREAT|rename|unlink|mkdir|write\(' |
 		grep -vc ' = -1 '
 }
+
+# check_is_apply ROOT OSC LABEL: `check` then `apply` of OSC on ROOT (issue
+# 36: one plan for both); what check predicted is exactly what apply did:
+# the files written and removed, containerd's files, the unit files
+# written and the modes fixed, and the units' plan (the "units:" line is
+# the "Units:" line apply carries out). Each difference fails, named.
+# Leaves ROOT applied; the plan in $CIA_CHECK, the apply's log in $CIA_LOG;
+# $CIA_ARGS (words) go to both runs.
+check_is_apply() {
+	local root=$1 osc=$2 label=$3
+	CIA_CHECK=$(dirname "$root")/cia-check.out CIA_LOG=$(dirname "$root")/cia-apply.log
+	cce "$root" ${CIA_ARGS:-} check "$osc" >"$CIA_CHECK" 2>/dev/null
+	cce "$root" ${CIA_ARGS:-} apply "$osc" 2>"$CIA_LOG"
+	check "$label: check, then apply: what was predicted is what was done" \
+		python3 - "$CIA_CHECK" "$CIA_LOG" <<-'PY'
+	import re, sys
+	plan = open(sys.argv[1]).read().splitlines()
+	log = open(sys.argv[2]).read().splitlines()
+	def grab(lines, rx):
+	    return sorted(m.group(1) for m in (re.search(rx, l) for l in lines) if m)
+	pairs = [
+	    ("files written", grab(plan, r"^write   (\S+)$"), grab(log, r"File (\S+) written \(")),
+	    ("files removed", grab(plan, r"^remove  (\S+)$"), grab(log, r"File (\S+) (?:removed|already gone) \(dropped")),
+	    ("containerd's files", grab(plan, r"^containerd write (\S+)"), grab(log, r"Wrote (/etc/containerd/\S+)")),
+	    ("unit files written", grab(plan, r"^unit    (\S+): [a-z,-]*write[a-z,-]* \("),
+	     grab(log, r"Wrote unit (\S+)$")),
+	    ("unit modes fixed", grab(plan, r"^unit    (\S+): mode \("), grab(log, r"Fixed the mode or owner of the files of (\S+)$")),
+	    ("units", grab(plan, r"^units: (.*)$"), grab(log, r"Units: (.*)$")),
+	    ("image files rewritten", grab(plan, r"^image   (\S+): .*rewritten"), grab(log, r"Wrote (/opt/\S+) from ")),
+	]
+	bad = [f"{what}: predicted {p}, done {d}" for what, p, d in pairs if p != d]
+	for b in bad:
+	    print("#   " + b)
+	sys.exit(1 if bad else 0)
+	PY
+}

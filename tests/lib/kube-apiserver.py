@@ -80,7 +80,8 @@ CONTROL (all JSON; times are the server's time.time()):
             like a webhook that sets the fields back) | "blank" (a watch
             answers 200 and then only a blank line every 0.5 s, no event,
             until the client goes, the fault is cleared or the server goes
-            down; the log entry gets "end")
+            down; the log entry gets "end") | "slow" (+"seconds", default
+            1: answered as usual that much later)
   POST /clear-faults    drop every scripted fault, release hung connections
   POST /reset-watches   every open watch: half an event, then RST
   POST /expire          forget the watch history and move the RV on: a resume
@@ -125,6 +126,7 @@ import http.client
 import http.server
 import json
 import os
+import random
 import re
 import select
 import socket
@@ -690,7 +692,10 @@ class ApiHandler(http.server.BaseHTTPRequestHandler):
             # core/v1 Events (agent/events.c): stored as sent, name generated
             try:
                 obj = json.loads(body.decode("utf-8"))
-                name = obj["metadata"]["generateName"] + uuid.uuid4().hex[:10]
+                # as the API server's SimpleNameGenerator: the base cut
+                # to 58, then 5 random characters (63 at most)
+                name = obj["metadata"]["generateName"][:58] + "".join(
+                    random.choice("bcdfghjklmnpqrstvwxz2456789") for _ in range(5))
             except (UnicodeDecodeError, ValueError, KeyError, TypeError) as e:
                 self.send_json(400, status(400, "BadRequest", "error decoding body: %s" % e))
                 return
@@ -935,6 +940,12 @@ class ApiHandler(http.server.BaseHTTPRequestHandler):
             else:
                 self.send_json(200, node)
             return True
+        if t == "slow":
+            # answered as usual, "seconds" later (a loaded server)
+            deadline = time.time() + float(f.get("seconds", 1))
+            while time.time() < deadline and not self.client_gone():
+                time.sleep(0.05)
+            return False
         if t == "hang":
             self.entry["status"] = 0
             gen = st.down_gen
@@ -1466,6 +1477,31 @@ def openssl(*args, data=None):
     return r.stdout
 
 
+def long_csr(cn, orgs):
+    """(key PEM, request PEM): a new P-256 key and a certification request
+    for CN and the Os, each its own RDN, a CN of any length as Go writes it
+    (openssl req and cryptography's checks stop at 64 characters, which no
+    machine name of a real shoot fits in with node-agent's prefix)."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+    import warnings
+    key = ec.generate_private_key(ec.SECP256R1())
+    attrs = [x509.NameAttribute(NameOID.ORGANIZATION_NAME, o) for o in orgs]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        attrs.append(x509.NameAttribute(NameOID.COMMON_NAME, cn, _validate=False))
+    req = x509.CertificateSigningRequestBuilder().subject_name(x509.Name(attrs)).sign(key, hashes.SHA256())
+    return (key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                              serialization.NoEncryption()), req.public_bytes(serialization.Encoding.PEM))
+
+
+def na_request(machine):
+    """long_csr() with node-agent's subject for machine."""
+    return long_csr(NA_PREFIX + machine, [NA_GROUP])
+
+
 def csr_subject(pem):
     """(CN, [O]) of a PEM certification request."""
     out = openssl("req", "-noout", "-subject", "-nameopt", "sep_multiline,sname,utf8", data=pem).decode()
@@ -1536,11 +1572,7 @@ def sign_csr(st, pem, mode, lifetime):
             subj = "/O=%s/CN=%sanother-machine" % (NA_GROUP, NA_PREFIX)
         if mode == "wrong-key":
             # A request with the same subject for a key the client never had.
-            key = os.path.join(d, "k.pem")
-            openssl("genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", key)
-            cn, orgs = csr_subject(pem)
-            pem = openssl("req", "-new", "-key", key, "-subj",
-                          "".join("/O=%s" % x for x in orgs) + "/CN=%s" % cn)
+            pem = long_csr(*csr_subject(pem))[1]
         with open(os.path.join(d, "req.pem"), "wb") as fh:
             fh.write(pem)
         open(os.path.join(d, "index.txt"), "w").close()
@@ -1564,14 +1596,17 @@ def sign_csr(st, pem, mode, lifetime):
 
 
 def make_node(name):
+    # The kubelet's hostname label: a label value (63 at most); a Node named
+    # longer (a cloud provider's name) has its host's short name there.
+    host = name if len(name) <= 63 else name.split(".")[0][:63]
     return {"kind": "Node", "apiVersion": "v1",
             "metadata": {"name": name,
-                         "labels": {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux",
+                         "labels": {"kubernetes.io/hostname": host, "kubernetes.io/os": "linux",
                                     "worker.gardener.cloud/pool": "worker-a"},
                          "annotations": {"node.alpha.kubernetes.io/ttl": "0"}},
             "spec": {"podCIDR": "10.244.0.0/24"},
             "status": {"addresses": [{"type": "InternalIP", "address": "127.0.0.1"},
-                                     {"type": "Hostname", "address": name}],
+                                     {"type": "Hostname", "address": host}],
                        "nodeInfo": {"machineID": "", "systemUUID": "", "bootID": "", "kernelVersion": "",
                                     "osImage": "Debian GNU/Linux 12 (bookworm)", "containerRuntimeVersion": "",
                                     "kubeletVersion": "v1.20.2", "kubeProxyVersion": "v1.20.2",
@@ -1745,7 +1780,8 @@ class ControlHandler(http.server.BaseHTTPRequestHandler):
             elif p == "/fault":
                 f = dict(req)
                 f["count"] = int(f.get("count", 1))
-                if f.get("type") not in ("500", "429", "reset", "hang", "blackhole", "oversize", "badjson", "410", "undo", "blank"):
+                if f.get("type") not in ("500", "429", "reset", "hang", "blackhole", "oversize", "badjson", "410", "undo", "blank",
+                                         "slow"):
                     self.reply(400, {"error": "unknown fault type %r" % f.get("type")})
                     return
                 with st.lock:

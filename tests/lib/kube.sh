@@ -5,7 +5,7 @@
 #                           private network namespace (lo up), so the fixed
 #                           ports 6443/6444 never collide with anything
 #   kube_start DIR [ARGS]   certificates into DIR/pki, tokens, the server
-#                           (node-1, Secret kube-system/$KUBE_SECRET when
+#                           ($KUBE_NODE, Secret kube-system/$KUBE_SECRET when
 #                           KUBE_OSC names a file); stopped on exit
 #   kctl METHOD PATH [JSON] the control interface (prints the JSON answer)
 #   jget EXPR               evaluates a Python expression over the JSON on
@@ -14,15 +14,18 @@
 # Identities the server knows after kube_start:
 #   $KUBE_TOKEN   system:serviceaccount:kube-system:node-agent: may get/watch
 #                 the named Secret and get/watch/patch Nodes
-#   $KUBE_PKI/client.{crt,key}   system:node:node-1 (group system:nodes)
+#   $KUBE_PKI/client.{crt,key}   system:node:$KUBE_NODE (group system:nodes)
 #   admin-token   admin (everything)
 
 KUBE_API=${KUBE_API:-https://127.0.0.1:6443}
 KUBE_CONTROL=${KUBE_CONTROL:-127.0.0.1:6444}
-KUBE_NODE=${KUBE_NODE:-node-1}
+# Real-shaped names (../shared/notes/gardener-names.md): a machine name of
+# real length and a Node name that differs from it (AWS names Nodes so).
+KUBE_NODE=${KUBE_NODE:-ip-10-250-17-203.eu-central-1.compute.internal}
+KUBE_MACHINE=${KUBE_MACHINE:-shoot--i512345--prod-eu1-workerpool1-z1-7d9f6-x2k9p}
 KUBE_SECRET=${KUBE_SECRET:-gardener-node-agent-worker-a-0123456789abcdef}
 KUBE_TOKEN=${KUBE_TOKEN:-agent-token-0123456789}
-export KUBE_CONTROL
+export KUBE_CONTROL KUBE_MACHINE
 _kube_py=$TESTS_DIR/lib/kube-apiserver.py
 
 kube_netns() {

@@ -9,10 +9,10 @@
 #   server-wrong-host.crt/.key    signed by ca, but only for wrong.example.com
 #   client.crt client.key         CN=system:node:NODE, O=system:nodes (signed by ca)
 #   client-other-ca.crt/.key      the same subject, signed by other-ca
-# NODE defaults to node-1. Never touches anything outside DIR.
+# NODE defaults to ip-10-250-17-203.eu-central-1.compute.internal. Never touches anything outside DIR.
 set -euo pipefail
 dir=${1:?usage: mkcerts.sh DIR [NODE]}
-node=${2:-node-1}
+node=${2:-ip-10-250-17-203.eu-central-1.compute.internal}
 mkdir -p "$dir"
 cd "$dir"
 umask 077

@@ -10,20 +10,21 @@
 #   sdbox.sh ctl ARGS...    systemctl inside the box
 #   sdbox.sh sh CMD...      run CMD inside the box (its /, its PID namespace)
 #   sdbox.sh down           poweroff, kill leftovers, remove cgroups and rootfs
+#   sdbox.sh fetch          only debootstrap the tree into the cache (network)
 #
 # Environment:
 #   SDBOX_STATE    directory for rootfs, pids and logs (default $PWD/.sdbox);
 #                  one box per state directory, so parallel boxes need their own.
 #                  Keep it outside the git tree (e.g. /var/tmp/node-agent-sdbox-$$).
 #   SDBOX_SRC      host directory bind-mounted read-only at /src (default $PWD)
-#   SDBOX_INCLUDE  extra debootstrap packages, comma-separated (e.g.
-#                  "libssl3,libcurl4,libcjson1,libseccomp2,libyaml-0-2,libxxhash0"
-#                  to run the project's binaries inside the box)
-#   SDBOX_CACHE=1  keep a tar of the freshly bootstrapped tree under
-#                  $SDBOX_CACHE_DIR (default $B/sdbox-cache under a test run,
-#                  else /var/cache/node-agent-sdbox), one per
-#                  suite and package set, and unpack it on later runs (~2 s
-#                  instead of ~40 s). Without it a cache that exists is still used.
+#   SDBOX_INCLUDE  extra debootstrap packages, comma-separated, beyond the
+#                  suite's set below (which already runs the project's
+#                  binaries and its package); a box with extras gets a tree
+#                  of its own
+#   SDBOX_CACHE_DIR  where the debootstrapped trees are kept as tars, one per
+#                  suite, mirror and package set (default $B/sdbox-cache under
+#                  a test run, else /var/cache/node-agent-sdbox); a box
+#                  unpacks its tree from there (~2 s instead of ~40 s).
 #   SDBOX_MIRROR   Debian mirror (default http://deb.debian.org/debian)
 #   SDBOX_SUITE    default bookworm
 #   SDBOX_KEEP_ROOTFS=1  down leaves the unpacked tree for the next up
@@ -40,7 +41,19 @@ STATE=${SDBOX_STATE:-$PWD/.sdbox}
 ROOTFS=$STATE/rootfs
 MIRROR=${SDBOX_MIRROR:-http://deb.debian.org/debian}
 SUITE=${SDBOX_SUITE:-bookworm}
-INCLUDE=systemd,dbus${SDBOX_INCLUDE:+,$SDBOX_INCLUDE}
+# Each suite's tree has one package set, so that every box of a suite boots
+# the same cached tree (one debootstrap per suite and checkout, made before
+# the tests by tests/fetch): systemd and dbus, sshd, and the package's
+# Depends, so that apt-get needs no network in the box (trixie renamed two
+# libraries in the 64-bit time_t transition; the new ones provide the old
+# names). trixie also gets its refpolicy and setools: the package's SELinux
+# module, built on Debian 12, is linked into that policy store and checked.
+case $SUITE in
+bookworm) SUITE_INCLUDE=openssh-server,libcurl4,libcjson1,libseccomp2,libyaml-0-2,libxxhash0,libssl3 ;;
+trixie) SUITE_INCLUDE=openssh-server,libcurl4t64,libcjson1,libseccomp2,libyaml-0-2,libxxhash0,libssl3t64,selinux-policy-default,setools ;;
+*) SUITE_INCLUDE= ;;
+esac
+INCLUDE=systemd,dbus${SUITE_INCLUDE:+,$SUITE_INCLUDE}${SDBOX_INCLUDE:+,$SDBOX_INCLUDE}
 # Under a test run ($B set) the cache is per checkout, in the build
 # directory: a clean checkout (CI) makes its own trees and never depends on
 # what an earlier run left.
@@ -72,41 +85,60 @@ print_env() {
 	echo "export DBUS_SYSTEM_BUS_ADDRESS=unix:path=/proc/$(leader)/root/run/dbus/system_bus_socket"
 }
 
-# One debootstrap into $ROOTFS; a failed one leaves no tree behind.
+# The cached tree of this suite and package set: a tar in $CACHE_DIR.
+tree_tar() {
+	local key
+	key=$(printf '%s %s %s' "$SUITE" "$MIRROR" "$INCLUDE" | sha256sum | cut -c1-12)
+	echo "$CACHE_DIR/rootfs-$SUITE-$key.tar"
+}
+
+# One debootstrap into DIR; a failed one leaves no tree behind.
 debootstrap_once() {
-	if ! debootstrap --variant=minbase --include="$INCLUDE" "$SUITE" "$ROOTFS" "$MIRROR" \
-		>"$STATE/debootstrap.log" 2>&1; then
-		tail -5 "$STATE/debootstrap.log" | sed 's/^/#   /' >&2
-		rm -rf "$ROOTFS"
+	if ! debootstrap --variant=minbase --include="$INCLUDE" "$SUITE" "$1" "$MIRROR" \
+		>"$CACHE_DIR/debootstrap-$SUITE.log" 2>&1; then
+		tail -5 "$CACHE_DIR/debootstrap-$SUITE.log" | sed 's/^/#   /' >&2
+		rm -rf "$1"
 		return 1
 	fi
 }
 
-# Fills $ROOTFS: unpack the cached tar, or debootstrap (and maybe cache it).
-make_rootfs() {
-	local key tar tmp
-	key=$(printf '%s %s %s' "$SUITE" "$MIRROR" "$INCLUDE" | sha256sum | cut -c1-12)
-	tar=$CACHE_DIR/rootfs-$SUITE-$key.tar
-	if [ -f "$tar" ]; then
-		log "unpacking $tar"
-		mkdir -p "$ROOTFS" && tar -C "$ROOTFS" -xpf "$tar"
-		return
-	fi
-	log "debootstrap $SUITE ($INCLUDE) from $MIRROR"
-	net_retry "debootstrap $SUITE from $MIRROR (log: $STATE/debootstrap.log)" debootstrap_once || return 1
-	echo sdbox >"$ROOTFS/etc/hostname"  # debootstrap copied the host's
-	ln -sf /dev/null "$ROOTFS/etc/systemd/system/console-getty.service"
-	rm -rf "$ROOTFS/var/cache/apt/archives/"*.deb
-	if [ -n "${SDBOX_CACHE:-}" ]; then
-		mkdir -p "$CACHE_DIR"
-		tmp=$(mktemp "$tar.XXXXXX")
-		# Written aside and renamed, so a parallel run never unpacks half a tar.
-		if tar -C "$ROOTFS" -cpf "$tmp" . && mv -f "$tmp" "$tar"; then
-			log "cached the tree in $tar"
-		else
-			rm -f "$tmp"
+# fetch: the tree into the cache unless it is there (network: outside any
+# private namespace). One fetch per tree at a time: boxes booting side by
+# side wait for the first one's tar (written aside and renamed).
+fetch() {
+	local tar tmp t0
+	tar=$(tree_tar)
+	mkdir -p "$CACHE_DIR"
+	exec 8>"$tar.lock"
+	flock 8
+	if [ ! -f "$tar" ]; then
+		t0=$(now_ms)
+		tmp=$(mktemp -d "$CACHE_DIR/tree.XXXXXX")
+		log "debootstrap $SUITE ($INCLUDE) from $MIRROR"
+		if ! net_retry "debootstrap $SUITE from $MIRROR (log: $CACHE_DIR/debootstrap-$SUITE.log)" \
+			debootstrap_once "$tmp/root"; then
+			rm -rf "$tmp"
+			exec 8>&-
+			return 1
 		fi
+		echo sdbox >"$tmp/root/etc/hostname" # debootstrap copied the host's
+		ln -sf /dev/null "$tmp/root/etc/systemd/system/console-getty.service"
+		rm -rf "$tmp/root/var/cache/apt/archives/"*.deb
+		tar -C "$tmp/root" -cpf "$tmp/tar" . && mv -f "$tmp/tar" "$tar"
+		rm -rf "$tmp"
+		log "cached the tree in $tar ($(($(now_ms) - t0)) ms)"
 	fi
+	exec 8>&-
+	[ -f "$tar" ]
+}
+
+# Fills $ROOTFS from the cached tree (fetched first if need be).
+make_rootfs() {
+	local tar
+	fetch || return 1
+	tar=$(tree_tar)
+	log "unpacking $tar"
+	mkdir -p "$ROOTFS" && tar -C "$ROOTFS" -xpf "$tar"
 }
 
 up() {
@@ -199,9 +231,10 @@ down() {
 
 case "${1:-}" in
 up) up ;;
+fetch) fetch ;;
 env) print_env ;;
 sh) shift; exec nsenter -t "$(leader)" -m -p -- env -u DBUS_SYSTEM_BUS_ADDRESS "$@" ;;
 ctl) shift; exec nsenter -t "$(leader)" -m -p -- env -u DBUS_SYSTEM_BUS_ADDRESS systemctl --no-pager "$@" ;;
 down) down ;;
-*) echo "usage: $0 up|env|down|sh CMD...|ctl ARGS..." >&2; exit 2 ;;
+*) echo "usage: $0 up|fetch|env|down|sh CMD...|ctl ARGS..." >&2; exit 2 ;;
 esac

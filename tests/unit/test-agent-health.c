@@ -111,9 +111,14 @@ static void healthy_does_nothing(void **state)
 static void interval_and_inactive(void **state)
 {
 	struct fixture *f = fixture_new(base_config);
-	/* Not active (nothing applied yet): no probe at all. */
-	assert_int_equal(health_tick(&f->h, 1000, false), UINT64_MAX);
+	/* Not active (nothing applied yet): no kubelet probe; containerd is
+	 * probed always, as gardener-node-agent's check. */
+	assert_int_equal(health_tick(&f->h, 1000, false), 2000);
 	assert_int_equal(f->starts[HEALTH_KUBELET], 0);
+	assert_int_equal(f->starts[HEALTH_CONTAINERD], 1);
+	health_probe_result(&f->h, &f->h.probe[HEALTH_CONTAINERD], true, NULL, 1100);
+	f->h.probe[HEALTH_CONTAINERD].next_at = 0;
+	f->starts[HEALTH_CONTAINERD] = 0;
 	/* Active: both probes start, the next one is due an interval later. */
 	assert_int_equal(health_tick(&f->h, 1000, true), 2000);
 	assert_int_equal(f->starts[HEALTH_KUBELET], 1);
@@ -262,18 +267,20 @@ static void containerd_and_start_failure(void **state)
 	assert_string_not_equal(u1, u2);
 	assert_null(health_take_repair(&f->h, id));
 
-	/* Going inactive ends a spell: the clock starts again. */
+	/* A failed apply does not end a spell: containerd's repair is most
+	 * needed then (an image it cannot pull), and the kubelet runs on. */
 	f->start_result = 0;
 	health_tick(&f->h, 5000, false);
-	assert_false(c->failing);
+	assert_true(c->failing);
+	assert_true(f->h.probe[HEALTH_KUBELET].failing);
 	fixture_free(f);
 }
 
 /* Without health.containerdUrl (the default), cloud-config-exec's probe of
  * containerd's socket stands for gardener-node-agent's Version() call
- * (containerd.go): its texts, one minute, one restart per repair interval;
- * only while the OSC has a criConfig, the tick is active, the verdict is
- * new and not stale. */
+ * (containerd.go): its texts, one minute, one restart per repair interval
+ * (set to 10 min here); whatever the OSC and the last apply, while the
+ * verdict is new and not stale. */
 static void containerd_socket(void **state)
 {
 	const char *json = "{\"health\": {\"intervalMs\": 30000, \"unhealthyMs\": 60000, "
@@ -284,16 +291,11 @@ static void containerd_socket(void **state)
 	long long wall = 1764170000;
 	assert_true(c->socket);
 	assert_null(c->url);
-	/* The fixture's OSC has no criConfig: no verdict taken. */
-	health_tick(&f->h, 1000, true);
-	assert_int_equal(f->starts[HEALTH_CONTAINERD], 0); /* never an HTTP probe */
-	assert_false(health_socket_result(&f->h, false, "x", wall, wall, 1000));
-	set_osc(f, "spec:\n  criConfig:\n    name: containerd\n  units:\n  - name: kubelet.service\n"
-		   "    content: \"[Service]\\nExecStart=/bin/true\\n\"\n");
-	/* Inactive (the last apply failed): not taken either. */
+	/* The fixture's OSC has no criConfig, the last apply failed: taken
+	 * all the same (gardener-node-agent checks containerd always). */
 	health_tick(&f->h, 1000, false);
-	assert_false(health_socket_result(&f->h, false, "x", wall, wall, 1000));
-	health_tick(&f->h, 1000, true);
+	assert_int_equal(f->starts[HEALTH_CONTAINERD], 0); /* never an HTTP probe */
+	assert_true(health_socket_result(&f->h, true, "", wall - 1, wall, 1000));
 	/* Stale: older than three intervals. */
 	assert_false(health_socket_result(&f->h, false, "x", wall - 91, wall, 1000));
 	assert_true(health_socket_result(&f->h, true, "", wall, wall, 1000));
@@ -557,11 +559,54 @@ static void http_probe(void **state)
 	config_done(&cfg);
 }
 
+/* The cadence of gardener-node-agent's checks with the defaults: a unit
+ * that stays unhealthy is restarted after each minute of failure (its
+ * firstFailure reset by the restart), containerd and the kubelet alike,
+ * also while the executor's applies fail. */
+static void cadence_as_gardener(void **state)
+{
+	struct fixture *f = fixture_new("{\"health\": {}}");
+	struct health_probe *k = &f->h.probe[HEALTH_KUBELET], *c = &f->h.probe[HEALTH_CONTAINERD];
+	char id[HEALTH_ID_MAX];
+	long long wall = 1764170000;
+	assert_int_equal(f->h.interval_ms, 30000);
+	assert_int_equal(f->h.unhealthy_ms, 60000);
+	health_tick(&f->h, 0, true); /* an apply succeeded once */
+	health_probe_result(&f->h, k, true, NULL, 0);
+	unsigned kr[8], cr[8], nk = 0, nc = 0;
+	/* Both fail from 30 s on, for ten minutes; every apply fails meanwhile. */
+	for (uint64_t t = 30000; t <= 630000; t += 30000) {
+		k->next_at = 0;
+		health_tick(&f->h, t, false);
+		if (k->probing)
+			health_probe_result(&f->h, k, false, "connection refused", t);
+		health_socket_result(&f->h, false, "ctr version failed", wall + (long long)t / 1000,
+				     wall + (long long)t / 1000, t);
+		const char *u;
+		while ((u = health_take_repair(&f->h, id))) {
+			if (strcmp(u, "kubelet.service") == 0 && nk < 8)
+				kr[nk++] = (unsigned)(t / 1000);
+			else if (strcmp(u, "containerd.service") == 0 && nc < 8)
+				cr[nc++] = (unsigned)(t / 1000);
+		}
+	}
+	/* First failure at 30 s: restarts at 90 s, then each minute after. */
+	assert_int_equal(nk, 8);
+	assert_int_equal(nc, 8);
+	for (unsigned i = 0; i < 8; i++) {
+		if (kr[i] != 90 + 60 * i || cr[i] != 90 + 60 * i)
+			fail_msg("restart %u: kubelet at %u s, containerd at %u s, want %u s", i, kr[i], cr[i], 90 + 60 * i);
+	}
+	assert_int_equal(k->repairs, c->repairs);
+	fixture_free(f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(healthy_does_nothing),
 		cmocka_unit_test(interval_and_inactive),
+		cmocka_unit_test(cadence_as_gardener),
 		cmocka_unit_test(repair_after_threshold_and_limit),
 		cmocka_unit_test(containerd_and_start_failure),
 		cmocka_unit_test(containerd_socket),

@@ -300,6 +300,52 @@ static void pods_before_label(void **state)
 	assert_true(nodeupdate_sweep_wanted(&u));
 }
 
+/* After the update's reboot (issue 34): the result on disk is current for
+ * the desired.json the earlier run left, so the sweep waits until this run
+ * settled its desired state; a sweep under way goes on while a later write
+ * makes the result stale (the token Secrets read a moment after the
+ * start), and stops only for the update's own reasons, each named. */
+static void sweep_after_restart(void **state)
+{
+	struct nodeupdate u = { 0 };
+	const char *why = "x";
+	struct kube_node k = { .ready_for_update = true };
+	nodeupdate_node(&u, &k);
+	struct nodeupdate_report r = { .state = NODEUPDATE_SUCCESSFUL, .kinds = INPLACE_OS_VERSION, .current = true,
+				       .generation = 3 };
+	nodeupdate_result(&u, &r);
+	assert_true(nodeupdate_sweep_wanted(&u));
+	assert_false(nodeupdate_sweep_go(&u, false, false, &why)); /* not settled: no start */
+	assert_null(why);
+	assert_true(nodeupdate_sweep_go(&u, false, true, &why));
+	/* desired.json written again (tokens read): the result is stale */
+	r.current = false;
+	nodeupdate_result(&u, &r);
+	assert_false(nodeupdate_sweep_go(&u, false, true, &why)); /* would not start now */
+	assert_true(nodeupdate_sweep_go(&u, true, true, &why));   /* but one running goes on */
+	assert_null(why);
+	/* the executor reports another state for the newest desired state */
+	r = (struct nodeupdate_report){ .state = NODEUPDATE_RUNNING, .kinds = INPLACE_OS_VERSION, .current = true,
+					.generation = 4 };
+	nodeupdate_result(&u, &r);
+	assert_false(nodeupdate_sweep_go(&u, true, true, &why));
+	assert_string_equal(why, "cloud-config-exec reports an update running");
+	r.state = NODEUPDATE_SUCCESSFUL;
+	r.generation = 5;
+	nodeupdate_result(&u, &r);
+	assert_true(nodeupdate_sweep_go(&u, true, true, &why));
+	/* the Node moved on: named as such */
+	k.ready_for_update = false;
+	nodeupdate_node(&u, &k);
+	assert_false(nodeupdate_sweep_go(&u, true, true, &why));
+	assert_non_null(strstr(why, "neither the condition InPlaceUpdate with reason ReadyForUpdate nor the label"));
+	k = (struct kube_node){ .ready_for_update = true, .update_result = (char[]){ "successful" } };
+	nodeupdate_node(&u, &k);
+	assert_false(nodeupdate_sweep_go(&u, true, true, &why));
+	assert_string_equal(why, "the Node is labelled update-result=successful already");
+	assert_false(nodeupdate_sweep_go(&u, false, true, &why));
+}
+
 int main(void)
 {
 	log_open("test-agent-nodeupdate", LOG_TARGET_STDERR);
@@ -310,6 +356,7 @@ int main(void)
 		cmocka_unit_test(recheck_after_restart),
 		cmocka_unit_test(rotations),
 		cmocka_unit_test(pods_before_label),
+		cmocka_unit_test(sweep_after_restart),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

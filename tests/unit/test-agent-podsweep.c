@@ -71,11 +71,11 @@ static void sweep(void **state)
 	setup(&ps);
 	assert_int_equal(podsweep_tick(&ps, 100), UINT64_MAX); /* not wanted: nothing */
 	assert_int_equal(n_requests, 0);
-	podsweep_want(&ps, true, 100);
+	podsweep_want(&ps, true, NULL, 100);
 	assert_false(podsweep_finished(&ps));
 	assert_int_equal(podsweep_tick(&ps, 100), UINT64_MAX);
 	assert_string_equal(last_request(), "GET /api/v1/pods?fieldSelector=spec.nodeName%3Dnode-1");
-	podsweep_want(&ps, true, 110); /* wanted again: nothing new */
+	podsweep_want(&ps, true, NULL, 110); /* wanted again: nothing new */
 	assert_int_equal(n_requests, 1);
 	podsweep_listed(&ps, 200, LIST, strlen(LIST), NULL, 120);
 	/* Ours only, one after the other. */
@@ -92,9 +92,9 @@ static void sweep(void **state)
 	assert_int_equal(n_requests, 3);
 	assert_int_equal(podsweep_tick(&ps, 10000), UINT64_MAX); /* done: nothing more */
 	/* The owner takes it: not wanted; a later update sweeps again. */
-	podsweep_want(&ps, false, 150);
+	podsweep_want(&ps, false, NULL, 150);
 	assert_false(podsweep_finished(&ps));
-	podsweep_want(&ps, true, 160);
+	podsweep_want(&ps, true, NULL, 160);
 	podsweep_tick(&ps, 160);
 	assert_string_equal(last_request(), "GET /api/v1/pods?fieldSelector=spec.nodeName%3Dnode-1");
 	const char *empty = "{\"kind\":\"PodList\",\"items\":[]}";
@@ -108,7 +108,7 @@ static void failures(void **state)
 {
 	struct podsweep ps;
 	setup(&ps);
-	podsweep_want(&ps, true, 1000);
+	podsweep_want(&ps, true, NULL, 1000);
 	podsweep_tick(&ps, 1000);
 	/* A delete refused: the next is still tried, the round fails. */
 	podsweep_listed(&ps, 200, LIST, strlen(LIST), NULL, 1000);
@@ -159,12 +159,12 @@ static void cancelled(void **state)
 {
 	struct podsweep ps;
 	setup(&ps);
-	podsweep_want(&ps, true, 5);
+	podsweep_want(&ps, true, NULL, 5);
 	podsweep_tick(&ps, 5);
 	podsweep_listed(&ps, 200, LIST, strlen(LIST), NULL, 5);
 	assert_int_equal(ps.phase, PODSWEEP_DELETING);
 	/* The Node moved on (the condition gone): stopped, nothing told. */
-	podsweep_want(&ps, false, 6);
+	podsweep_want(&ps, false, NULL, 6);
 	assert_int_equal(ps.phase, PODSWEEP_IDLE);
 	assert_null(ps.pods);
 	/* A late answer is ignored. */

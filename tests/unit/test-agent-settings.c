@@ -33,6 +33,11 @@ static const char *conf(struct scratch *s, const char *json, char path[static 12
 #define SERVER "\"server\": \"https://api.example.com\""
 #define CA "\"caFile\": \"/nonexistent/ca.crt\""
 #define NAMES "\"node\": {\"name\": \"worker-1\"}, \"osc\": {\"secretName\": \"osc-secret\"}"
+/* Node names at the limits (../shared/notes/gardener-names.md): a label
+ * (63), a DNS subdomain (253) of four labels, its first 64 bytes. */
+#define L63 "ip-10-250-17-203-eu-central-1-compute-internal-0123456789abcdef"
+#define N253 L63 "." L63 "." L63 "." "ip-10-250-17-203-eu-central-1-compute-internal-0123456789abcd"
+#define N64 L63 "."
 
 static void requirements(void **state)
 {
@@ -48,10 +53,17 @@ static void requirements(void **state)
 		  "osc.secretName: required" },
 		{ "{\"apiServer\": {" SERVER ", " CA ", \"tokenFile\": \"/t\"}, \"node\": {\"name\": \"Worker_1\"}, "
 		  "\"osc\": {\"secretName\": \"s\"}}",
-		  "node.name: not a valid Kubernetes name" },
+		  "node.name: \"Worker_1\" (8 characters) is not a valid Kubernetes name (lowercase letters, digits, '-' "
+		  "and '.', alphanumeric at both ends, at most 253 characters)" },
+		/* The longest Node name the API allows and one more (issue 34). */
+		{ "{\"apiServer\": {" SERVER ", " CA ", \"tokenFile\": \"/t\"}, \"node\": {\"name\": \"" N253 "x\"}, "
+		  "\"osc\": {\"secretName\": \"s\"}}",
+		  "node.name: \"" N64 "\"... (254 characters) is not a valid Kubernetes name (lowercase letters, digits, "
+		  "'-' and '.', alphanumeric at both ends, at most 253 characters)" },
 		{ "{\"apiServer\": {" SERVER ", " CA ", \"tokenFile\": \"/t\"}, \"node\": {\"name\": \"w\"}, "
 		  "\"osc\": {\"secretName\": \"s\", \"secretNamespace\": \"Kube\"}}",
-		  "osc.secretNamespace: not a valid Kubernetes name" },
+		  "osc.secretNamespace: \"Kube\" (4 characters) is not a valid Kubernetes name (lowercase letters, "
+		  "digits, '-' and '.', alphanumeric at both ends, at most 253 characters)" },
 		{ "{\"apiServer\": {" SERVER ", " CA "}, " NAMES "}",
 		  "apiServer: no credential (tokenFile, clientCertificateFile + clientKeyFile, bootstrapTokenFile)" },
 	};
@@ -144,10 +156,34 @@ static int setup(void **state)
 	return scratch_setup(state, "settings");
 }
 
+/* The Node name loads at each length the API allows: the shortest, a
+ * label's 63, one more, a subdomain's 253 (254: the table above). */
+static void node_name_limits(void **state)
+{
+	struct scratch *s = *state;
+	static const char *const names[] = { "a", L63, L63 "x", N253 };
+	char path[128], err[1024], json[1024];
+	unsetenv("CREDENTIALS_DIRECTORY");
+	assert_int_equal(strlen(N253), 253);
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		struct config c;
+		struct stock st;
+		snprintf(json, sizeof(json),
+			 "{\"apiServer\": {" SERVER ", " CA ", \"tokenFile\": \"/t\"}, \"node\": {\"name\": \"%s\"}, "
+			 "\"osc\": {\"secretName\": \"s\"}}",
+			 names[i]);
+		assert_int_equal(settings_load(conf(s, json, path), false, &c, &st, err, sizeof(err)), 0);
+		assert_string_equal(c.node_name, names[i]);
+		stock_done(&st);
+		config_done(&c);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(requirements, setup, scratch_teardown),
+		cmocka_unit_test_setup_teardown(node_name_limits, setup, scratch_teardown),
 		cmocka_unit_test_setup_teardown(files, setup, scratch_teardown),
 		cmocka_unit_test_setup_teardown(present, setup, scratch_teardown),
 	};

@@ -9,11 +9,15 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cleanup.h"
 #include "criconfig.h"
+#include "fsx.h"
+#include "toml.h"
 #include "osc.h"
 
 static const char full[] =
@@ -326,11 +330,23 @@ static void render_plugins(void **state)
 		osc_done(&o);
 	}
 
-	/* Parser refusals: floats, nulls, lists of mappings, mixed lists, quotes. */
+	/* Floats, nulls, lists of tables and of lists, as gardener-node-agent
+	 * takes them (issue 36): a float stays a float, null deletes the key,
+	 * a list of tables is a list of inline tables. */
+	parse_ok("spec: {criConfig: {name: containerd, containerd: {plugins: [{path: [i.o.x.v1, t], values: {"
+		 "f: 1.5, g: 2.0, i: 1, n: null, l: [{x: 1, y: null}, {x: 2}], ll: [[1], [2, 3]]}}]}}}\n", &o);
+	_cleanup_free_ char *fl = NULL;
+	assert_int_equal(cri_render_config(&o.cri, &v2, &fl), 0);
+	assert_non_null(strstr(fl, "\n[plugins.\"i.o.x.v1\".\"t\"]\n  \"f\" = 1.5\n  \"g\" = 2.0\n  \"i\" = 1\n"
+				   "  \"l\" = [{ \"x\" = 1 }, { \"x\" = 2 }]\n  \"ll\" = [[1], [2, 3]]\n"));
+	assert_null(strstr(fl, "\"n\""));
+	osc_done(&o);
+
+	/* Parser refusals: infinities, null in a list, mixed lists, quotes. */
 	static const char *const refused[] = {
-		"spec: {criConfig: {name: containerd, containerd: {plugins: [{path: [a], values: {f: 1.5}}]}}}\n",
-		"spec: {criConfig: {name: containerd, containerd: {plugins: [{path: [a], values: {f: null}}]}}}\n",
-		"spec: {criConfig: {name: containerd, containerd: {plugins: [{path: [a], values: {l: [{x: 1}]}}]}}}\n",
+		"spec: {criConfig: {name: containerd, containerd: {plugins: [{path: [a], values: {f: .inf}}]}}}\n",
+		"spec: {criConfig: {name: containerd, containerd: {plugins: [{path: [a], values: {l: [1, null]}}]}}}\n",
+		"spec: {criConfig: {name: containerd, containerd: {plugins: [{path: [a], values: {l: [{x: 1}, 2]}}]}}}\n",
 		"spec: {criConfig: {name: containerd, containerd: {plugins: [{path: [a], values: {l: [1, x]}}]}}}\n",
 		"spec: {criConfig: {name: containerd, containerd: {plugins: [{path: [a], values: {s: 'a\"b'}}]}}}\n",
 		"spec: {criConfig: {name: containerd, containerd: {plugins: [{path: [a], values: {'a b': 1}}]}}}\n",
@@ -402,11 +418,70 @@ static void equality(void **state)
 	osc_done(&c);
 }
 
+/* config.toml patched as gardener-node-agent patches it (issue 36): a GPU
+ * image's file keeps everything node-agent does not own. */
+static void merge_image(void **state)
+{
+	(void)state;
+	const char *src = getenv("SRCDIR");
+	char path[4096];
+	snprintf(path, sizeof(path), "%s/tests/fixtures/containerd/gpu-image-1.6.toml", src ? src : ".");
+	_cleanup_free_ char *base = NULL, *out = NULL, *alone = NULL, *ours = NULL;
+	size_t len;
+	assert_int_equal(fsx_read_at(AT_FDCWD, path, 1u << 20, &base, &len), 0);
+	struct osc o = { 0 };
+	parse_ok("spec: {criConfig: {name: containerd, cgroupDriver: systemd, containerd: {sandboxImage: p:1, plugins: [\n"
+		 "  {path: [io.containerd.grpc.v1.cri, containerd, runtimes, nvidia],\n"
+		 "   values: {privileged_without_host_devices: null, options: {BinaryName: /x}}},\n"
+		 "  {path: [io.containerd.monitor.v1.cgroups], op: remove}]}}}\n", &o);
+	struct cri_target v2 = { .config_version = 2 };
+	char why[256] = "";
+	assert_int_equal(cri_merge_config(base, len, &o.cri, &v2, &out, why, sizeof(why)), 0);
+	_cleanup_(toml_freep) struct toml_node *t = NULL;
+	char err[TOML_ERROR_MAX];
+	assert_int_equal(toml_parse(out, strlen(out), &t, err, sizeof(err)), 0);
+	struct toml_node *cri = toml_get(toml_get(t, "plugins"), "io.containerd.grpc.v1.cri");
+	struct toml_node *rt = toml_get(toml_get(cri, "containerd"), "runtimes");
+	struct toml_node *nv = toml_get(rt, "nvidia");
+	assert_null(toml_get(nv, "privileged_without_host_devices")); /* null: deleted */
+	assert_string_equal(toml_get(nv, "runtime_type")->str, "io.containerd.runc.v2"); /* not named: kept */
+	assert_int_equal(toml_get(nv, "options")->n_items, 1);                            /* named: replaced whole */
+	assert_string_equal(toml_get(toml_get(nv, "options"), "BinaryName")->str, "/x");
+	assert_true(toml_get(toml_get(toml_get(rt, "runc"), "options"), "SystemdCgroup")->b);
+	assert_string_equal(toml_get(toml_get(cri, "containerd"), "default_runtime_name")->str, "nvidia");
+	assert_true(toml_get(cri, "enable_cdi")->b);
+	assert_string_equal(toml_get(cri, "sandbox_image")->str, "p:1");
+	assert_null(toml_get(toml_get(t, "plugins"), "io.containerd.monitor.v1.cgroups")); /* removed */
+	struct toml_node *imp = toml_get(t, "imports");
+	assert_int_equal(imp->n_items, 2);
+	assert_string_equal(imp->items[1]->str, "/etc/containerd/conf.d/*.toml");
+	assert_int_equal(toml_get(t, "proxy_plugins_list")->n_items, 2);
+	assert_int_equal(toml_get(t, "oom_score")->i, -999);
+	/* Patched again: the same text (imports not appended twice). */
+	_cleanup_free_ char *again = NULL;
+	assert_int_equal(cri_merge_config(out, strlen(out), &o.cri, &v2, &again, why, sizeof(why)), 0);
+	assert_string_equal(out, again);
+	/* No file there: node-agent's keys alone. */
+	assert_int_equal(cri_merge_config(NULL, 0, &o.cri, &v2, &alone, why, sizeof(why)), 0);
+	assert_non_null(strstr(alone, "SystemdCgroup = true"));
+	assert_null(strstr(alone, "nvidia\""));
+	/* A value where a table must be: gardener-node-agent cannot traverse it either. */
+	assert_int_equal(cri_merge_config("version = 2\nplugins = 1\n", 23, &o.cri, &v2, &ours, why, sizeof(why)), -EINVAL);
+	assert_non_null(strstr(why, "plugins is not a table"));
+	int v = 0;
+	_cleanup_(toml_freep) struct toml_node *v1 = NULL;
+	assert_int_equal(toml_parse("x = 1\n", 6, &v1, err, sizeof(err)), 0);
+	assert_int_equal(cri_file_version(v1, &v, why, sizeof(why)), 0);
+	assert_int_equal(v, 1);
+	osc_done(&o);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(parse_model),  cmocka_unit_test(parse_rejects), cmocka_unit_test(versions),
 		cmocka_unit_test(render_config), cmocka_unit_test(render_plugins), cmocka_unit_test(key_allow_list), cmocka_unit_test(render_hosts),  cmocka_unit_test(equality),
+		cmocka_unit_test(merge_image),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

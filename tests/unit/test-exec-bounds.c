@@ -11,6 +11,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "../../cloud-config-exec/bounds.h"
 #include "cleanup.h"
@@ -141,9 +143,62 @@ static void places(void **state)
 	for (size_t i = 0; i < ELEMENTSOF(no); i++)
 		if (bounds_forbidden_place(no[i], STATE, SNAP))
 			fail_msg("%s should be allowed", no[i]);
+	const char *more[] = { "/usr/local/lib/systemd/system/x.service", "/usr/share/systemd/user/x.service",
+			       "/etc/xdg/systemd/user/x.service", "/home/u/.config/systemd/user/x.service",
+			       "/root/.local/share/systemd/user", "/root/.config/systemd" };
+	for (size_t i = 0; i < ELEMENTSOF(more); i++)
+		if (!bounds_forbidden_place(more[i], STATE, SNAP))
+			fail_msg("%s should be forbidden", more[i]);
+	assert_null(bounds_forbidden_place("/home/u/.config/systemdx/a", STATE, SNAP));
 	/* A snapshot configured elsewhere: its directory is the executor's. */
 	assert_non_null(bounds_forbidden_place("/etc/ssh/x", STATE, "/etc/ssh/authkeys.snap"));
 	assert_null(bounds_forbidden_place("/etc/ssh/x", STATE, NULL));
+}
+
+/* Every unit search path systemd itself lists (system manager, --global
+ * and --user) is forbidden, and so is a file in it. */
+static void unit_paths_of_systemd(void **state)
+{
+	(void)state;
+	static const char *const scopes[] = { "--system", "--global", "--user" };
+	if (access("/usr/bin/systemd-analyze", X_OK) != 0)
+		skip();
+	size_t checked = 0;
+	for (size_t k = 0; k < ELEMENTSOF(scopes); k++) {
+		int fds[2];
+		assert_int_equal(pipe(fds), 0);
+		pid_t pid = fork();
+		assert_true(pid >= 0);
+		if (pid == 0) {
+			dup2(fds[1], 1);
+			close(fds[0]);
+			char a0[] = "systemd-analyze", a1[] = "unit-paths", *a2 = S(scopes[k]);
+			char e0[] = "HOME=/root", e1[] = "XDG_RUNTIME_DIR=/run/user/0";
+			char *argv[] = { a0, a1, a2, NULL }, *envp[] = { e0, e1, NULL };
+			execve("/usr/bin/systemd-analyze", argv, envp);
+			_exit(127);
+		}
+		close(fds[1]);
+		char buf[16384];
+		size_t len = 0;
+		ssize_t n;
+		while (len < sizeof(buf) - 1 && (n = read(fds[0], buf + len, sizeof(buf) - 1 - len)) > 0)
+			len += (size_t)n;
+		buf[len] = 0;
+		close(fds[0]);
+		int st;
+		assert_int_equal(waitpid(pid, &st, 0), pid);
+		if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+			continue; /* --user needs a user manager on some systems */
+		for (char *line = strtok(buf, "\n"); line; line = strtok(NULL, "\n")) {
+			char file[4200];
+			snprintf(file, sizeof(file), "%s/x.service", line);
+			if (!bounds_forbidden_place(line, STATE, SNAP) || !bounds_forbidden_place(file, STATE, SNAP))
+				fail_msg("systemd-analyze unit-paths %s lists %s, which bounds allows", scopes[k], line);
+			checked++;
+		}
+	}
+	assert_true(checked >= 10);
 }
 
 static void kubelet(void **state)
@@ -232,6 +287,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(tokens),
 		cmocka_unit_test(places),
+		cmocka_unit_test(unit_paths_of_systemd),
 		cmocka_unit_test(kubelet),
 		cmocka_unit_test(restart),
 		cmocka_unit_test(ready_registries),

@@ -1,7 +1,8 @@
 /* Unit tests for the images step's pull unit name: the reference escaped
  * exactly as systemd's unit_name_escape() does (the expected strings are
  * systemd-escape's output), so the unit's %I gives the reference back;
- * refusals and the length limit. */
+ * refusals and the length limit; when a file's identity may be trusted
+ * (the clock past its ctime's tick, 2 s for whole-second stamps). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -9,6 +10,8 @@
 
 #include <errno.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
 
 #include "../../cloud-config-exec/files.h"
 #include "../../cloud-config-exec/images.h"
@@ -70,12 +73,42 @@ static void superseded(void **state)
 	assert_false(files_image_superseded("/opt/bin/kubelet"));
 }
 
+static struct stat stamped(time_t c, long cns, long mns)
+{
+	struct stat st = { 0 };
+	st.st_ctim = (struct timespec){ c, cns };
+	st.st_mtim = (struct timespec){ c - 10, mns };
+	return st;
+}
+
+static void identity_settled(void **state)
+{
+	(void)state;
+	/* nanosecond stamps: trusted once the coarse clock is past ctime */
+	struct stat st = stamped(1000, 500000000, 7);
+	assert_false(images_identity_settled(&st, &(struct timespec){ 1000, 500000000 }));
+	assert_false(images_identity_settled(&st, &(struct timespec){ 1000, 400000000 }));
+	assert_false(images_identity_settled(&st, &(struct timespec){ 999, 900000000 }));
+	assert_true(images_identity_settled(&st, &(struct timespec){ 1000, 500000001 }));
+	assert_true(images_identity_settled(&st, &(struct timespec){ 1001, 0 }));
+	/* whole-second stamps (ext4 with 128-byte inodes, FAT's 2 s): a write
+	 * later in the same second, or the next on FAT, gets the same stamp */
+	st = stamped(1000, 0, 0);
+	assert_false(images_identity_settled(&st, &(struct timespec){ 1000, 900000000 }));
+	assert_false(images_identity_settled(&st, &(struct timespec){ 1001, 999999999 }));
+	assert_true(images_identity_settled(&st, &(struct timespec){ 1002, 0 }));
+	/* one of the two with nanoseconds: a fine-grained file system */
+	st = stamped(1000, 0, 3);
+	assert_true(images_identity_settled(&st, &(struct timespec){ 1000, 1 }));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(escapes_like_systemd),
 		cmocka_unit_test(refusals),
 		cmocka_unit_test(superseded),
+		cmocka_unit_test(identity_settled),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

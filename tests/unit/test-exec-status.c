@@ -85,6 +85,53 @@ static void failed_not_unfinished(void **state)
 	free(p);
 }
 
+/* issue 35: a failure that every run repeats until someone acts is never
+ * "tried again" nor "nothing": the damaged desired.json (the run's result
+ * says so, status names who writes it anew), a KRL changed by hand. */
+static void failures_that_need_a_person(void **state)
+{
+	(void)state;
+	char step[] = "desired", error[] = "/y/desired.json rejected: not valid JSON; node-agent writes it anew";
+	struct result res = { .success = false, .finished_at = T0, .failed_step = step, .error = error };
+	struct status_view v = { .exec_state_dir = "/x", .state_dir = "/y", .applied_checksum = SUM_A, .res = &res,
+				 .desired_problem = "not valid JSON", .timer_hint = "the next run" };
+	int rc;
+	char *p = page(&v, T0 + 60, &rc);
+	assert_int_equal(rc, 1);
+	assert_null(strstr(p, "pending: nothing\n"));
+	assert_null(strstr(p, "tried again"));
+	assert_non_null(strstr(p, "pending: nothing can be applied until node-agent writes /y/desired.json anew "
+				  "(systemctl restart node-agent)\n"));
+	free(p);
+
+	char kstep[] = "keys", kerror[] = "/x/revoked-keys.krl was changed outside cloud-config-exec (by hand, "
+					   "ssh-keygen -k?) or is damaged: ... run `cloud-config-exec revoke --replace`";
+	struct result kres = { .generation = 5, .success = false, .finished_at = T0, .failed_step = kstep,
+			       .error = kerror };
+	memcpy(kres.checksum, SUM_B, 65);
+	struct state st = { .progress_steps = STATE_STEP_FILES | STATE_STEP_UNITS };
+	memcpy(st.progress_checksum, SUM_B, 65);
+	struct status_view kv = { .exec_state_dir = "/x", .state_dir = "/y", .applied_checksum = SUM_A, .res = &kres,
+				  .st = &st, .timer_hint = "the next run" };
+	p = page(&kv, T0 + 60, &rc);
+	assert_int_equal(rc, 1);
+	assert_null(strstr(p, "tried again"));
+	assert_non_null(strstr(p, "pending: the failed apply; every run fails the same way until the revoked-keys list "
+				  "is resolved as the error says (cloud-config-exec revoke --replace)\n"));
+	free(p);
+
+	/* result.json unreadable: who writes it anew, not "no result.json". */
+	struct desired d = { .generation = 6 };
+	memcpy(d.checksum, SUM_B, 65);
+	struct status_view rv = { .exec_state_dir = "/x", .state_dir = "/y", .res_problem = "not valid JSON",
+				  .desired = &d, .timer_hint = "the next run" };
+	p = page(&rv, T0, &rc);
+	assert_int_equal(rc, 1);
+	assert_non_null(strstr(p, "pending: /x/result.json is written anew by the next run\n"));
+	assert_null(strstr(p, "no result.json"));
+	free(p);
+}
+
 static void interrupted_and_pending(void **state)
 {
 	(void)state;
@@ -145,7 +192,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(success_local_time), cmocka_unit_test(failed_not_unfinished),
-		cmocka_unit_test(interrupted_and_pending), cmocka_unit_test(never_ran), cmocka_unit_test(ages),
+		cmocka_unit_test(interrupted_and_pending), cmocka_unit_test(failures_that_need_a_person), cmocka_unit_test(never_ran), cmocka_unit_test(ages),
 	};
 	return cmocka_run_group_tests(tests, setup, NULL);
 }

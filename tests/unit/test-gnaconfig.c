@@ -310,6 +310,13 @@ static void zones(void **state)
 	assert_true(gna_label_value_is_valid(""));
 	assert_true(gna_label_value_is_valid("A.b_c-1"));
 	assert_false(gna_label_value_is_valid("a/b"));
+	/* A hostname as the kubernetes.io/hostname label value (the Node found
+	 * by it, agent/nodefind.c): 63 at most; a 64-character hostname
+	 * (HOST_NAME_MAX) is looked for by name only. */
+	long_zone[63] = '\0';
+	assert_true(gna_label_value_is_valid(long_zone));
+	long_zone[63] = 'z';
+	assert_false(gna_label_value_is_valid(long_zone));
 }
 
 int main(void)

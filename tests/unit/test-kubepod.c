@@ -108,6 +108,13 @@ static void query_and_path(void **state)
 	assert_int_equal(kube_pod_list_query("Node 1", buf, sizeof(buf)), -EINVAL);
 	assert_int_equal(kube_pod_list_query(NULL, buf, sizeof(buf)), -EINVAL);
 	assert_int_equal(kube_pod_list_query("node-1", buf, 10), -ENOBUFS);
+	/* The longest Node name fits the 320 bytes agent/podsweep.c gives it. */
+	char node[254], q[320];
+	memset(node, 'n', 253);
+	node[253] = '\0';
+	node[63] = node[127] = node[191] = '.';
+	assert_int_equal(kube_pod_list_query(node, q, sizeof(q)), 0);
+	assert_int_equal(strlen(q), strlen("fieldSelector=spec.nodeName%3D") + 253);
 	assert_int_equal(kube_pod_path("kube-system", "calico-node-x", buf, sizeof(buf)), 0);
 	assert_string_equal(buf, "/api/v1/namespaces/kube-system/pods/calico-node-x");
 	assert_int_equal(kube_pod_path("kube-system", "../x", buf, sizeof(buf)), -EINVAL);

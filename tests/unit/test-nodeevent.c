@@ -36,10 +36,31 @@ static void body(void **state)
 	assert_non_null(strstr(w, want));
 }
 
+/* The longest Node name (253): the whole name in involvedObject, source and
+ * reportingInstance; generateName "<node>." (the API server cuts a
+ * generateName to 58 characters before its 5 random ones: the Event's name
+ * stays within 63). */
+static void longest_node(void **state)
+{
+	char node[254], want[300];
+	memset(node, 'n', 253);
+	node[253] = '\0';
+	node[63] = node[127] = node[191] = '.';
+	_cleanup_free_ char *b = nodeevent_body(node, "uid-1", false, "OSCApplied", "applied", 0);
+	assert_non_null(b);
+	snprintf(want, sizeof(want), "\"generateName\":\"%s.\"", node);
+	assert_non_null(strstr(b, want));
+	snprintf(want, sizeof(want), "\"kind\":\"Node\",\"name\":\"%s\"", node);
+	assert_non_null(strstr(b, want));
+	snprintf(want, sizeof(want), "\"reportingInstance\":\"%s\"", node);
+	assert_non_null(strstr(b, want));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(body),
+		cmocka_unit_test(longest_node),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
