@@ -49,7 +49,9 @@ HARDEN  := -D_FORTIFY_SOURCE=3 -fstack-protector-strong -fstack-clash-protection
            -fcf-protection=full -fPIE
 HARDEN_LD := -pie -Wl,-z,relro,-z,now,-z,noexecstack,--as-needed
 
-PKGS    := openssl libcurl libcjson libsystemd libseccomp yaml-0.1 libxxhash zlib
+# libselinux: cloud-config-exec labels what it creates (cloud-config-exec/
+# label.h); --as-needed keeps it out of node-agent.
+PKGS    := openssl libcurl libcjson libsystemd libseccomp yaml-0.1 libxxhash zlib libselinux
 PKG_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(PKGS))
 PKG_LIBS   := $(shell $(PKG_CONFIG) --libs $(PKGS))
 CMOCKA_CFLAGS := $(shell $(PKG_CONFIG) --cflags cmocka)

@@ -14,6 +14,7 @@
 #include "cleanup.h"
 #include "fsx.h"
 #include "home.h"
+#include "label.h"
 #include "log.h"
 
 #define AUTHORIZED_KEYS "authorized_keys"
@@ -131,8 +132,13 @@ int home_open_ssh(int rootfd, const struct account *a, time_t now, char *why, si
 		errno = ENOENT;
 	}
 	if (ssh < 0 && errno == ENOENT) {
-		if (mkdirat(home, ".ssh", 0700) < 0 && errno != EEXIST)
-			return REFUSE(negerrno(), "cannot create ~/.ssh");
+		/* ssh_home_t, not the home's type (label.h) */
+		int r = label_prepare_at(home, ".ssh", S_IFDIR);
+		if (r >= 0)
+			r = RET_NERRNO(mkdirat(home, ".ssh", 0700));
+		label_done();
+		if (r < 0 && r != -EEXIST)
+			return REFUSE(r, "cannot create ~/.ssh");
 		ssh = openat(home, ".ssh", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	}
 	if (ssh < 0) {
@@ -305,9 +311,13 @@ static int replace_moving_aside(int sshfd, const struct account *a, const char *
 		int r = fresh_name(AUTHORIZED_KEYS, now, moved, moved_size);
 		if (r < 0)
 			return r;
-		fd = openat(sshfd, moved, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY, 0600);
-		if (fd < 0 && errno != EEXIST)
-			return negerrno();
+		/* labelled as authorized_keys, the name it will take (label.h) */
+		if ((r = label_prepare_at(sshfd, AUTHORIZED_KEYS, S_IFREG)) < 0)
+			return r;
+		fd = RET_NERRNO(openat(sshfd, moved, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY, 0600));
+		label_done();
+		if (fd < 0 && fd != -EEXIST)
+			return fd;
 	}
 	int r = write_all(fd, data, len);
 	if (r >= 0)

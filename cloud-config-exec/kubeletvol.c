@@ -16,6 +16,7 @@
 #include "kubeletvol.h"
 #include "fsx.h"
 #include "gnaconfig.h"
+#include "label.h"
 #include "log.h"
 #include "systemd.h"
 #include "datavol.h"
@@ -268,6 +269,17 @@ static int cmp_disk(const void *a, const void *b)
 	return strcmp(((const struct datavol_disk *)a)->name, ((const struct datavol_disk *)b)->name);
 }
 
+/* mkfs labels nothing: the new file system's lost+found gets the type it
+ * has at its final path (label.h); its root gets /var/lib/kubelet's from
+ * cp -a, which keeps the copied directory's. Nothing stays open (the
+ * temporary mount is unmounted next). */
+static int label_lost_found(const char *mnt)
+{
+	_cleanup_close_ int dfd = open(mnt, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	_cleanup_close_ int fd = dfd < 0 ? -1 : openat(dfd, "lost+found", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	return fd < 0 ? 0 : label_fd_as(fd, "/var/lib/kubelet/lost+found", S_IFDIR);
+}
+
 /* Gardener's script after mkfs: mount at a temporary directory, copy
  * /var/lib/kubelet onto it, unmount, mount at /var/lib/kubelet. */
 static int move_kubelet_dir(const char *root, int rootfd, const char *dev)
@@ -292,7 +304,9 @@ static int move_kubelet_dir(const char *root, int rootfd, const char *dev)
 	char *mnt[] = { m0, m1, m2, o, opts, (char *)(uintptr_t)dev, kdir, NULL };
 	int r = run(DATAVOL_MOUNT, mnt_tmp, DATAVOL_TIMEOUT_MS);
 	if (r >= 0) {
-		int c = run(DATAVOL_CP, cp, DATAVOL_MKFS_TIMEOUT_MS);
+		int c = label_lost_found(tmp);
+		if (c >= 0)
+			c = run(DATAVOL_CP, cp, DATAVOL_MKFS_TIMEOUT_MS);
 		r = run(DATAVOL_UMOUNT, umnt, DATAVOL_TIMEOUT_MS);
 		if (c < 0)
 			r = c;

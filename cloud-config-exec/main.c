@@ -22,6 +22,7 @@
 #include "images.h"
 #include "ipupdate.h"
 #include "kubeletvol.h"
+#include "label.h"
 #include "log.h"
 #include "revoke.h"
 #include "units.h"
@@ -237,8 +238,12 @@ static int run(void)
 	/* Runs in its own unit (kubeletvol.h), not under the executor's
 	 * filter: the children it execs (mkfs.ext4, mount, cp) need syscalls
 	 * the filter denies and would inherit it. */
-	if (strcmp(arg_verb, "kubelet-data-volume") == 0)
+	if (strcmp(arg_verb, "kubelet-data-volume") == 0) {
+		_cleanup_(label_finip) int labelling = label_init(arg_root);
+		if (labelling < 0)
+			return APPLY_EXIT_FAILED;
 		return datavol_format(arg_root, rootfd, gna_dir, arg_allow_loop) < 0 ? APPLY_EXIT_FAILED : APPLY_EXIT_OK;
+	}
 	/* Its own unit too (ctrdprobe.h): no bus, only the socket; ctr runs
 	 * under the executor's filter as in an apply. */
 	const char *address = arg_containerd_address ? arg_containerd_address : IMAGES_ADDRESS_DEFAULT;
@@ -284,6 +289,12 @@ static int run(void)
 	 * before the filter (containerd.h). */
 	_cleanup_free_ char *service_path = containerd_service_path(bus);
 	if (!service_path)
+		return APPLY_EXIT_FAILED;
+
+	/* What the apply creates gets the SELinux type the file contexts give
+	 * its path (label.h); the file contexts are read before the filter. */
+	_cleanup_(label_finip) int labelling = readonly ? 0 : label_init(arg_root);
+	if (labelling < 0)
 		return APPLY_EXIT_FAILED;
 
 	if (!arg_no_seccomp && (r = confine_install()) < 0)

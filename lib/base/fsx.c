@@ -11,6 +11,35 @@
 #include "cleanup.h"
 #include "fsx.h"
 
+static const struct fsx_label *fsx_label;
+
+void fsx_set_label(const struct fsx_label *label)
+{
+	fsx_label = label;
+}
+
+/* mkdirat() and openat(O_CREAT) with the label prepared (fsx.h). */
+static int label_prepare(int dirfd, const char *name, mode_t type)
+{
+	return fsx_label ? fsx_label->prepare(dirfd, name, type) : 0;
+}
+
+static void label_done(void)
+{
+	if (fsx_label)
+		fsx_label->done();
+}
+
+static int mkdirat_labelled(int dirfd, const char *name, mode_t mode)
+{
+	int r = label_prepare(dirfd, name, S_IFDIR);
+	if (r < 0)
+		return r;
+	r = RET_NERRNO(mkdirat(dirfd, name, mode));
+	label_done();
+	return r;
+}
+
 int fsx_read_fd(int fd, size_t max, char **ret, size_t *ret_len)
 {
 	struct stat st;
@@ -125,11 +154,15 @@ int fsx_open_temp_at(int dirfd, const char *name, int access, char tmp[static NA
 		int n = snprintf(tmp, NAME_MAX + 1, ".#%.*s.%016llx", 200, name, (unsigned long long)rnd);
 		if (n < 0 || n > NAME_MAX)
 			return -ENAMETOOLONG;
-		int fd = openat(dirfd, tmp, access | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+		int fd = label_prepare(dirfd, name, S_IFREG);
+		if (fd < 0)
+			return fd;
+		fd = RET_NERRNO(openat(dirfd, tmp, access | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600));
+		label_done();
 		if (fd >= 0)
 			return fd;
-		if (errno != EEXIST || attempt > 16)
-			return negerrno();
+		if (fd != -EEXIST || attempt > 16)
+			return fd;
 	}
 }
 
@@ -293,7 +326,11 @@ int fsx_open_dir_at(int dirfd, const char *path, unsigned flags, mode_t mode)
 	if (has_dotdot(path))
 		return -EPERM;
 
-	_cleanup_close_ int cur = RET_NERRNO(openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+	/* The directories on the way are opened O_PATH: a walk needs to
+	 * search them, not to read them (an O_PATH open checks no permission
+	 * of the directory itself: under SELinux the walk needs search on the
+	 * way and read only on the directory it returns). */
+	_cleanup_close_ int cur = RET_NERRNO(openat(dirfd, ".", O_PATH | O_DIRECTORY | O_CLOEXEC));
 	if (cur < 0)
 		return cur;
 	if (follow && (r = chain_set(&chain, &chain_cap, 0, cur)) < 0)
@@ -321,7 +358,7 @@ int fsx_open_dir_at(int dirfd, const char *path, unsigned flags, mode_t mode)
 			 * climb pass above dirfd. */
 			if (!follow || depth == 0)
 				return -EPERM;
-			_cleanup_close_ int up = openat(cur, "..", O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+			_cleanup_close_ int up = openat(cur, "..", O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
 			struct stat st;
 			if (up < 0 || fstat(up, &st) < 0)
 				return negerrno();
@@ -333,11 +370,11 @@ int fsx_open_dir_at(int dirfd, const char *path, unsigned flags, mode_t mode)
 			continue;
 		}
 
-		int next = openat(cur, comp, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+		int next = openat(cur, comp, O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
 		if (next < 0 && errno == ENOENT && (flags & FSX_MKDIR)) {
-			if (mkdirat(cur, comp, mode) < 0 && errno != EEXIST)
-				return negerrno();
-			next = openat(cur, comp, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+			if ((r = mkdirat_labelled(cur, comp, mode)) < 0 && r != -EEXIST)
+				return r;
+			next = openat(cur, comp, O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
 		}
 		if (next < 0) {
 			r = negerrno();
@@ -374,7 +411,7 @@ int fsx_open_dir_at(int dirfd, const char *path, unsigned flags, mode_t mode)
 			if (target[0] == '/') {
 				/* Absolute: from the root of the walk, as
 				 * RESOLVE_IN_ROOT would. */
-				int root = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+				int root = openat(dirfd, ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
 				if (root < 0)
 					return negerrno();
 				close(cur);
@@ -392,7 +429,9 @@ int fsx_open_dir_at(int dirfd, const char *path, unsigned flags, mode_t mode)
 		close(cur);
 		cur = next;
 	}
-	return TAKE_FD(cur);
+	/* The one the caller gets is opened for real (same directory: "."
+	 * of the O_PATH fd looks nothing up). */
+	return RET_NERRNO(openat(cur, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
 }
 
 int fsx_open_parent_at(int dirfd, const char *path, unsigned flags, mode_t mode, const char **ret_name)

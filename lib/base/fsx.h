@@ -34,6 +34,24 @@ enum {
 /* Symlinks one walk follows at most with FSX_FOLLOW_ROOT_SYMLINKS. */
 #define FSX_SYMLINK_HOPS_MAX 16
 
+/* Labelling what fsx creates. A program that gives new files and
+ * directories a label of their own (cloud-config-exec: the SELinux type the
+ * file contexts give the path, cloud-config-exec/label.h) sets one with
+ * fsx_set_label() at its start: before fsx creates a directory (the
+ * walks' FSX_MKDIR) or a file (the temporary of fsx_open_temp_at() and
+ * fsx_write_atomic_at()), prepare() gets the directory, the final name
+ * (the name the temporary is renamed to, not its own) and the file type
+ * bits; a negative return fails the creation with it. done() follows the
+ * creation, whatever its outcome. Like log.c's target this is process
+ * state, set once before anything is created; without it (node-agent,
+ * authkeys-cmd, the tests) nothing is labelled and a new entry takes
+ * whatever the kernel gives it. */
+struct fsx_label {
+	int (*prepare)(int dirfd, const char *name, mode_t type);
+	void (*done)(void);
+};
+void fsx_set_label(const struct fsx_label *label);
+
 /* Reads all of fd (from offset 0 onwards, a regular file only) into a new
  * NUL-terminated buffer. -EFBIG if it holds more than max bytes, -EBADFD when
  * fd is not a regular file. On success *ret (owned by the caller) and

@@ -53,16 +53,20 @@ else
 fi
 P=$(ls "$R"/etc/selinux/default/policy/policy.* | sort -V | tail -1)
 FC=$R/etc/selinux/default/contexts/files/file_contexts
-check "file contexts: authkeys-cmd is authkeys_cmd_exec_t" \
-	grep -q '^/usr/libexec/node-agent/authkeys-cmd[[:space:]].*authkeys_cmd_exec_t' "$FC"
-check "file contexts: the pull unit is node_agent_unit_t" \
-	grep -q '^/usr/lib/systemd/system/cloud-config-exec-pull@.\.service[[:space:]].*node_agent_unit_t' "$FC"
-check "file contexts: the OS update unit is node_agent_unit_t" \
-	grep -q '^/usr/lib/systemd/system/cloud-config-exec-os-update\\.service[[:space:]].*node_agent_unit_t' "$FC"
-check "file contexts: the containerd probe unit is node_agent_unit_t" \
-	grep -q '^/usr/lib/systemd/system/cloud-config-exec-containerd-probe.\.(service|timer)[[:space:]].*node_agent_unit_t' "$FC"
-check "file contexts: /var/lib/node-agent is node_agent_var_lib_t" \
-	grep -q '^/var/lib/node-agent(/\.\*)?[[:space:]].*node_agent_var_lib_t' "$FC"
+# The file contexts as libselinux resolves them (the module's entries
+# against the base policy's, Debian's /lib -> /usr/lib equivalence): every
+# unit the package ships, the programs, the state directories.
+fc_type() { matchpathcon -f "$FC" "$1" 2>/dev/null | awk '{ split($2, c, ":"); print c[3] }'; }
+for u in "$SRC"/../units/*.service "$SRC"/../units/*.path "$SRC"/../units/*.timer; do
+	u=${u##*/}
+	check "file contexts: /lib/systemd/system/$u is node_agent_unit_t ($(fc_type "/lib/systemd/system/$u"))" \
+		test "$(fc_type "/lib/systemd/system/$u")" = node_agent_unit_t
+done
+for pt in /usr/libexec/node-agent/authkeys-cmd=authkeys_cmd_exec_t /usr/sbin/cloud-config-exec=cloud_config_exec_exec_t \
+	/usr/sbin/node-agent=node_agent_exec_t /var/lib/node-agent/desired.json=node_agent_var_lib_t \
+	/var/lib/cloud-config-exec/authkeys.snap=cloud_config_exec_var_lib_t /etc/node-agent/config.json=node_agent_conf_t; do
+	check "file contexts: ${pt%%=*} is ${pt#*=} ($(fc_type "${pt%%=*}"))" test "$(fc_type "${pt%%=*}")" = "${pt#*=}"
+done
 
 # The link step must be able to fail: an unknown type compiles but does not link.
 mkdir -p "$W/bad"
@@ -131,8 +135,6 @@ want -T -s init_t -t bin_t -c process -D initrc_t
 want -A -s cloud_config_pull_t -t initrc_t -c unix_stream_socket -p connectto
 want -A -s cloud_config_pull_t -t http_port_t -c tcp_socket -p name_connect
 want -A -s cloud_config_pull_t -t unreserved_port_t -c tcp_socket -p name_connect
-want -A -s cloud_config_pull_t -t init_t -c unix_stream_socket -p connectto
-want -A -s cloud_config_pull_t -t var_run_t -c sock_file -p write
 want -A -s cloud_config_pull_t -t etc_t -c file -p read
 want -A -s cloud_config_exec_t -t node_agent_unit_t -c service -p start
 deny -A -s cloud_config_pull_t -c capability
@@ -153,8 +155,6 @@ want -T -s init_t -t cloud_config_exec_exec_t -c process -D cloud_config_exec_t
 want -A -s cloud_config_probe_t -t bin_t -c file -p execute,execute_no_trans
 deny -T -s cloud_config_probe_t -t bin_t -c process
 want -A -s cloud_config_probe_t -t initrc_t -c unix_stream_socket -p connectto
-want -A -s cloud_config_probe_t -t init_t -c unix_stream_socket -p connectto
-want -A -s cloud_config_probe_t -t var_run_t -c sock_file -p write
 want -A -s cloud_config_probe_t -t cloud_config_exec_var_lib_t -c file -p write,create,rename
 want -A -s cloud_config_probe_t -t node_agent_conf_t -c file -p read
 deny -A -s cloud_config_probe_t -c capability
@@ -209,18 +209,73 @@ deny -A -s authkeys_cmd_t -t node_agent_t -c process -p transition
 want -A -s cloud_config_exec_t -t bin_t -c file -p write,create -b cloud_config_exec_manage_bin_usr
 uncond -A -s cloud_config_exec_t -t bin_t -c file -p write,create
 uncond -A -s cloud_config_exec_t -t usr_t -c file -p write,create
-# cloud_config_os_update_t: the OS update unit (SELinuxContext=), unconfined
-# on purpose (the OSC's update command: network, /usr, /boot, the reboot),
-# entered by systemd only, never automatically, never by the other domains
+# cloud_config_os_update_t: the OS update unit (SELinuxContext=), entered
+# by systemd only, never automatically, never by the other domains; it reads
+# the command and runs it in initrc_t (bin_t only), itself confined
 want -A -s init_t -t cloud_config_os_update_t -c process -p transition
 want -A -s cloud_config_os_update_t -t cloud_config_exec_exec_t -c file -p entrypoint
 want -T -s init_t -t cloud_config_exec_exec_t -c process -D cloud_config_exec_t
 deny -T -s init_t -t cloud_config_exec_exec_t -c process -D cloud_config_os_update_t
-want -A -s cloud_config_os_update_t -t http_port_t -c tcp_socket -p name_connect
-want -A -s cloud_config_os_update_t -t usr_t -c file -p write,create
-want -A -s cloud_config_os_update_t -t boot_t -c file -p write,create
-want -A -s cloud_config_os_update_t -t bin_t -c file -p execute
+want -T -s cloud_config_os_update_t -t bin_t -c process -D initrc_t
+want -A -s cloud_config_os_update_t -t initrc_t -c process -p transition
+want -A -s initrc_t -t cloud_config_os_update_t -c fifo_file -p write
 want -A -s cloud_config_os_update_t -t cloud_config_exec_var_lib_t -c file -p read
+deny -A -s cloud_config_os_update_t -c tcp_socket,udp_socket -p create,name_connect
+deny -A -s cloud_config_os_update_t -t usr_t -c file -p write,create
+deny -A -s cloud_config_os_update_t -t boot_t -c file -p write,create
+deny -A -s cloud_config_os_update_t -t cloud_config_exec_var_lib_t -c file -p write,create
+deny -A -s cloud_config_os_update_t -c capability
+deny -A -s cloud_config_os_update_t -t usr_t -c file -p execute
+# NoNewPrivileges=yes units: their domain transitions need nnp_transition
+want -A -s init_t -t node_agent_t -c process2 -p nnp_transition
+want -A -s init_t -t cloud_config_exec_t -c process2 -p nnp_transition
+want -A -s init_t -t cloud_config_pull_t -c process2 -p nnp_transition
+want -A -s init_t -t cloud_config_probe_t -c process2 -p nnp_transition
+want -A -s init_t -t cloud_config_datavol_t -c process2 -p nnp_transition
+want -A -s cloud_config_exec_t -t useradd_t -c process2 -p nnp_transition
+# what a real Debian node has: units in /etc/systemd/system (systemd_unit_t),
+# containerd's socket initrc_runtime_t, the credentials directory (ramfs)
+want -A -s cloud_config_exec_t -t systemd_unit_t -c file -p create,write,rename,unlink
+want -A -s cloud_config_exec_t -t systemd_unit_t -c service -p enable,start
+want -A -s cloud_config_exec_t -t initrc_runtime_t -c sock_file -p write
+want -A -s cloud_config_exec_t -t initrc_t -c unix_stream_socket -p connectto
+want -A -s cloud_config_exec_t -t sysfs_t -c file -p read
+want -A -s cloud_config_exec_t -t etc_runtime_t -c file -p read
+deny -A -s cloud_config_exec_t -t etc_runtime_t -c file -p write,create
+want -A -s cloud_config_pull_t -t initrc_runtime_t -c sock_file -p write
+want -A -s cloud_config_probe_t -t initrc_runtime_t -c sock_file -p write
+want -A -s node_agent_t -t ramfs_t -c file -p read
+want -A -s node_agent_t -t cloud_config_exec_var_lib_t -c dir -p watch
+deny -A -s node_agent_t -t ramfs_t -c file,dir -p write,create,add_name
+want -A -s authkeys_cmd_t -t cloud_config_exec_var_lib_t -c file -p map
+# the executor labels what it creates (setfscreate, the file contexts); no
+# other of the agent's domains may
+want -A -s cloud_config_exec_t -t cloud_config_exec_t -c process -p setfscreate
+want -A -s cloud_config_exec_t -t file_context_t -c file -p read
+deny -A -s node_agent_t -c process -p setfscreate
+deny -A -s authkeys_cmd_t -c process -p setfscreate
+deny -A -s cloud_config_exec_t -c file,dir -p relabelfrom,relabelto
+# cloud_config_datavol_t: the data volume unit only; block devices, mounts
+# of an ext4 on /var/lib/kubelet and its own directory in /run; no network
+want -A -s init_t -t cloud_config_datavol_t -c process -p transition
+deny -T -s init_t -t cloud_config_exec_exec_t -c process -D cloud_config_datavol_t
+deny -A -s cloud_config_exec_t -t cloud_config_datavol_t -c process -p transition
+deny -A -s node_agent_t -t cloud_config_datavol_t -c process -p transition
+want -A -s cloud_config_datavol_t -t fixed_disk_device_t -c blk_file -p read,write
+want -A -s cloud_config_datavol_t -t fs_t -c filesystem -p mount,unmount
+want -A -s cloud_config_datavol_t -t var_lib_t -c dir -p mounton
+want -T -s cloud_config_datavol_t -t var_run_t -c dir -D cloud_config_datavol_runtime_t
+want -A -s cloud_config_datavol_t -t cloud_config_datavol_runtime_t -c dir -p mounton,create,rmdir
+deny -A -s cloud_config_datavol_t -t var_run_t -c dir -p mounton,create,rmdir
+deny -A -s cloud_config_datavol_t -t etc_t -c dir -p mounton
+deny -A -s cloud_config_datavol_t -c tcp_socket,udp_socket -p create,name_connect,name_bind
+deny -A -s cloud_config_datavol_t -t etc_t -c file,dir -p write,create,add_name
+deny -A -s cloud_config_datavol_t -t shadow_t
+deny -A -s cloud_config_datavol_t -t ssh_home_t
+deny -A -s cloud_config_datavol_t -t cloud_config_exec_var_lib_t -c file -p write,create
+deny -A -s cloud_config_datavol_t -c capability -p net_admin,setuid,setgid,sys_module,sys_ptrace
+# no domain of the module is unconfined or permissive
+confined node_agent_t cloud_config_exec_t cloud_config_pull_t cloud_config_probe_t cloud_config_datavol_t cloud_config_os_update_t authkeys_cmd_t
 deny -A -s cloud_config_exec_t -t cloud_config_os_update_t -c process -p transition
 deny -A -s node_agent_t -t cloud_config_os_update_t -c process -p transition
 deny -A -s authkeys_cmd_t -t cloud_config_os_update_t -c process -p transition

@@ -465,7 +465,7 @@ boxapt() { box env DEBIAN_FRONTEND=noninteractive apt-get -q -y -o Dpkg::Use-Pty
 # --- SELinux: the package's module in the box's own refpolicy ------------------
 # (Debian 13 only: 051 checks Debian 12's on the host.) SELinux is not enabled
 # in this kernel, so the postinst must not have loaded the module; with a
-# stub selinuxenabled that says yes, postinst loads it and postrm removes it.
+# stub selinuxenabled that says yes, postinst loads it and a remove keeps it.
 # OpenSSH >= 9.8 runs the AuthorizedKeysCommand from sshd-session, not from
 # the listener: the assertions prove that Debian 13's policy labels
 # sshd-session sshd_exec_t and runs it in sshd_t (no transition), so the
@@ -476,7 +476,7 @@ if box test -x /usr/bin/sesearch -a -d /var/lib/selinux/default; then
 	# The maintainer scripts' SELinux branch, for real: a selinuxenabled that
 	# says yes (first in PATH), then postinst (reinstall) must load the module
 	# into the store (semodule -i writes the store and the policy file; with
-	# SELinux off it loads nothing into the kernel) and postrm must remove it.
+	# SELinux off it loads nothing into the kernel).
 	# (apt runs dpkg with its own PATH, DPkg::Path, without /usr/local.)
 	printf '#!/bin/sh\nexit 0\n' >"$BOX/usr/local/sbin/selinuxenabled"
 	chmod 0755 "$BOX/usr/local/sbin/selinuxenabled"
@@ -492,6 +492,14 @@ if box test -x /usr/bin/sesearch -a -d /var/lib/selinux/default; then
 		grep -q '^/usr/lib/openssh/sshd-session[[:space:]].*:sshd_exec_t:' "$fc"
 	check "file contexts: the module's authkeys-cmd is authkeys_cmd_exec_t" \
 		grep -q '^/usr/libexec/node-agent/authkeys-cmd[[:space:]].*authkeys_cmd_exec_t' "$fc"
+	# The labels the module's Debian 13 rules are for, as the box's libselinux
+	# resolves them.
+	for pt in /usr/bin/containerd=dockerd_exec_t /run/containerd/containerd.sock=container_runtime_t \
+		/etc/systemd/system/kubelet.service=kubernetes_unit_t /var/lib/kubelet/config/kubelet=container_var_lib_t \
+		/etc/containerd/config.toml=container_config_t /lib/systemd/system/cloud-config-exec-kubelet-data-volume.service=node_agent_unit_t; do
+		t=$(box matchpathcon "${pt%%=*}" 2>/dev/null | awk '{ split($2, c, ":"); print c[3] }')
+		check "$SDBOX_SUITE file contexts: ${pt%%=*} is ${pt#*=} ($t)" test "$t" = "${pt#*=}"
+	done
 	cp "$TESTS_DIR/lib/sesearch-batch.py" "$S/"
 	P=$(ls "$BOX"/etc/selinux/default/policy/policy.* | sort -V | tail -1)
 	box python3 /src/sesearch-batch.py "/etc/selinux/default/policy/${P##*/}" >"$S/se.out" 2>&1 <<-'ASSERT'
@@ -509,6 +517,27 @@ if box test -x /usr/bin/sesearch -a -d /var/lib/selinux/default; then
 	want -A -s node_agent_t -t http_port_t -c tcp_socket -p name_connect
 	deny -A -s node_agent_t -c capability
 	deny -A -s cloud_config_exec_t -c tcp_socket,udp_socket -p name_connect,name_bind,create
+	# NoNewPrivileges=yes units need nnp_transition for their domains
+	want -A -s init_t -t cloud_config_probe_t -c process2 -p nnp_transition
+	want -A -s init_t -t cloud_config_pull_t -c process2 -p nnp_transition
+	want -A -s init_t -t cloud_config_datavol_t -c process2 -p nnp_transition
+	want -A -s cloud_config_exec_t -t useradd_t -c process2 -p nnp_transition
+	# Debian 13's container, docker and kubernetes modules label containerd
+	# (dockerd_t, its socket container_runtime_t), /etc/containerd, the
+	# kubelet's directory and units otherwise: the module's optional block
+	want -A -s cloud_config_exec_t -t dockerd_t -c unix_stream_socket -p connectto
+	want -A -s cloud_config_pull_t -t dockerd_t -c unix_stream_socket -p connectto
+	want -A -s cloud_config_probe_t -t dockerd_t -c unix_stream_socket -p connectto
+	want -A -s cloud_config_exec_t -t container_runtime_t -c sock_file -p write
+	want -A -s cloud_config_exec_t -t kubernetes_unit_t -c file -p create,write,rename
+	want -A -s cloud_config_exec_t -t kubernetes_unit_t -c service -p start,enable
+	want -A -s cloud_config_exec_t -t container_engine_unit_t -c service -p start,stop
+	want -A -s cloud_config_exec_t -t container_var_lib_t -c file -p create,write
+	want -A -s cloud_config_exec_t -t container_config_t -c file -p create,write
+	want -A -s cloud_config_datavol_t -t container_var_lib_t -c dir -p mounton,relabelto
+	want -A -s node_agent_t -t tmpfs_t -c file -p read
+	want -T -s cloud_config_os_update_t -t bin_t -c process -D initrc_t
+	confined node_agent_t cloud_config_exec_t cloud_config_pull_t cloud_config_probe_t cloud_config_datavol_t cloud_config_os_update_t authkeys_cmd_t
 	ASSERT
 	while IFS= read -r line; do
 		case $line in
@@ -518,8 +547,11 @@ if box test -x /usr/bin/sesearch -a -d /var/lib/selinux/default; then
 		esac
 	done <"$S/se.out"
 	grep -q '^ok ' "$S/se.out" || fail "sesearch-batch.py in the box produced no results: $(head -3 "$S/se.out")"
+	# remove keeps the module: the sshd drop-in and the KRL it names stay
+	# until the purge, and sshd may read the KRL only by its type (the purge
+	# unloads it: 080's purge, on an enforcing node)
 	box env PATH=$SEPATH DEBIAN_FRONTEND=noninteractive apt-get -q -y -o DPkg::Path=$SEPATH remove kube-node-agent >"$S/semodule.log" 2>&1
-	check_not "postrm (remove) with SELinux enabled: semodule -r removed node_agent" has_module
+	check "postrm (remove) with SELinux enabled: node_agent stays loaded" has_module
 	rm -f "$BOX/usr/local/sbin/selinuxenabled"
 	# back to the state before, for the life cycle below (SELinux off again)
 	boxapt install "/src/debs/$DEB_NAME" || fail "reinstall after the SELinux check"

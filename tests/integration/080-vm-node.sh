@@ -7,7 +7,11 @@
 # authorizer webhook (tests/lib/nodeagent-authz.py, as 049: the agent's
 # identity has no RBAC of its own) behind haproxy (TCP mode), reached BY
 # NAME (api.node-vm.example in the guest's /etc/hosts); the real
-# kube-controller-manager signs CSRs. VM_SCENARIOS="1 5" runs some of them
+# kube-controller-manager signs CSRs. The node boots with SELinux enforcing
+# (Debian's refpolicy, the package's module; tests/lib/vm-selinux.sh): every
+# scenario runs the policy for real, and the test fails on any AVC denial
+# or SELINUX_ERR of the module's domains (VM_SELINUX=permissive: everything
+# runs, the denials are listed). VM_SCENARIOS="1 5" runs some of them
 # (default: "0 1 2 3 4 5 6"; 7 is opt-in, see below); the image, boot,
 # install and join are shared, and the join runs whenever any of 1-7 is
 # asked for. CI runs it as a stage of its own (make check-vm, scripts/test-all).
@@ -24,7 +28,12 @@
 #     answered 403 (the webhook decides), and the IP filter fix (the shipped
 #     unit has none; the same filter in a transient unit is enforced on this
 #     node and times out, so the old unit could not have reached 10.0.2.2);
-#  2. the real kubelet joins: v1.20.2 served
+#     a login as the login user through authkeys-cmd (the key only in the
+#     executor's snapshot); what the executor wrote labelled as the file
+#     contexts say;
+#  2. the real kubelet joins, on a kubelet data volume (a blank second disk
+#     formatted and mounted by cloud-config-exec-kubelet-data-volume.service,
+#     taken over by the OSC's var-lib-kubelet.mount): v1.20.2 served
 #     as an OSC image file from Debian's docker-registry on the host side,
 #     pulled by cloud-config-exec-pull@.service into the guest's containerd,
 #     run by the OSC's kubelet.service with the kubeconfig-bootstrap the
@@ -51,8 +60,9 @@
 #     node-agent, upgrade to kube-node-agent; after each, root's image key
 #     and the gardener key log in and a key the operator revoked never does
 #     while the package is installed. The purge leaves no process, unit,
-#     unit state, sshd drop-in or state directory (the system users and the
-#     operator's files in /etc stay: Debian practice).
+#     unit state, sshd drop-in, state directory or SELinux module (the
+#     system users and the operator's files in /etc stay: Debian practice);
+#     a remove keeps the module (sshd reads the KRL that stays by its type).
 #  7. (opt-in: VM_SCENARIOS="1 7", issue 26) an in-place OS update (GEP-31)
 #     with a real reboot: the section's own comment says how; then one that
 #     rolls back (update-result=failed with Gardener's reason).
@@ -259,6 +269,19 @@ kubelet_osc() {
 	        encoding: b64
 	        data: $(base64 -w0 <"$S/kubelet-config.yaml")
 	  units:
+	  - name: var-lib-kubelet.mount
+	    enable: true
+	    content: |
+	      [Unit]
+	      Description=mount /var/lib/kubelet on kubelet data device
+	      Before=kubelet.service
+	      [Mount]
+	      What=/dev/disk/by-label/KUBEDEV
+	      Where=/var/lib/kubelet
+	      Type=ext4
+	      Options=defaults,prjquota,errors=remount-ro
+	      [Install]
+	      WantedBy=local-fs.target
 	  - name: kubelet.service
 	    enable: true
 	    command: start
@@ -277,10 +300,21 @@ kubelet_osc() {
 	      WantedBy=multi-user.target
 	EOF
 }
+# The login user's key (Gardener's gardener-user file): a login through
+# authkeys-cmd in scenario 1; with 6 the key is vm-package.sh's.
+if want 6; then
+	GARDENER_KEY=$S/pkg-gardener
+else
+	GARDENER_KEY=$S/gardener_key
+	ssh-keygen -q -t ed25519 -N '' -C gardener-vm -f "$GARDENER_KEY" </dev/null
+fi
+gardener_key_file() {
+	printf '  - path: /var/lib/gardener-user-authorized-keys\n    permissions: 384\n    content:\n      inline:\n        data: "%s\\n"\n' "$(cat "$GARDENER_KEY.pub")"
+}
 hello() {
 	{
 		printf 'spec:\n  files:\n  - path: /etc/hello\n    permissions: 420\n    content:\n      inline:\n        data: "vm %s"\n' "$1"
-		if want 6; then vmpkg_osc_files; fi
+		if want 6; then vmpkg_osc_files; else gardener_key_file; fi
 		if want 2; then kubelet_osc; fi
 	} >"$S/v$1.yaml"
 }
@@ -305,6 +339,11 @@ check "Node, OSC Secret, bootstrap token, system:node-bootstrapper binding; no R
 stage "host side"
 
 # --- boot ---------------------------------------------------------------------
+DATAVOL_SIZE=$((128 * 1024 * 1024))
+if want 2; then
+	truncate -s "$DATAVOL_SIZE" "$S/datavol.raw"
+	VM_DRIVES="-drive file=$S/datavol.raw,format=raw,if=virtio"
+fi
 t_boot=$(now)
 if ! vm_boot "$S/vm"; then
 	fail "the VM boots to ssh"
@@ -316,6 +355,7 @@ ok "VM booted to ssh in $VM_BOOT_S s ($(vm_accel | cut -d' ' -f2 | cut -d, -f1))
 guest_is() { [ "$(vm_ssh "$1" 2>/dev/null | tr '\n' ' ')" = "$2" ]; }
 check "guest: systemd as PID 1, cgroup v2 ($(vm_ssh 'stat -fc %T /sys/fs/cgroup; uname -r' | tr '\n' ' '))" \
 	guest_is 'cat /proc/1/comm; stat -fc %T /sys/fs/cgroup' 'systemd cgroup2fs '
+vm_selinux_boot_check
 stage "boot"
 
 # --- the package, installed by apt as the README says --------------------------
@@ -341,6 +381,7 @@ check "node-agent.service and node-agent.path enabled ($(vm_ssh systemctl is-ena
 # The package enables node-agent.path but does not start it on a running
 # system (an install must not start the agent): start it as the next boot does.
 vm_ssh 'systemctl start node-agent.path'
+vm_selinux_install_check kube-node-agent
 stage "install"
 
 # --- scenario 0: no configuration ---------------------------------------------
@@ -386,6 +427,13 @@ controllers:
     secretName: $KUBE_SECRET
     kubernetesVersion: 1.20.2
 GNA
+# With the kubelet (2), a pool with a kubelet data volume: the blank second
+# disk of that size (VM_DRIVES at the boot) is formatted and mounted on
+# /var/lib/kubelet by cloud-config-exec-kubelet-data-volume.service before
+# the first files, and the OSC's var-lib-kubelet.mount takes it over.
+if want 2; then
+	printf 'bootstrap:\n  kubeletDataVolumeSize: %s\n' "$DATAVOL_SIZE" >>"$S/gna-config.yaml"
+fi
 vm_copy "$S/gna-config.yaml" /root/gna-config.yaml
 vm_copy "$KUBE_PKI/ca.crt" /root/cluster-ca.crt
 vm_copy "$TESTS_DIR/fixtures/units/gardener-node-init.service" /root/gardener-node-init.service
@@ -512,6 +560,19 @@ else
 	fi
 fi
 check "/etc/hello written in the guest by cloud-config-exec" test "$(vm_ssh cat /etc/hello 2>/dev/null)" = "vm 1"
+# A login through authkeys-cmd: the login user's key only in the executor's
+# snapshot (its authorized_keys moved aside for the login), so sshd finds it
+# by asking authkeys-cmd.
+ak=/home/gardener/.ssh/authorized_keys
+vm_ssh "mv $ak $ak.aside"
+out=$(ssh -q -i "$GARDENER_KEY" -p "$VM_SSH_PORT" -o IdentitiesOnly=yes -o StrictHostKeyChecking=no \
+	-o UserKnownHostsFile=/dev/null -o BatchMode=yes -o ConnectTimeout=10 gardener@127.0.0.1 id -un 2>&1)
+vm_ssh "mv $ak.aside $ak"
+check "ssh gardener@node with the key only in the snapshot, through authkeys-cmd ($out)" test "$out" = gardener
+vm_selinux_domains_check
+wrote="/etc/hello /home/gardener /var/lib/gardener-user-authorized-keys /var/lib/cloud-config-exec /var/lib/node-agent"
+want 2 && wrote="$wrote /opt /etc/systemd/system/kubelet.service /etc/systemd/system/var-lib-kubelet.mount /var/lib/kubelet"
+vm_selinux_labels_check "what the executor wrote" $wrote
 lease() { rk GET "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/gardener-node-agent-$GUEST_NODE" | jget 'd["spec"].get("renewTime", "")'; }
 r1=$(lease)
 check "Lease gardener-node-agent-$GUEST_NODE held ($r1)" test -n "$r1"
@@ -556,6 +617,7 @@ no_403() {
 		rk_authz_denied gardener.cloud:node-agent:machine:
 }
 no_403 " through the join"
+vm_selinux_check "through the join"
 if want 6; then vmpkg_logins "install (after the join)"; fi
 stage "scenario 1 (join from stock user data)"
 
@@ -581,6 +643,8 @@ if want 2; then
 		vm_ssh 'for i in $(seq 100); do test -e /var/lib/kubelet/kubeconfig-bootstrap || exit 0; sleep 0.3; done; exit 1'
 	check "the kubelet runs on its own client certificate (kubeconfig-real, pki/kubelet-client-current.pem)" \
 		vm_ssh 'test -s /var/lib/kubelet/kubeconfig-real -a -e /var/lib/kubelet/pki/kubelet-client-current.pem && systemctl -q is-active kubelet.service'
+	check "/var/lib/kubelet is the kubelet data volume: the second disk, ext4 KUBEDEV ($(vm_ssh 'findmnt -rno SOURCE,FSTYPE,LABEL /var/lib/kubelet' 2>&1))" \
+		guest_is 'findmnt -rno SOURCE,FSTYPE,LABEL /var/lib/kubelet' '/dev/vdb ext4 KUBEDEV '
 	# The join's failure has dumped it already.
 	[ "$_fail" -eq "$s2_fail0" ] || [ "$(rk_annotation $ANN)" != "$want" ] || kubelet_diag
 	stage "scenario 2 (the real kubelet joins)"
@@ -1013,6 +1077,7 @@ if want 6; then
 fi
 
 diag_journal end
+vm_selinux_check "in the whole run"
 vm_stop
 stage "stop"
 echo "# VM test took $(($(date +%s) - T0)) s"

@@ -8,6 +8,8 @@ Each input line is  KIND ARGS...  with KIND one of
   want     at least one rule matches
   deny     no rule matches
   uncond   no rule matches outside a conditional (boolean/tunable) block
+  confined TYPE...: each TYPE is neither permissive nor in the attribute
+           unconfined_domain_type (the base policy's unconfined_domain())
 and ARGS a subset of sesearch's: -A (allow) | -T (type_transition),
 -s SOURCE, -t TARGET, -c CLASS[,CLASS], -p PERM[,PERM] (any of them),
 -b BOOLEAN. Source and target match indirectly (through attributes), as
@@ -70,6 +72,17 @@ def main():
             print(line)
             continue
         kind, *args = shlex.split(line)
+        if kind == "confined":
+            why = []
+            for name in args:
+                t = policy.lookup_type(name)
+                if any(a.name == "unconfined_domain_type" for a in t.attributes()):
+                    why.append(name + " unconfined")
+                if t.ispermissive:
+                    why.append(name + " permissive")
+            print(("not ok " if why else "ok ") + line + (" (" + ", ".join(why) + ")" if why else ""))
+            bad += bool(why)
+            continue
         rules = query(policy, args)
         if kind == "uncond":
             rules = [r for r in rules if not conditional(r)]

@@ -140,6 +140,7 @@ vmpkg_transitions() {
 			/usr/libexec/node-agent; do
 			[ -e "$f" ] && echo "left $f"
 		done
+		semodule -l 2>/dev/null | grep -qx node_agent && echo "left SELinux module node_agent"
 		echo "etc $(cd /etc/node-agent && find . -type f | sort | tr "\n" " ")"
 		echo "users $(getent passwd node-agent node-agent-authkeys | cut -d: -f1 | tr "\n" " ")"
 		sshd -t && echo "sshd-t ok"
@@ -154,7 +155,7 @@ vmpkg_transitions() {
 	check "purge: kube-node-agent not installed any more ($(grep '^status' "$S/purge.facts"))" sh -c '! grep -q "^status install ok installed" "$1"' sh "$S/purge.facts"
 	check_not "purge: no node-agent or cloud-config-exec process left" fact "process left"
 	check "purge: no unit loaded ($(grep '^loadstate' "$S/purge.facts"))" fact "loadstate not-found "
-	check_not "purge: no unit file, drop-in, deb-systemd-helper state, sshd drop-in, state directory, config example ($(grep '^left' "$S/purge.facts" | tr '\n' ' '))" \
+	check_not "purge: no unit file, drop-in, deb-systemd-helper state, sshd drop-in, state directory, config example, SELinux module ($(grep '^left' "$S/purge.facts" | tr '\n' ' '))" \
 		grep -q '^left' "$S/purge.facts"
 	check "purge: in /etc/node-agent only the operator's file stays ($(grep '^etc' "$S/purge.facts"))" \
 		fact "etc ./revoked-keys.d/breakglass-2026.pub "

@@ -34,12 +34,14 @@ VM_IMAGE_DIR=${VM_IMAGE_DIR:-$B/vm}
 VM_SUITE=bookworm
 VM_MIRROR=${VM_MIRROR:-http://deb.debian.org/debian}
 # Runtime libraries of node-agent's .deb (no network in the guest to fetch
-# them), containerd for the kubelet scenario.
-VM_INCLUDE=systemd,systemd-sysv,udev,dbus,openssh-server,iproute2,curl,ca-certificates,linux-image-amd64,libcjson1,libxxhash0,libyaml-0-2,libseccomp2,libcurl4,containerd
+# them), containerd for the kubelet scenario, SELinux (vm-selinux.sh).
+VM_INCLUDE=systemd,systemd-sysv,udev,dbus,openssh-server,iproute2,curl,ca-certificates,linux-image-amd64,libcjson1,libxxhash0,libyaml-0-2,libseccomp2,libcurl4,containerd,selinux-policy-default,policycoreutils,selinux-utils,auditd
 VM_SSH_PORT=${VM_SSH_PORT:-2222}
 VM_MEM=${VM_MEM:-1024}
 
 vm_log() { echo "# vm: $*" >&2; }
+# The node enforces SELinux: the labelling and the kernel arguments.
+source "$(dirname "${BASH_SOURCE[0]}")/vm-selinux.sh"
 
 vm_require() {
 	local t
@@ -170,7 +172,7 @@ vm_image() {
 	local tar key stamp tree t0
 	t0=$(date +%s)
 	# Rebuilt when what goes into it changes (not on every edit of vm.sh).
-	key=$( (declare -f vm_configure; echo "$VM_SUITE $VM_INCLUDE") | sha256sum | cut -c1-16)
+	key=$( (declare -f vm_configure vm_selinux_label; echo "$VM_SUITE $VM_INCLUDE $VM_SELINUX") | sha256sum | cut -c1-16)
 	VM_IMG=$VM_IMAGE_DIR/node.img
 	stamp=$VM_IMAGE_DIR/stamp
 	if [ -f "$VM_IMG" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$key" ]; then
@@ -186,6 +188,7 @@ vm_image() {
 	mkdir -p "$tree"
 	tar -C "$tree" -xpf "$tar" || return 1
 	vm_configure "$tree"
+	vm_selinux_label "$tree" || return 1
 	cp "$(ls "$tree"/boot/vmlinuz-* | tail -1)" "$VM_IMAGE_DIR/vmlinuz"
 	cp "$(ls "$tree"/boot/initrd.img-* | tail -1)" "$VM_IMAGE_DIR/initrd.img"
 	mkfs.ext4 -q -F -L node -d "$tree" "$VM_IMG" 2G || return 1
@@ -205,15 +208,16 @@ vm_copy() { vm_ssh "cat >'$2'" <"$1"; }
 
 # vm_boot DIR [KERNEL-ARGS]: boots and waits for ssh (deadline VM_BOOT_SECONDS,
 # default 240 s under TCG); prints the seconds to ssh into VM_BOOT_S.
+# VM_DRIVES: more qemu -drive arguments (disks for a scenario).
 vm_boot() {
 	VM_DIR=$1
-	local append="root=/dev/vda rw console=ttyS0 ${2:-}" t0 deadline
+	local append="root=/dev/vda rw console=ttyS0 $(vm_selinux_append) ${2:-}" t0 deadline
 	mkdir -p "$VM_DIR"
 	t0=$(date +%s.%N)
-	# shellcheck disable=SC2046 # vm_accel's words
+	# shellcheck disable=SC2046,SC2086 # vm_accel's words, VM_DRIVES' arguments
 	qemu-system-x86_64 $(vm_accel) -m "$VM_MEM" -smp 2 -display none -nodefaults \
 		-kernel "$VM_KERNEL" -initrd "$VM_INITRD" -append "$append" \
-		-drive "file=$VM_IMG,format=raw,if=virtio,snapshot=${VM_SNAPSHOT:-on}" \
+		-drive "file=$VM_IMG,format=raw,if=virtio,snapshot=${VM_SNAPSHOT:-on}" ${VM_DRIVES:-} \
 		-netdev "user,id=n0,net=10.0.2.0/24,host=10.0.2.2,hostfwd=tcp:127.0.0.1:$VM_SSH_PORT-:22" \
 		-device virtio-net-pci,netdev=n0 \
 		-serial "file:$VM_DIR/console.log" -monitor none >"$VM_DIR/qemu.log" 2>&1 &

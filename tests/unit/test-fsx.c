@@ -1,7 +1,7 @@
 /* Unit tests for lib/base/fsx.c: atomic replacement, no-op detection, bounded
  * reads, directory walks that refuse symlinks and "..", and with
  * FSX_FOLLOW_ROOT_SYMLINKS follow only links that root alone can have made,
- * inside the root fd. */
+ * inside the root fd; the label hook sees every creation first. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -388,6 +388,65 @@ static void std_fds(void **state)
 	assert_int_equal(WEXITSTATUS(status), 0);
 }
 
+/* The label hook (fsx_set_label): what it was asked, in order. */
+static char hook_log[512];
+static int hook_fail_on_dir; /* prepare() refuses directories with this */
+static int hook_open;        /* prepare() without done() yet */
+
+static int hook_prepare(int dirfd, const char *name, mode_t type)
+{
+	struct stat st;
+	assert_int_equal(fstat(dirfd, &st), 0);
+	assert_true(S_ISDIR(st.st_mode));
+	assert_int_equal(hook_open, 0);
+	size_t n = strlen(hook_log);
+	snprintf(hook_log + n, sizeof(hook_log) - n, "%s%s:%s", n ? " " : "", S_ISDIR(type) ? "dir" : "file", name);
+	if (S_ISDIR(type) && hook_fail_on_dir)
+		return hook_fail_on_dir;
+	hook_open = 1;
+	return 0;
+}
+
+static void hook_done(void)
+{
+	hook_open = 0;
+}
+
+/* Every directory a walk makes and every file fsx writes goes through the
+ * hook first, a temporary under the name it will be renamed to; the hook's
+ * error fails the creation and nothing is made; existing directories and
+ * files left as they are do not call it. */
+static void label_hook(void **state)
+{
+	struct scratch *s = *state;
+	static const struct fsx_label hook = { .prepare = hook_prepare, .done = hook_done };
+	fsx_set_label(&hook);
+	hook_log[0] = '\0';
+	hook_fail_on_dir = 0;
+	assert_int_equal(mkdirat(s->fd, "opt", 0755), 0);
+	_cleanup_close_ int d = fsx_open_dir_at(s->fd, "opt/bin/x", FSX_MKDIR, 0755);
+	assert_true(d >= 0);
+	assert_string_equal(hook_log, "dir:bin dir:x");
+	hook_log[0] = '\0';
+	assert_int_equal(fsx_write_atomic_at(d, "kubelet", "k", 1, 0755, FSX_UID_KEEP, FSX_GID_KEEP, FSX_SKIP_IF_SAME), 1);
+	assert_string_equal(hook_log, "file:kubelet");
+	hook_log[0] = '\0';
+	assert_int_equal(fsx_write_atomic_at(d, "kubelet", "k", 1, 0755, FSX_UID_KEEP, FSX_GID_KEEP, FSX_SKIP_IF_SAME), 0);
+	_cleanup_close_ int again = fsx_open_dir_at(s->fd, "opt/bin/x", FSX_MKDIR, 0755);
+	assert_true(again >= 0);
+	assert_string_equal(hook_log, "");
+
+	hook_fail_on_dir = -EACCES;
+	assert_int_equal(fsx_open_dir_at(s->fd, "opt/sbin", FSX_MKDIR, 0755), -EACCES);
+	assert_int_equal(faccessat(s->fd, "opt/sbin", F_OK, 0), -1);
+	assert_int_equal(hook_open, 0);
+	fsx_set_label(NULL);
+	hook_log[0] = '\0';
+	_cleanup_close_ int plain = fsx_open_dir_at(s->fd, "opt/sbin", FSX_MKDIR, 0755);
+	assert_true(plain >= 0);
+	assert_string_equal(hook_log, "");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -403,6 +462,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(hop_limit, setup, scratch_teardown),
 		cmocka_unit_test(path_safety),
 		cmocka_unit_test(std_fds),
+		cmocka_unit_test_setup_teardown(label_hook, setup, scratch_teardown),
 	};
 	return cmocka_run_group_tests_name("fsx", tests, NULL, NULL);
 }
