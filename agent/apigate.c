@@ -9,7 +9,7 @@
 #include "log.h"
 
 const struct backoff_policy apigate_down_policy = { .base_ms = 500, .double_ms = 6000, .cap_ms = 15000 };
-const struct backoff_policy apigate_starting_policy = { .base_ms = 500, .double_ms = 10000, .cap_ms = 15000 };
+const struct backoff_policy apigate_starting_policy = { .base_ms = 500, .double_ms = 20000, .cap_ms = 15000 };
 
 void apigate_init(struct apigate *g, const char *url)
 {

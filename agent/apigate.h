@@ -21,13 +21,13 @@
  *    restarting kube-apiserver answers 403 "RBAC: clusterrole ... not found"
  *    for a few seconds until its RBAC is loaded, then 500 and 429 while it
  *    catches up). Still one probe at a time, from apigate_starting_policy:
- *    0.5 s doubling every 10 s up to 15 s, so at most 1 s apart for the
- *    first 10 s and 2 s for 20 s (a restarting kube-apiserver is ready
- *    within seconds of its first answer: a node is back within about a
- *    second of readiness, as the old per-watch REVIVED_MS retries were, at
- *    one attempt per node instead of one per duty), and a server stuck
- *    answering errors (etcd gone) costs no more than an unreachable one
- *    after a minute.
+ *    0.5 s doubling every 20 s up to 15 s, so at most 1 s apart for the
+ *    first 20 s and 2 s for 40 s (a restarting kube-apiserver is ready
+ *    within seconds of its first answer, 10-20 s on a loaded 2-core
+ *    machine: a node is back within about a second of readiness, as the
+ *    old per-watch REVIVED_MS retries were, at one attempt per node instead
+ *    of one per duty), and a server stuck answering errors (etcd gone)
+ *    costs no more than an unreachable one after two minutes.
  *  Any other answer (2xx, 404, 409, 410, 422, a 403 after the revived
  *  window...) means the server serves: UP, and every waiting duty starts at
  *  its next tick. In UP, 429 and 5xx are the duty's own (its own back-off:
