@@ -329,8 +329,13 @@ check "in-place: two Pods on the Node, one on another" $setup_ok
 printf '{"kinds": ["os-version"], "outcome": "successful", "os": "1877.3"}' >"$S/inplace"
 mark=$(log_mark)
 update
-check "in-place: the executor waits for the drain" \
-	wait_log "waits for the Node condition InPlaceUpdate with reason ReadyForUpdate" "$mark" 20
+if wait_log "waits for the Node condition InPlaceUpdate with reason ReadyForUpdate" "$mark" 20; then
+	ok "in-place: the executor waits for the drain"
+else
+	fail "in-place: the executor waits for the drain"
+	dump "agent since the update" tail -n +"$((mark + 1))" "$S/agent.log"
+	dump "executor" cat "$S/exec.log"
+fi
 rk PATCH "/api/v1/nodes/$KUBE_NODE/status" '{"status":{"conditions":[{"type":"InPlaceUpdate","status":"True","reason":"ReadyForUpdate","message":"drained by the test (machine-controller-manager)"}]}}' >/dev/null
 labelled() { [ "$(result_label)" = successful ]; }
 check "in-place: update-result=successful" wait_for 30 labelled
