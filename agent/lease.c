@@ -1,5 +1,6 @@
 /* The Lease duty; see lease.h. */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +14,13 @@
 #define LEASE_EXPIRES_MS (KUBE_LEASE_DURATION_S * 1000u)
 /* 409s in a row answered by an immediate re-read; more back off. */
 #define CONFLICTS_FREE 3u
+/* Gardener's authorizer decides on gardener-resource-manager's informer
+ * cache (pkg/resourcemanager/webhook/nodeagentauthorizer/authorizer.go
+ * getNode): for a moment after the Node is created it has not seen it and
+ * refuses the Lease (403). Such a 403 within AUTHZ_LAG_MS of the Node's
+ * appearance is asked again after AUTHZ_LAG_RETRY_MS, quietly (debug). */
+#define AUTHZ_LAG_MS 10000u
+#define AUTHZ_LAG_RETRY_MS 500u
 
 /* A failed renewal's retries (lib/base/backoff.h): 1 s doubling every 2 s,
  * full jitter, at most 5 s apart while they can still save the Lease (the
@@ -86,6 +94,7 @@ void lease_set_node(struct lease *l, const char *uid)
 	/* A new Node object (or the first one): its uid goes into the owner
 	 * reference now, not at the next renewal. */
 	snprintf(l->node_uid, sizeof(l->node_uid), "%s", uid);
+	l->node_seen_ms = now_ms();
 	if (l->step == LEASE_IDLE)
 		l->step = l->rv[0] ? LEASE_RENEW : LEASE_GET;
 	l->wake_at = 0;
@@ -233,6 +242,12 @@ static void on_done(struct http_request *req, void *userdata)
 		l->step = LEASE_CREATE;
 		forget(l);
 		l->wake_at = now;
+		return;
+	}
+	if (st == 403 && now - l->node_seen_ms < AUTHZ_LAG_MS) {
+		log_debug("Lease %s/%s: 403 %" PRIu64 " ms after the Node appeared (the authorizer has not seen it "
+			  "yet); asking again", KUBE_LEASE_NAMESPACE, l->name, now - l->node_seen_ms);
+		l->wake_at = now + AUTHZ_LAG_RETRY_MS;
 		return;
 	}
 	if (!((st == 200) || (step == LEASE_CREATE && st == 201))) {

@@ -76,6 +76,7 @@ struct lease {
 	bool expired_logged;
 	time_t pending_wall;                /* renewTime of the write in flight (s) */
 	char foreign_holder[KUBE_NAME_MAX + 1]; /* last other holder logged */
+	uint64_t node_seen_ms;              /* monotonic: the Node (this uid) first seen */
 
 	/* For metrics and STATUS. */
 	uint64_t renewals;                  /* successful writes */
