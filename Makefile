@@ -29,6 +29,9 @@ B             ?= build
 CC            ?= cc
 FUZZ_CC       ?= clang
 FUZZ_SECONDS  ?= 60
+# Fuzz targets at once (tests/run-fuzz); make soak uses every core.
+FUZZ_JOBS     ?= 1
+NPROC         := $(shell nproc 2>/dev/null || echo 1)
 # Integration tests run side by side (tests/run-integration).
 JOBS          ?= 1
 comma := ,
@@ -289,7 +292,7 @@ SOAK_INTEGRATION := 022- 060- 062- 063- 072- 082-
 SOAK_FUZZ_SECONDS ?= 120
 soak: $(PROGS) $(TESTS) $(TOOLS)
 	$(Q)TEST_SIZE=soak $(MAKE) PREFIXES="$(SOAK_INTEGRATION)" check-integration
-	$(Q)$(MAKE) FUZZ_SECONDS=$(SOAK_FUZZ_SECONDS) fuzz
+	$(Q)$(MAKE) FUZZ_SECONDS=$(SOAK_FUZZ_SECONDS) FUZZ_JOBS=$(NPROC) fuzz
 
 # The real node (080, issue 23): a Debian 12 VM under qemu, 20-30 min under
 # TCG. VM_SCENARIOS picks scenarios (the test's header). A skip (no qemu,
@@ -339,7 +342,7 @@ fuzz-build: $(FUZZ_BINS)
 
 # Replays every seed corpus, then fuzzes each target for FUZZ_SECONDS.
 fuzz: fuzz-build
-	$(Q)B=$(abspath $(B)) FUZZ_SECONDS=$(FUZZ_SECONDS) tests/run-fuzz $(FUZZ_BINS)
+	$(Q)B=$(abspath $(B)) FUZZ_SECONDS=$(FUZZ_SECONDS) FUZZ_JOBS=$(FUZZ_JOBS) tests/run-fuzz $(FUZZ_BINS)
 
 fuzz-replay: fuzz-build
 	$(Q)B=$(abspath $(B)) FUZZ_SECONDS=0 tests/run-fuzz $(FUZZ_BINS)
