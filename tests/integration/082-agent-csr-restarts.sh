@@ -14,7 +14,8 @@
 # restarted at a random instant of the join; then at a random instant
 # around the renewal. Checked per restart: the certificate in use (client.pem
 # written) at most 2 s after readiness (the server's first /readyz 200 in
-# its audit log after the restart); no log line said twice in the round.
+# its audit log after the restart; when haproxy restarted too, the first
+# that passed haproxy); no log line said twice in the round.
 # Then in-place updates with a node-agent CA rotation, the API server
 # restarted at a random instant of each (see there; IP_ROUNDS=$(sized 1 4)).
 # At the end: every CSR issued is one the agent installed, none pending.
@@ -75,22 +76,26 @@ agent_config "$AGENT_CONF" '{"apiServer": {"server": "'"$HAPROXY_URL"'", "tokenF
 	"node": {"machineName": "'$MACHINE'"}, "timeouts": {"csrMs": 240000}}'
 
 mtime() { stat -c %.Y "$PEM" 2>/dev/null || echo 0; }
-# ready_after T: the first /readyz 200 in the audit log after T (the audit
-# log is written behind the requests: read until it is there).
+# ready_after T [USER_AGENT]: the first /readyz 200 in the audit log after T
+# (of that client only, if given; the audit log is written behind the
+# requests: read until it is there).
 ready_after() {
 	local i r
 	for ((i = 0; i < 50; i++)); do
 		r=$(python3 -c 'import json, sys
 from datetime import datetime
 after = float(sys.argv[2])
+ua = sys.argv[3] if len(sys.argv) > 3 else ""
 for line in open(sys.argv[1]):
     e = json.loads(line)
     if e.get("stage") != "ResponseComplete" or not e.get("requestURI", "").startswith("/readyz"):
         continue
+    if ua and not e.get("userAgent", "").startswith(ua):
+        continue
     ts = datetime.fromisoformat(e["stageTimestamp"].replace("Z", "+00:00")).timestamp()
     if ts > after and e.get("responseStatus", {}).get("code") == 200:
         print("%.6f" % ts)
-        break' "$RK_AUDIT" "$1")
+        break' "$RK_AUDIT" "$@")
 		[ -n "$r" ] && { echo "$r"; return 0; }
 		sleep 0.1
 	done
@@ -99,15 +104,39 @@ for line in open(sys.argv[1]):
 # restart [haproxy]: the API server (and haproxy) killed and started (a
 # crash: SIGTERM would have v1.20 drain its requests for up to 60 s first);
 # sets T_DOWN (when it went down) and READY (the server's readiness).
+# When haproxy restarts, readiness is the first /readyz 200 that passed
+# it (a poll every 0.1 s through haproxy, user agent 082-via-haproxy): a
+# node behind the load balancer cannot see the server before haproxy passes
+# its connections again (haproxy holds a refused one for its retries).
 restart() {
+	local poller=
 	T_DOWN=$(now)
 	[ "${1:-}" = haproxy ] && haproxy_stop
 	kill -KILL "$RK_API_PID" 2>/dev/null
 	wait "$RK_API_PID" 2>/dev/null
 	RK_API_PID=
-	[ "${1:-}" = haproxy ] && haproxy_start "$S/haproxy" 6445 "127.0.0.1:$RK_API_PORT" >/dev/null
+	if [ "${1:-}" = haproxy ]; then
+		haproxy_start "$S/haproxy" 6445 "127.0.0.1:$RK_API_PORT" >/dev/null
+		via_haproxy_ready &
+		poller=$!
+	fi
 	rk_start_apiserver || return 1
-	READY=$(ready_after "$T_DOWN")
+	if [ -n "$poller" ]; then
+		wait "$poller"
+		READY=$(ready_after "$T_DOWN" 082-via-haproxy)
+	else
+		READY=$(ready_after "$T_DOWN")
+	fi
+}
+# via_haproxy_ready: polls /readyz through haproxy until 200 (at most 90 s).
+via_haproxy_ready() {
+	local i
+	for ((i = 0; i < 900; i++)); do
+		[ "$(curl -s -o /dev/null -w '%{http_code}' -m 2 -A 082-via-haproxy --cacert "$KUBE_PKI/ca.crt" \
+			-H "Authorization: Bearer $RK_ADMIN_TOKEN" "$HAPROXY_URL/readyz")" = 200 ] && return 0
+		sleep 0.1
+	done
+	return 1
 }
 # after_restart WHAT BEFORE-MTIME: the certificate written after the
 # restart, at most 2 s after readiness (or before the restart: not counted).
