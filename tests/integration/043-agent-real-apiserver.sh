@@ -17,7 +17,8 @@
 # (the old token made invalid); the idle request rate with the Lease renewed
 # by update (the real server's bookmarks come about once a minute:
 # watchIdleMs 75 s); etcd compaction + an API server restart with an update
-# made during the outage (applied within 2 s of readiness, measured); a
+# made during the outage (applied within 2 s of the agent's first request
+# after readiness, that request within the gate's 15 s cap; measured); a
 # fresh start that makes no request answered 410; an in-place update and its
 # Pod sweep (the executor a stand-in as in 078; Pods bound to the Node by
 # spec.nodeName, no kubelet). Then the audit log must hold no 403 for any
@@ -271,13 +272,38 @@ RK_API_PORT=6444 KUBE_API=https://127.0.0.1:6444 rk_stop_apiserver
 check "outage: etcd compacted" rk_compact
 rk_start_apiserver
 ready=$RK_READY_AT
+# After an outage this long the agent's gate probes at most every 15 s
+# (agent/apigate.h, issue 35: one attempt per node per 5 s at most after
+# 30 s), so its first request may come up to that long after readiness;
+# from that request on, the update is applied within 2 s.
+first_after() { # EPOCH: the agent's first request received at or after it
+	# (the audit log is written behind the requests: read until it is there)
+	local i r
+	for ((i = 0; i < 50; i++)); do
+		r=$(first_after_once "$1")
+		[ -n "$r" ] && { echo "$r"; return 0; }
+		sleep 0.2
+	done
+}
+first_after_once() { # of either identity (certificate or ServiceAccount)
+	rk_audit node-agent | python3 -c 'import datetime, sys
+t0 = float(sys.argv[1])
+for line in sys.stdin:
+    t = datetime.datetime.fromisoformat(line.split()[0].replace("Z", "+00:00")).timestamp()
+    if t >= t0:
+        print("%.6f" % t)
+        break' "$1"
+}
 if t_applied=$(rk_wait_annotation $ANN "$(sha256 "$S/v$v.yaml")" 30); then
 	d=$(python3 -c "print(round($t_applied - $ready, 2))")
-	echo "# outage: update applied $d s after the API server was ready again"
-	if python3 -c "import sys; sys.exit(0 if $d <= 2 else 1)"; then
-		ok "outage: the update made during it applied within 2 s of readiness ($d s)"
+	t_first=$(first_after "$ready")
+	d1=$(python3 -c "print(round(${t_first:-1e12} - $ready, 2))")
+	d2=$(python3 -c "print(round($t_applied - max(${t_first:-0}, $ready), 2))")
+	echo "# outage: update applied $d s after the API server was ready again (its first request $d1 s after readiness, applied $d2 s after it)"
+	if python3 -c "import sys; sys.exit(0 if $d1 <= 15 and $d2 <= 2 else 1)"; then
+		ok "outage: the update made during it applied within 2 s of the agent's first request after readiness, which came within the gate's 15 s ($d1 s, $d2 s)"
 	else
-		fail "outage: the update made during it applied within 2 s of readiness ($d s)"
+		fail "outage: the update made during it applied within 2 s of the agent's first request after readiness, which came within the gate's 15 s ($d1 s, $d2 s)"
 		echo "# the API server was ready at $(date -d "@$ready" +%T.%N); the agent since the outage:"
 		tail -n +"$((mark + 1))" "$S/agent.log" | tail -n 40
 	fi

@@ -214,8 +214,11 @@ read -r ended longest < <(kctl GET "/log?since=$t0" | python3 -c 'import json, s
 d = json.load(sys.stdin)
 ws = [e for e in d["requests"] if e.get("fault") == "blank"]
 print(sum(1 for e in ws if e.get("end")), "%.1f" % max([(e.get("end") or d["now"]) - e["t"] for e in ws] + [0]))')
+# How many end in the 30 s depends on the watches' back-off (issue 35: a
+# watch given up counts as a failure; the silent watches above already
+# grew it toward its 30 s cap): at least one, and none outlives 12 s.
 tally check "blank lines: watches given up after watchIdleMs (8 s): $ended ended, the longest lasted $longest s (<= 12)" \
-	python3 -c "import sys; sys.exit(not ($ended >= 2 and $longest <= 12))"
+	python3 -c "import sys; sys.exit(not ($ended >= 1 and $longest <= 12))"
 kctl POST /clear-faults >/dev/null
 kctl POST /reset-watches >/dev/null
 t0=$(now)

@@ -43,8 +43,9 @@
 #     token removed; with 3: SIGSTOP the kubelet, the health duty has it
 #     restarted;
 #  5. the API server restarted behind haproxy while the OSC Secret changes
-#     (through a second API server): the agent fetched it within 2 s of
-#     readiness, applied and annotated within 2 s (KVM) / 10 s (TCG);
+#     (through a second API server): the agent's first request within the
+#     gate's 15 s of readiness, the Secret fetched within 2 s of that
+#     request, applied and annotated within 2 s (KVM) / 25 s (TCG);
 #  6. (part) the package upgraded while the API server is unreachable:
 #     the restarted agent READY within 30 s of its start (no API contact
 #     needed), apt-get returns;
@@ -670,9 +671,10 @@ fi
 # --- scenario 5: API server restart behind haproxy during an update -----------
 # As 072, with the node: the real API server stopped, the update (a new OSC
 # Secret checksum) made through a second API server on another port that
-# the guest cannot reach, the first started again. Two figures from
-# readiness: the agent fetched the new OSC Secret (its GET in the audit
-# log): within 2 s; applied by the executor and the Node annotated (which
+# the guest cannot reach, the first started again. The agent's first
+# request after readiness within the gate's 15 s cap (agent/apigate.h),
+# then two figures from that request: the agent fetched the new OSC Secret
+# (its GET in the audit log): within 2 s; applied by the executor and the Node annotated (which
 # the agent does after the executor's result): within 2 s under KVM, within
 # 25 s under TCG, where the executor's run in the emulated guest alone takes
 # about 3.5 s on an idle host and stretches with the host's load (first
@@ -695,7 +697,7 @@ if want 5; then
 	# read it until both are in.
 	audit_times() { python3 -c 'import json, sys
 from datetime import datetime
-after, ready, got = float(sys.argv[2]), None, None
+after, ready, got, first = float(sys.argv[2]), None, None, None
 for line in open(sys.argv[1]):
     e = json.loads(line)
     if e.get("stage") != "ResponseComplete":
@@ -706,20 +708,22 @@ for line in open(sys.argv[1]):
     uri = e.get("requestURI", "")
     if ready is None and uri.startswith("/readyz") and e.get("responseStatus", {}).get("code") == 200:
         ready = ts
-    if (got is None and e.get("verb") == "get" and "node-agent" in e.get("user", {}).get("username", "")
-            and uri.startswith("/api/v1/namespaces/kube-system/secrets/" + sys.argv[3])):
+    agent = "node-agent" in e.get("user", {}).get("username", "")
+    if first is None and ready is not None and agent:
+        first = ts
+    if got is None and e.get("verb") == "get" and agent and uri.startswith("/api/v1/namespaces/kube-system/secrets/" + sys.argv[3]):
         got = ts
-if ready is None or got is None:
-    print("none none")
+if ready is None or got is None or first is None:
+    print("none none none none")
 else:
-    print("%.6f %.2f" % (ready, got - ready))' "$RK_AUDIT" "$1" "$KUBE_SECRET"; }
+    print("%.6f %.2f %.2f %.6f" % (ready, first - ready, got - max(first, ready), max(first, ready)))' "$RK_AUDIT" "$1" "$KUBE_SECRET"; }
 	for ((i = 0; i < 100; i++)); do
-		read -r ready seen <<<"$(audit_times "$t_restart")"
+		read -r ready first seen base <<<"$(audit_times "$t_restart")"
 		[ "$seen" != none ] && break
 		sleep 0.2
 	done
 	d=none
-	[ "$t" = none ] || [ "$ready" = none ] || d=$(awk -v a="$ready" -v b="$t" 'BEGIN { printf "%.2f", b - a }')
+	[ "$t" = none ] || [ "$base" = none ] || d=$(awk -v a="$base" -v b="$t" 'BEGIN { printf "%.2f", b - a }')
 	# Under TCG the guest's part (the agent's parse and write, the path
 	# unit, the executor's run, the PATCH) is emulated: about 3.5 s on an
 	# idle host, and it stretches with the host's load (CI runs other tests
@@ -729,10 +733,16 @@ else:
 	# every run took 53.6 s here) without failing on a loaded host.
 	limit=25
 	[ "$(vm_accel | cut -d' ' -f2)" = kvm ] && limit=2
-	echo "# outage behind haproxy: readiness -> the agent fetched the new OSC: $seen s; -> applied and the Node annotated: $d s ($(vm_accel | cut -d' ' -f2 | cut -d, -f1))"
-	check "API server restart behind haproxy: the agent fetched the update $seen s after readiness (<= 2 s)" \
+	# The agent's gate (agent/apigate.h, issue 35) probes a server that has
+	# been down this long (a second API server started and stopped: 20-40 s
+	# here) at most every 15 s: its first request may come that long after
+	# readiness; the fetch within 2 s of that request.
+	echo "# outage behind haproxy: readiness -> the agent's first request: $first s; -> it fetched the new OSC: $seen s after that; that request -> applied and the Node annotated: $d s ($(vm_accel | cut -d' ' -f2 | cut -d, -f1))"
+	check "API server restart behind haproxy: the agent's first request $first s after readiness (<= 15 s: the gate's cap)" \
+		awk -v d="$first" 'BEGIN { exit !(d != "none" && d <= 15) }'
+	check "  ... it fetched the update $seen s after that (<= 2 s)" \
 		awk -v d="$seen" 'BEGIN { exit !(d != "none" && d <= 2) }'
-	check "  ... applied and the Node annotated $d s after readiness (<= $limit s)" \
+	check "  ... applied and the Node annotated $d s after that request (<= $limit s)" \
 		awk -v d="$d" -v l="$limit" 'BEGIN { exit !(d != "none" && d <= l) }'
 	check "  ... /etc/hello holds it in the guest" test "$(vm_ssh cat /etc/hello 2>/dev/null)" = "vm 2"
 	diag_journal scenario5
