@@ -290,8 +290,10 @@ check-quick: check-unit
 # SOAK_FUZZ_SECONDS. The last figures are in docs/testing.md ("make soak").
 SOAK_INTEGRATION := 022- 060- 062- 063- 072- 082-
 SOAK_FUZZ_SECONDS ?= 120
+# A campaign at its long size outlasts a test's usual limit (900 s).
+SOAK_TEST_TIMEOUT ?= 3600
 soak: $(PROGS) $(TESTS) $(TOOLS)
-	$(Q)TEST_SIZE=soak $(MAKE) PREFIXES="$(SOAK_INTEGRATION)" check-integration
+	$(Q)TEST_SIZE=soak TEST_TIMEOUT=$(SOAK_TEST_TIMEOUT) $(MAKE) JOBS=$(NPROC) PREFIXES="$(SOAK_INTEGRATION)" check-integration
 	$(Q)$(MAKE) FUZZ_SECONDS=$(SOAK_FUZZ_SECONDS) FUZZ_JOBS=$(NPROC) fuzz
 
 # The real node (080, issue 23): a Debian 12 VM under qemu, 20-30 min under

@@ -113,6 +113,7 @@ static void up(struct apigate *g, uint64_t now)
 	g->logged = false;
 	g->probing = false;
 	g->quiet_until = 0;
+	g->up_at = now;
 }
 
 static bool is_not_ready(long status, bool reviving)

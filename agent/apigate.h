@@ -70,6 +70,7 @@ struct apigate {
 	char server[256];           /* host:port, for the log lines */
 	char why[320];              /* what the condition's first attempt met */
 	uint64_t conditions;        /* conditions logged since start (tests, metrics) */
+	uint64_t up_at;             /* when the last condition ended (monotonic ms, 0: none yet) */
 };
 
 /* UP, for the server at url (its host:port goes into the log lines). */

@@ -645,6 +645,16 @@ static int install(struct creds *c, const struct csr_status *s, uint64_t now)
 	return 0;
 }
 
+/* Within REVIVED_MS of the API server answering again: after this duty's
+ * own failed steps, or after the API server's gate (agent/apigate.h) was
+ * closed for every duty (then this duty's requests waited and never
+ * failed). */
+static bool reviving(const struct creds *c, uint64_t now)
+{
+	uint64_t up_at = http_gate_up_at(c->http);
+	return now < c->revived_until || (up_at && now - up_at < REVIVED_MS);
+}
+
 /* Acts on what the CSR says (from a GET or a watch event). */
 static void handle_status(struct creds *c, struct csr_status *s, uint64_t now)
 {
@@ -657,7 +667,7 @@ static void handle_status(struct creds *c, struct csr_status *s, uint64_t now)
 	case CSR_PENDING:
 	case CSR_APPROVED:
 		c->state = CREDS_NEED_POLL;
-		c->wake_at = !c->watch_refused ? now : now + (now < c->revived_until ? REVIVED_POLL_MS : POLL_MS);
+		c->wake_at = !c->watch_refused ? now : now + (reviving(c, now) ? REVIVED_POLL_MS : POLL_MS);
 		break;
 	case CSR_DENIED:
 	case CSR_FAILED:

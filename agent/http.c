@@ -624,6 +624,11 @@ uint64_t http_gate_at(const struct http_client *c)
 	return apigate_at(&c->gate);
 }
 
+uint64_t http_gate_up_at(const struct http_client *c)
+{
+	return c->gate.up_at;
+}
+
 uint64_t http_due(const struct http_client *c, uint64_t wake_at)
 {
 	uint64_t g = apigate_at(&c->gate);

@@ -163,6 +163,11 @@ bool http_nobody_serving(const struct http_request *req);
  * the gate opening lets every duty start at its next tick). */
 uint64_t http_gate_at(const struct http_client *c);
 
+/* When the API server last served again after nobody served or it was
+ * starting (monotonic ms; 0: not since the start): a duty whose peers
+ * catch up after a restart (a CSR's signer) asks more often for a while. */
+uint64_t http_gate_up_at(const struct http_client *c);
+
 /* max(wake_at, http_gate_at()): when a duty whose own retry is due at
  * wake_at may start its request. */
 uint64_t http_due(const struct http_client *c, uint64_t wake_at);

@@ -3,13 +3,13 @@
 # 410/down/401/403) and 042 (TLS: wrong CA, wrong host) do not cover. The
 # agent talks to the TLS test API server through tests/lib/slowproxy.py:
 #
-#  1. a long outage (OUTAGE seconds, beyond the backoff cap): authkeys-cmd
+#  1. a long outage (OUTAGE seconds, beyond the backoff cap; sized: 60 in CI, 180 in soak): authkeys-cmd
 #     keeps serving the last snapshot; a key whose document says it expires
 #     during the outage is never printed by authkeys-cmd after its expiry
 #     (its own clock check), and the executor's timer run
 #     (`cloud-config-exec keys`) removes it from authorized_keys; the key
 #     without expiry stays; the agent recovers when the server is back;
-#  2. flapping: the server goes down and up FLAPS times while new versions
+#  2. flapping: the server goes down and up FLAPS times (sized: 10, 40) while new versions
 #     are published: no tight loop, the last version ends up applied;
 #  3. slow responses, one byte a second: from the first byte (the TLS
 #     handshake trickles: connectMs) and after the handshake (the answer
@@ -29,8 +29,8 @@ kube_netns "$@"
 agent_require
 command -v ssh-keygen >/dev/null || skip_all "ssh-keygen not installed"
 
-OUTAGE=${OUTAGE:-60}
-FLAPS=${FLAPS:-10}
+OUTAGE=${OUTAGE:-$(sized 60 180)}
+FLAPS=${FLAPS:-$(sized 10 40)}
 # Long enough for two give-ups in a row: a trickling connection is dropped
 # after watchIdleMs (8 s), and the reconnect waits up to the backoff cap
 # (30 s, full jitter) after earlier phases' failures: 2 x 38 s < 80 s.
