@@ -41,9 +41,16 @@ int http_client_init(struct http_client *c, const struct config *cfg)
 	c->multi = curl_multi_init();
 	if (!c->multi)
 		return -ENOMEM;
-	/* One connection per watch plus one for the rest is all we need. */
-	curl_multi_setopt(c->multi, CURLMOPT_MAX_HOST_CONNECTIONS, 4L);
-	curl_multi_setopt(c->multi, CURLMOPT_MAXCONNECTS, 4L);
+	/* No cap on connections to the API server: each duty has at most one
+	 * request in flight, which bounds them (about 15, two of them the
+	 * watches). With a cap (it was 4) a request beyond it waits in
+	 * libcurl's pending list, behind watches that hold their connections
+	 * for minutes: a Lease renewal got no answer within 10 s in a CI run,
+	 * and removing the pending handle then crashed libcurl 7.88
+	 * (SIGSEGV in libcurl; the pending list's history: curl/curl#2677,
+	 * #21396). Idle connections kept for reuse: at most 8. */
+	curl_multi_setopt(c->multi, CURLMOPT_MAX_HOST_CONNECTIONS, 0L);
+	curl_multi_setopt(c->multi, CURLMOPT_MAXCONNECTS, 8L);
 	return 0;
 }
 
