@@ -417,6 +417,7 @@ int keydoc_parse_json(const char *data, size_t len, const struct keys_parse_para
 		size_t dup;
 		if (find_dup(&doc, ent.user, ent.key.fingerprint, &dup)) {
 			free(ent.user);
+			free(ent.revoked_serials);
 			keys_key_done(&ent.key);
 			keydoc_done(&doc);
 			return errbuf_set(err, errlen, -EINVAL, "[%zu]: same user and key as [%zu]", idx, dup);
