@@ -145,6 +145,18 @@ static void report_error(struct watch *w, const char *why)
 		w->ops->on_error(w, why, w->userdata);
 }
 
+/* A watch that failed: "watch <path> failed: <why>" into msg, reported. */
+static void report_watch_failure(struct watch *w, const struct http_request *req, char *msg, size_t len)
+{
+	char why[512];
+	if (req->result == CURLE_OK && req->status == 200 && kube_splitter_pending(&req->splitter) > 0)
+		snprintf(why, sizeof(why), "stream ended inside an event");
+	else
+		http_describe_failure(req, why, sizeof(why));
+	snprintf(msg, len, "watch %s failed: %s", req->path, why);
+	report_error(w, msg);
+}
+
 /* "secrets kube-system/name" or "nodes/name": the RBAC resource and name. */
 static const char *rbac_object(const struct watch *w, char *buf, size_t len)
 {
@@ -430,13 +442,8 @@ static void on_watch_done(struct http_request *req, void *userdata)
 		/* Nobody serving, or a starting server (its 403 too): the gate
 		 * paces the next try for every duty and logs the outage once.
 		 * Read again first: the stream may have missed changes. */
-		if (req->result == CURLE_OK && req->status == 200 && kube_splitter_pending(&req->splitter) > 0)
-			snprintf(why, sizeof(why), "stream ended inside an event");
-		else
-			http_describe_failure(req, why, sizeof(why));
 		char msg[700];
-		snprintf(msg, sizeof(msg), "watch %s failed: %s", req->path, why);
-		report_error(w, msg);
+		report_watch_failure(w, req, msg, sizeof(msg));
 		log_fields(LOG_DEBUG, LOG_FIELDS(idf, status, url), "%s; waiting for the API server", msg);
 		gate_wait(w, now, req->status == 403 || !w->rv[0] ? WATCH_NEED_GET : WATCH_NEED_WATCH);
 		return;
@@ -488,13 +495,8 @@ static void on_watch_done(struct http_request *req, void *userdata)
 	 * server going away mid-stream): routine once; or the server's own
 	 * error (5xx, 429 once it serves). */
 	bool cut = req->result != CURLE_OK || req->status == 200;
-	if (req->result == CURLE_OK && req->status == 200 && kube_splitter_pending(&req->splitter) > 0)
-		snprintf(why, sizeof(why), "stream ended inside an event");
-	else
-		http_describe_failure(req, why, sizeof(why));
 	char msg[700];
-	snprintf(msg, sizeof(msg), "watch %s failed: %s", req->path, why);
-	report_error(w, msg);
+	report_watch_failure(w, req, msg, sizeof(msg));
 	w->state = !w->rv[0] ? WATCH_NEED_GET : WATCH_NEED_WATCH;
 	own_failure(w, now, req->retry_after, cut ? OWN_ROUTINE : OWN_WARN, LOG_FIELDS(idf, status, url), msg);
 }
